@@ -1,0 +1,124 @@
+/* telem_paths.c - run directory, node name and per-node socket paths. */
+#include "telem_paths.h"
+#include "telem_error.h"
+#include "telem_proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int
+s_fmt(char *buf, size_t size, int n)
+{
+    (void) buf;
+    return (n < 0 || (size_t) n >= size) ? TELEM_ETOOBIG : 0;
+}
+
+int
+telem_rundir_default(char *buf, size_t size)
+{
+    const char *env = getenv("TELEM_RUNDIR");
+    if (env && *env)
+        return s_fmt(buf, size, snprintf(buf, size, "%s", env));
+    env = getenv("XDG_RUNTIME_DIR");
+    if (env && *env)
+        return s_fmt(buf, size, snprintf(buf, size, "%s/telem", env));
+    return s_fmt(buf, size,
+                 snprintf(buf, size, "/tmp/telem-%u", (unsigned) getuid()));
+}
+
+static int
+s_mkdir_private(const char *dir)
+{
+    if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+        return 0;
+    return TELEM_EIO;
+}
+
+int
+telem_rundir_prepare(const char *dir)
+{
+    char path[TELEM_PATH_MAX];
+    if (!dir || !*dir || strlen(dir) >= sizeof path)
+        return TELEM_EINVAL;
+    strcpy(path, dir);
+    /* Create missing parents, then the directory itself. */
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = s_mkdir_private(path);
+        *p = '/';
+        if (rc)
+            return rc;
+    }
+    if (s_mkdir_private(path))
+        return TELEM_EIO;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return TELEM_EIO;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+        return TELEM_EINVAL;
+    if (st.st_mode & 077) {
+        /* A directory we own but left open: close it rather than refuse. */
+        if (chmod(path, 0700) != 0)
+            return TELEM_EINVAL;
+    }
+    return 0;
+}
+
+int
+telem_node_default(char *buf, size_t size)
+{
+    const char *env = getenv("TELEM_NODE");
+    if (!env || !*env)
+        env = getenv("SLURMD_NODENAME");
+    if (env && *env)
+        return s_fmt(buf, size, snprintf(buf, size, "%s", env));
+    char host[256];
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "localhost");
+    host[sizeof host - 1] = '\0';
+    return s_fmt(buf, size, snprintf(buf, size, "%s", host));
+}
+
+int
+telem_node_valid(const char *name)
+{
+    if (!name || !*name || strlen(name) > TELEM_NAME_MAX)
+        return 0;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return 0;
+    return strpbrk(name, "/\t\n\r") == NULL;
+}
+
+int
+telem_node_path(char *buf, size_t size, const char *rundir, const char *node,
+                const char *file)
+{
+    return s_fmt(buf, size, snprintf(buf, size, "%s/%s/%s", rundir, node, file));
+}
+
+int
+telem_node_endpoint(char *buf, size_t size, const char *rundir,
+                    const char *node, const char *file)
+{
+    return s_fmt(buf, size,
+                 snprintf(buf, size, "ipc://%s/%s/%s", rundir, node, file));
+}
+
+int
+telem_nodefile_default(char *buf, size_t size)
+{
+    const char *env = getenv("TELEM_NODEFILE");
+    if (env && *env)
+        return s_fmt(buf, size, snprintf(buf, size, "%s", env));
+    char rundir[TELEM_PATH_MAX];
+    int rc = telem_rundir_default(rundir, sizeof rundir);
+    if (rc)
+        return rc;
+    return s_fmt(buf, size, snprintf(buf, size, "%s/nodes", rundir));
+}

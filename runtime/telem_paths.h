@@ -1,0 +1,51 @@
+/* telem_paths.h - where a node's sockets and files live, and who the node is.
+ *
+ * Every process of a node agrees on these without talking:
+ *   run directory  $TELEM_RUNDIR, else $XDG_RUNTIME_DIR/telem, else
+ *                  /tmp/telem-<uid>; created mode 0700 and refused if it is
+ *                  owned by another user or open to group/other.
+ *   node name      $TELEM_NODE, else $SLURMD_NODENAME (several slurmd on one
+ *                  host share a host name), else gethostname().
+ *   node files     <rundir>/<node>/ingest.sock   PULL, samples in
+ *                  <rundir>/<node>/ctl.sock      ROUTER, queries and control
+ *                  <rundir>/<node>/endpoints     one "kind endpoint" a line
+ * Node names may hold any character except '/', tab, CR, LF and NUL and are
+ * at most TELEM_NAME_MAX bytes; telem_node_valid() checks that.
+ *
+ * The node file lists a job's nodes for the analysis client, one node a
+ * line: "<name>\t<query endpoint>\n"; '#' starts a comment line.  It is
+ * found at $TELEM_NODEFILE, else <rundir>/nodes.
+ */
+#ifndef TELEM_PATHS_H
+#define TELEM_PATHS_H
+
+#include <stddef.h>
+
+#define TELEM_PATH_MAX 512
+
+/* Writes the default run directory to buf.  Returns 0 or TELEM_ETOOBIG. */
+int telem_rundir_default(char *buf, size_t size);
+
+/* Creates `dir` (and missing parents) mode 0700, or checks an existing one
+ * is a directory owned by this user and not accessible to group/other.
+ * Returns 0, TELEM_EIO (errno kept) or TELEM_EINVAL (wrong owner/mode). */
+int telem_rundir_prepare(const char *dir);
+
+/* Writes the default node name to buf.  Returns 0 or TELEM_ETOOBIG. */
+int telem_node_default(char *buf, size_t size);
+
+/* 1 if `name` is usable as a node name, else 0. */
+int telem_node_valid(const char *name);
+
+/* Writes "<rundir>/<node>/<file>" to buf.  Returns 0 or TELEM_ETOOBIG. */
+int telem_node_path(char *buf, size_t size, const char *rundir,
+                    const char *node, const char *file);
+
+/* Writes the default node file path (see above) to buf. */
+int telem_nodefile_default(char *buf, size_t size);
+
+/* Writes the ipc endpoint "ipc://<rundir>/<node>/<file>" to buf. */
+int telem_node_endpoint(char *buf, size_t size, const char *rundir,
+                        const char *node, const char *file);
+
+#endif

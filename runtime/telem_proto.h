@@ -1,0 +1,240 @@
+/* telem_proto.h - the wire codec: every message telem sends, in one module.
+ *
+ * Each message is one ZeroMQ frame holding one msgpack map with at least
+ *   "v": protocol version (TELEM_PROTO_VERSION)   "t": message type (int)
+ * docs/protocol.md describes every field.  Nothing else in telem parses wire
+ * bytes: senders fill the plain structs below and call an encoder, receivers
+ * call telem_proto_decode() and switch on the type.
+ *
+ * Decoding never trusts its input: truncated, oversized, wrong-version,
+ * wrongly typed or over-limit input gives a negative telem_err_t and a short
+ * reason in telem_decoder_error(); it never crashes and never allocates more
+ * than a bounded multiple of the input size.
+ *
+ * Ownership: a decoder owns everything a decoded message points to (strings
+ * are copied, NUL-terminated, into the decoder's arena); those pointers stay
+ * valid until the next decode on the same decoder or its destruction.  An
+ * encoder owns its output buffer, valid until the next encode on it.
+ *
+ * Thread safety: encoders and decoders are not shared between threads; make
+ * one per thread.  They are cheap to reuse and reuse is what makes them fast.
+ */
+#ifndef TELEM_PROTO_H
+#define TELEM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "telem_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TELEM_PROTO_VERSION 1
+#define TELEM_PROTO_MAX_MSG (64u << 20)   /* largest frame accepted, bytes */
+#define TELEM_NAME_MAX 255                 /* metric names, tag keys and values */
+#define TELEM_TAGS_MAX 16                  /* tags on one sample or series */
+#define TELEM_BATCH_MAX 65536              /* samples in one batch */
+#define TELEM_QUERY_METRICS_MAX 256        /* metric names in one query */
+#define TELEM_TEXT_MAX 4096                /* doc strings, error messages */
+
+typedef enum {
+    TELEM_MSG_BATCH = 1,        /* samples from a process to telemd */
+    TELEM_MSG_META = 2,         /* a metric's type, unit and doc */
+    TELEM_MSG_QUERY = 3,        /* query request */
+    TELEM_MSG_QUERY_REPLY = 4,  /* query reply */
+    TELEM_MSG_CONTROL = 5,      /* control request (status, level, ...) */
+    TELEM_MSG_CONTROL_REPLY = 6,/* control reply */
+    TELEM_MSG_ERROR = 7         /* error reply to any request */
+} telem_msg_type_t;
+
+typedef struct {
+    const char *key;
+    const char *value;
+} telem_tag_t;
+
+/* One measurement.  level is the telemetry level it was recorded at (1-4). */
+typedef struct {
+    const char *metric;
+    const telem_tag_t *tags;   /* tags of this sample only; may be NULL */
+    uint32_t ntags;
+    uint8_t level;
+    int64_t ts_ns;             /* realtime nanoseconds */
+    double value;
+} telem_sample_t;
+
+/* Samples from one source.  `tags` apply to every sample (pid, rank, ...).
+ * A non-zero fin_token marks the end of the sender's stream: telemd
+ * remembers it and confirms it through TELEM_CTL_SYNC, which is how a
+ * process that exits knows everything it sent has arrived. */
+typedef struct {
+    const char *source;        /* free-form sender name, may be "" */
+    const telem_tag_t *tags;
+    uint32_t ntags;
+    const telem_sample_t *samples;
+    uint32_t nsamples;
+    uint64_t fin_token;
+} telem_batch_t;
+
+typedef enum {
+    TELEM_METRIC_GAUGE = 0,
+    TELEM_METRIC_COUNTER = 1
+} telem_metric_type_t;
+
+/* Description of a metric, shown by listings. */
+typedef struct {
+    const char *metric;
+    telem_metric_type_t type;
+    const char *unit;          /* "" when unitless */
+    const char *doc;
+} telem_meta_t;
+
+enum {
+    TELEM_QUERY_LIST = 1u << 0,   /* catalog only: series without points */
+    TELEM_QUERY_LATEST = 1u << 1  /* only the newest point of each series */
+};
+
+/* Query request.  Filters are exact key=value matches; a value of "*" only
+ * requires the key to be present.  start_ns/end_ns are realtime; end_ns 0
+ * means now, start_ns 0 means the whole retention window. */
+typedef struct {
+    uint64_t id;               /* echoed in the reply */
+    const char *const *metrics;/* empty = every metric */
+    uint32_t nmetrics;
+    const telem_tag_t *filters;
+    uint32_t nfilters;
+    int64_t start_ns;
+    int64_t end_ns;
+    uint32_t max_points;       /* per series, newest kept; 0 = no limit */
+    uint32_t flags;            /* TELEM_QUERY_* */
+} telem_query_t;
+
+/* One series of a reply: points are in time order. */
+typedef struct {
+    const char *metric;
+    const telem_tag_t *tags;   /* sorted by key, include "host" */
+    uint32_t ntags;
+    telem_metric_type_t type;
+    const char *unit;
+    const char *doc;
+    const int64_t *ts;
+    const double *values;
+    uint32_t npoints;
+} telem_series_t;
+
+typedef struct {
+    uint64_t id;
+    const char *node;          /* the answering node */
+    const telem_series_t *series;
+    uint32_t nseries;
+    uint8_t truncated;         /* reply was cut to the size limit */
+} telem_query_reply_t;
+
+typedef enum {
+    TELEM_CTL_STATUS = 1,      /* reply carries telem_status_t */
+    TELEM_CTL_SHUTDOWN = 2,    /* daemon exits after replying */
+    TELEM_CTL_SET_LEVEL = 3,   /* arg = new level 0-4 */
+    TELEM_CTL_SYNC = 4,        /* arg = fin_token; reply says if seen */
+    TELEM_CTL_SET_WINDOW = 5   /* arg = retention window in ns */
+} telem_ctl_op_t;
+
+typedef struct {
+    uint64_t id;
+    telem_ctl_op_t op;
+    int64_t arg;
+} telem_control_t;
+
+/* A node agent's state, as reported by TELEM_CTL_STATUS. */
+typedef struct {
+    const char *node;
+    int64_t pid;
+    int32_t level;
+    int64_t window_ns;
+    int64_t interval_ns;       /* sampling interval */
+    int64_t uptime_ns;
+    uint64_t nseries;
+    uint64_t npoints;
+    uint64_t mem_bytes;
+    uint64_t mem_cap_bytes;
+    uint64_t ingested;         /* samples accepted since start */
+    uint64_t dropped;          /* samples refused (caps, level) */
+    uint64_t bad_messages;     /* frames rejected by the decoder */
+} telem_status_t;
+
+typedef struct {
+    uint64_t id;
+    telem_ctl_op_t op;
+    int32_t synced;            /* TELEM_CTL_SYNC: 1 if the token was seen */
+    telem_status_t status;     /* filled for every op */
+} telem_control_reply_t;
+
+typedef struct {
+    uint64_t id;
+    int32_t code;              /* telem_err_t */
+    const char *message;
+} telem_error_msg_t;
+
+/* A decoded message: `type` says which member of the union is valid. */
+typedef struct {
+    telem_msg_type_t type;
+    union {
+        telem_batch_t batch;
+        telem_meta_t meta;
+        telem_query_t query;
+        telem_query_reply_t query_reply;
+        telem_control_t control;
+        telem_control_reply_t control_reply;
+        telem_error_msg_t error;
+    } u;
+} telem_msg_t;
+
+typedef struct telem_encoder telem_encoder_t;
+typedef struct telem_decoder telem_decoder_t;
+
+/* Create/destroy.  _new returns NULL when out of memory; _destroy accepts
+ * NULL or a pointer to NULL and nulls the caller's pointer. */
+telem_encoder_t *telem_encoder_new(void);
+void telem_encoder_destroy(telem_encoder_t **self_p);
+telem_decoder_t *telem_decoder_new(void);
+void telem_decoder_destroy(telem_decoder_t **self_p);
+
+/* Encoders: on success return 0 and set *data and *size to the encoded frame,
+ * owned by the encoder and valid until its next call.  They validate what
+ * they send (names non-empty and within TELEM_NAME_MAX, counts within the
+ * limits above) and return TELEM_EINVAL or TELEM_ETOOBIG otherwise. */
+int telem_encode_batch(telem_encoder_t *e, const telem_batch_t *m,
+                       const void **data, size_t *size);
+int telem_encode_meta(telem_encoder_t *e, const telem_meta_t *m,
+                      const void **data, size_t *size);
+int telem_encode_query(telem_encoder_t *e, const telem_query_t *m,
+                       const void **data, size_t *size);
+int telem_encode_query_reply(telem_encoder_t *e, const telem_query_reply_t *m,
+                             const void **data, size_t *size);
+int telem_encode_control(telem_encoder_t *e, const telem_control_t *m,
+                         const void **data, size_t *size);
+int telem_encode_control_reply(telem_encoder_t *e,
+                               const telem_control_reply_t *m,
+                               const void **data, size_t *size);
+int telem_encode_error(telem_encoder_t *e, const telem_error_msg_t *m,
+                       const void **data, size_t *size);
+
+/* Decodes one frame into *out.  Returns 0, or TELEM_EPROTO (malformed,
+ * truncated, trailing bytes, wrong field types, embedded NUL in a string),
+ * TELEM_EVERSION (wrong "v"), TELEM_ETOOBIG (frame or a count over its
+ * limit) or TELEM_ENOMEM.  On failure *out is unspecified and
+ * telem_decoder_error() names the problem. */
+int telem_proto_decode(telem_decoder_t *d, const void *data, size_t size,
+                       telem_msg_t *out);
+
+/* Reason for the last failed decode, e.g. "batch: sample 3: value is not a
+ * number".  Owned by the decoder. */
+const char *telem_decoder_error(const telem_decoder_t *d);
+
+/* Name of a message type ("batch", "query", ...) or "unknown". */
+const char *telem_msg_type_name(int type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
