@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,4 +123,55 @@ telem_nodefile_default(char *buf, size_t size)
     if (rc)
         return rc;
     return s_fmt(buf, size, snprintf(buf, size, "%s/nodes", rundir));
+}
+
+/* Copies the lines of `in` to `out`, leaving out the one naming `node`. */
+static void
+s_copy_other_lines(FILE *in, FILE *out, const char *node)
+{
+    char line[2 * TELEM_PATH_MAX];
+    size_t nlen = strlen(node);
+    while (fgets(line, sizeof line, in)) {
+        if (strncmp(line, node, nlen) == 0 && line[nlen] == '\t')
+            continue;
+        fputs(line, out);
+    }
+}
+
+int
+telem_nodefile_register(const char *path, const char *node,
+                        const char *endpoint)
+{
+    if (!path || !telem_node_valid(node) || !endpoint || !*endpoint
+        || strpbrk(endpoint, "\t\n"))
+        return TELEM_EINVAL;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return TELEM_EIO;
+    int rc = TELEM_EIO;
+    FILE *cur = NULL, *tmp = NULL;
+    if (flock(fd, LOCK_EX) != 0)
+        goto out;
+    cur = fdopen(dup(fd), "r");
+    tmp = tmpfile();
+    if (!cur || !tmp)
+        goto out;
+    s_copy_other_lines(cur, tmp, node);
+    fprintf(tmp, "%s\t%s\n", node, endpoint);
+    if (fflush(tmp) != 0 || ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET))
+        goto out;
+    rewind(tmp);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, tmp)) > 0)
+        if (write(fd, buf, n) != (ssize_t) n)
+            goto out;
+    rc = 0;
+out:
+    if (cur)
+        fclose(cur);
+    if (tmp)
+        fclose(tmp);
+    close(fd);
+    return rc;
 }

@@ -48,4 +48,10 @@ int telem_nodefile_default(char *buf, size_t size);
 int telem_node_endpoint(char *buf, size_t size, const char *rundir,
                         const char *node, const char *file);
 
+/* Adds or replaces the line of `node` in the node file at `path` (created
+ * if missing), under an exclusive flock so concurrent agents do not lose
+ * each other's lines.  Returns 0, TELEM_EINVAL or TELEM_EIO. */
+int telem_nodefile_register(const char *path, const char *node,
+                            const char *endpoint);
+
 #endif

@@ -1,0 +1,309 @@
+/* telemd.c - the node agent's command line: parse flags, start, wait.
+ *
+ * Everything else lives in telemd_actor.c (sockets, loop) and
+ * telemd_agent.c (what messages mean).
+ */
+#include <czmq.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_time.h"
+#include "telemd_actor.h"
+
+static const char s_usage[] =
+"Usage: telemd [OPTIONS]\n"
+"The telem node agent: one per node.  Collects samples pushed by the node's\n"
+"processes and, by telemetry level, node metrics from /proc (level 2) and\n"
+"GPU metrics from NVML (level 3) and its own metrics (level 4) into an\n"
+"in-memory store with a retention window; answers queries and control\n"
+"requests from telem_client, the analysis client and other nodes.\n"
+"\n"
+"Options:\n"
+"  -n, --node NAME        node name (default: $TELEM_NODE, $SLURMD_NODENAME,\n"
+"                         or the host name)\n"
+"  -L, --level L          telemetry level 0-4 (default: $TELEM_LEVEL or 2)\n"
+"  -w, --window SECONDS   retention window (default 300)\n"
+"  -i, --interval SECONDS sampling interval for node metrics (default 1)\n"
+"  -r, --rundir DIR       run directory (default: $TELEM_RUNDIR,\n"
+"                         $XDG_RUNTIME_DIR/telem or /tmp/telem-UID)\n"
+"  -b, --bind ADDR        TCP address for remote queries (default 127.0.0.1;\n"
+"                         'none' binds no TCP endpoint)\n"
+"  -p, --port PORT        TCP port (default 0: an ephemeral port)\n"
+"  -m, --mem-cap MIB      memory cap of the store in MiB (default 256)\n"
+"  -N, --nodefile FILE    add this node and its query endpoint to FILE\n"
+"  -u, --job-user USER    user whose processes num_running_processes counts\n"
+"                         (default: the user running telemd)\n"
+"      --proc-root DIR    read node metrics from DIR instead of /proc\n"
+"      --nvml-lib FILE    NVML library to load (default libnvidia-ml.so.1)\n"
+"  -l, --log-level LVL    error, warn, info (default) or debug\n"
+"  -h, --help             show this help\n"
+"  -V, --version          show the version\n"
+"\n"
+"On start telemd prints its endpoints, one 'kind<TAB>endpoint' a line, then\n"
+"'ready', and writes the same to RUNDIR/NODE/endpoints.  It stops on\n"
+"SIGINT, SIGTERM or a shutdown request (telem_client shutdown).\n"
+"Exit status: 0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n";
+
+typedef struct {
+    telemd_config_t cfg;
+    char node[TELEM_NAME_MAX + 1];
+    char rundir[TELEM_PATH_MAX];
+    char tcp_bind[160];
+    const char *bind_addr;
+    long port;
+    const char *nodefile;
+} s_args_t;
+
+static int
+s_bad(const char *flag, const char *value, const char *why)
+{
+    fprintf(stderr, "telemd: invalid %s '%s': %s\n"
+            "Try 'telemd --help'.\n", flag, value, why);
+    return 2;
+}
+
+static int
+s_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int
+s_job_user(const char *s, uid_t *uid)
+{
+    struct passwd *pw = getpwnam(s);
+    if (pw) {
+        *uid = pw->pw_uid;
+        return 0;
+    }
+    double v;
+    if (s_number(s, 0, 4294967294.0, &v) || v != floor(v))
+        return -1;
+    *uid = (uid_t) v;
+    return 0;
+}
+
+static int
+s_level_default(void)
+{
+    const char *env = getenv("TELEM_LEVEL");
+    double v;
+    if (env && s_number(env, 0, 4, &v) == 0 && v == floor(v))
+        return (int) v;
+    return 2;
+}
+
+static int
+s_option(s_args_t *a, int c, const char *v)
+{
+    double d;
+    switch (c) {
+    case 'n':
+        if (!telem_node_valid(v))
+            return s_bad("--node", v, "1-255 bytes, no '/', tab or newline");
+        snprintf(a->node, sizeof a->node, "%s", v);
+        return 0;
+    case 'L':
+        if (s_number(v, 0, 4, &d) || d != floor(d))
+            return s_bad("--level", v, "an integer from 0 to 4");
+        a->cfg.level = (int) d;
+        return 0;
+    case 'w':
+        if (s_number(v, 0.001, 365 * 86400.0, &d))
+            return s_bad("--window", v, "seconds, above 0");
+        a->cfg.window_ns = (int64_t) (d * 1e9);
+        return 0;
+    case 'i':
+        if (s_number(v, 0.001, 86400, &d))
+            return s_bad("--interval", v, "seconds, from 0.001 to 86400");
+        a->cfg.interval_ns = (int64_t) (d * 1e9);
+        return 0;
+    case 'r':
+        if (snprintf(a->rundir, sizeof a->rundir, "%s", v)
+            >= (int) sizeof a->rundir)
+            return s_bad("--rundir", v, "path too long");
+        return 0;
+    case 'b': a->bind_addr = v; return 0;
+    case 'p':
+        if (s_number(v, 0, 65535, &d) || d != floor(d))
+            return s_bad("--port", v, "an integer from 0 to 65535");
+        a->port = (long) d;
+        return 0;
+    case 'm':
+        if (s_number(v, 1, 1024 * 1024, &d))
+            return s_bad("--mem-cap", v, "MiB, from 1 to 1048576");
+        a->cfg.mem_cap_bytes = (size_t) (d * 1048576.0);
+        return 0;
+    case 'N': a->nodefile = v; return 0;
+    case 'u':
+        if (s_job_user(v, &a->cfg.job_uid))
+            return s_bad("--job-user", v, "no such user or uid");
+        return 0;
+    case 'P': a->cfg.proc_root = v; return 0;
+    case 'G': a->cfg.nvml_library = v; return 0;
+    default: return 2;
+    }
+}
+
+static int
+s_log_level(const char *v, telem_log_level_t *out)
+{
+    static const char *const names[] = { "error", "warn", "info", "debug" };
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = (telem_log_level_t) i;
+            return 0;
+        }
+    return s_bad("--log-level", v, "one of error, warn, info, debug");
+}
+
+static int
+s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
+{
+    static const struct option opts[] = {
+        { "node", 1, 0, 'n' }, { "level", 1, 0, 'L' }, { "window", 1, 0, 'w' },
+        { "interval", 1, 0, 'i' }, { "rundir", 1, 0, 'r' },
+        { "bind", 1, 0, 'b' }, { "port", 1, 0, 'p' }, { "mem-cap", 1, 0, 'm' },
+        { "nodefile", 1, 0, 'N' }, { "job-user", 1, 0, 'u' },
+        { "proc-root", 1, 0, 'P' }, { "nvml-lib", 1, 0, 'G' },
+        { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
+        { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
+    };
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "n:L:w:i:r:b:p:m:N:u:l:hV", opts,
+                            NULL)) != -1) {
+        if (c == 'h') {
+            fputs(s_usage, stdout);
+            return 1;
+        }
+        if (c == 'V') {
+            printf("telemd 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
+            return 1;
+        }
+        if (c == '?') {
+            fputs("Try 'telemd --help'.\n", stderr);
+            return 2;
+        }
+        rc = c == 'l' ? s_log_level(optarg, loglevel)
+                      : s_option(a, c, optarg);
+        if (rc)
+            return rc;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "telemd: unexpected argument '%s'\n"
+                "Try 'telemd --help'.\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+static void
+s_defaults(s_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->cfg.level = s_level_default();
+    a->cfg.window_ns = 300 * TELEM_NS_PER_SEC;
+    a->cfg.interval_ns = TELEM_NS_PER_SEC;
+    a->cfg.job_uid = getuid();
+    a->bind_addr = "127.0.0.1";
+}
+
+static int
+s_finish_config(s_args_t *a)
+{
+    if (!*a->node && telem_node_default(a->node, sizeof a->node)) {
+        fprintf(stderr, "telemd: cannot determine the node name; "
+                "use --node\n");
+        return 2;
+    }
+    if (!*a->rundir && telem_rundir_default(a->rundir, sizeof a->rundir)) {
+        fprintf(stderr, "telemd: run directory path too long\n");
+        return 2;
+    }
+    int rc = telem_rundir_prepare(a->rundir);
+    if (rc) {
+        fprintf(stderr, "telemd: run directory %s: %s\n", a->rundir,
+                rc == TELEM_EIO ? strerror(errno)
+                : "exists but is not a private directory of this user");
+        return 1;
+    }
+    if (strcmp(a->bind_addr, "none") != 0) {
+        if (a->port)
+            snprintf(a->tcp_bind, sizeof a->tcp_bind, "tcp://%s:%ld",
+                     a->bind_addr, a->port);
+        else
+            snprintf(a->tcp_bind, sizeof a->tcp_bind, "tcp://%s:*",
+                     a->bind_addr);
+        a->cfg.tcp_bind = a->tcp_bind;
+    }
+    a->cfg.node = a->node;
+    a->cfg.rundir = a->rundir;
+    return 0;
+}
+
+static void
+s_announce(telemd_t *d, const s_args_t *a)
+{
+    printf("node\t%s\ningest\t%s\nctl\t%s\n", a->node,
+           telemd_ingest_endpoint(d), telemd_ctl_endpoint(d));
+    if (*telemd_tcp_endpoint(d))
+        printf("query\t%s\n", telemd_tcp_endpoint(d));
+    printf("ready\n");
+    fflush(stdout);
+    telem_log(TELEM_LOG_INFO, "node %s ready at level %d, window %.0f s, "
+              "query %s", a->node, a->cfg.level, a->cfg.window_ns / 1e9,
+              *telemd_tcp_endpoint(d) ? telemd_tcp_endpoint(d)
+                                      : telemd_ctl_endpoint(d));
+}
+
+int
+main(int argc, char **argv)
+{
+    s_args_t a;
+    s_defaults(&a);
+    telem_log_level_t loglevel = TELEM_LOG_INFO;
+    int rc = s_parse(&a, argc, argv, &loglevel);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    telem_log_init("telemd", loglevel);
+    if ((rc = s_finish_config(&a)) != 0)
+        return rc;
+    int err = 0;
+    telemd_t *d = telemd_new(&a.cfg, &err);
+    if (!d) {
+        fprintf(stderr, "telemd: cannot start node '%s' in %s: %s\n", a.node,
+                a.rundir, err == TELEM_ESTATE
+                ? "another telemd is already running for this node"
+                : err == TELEM_EIO ? strerror(errno) : telem_strerror(err));
+        return 1;
+    }
+    const char *query = *telemd_tcp_endpoint(d) ? telemd_tcp_endpoint(d)
+                                                 : telemd_ctl_endpoint(d);
+    if (a.nodefile && telem_nodefile_register(a.nodefile, a.node, query)) {
+        fprintf(stderr, "telemd: cannot register in node file %s: %s\n",
+                a.nodefile, strerror(errno));
+        telemd_destroy(&d);
+        return 1;
+    }
+    s_announce(d, &a);
+    telemd_wait(d, -1);
+    telem_log(TELEM_LOG_INFO, "node %s stopping", a.node);
+    telemd_destroy(&d);
+    return 0;
+}

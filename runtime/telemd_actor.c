@@ -1,0 +1,341 @@
+/* telemd_actor.c - telemd's sockets and event loop, as a czmq actor.
+ *
+ * telemd_new() prepares the node directory, takes the node's lock file (so
+ * two agents never share a node's sockets), binds PULL (ingest) and ROUTER
+ * (control, ipc and TCP), writes the endpoints file, and hands the sockets
+ * to an actor thread.  The loop polls the sockets with a timeout that ends
+ * at the next sampling tick; ingest is drained in bounded bursts so control
+ * requests are answered promptly under load.  Everything a frame means is
+ * decided in telemd_agent.c.
+ */
+#include "telemd_actor.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_time.h"
+#include "telemd_agent.h"
+
+#define S_INGEST_BURST 512        /* frames per wake before polling again */
+#define S_POLL_CAP_MS 250         /* longest sleep, to notice interrupts */
+#define S_RCVHWM 10000
+
+struct telemd {
+    telemd_config_t cfg;
+    char node_dir[TELEM_PATH_MAX];
+    char lock_path[TELEM_PATH_MAX];
+    char ingest_ep[TELEM_PATH_MAX];
+    char ctl_ep[TELEM_PATH_MAX];
+    char tcp_ep[128];
+    int lock_fd;
+    int locked;
+    telemd_agent_t *agent;
+    zsock_t *pull;
+    zsock_t *ctl;
+    zsock_t *tcp;
+    zactor_t *actor;
+    int ended;
+};
+
+static zsock_t *
+s_bind(int type, const char *endpoint, char *bound, size_t bound_size)
+{
+    zsock_t *sock = zsock_new(type);
+    if (!sock)
+        return NULL;
+    zsock_set_maxmsgsize(sock, (int64_t) TELEM_PROTO_MAX_MSG);
+    zsock_set_rcvhwm(sock, S_RCVHWM);
+    zsock_set_linger(sock, 0);
+    if (type == ZMQ_ROUTER)
+        zsock_set_sndtimeo(sock, 0);
+    if (zsock_bind(sock, "%s", endpoint) < 0) {
+        zsock_destroy(&sock);
+        return NULL;
+    }
+    if (bound) {
+        char *last = zsock_last_endpoint(sock);
+        snprintf(bound, bound_size, "%s", last ? last : endpoint);
+        free(last);
+    }
+    return sock;
+}
+
+/* Receives a request as [identity, (empty,) payload] and answers it. */
+static void
+s_serve_request(telemd_t *self, zsock_t *sock)
+{
+    zmsg_t *msg = zmsg_recv(sock);
+    if (!msg)
+        return;
+    size_t parts = zmsg_size(msg);
+    zframe_t *id = zmsg_pop(msg);
+    zframe_t *body = zmsg_pop(msg);
+    int delimited = 0;
+    if (body && zframe_size(body) == 0 && parts == 3) {
+        zframe_destroy(&body);
+        body = zmsg_pop(msg);
+        delimited = 1;
+    }
+    const void *reply = NULL;
+    size_t reply_size = 0;
+    if (id && body && zmsg_size(msg) == 0)
+        telemd_agent_request(self->agent, zframe_data(body), zframe_size(body),
+                             &reply, &reply_size);
+    else
+        telemd_agent_request(self->agent, "", 0, &reply, &reply_size);
+    if (reply && id) {
+        zmsg_t *out = zmsg_new();
+        zmsg_append(out, &id);
+        if (delimited)
+            zmsg_addmem(out, NULL, 0);
+        zmsg_addmem(out, reply, reply_size);
+        if (zmsg_send(&out, sock) != 0)
+            zmsg_destroy(&out);
+    }
+    zframe_destroy(&id);
+    zframe_destroy(&body);
+    zmsg_destroy(&msg);
+}
+
+/* Drains up to S_INGEST_BURST frames without blocking. */
+static void
+s_drain_ingest(telemd_t *self)
+{
+    void *raw = zsock_resolve(self->pull);
+    zmq_msg_t frame;
+    zmq_msg_init(&frame);
+    for (int i = 0; i < S_INGEST_BURST; i++) {
+        if (zmq_msg_recv(&frame, raw, ZMQ_DONTWAIT) < 0)
+            break;
+        if (zmq_msg_more(&frame)) {
+            /* Ingest frames are single-part; skip the rest of this one. */
+            while (zmq_msg_more(&frame)
+                   && zmq_msg_recv(&frame, raw, ZMQ_DONTWAIT) >= 0)
+                ;
+            telemd_agent_ingest(self->agent, "", 0);
+            continue;
+        }
+        telemd_agent_ingest(self->agent, zmq_msg_data(&frame),
+                            zmq_msg_size(&frame));
+    }
+    zmq_msg_close(&frame);
+}
+
+static void
+s_actor(zsock_t *pipe, void *arg)
+{
+    telemd_t *self = arg;
+    zpoller_t *poller = zpoller_new(pipe, self->pull, self->ctl, NULL);
+    if (self->tcp)
+        zpoller_add(poller, self->tcp);
+    zsock_signal(pipe, 0);
+    int by_pipe = 0;
+    while (!zsys_interrupted && !telemd_agent_stopping(self->agent)) {
+        int64_t next = telemd_agent_tick(self->agent);
+        int64_t wait_ms = (next - telem_mono_ns()) / TELEM_NS_PER_MS;
+        if (wait_ms < 0)
+            wait_ms = 0;
+        if (wait_ms > S_POLL_CAP_MS)
+            wait_ms = S_POLL_CAP_MS;
+        void *which = zpoller_wait(poller, (int) wait_ms);
+        if (which == pipe) {
+            char *cmd = zstr_recv(pipe);
+            int term = !cmd || streq(cmd, "$TERM");
+            zstr_free(&cmd);
+            if (term) {
+                by_pipe = 1;
+                break;
+            }
+        } else if (which == self->pull) {
+            s_drain_ingest(self);
+        } else if (which == self->ctl || (self->tcp && which == self->tcp)) {
+            s_serve_request(self, which);
+        }
+    }
+    zpoller_destroy(&poller);
+    zsock_destroy(&self->pull);
+    zsock_destroy(&self->ctl);
+    zsock_destroy(&self->tcp);
+    if (!by_pipe)
+        zstr_send(pipe, "DONE");
+}
+
+static int
+s_lock_node(telemd_t *self)
+{
+    if (telem_node_path(self->lock_path, sizeof self->lock_path,
+                        self->cfg.rundir, self->cfg.node, "telemd.lock"))
+        return TELEM_ETOOBIG;
+    self->lock_fd = open(self->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (self->lock_fd < 0)
+        return TELEM_EIO;
+    if (flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? TELEM_ESTATE : TELEM_EIO;
+    self->locked = 1;
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
+    if (ftruncate(self->lock_fd, 0) != 0
+        || write(self->lock_fd, pid, (size_t) n) != n)
+        return TELEM_EIO;
+    return 0;
+}
+
+static int
+s_write_endpoints(telemd_t *self)
+{
+    char path[TELEM_PATH_MAX], tmp[TELEM_PATH_MAX + 8];
+    if (telem_node_path(path, sizeof path, self->cfg.rundir, self->cfg.node,
+                        "endpoints"))
+        return TELEM_ETOOBIG;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return TELEM_EIO;
+    fprintf(f, "node\t%s\npid\t%d\ningest\t%s\nctl\t%s\n", self->cfg.node,
+            (int) getpid(), self->ingest_ep, self->ctl_ep);
+    if (*self->tcp_ep)
+        fprintf(f, "query\t%s\n", self->tcp_ep);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0)
+        return TELEM_EIO;
+    return 0;
+}
+
+static int
+s_bind_all(telemd_t *self)
+{
+    char ep[TELEM_PATH_MAX];
+    if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
+                            "ingest.sock"))
+        return TELEM_ETOOBIG;
+    self->pull = s_bind(ZMQ_PULL, ep, self->ingest_ep, sizeof self->ingest_ep);
+    if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
+                            "ctl.sock"))
+        return TELEM_ETOOBIG;
+    self->ctl = s_bind(ZMQ_ROUTER, ep, self->ctl_ep, sizeof self->ctl_ep);
+    if (!self->pull || !self->ctl)
+        return TELEM_EIO;
+    if (self->cfg.tcp_bind && *self->cfg.tcp_bind) {
+        self->tcp = s_bind(ZMQ_ROUTER, self->cfg.tcp_bind, self->tcp_ep,
+                           sizeof self->tcp_ep);
+        if (!self->tcp)
+            return TELEM_EIO;
+    }
+    return 0;
+}
+
+static int
+s_setup(telemd_t *self)
+{
+    if (telem_node_path(self->node_dir, sizeof self->node_dir,
+                        self->cfg.rundir, self->cfg.node, ""))
+        return TELEM_ETOOBIG;
+    int rc = telem_rundir_prepare(self->node_dir);
+    if (!rc)
+        rc = s_lock_node(self);
+    if (!rc)
+        rc = s_bind_all(self);
+    if (!rc)
+        rc = s_write_endpoints(self);
+    if (!rc) {
+        self->agent = telemd_agent_new(&self->cfg);
+        rc = self->agent ? 0 : TELEM_EINVAL;
+    }
+    return rc;
+}
+
+telemd_t *
+telemd_new(const telemd_config_t *cfg, int *err)
+{
+    int rc = TELEM_EINVAL;
+    telemd_t *self = NULL;
+    if (!cfg || !telem_node_valid(cfg->node) || !cfg->rundir)
+        goto out;
+    rc = TELEM_ENOMEM;
+    self = calloc(1, sizeof *self);
+    if (!self)
+        goto out;
+    self->cfg = *cfg;
+    self->lock_fd = -1;
+    rc = s_setup(self);
+    if (rc)
+        goto out;
+    self->actor = zactor_new(s_actor, self);
+    rc = self->actor ? 0 : TELEM_ENOMEM;
+out:
+    if (rc)
+        telemd_destroy(&self);
+    if (err)
+        *err = rc;
+    return self;
+}
+
+const char *
+telemd_ingest_endpoint(const telemd_t *self)
+{
+    return self->ingest_ep;
+}
+
+const char *
+telemd_ctl_endpoint(const telemd_t *self)
+{
+    return self->ctl_ep;
+}
+
+const char *
+telemd_tcp_endpoint(const telemd_t *self)
+{
+    return self->tcp_ep;
+}
+
+int
+telemd_wait(telemd_t *self, int timeout_ms)
+{
+    if (self->ended)
+        return 1;
+    int64_t deadline = telem_mono_ns() + (int64_t) timeout_ms * TELEM_NS_PER_MS;
+    zpoller_t *poller = zpoller_new(self->actor, NULL);
+    while (!self->ended) {
+        int64_t left = timeout_ms < 0 ? S_POLL_CAP_MS
+                       : (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
+        if (left <= 0 && timeout_ms >= 0)
+            break;
+        if (zpoller_wait(poller, (int) (left < S_POLL_CAP_MS ? left
+                                                            : S_POLL_CAP_MS))) {
+            char *msg = zstr_recv(self->actor);
+            self->ended = msg && streq(msg, "DONE");
+            zstr_free(&msg);
+        }
+    }
+    zpoller_destroy(&poller);
+    return self->ended;
+}
+
+void
+telemd_destroy(telemd_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    telemd_t *self = *self_p;
+    if (self->actor)
+        zactor_destroy(&self->actor);
+    zsock_destroy(&self->pull);
+    zsock_destroy(&self->ctl);
+    zsock_destroy(&self->tcp);
+    telemd_agent_destroy(&self->agent);
+    if (self->locked)
+        unlink(self->lock_path);
+    if (self->lock_fd >= 0)
+        close(self->lock_fd);
+    free(self);
+    *self_p = NULL;
+}

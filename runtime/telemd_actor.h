@@ -1,0 +1,56 @@
+/* telemd_actor.h - the node agent as a czmq actor.
+ *
+ * telemd owns one node's store.  It pulls samples from the node's processes
+ * on an ipc PULL socket, samples /proc, NVML and itself by telemetry level,
+ * and answers queries and control requests on a ROUTER bound both on ipc
+ * (<rundir>/<node>/ctl.sock) and on TCP for other nodes.  All its sockets
+ * are created and bound by telemd_new() in the caller's thread, so bind
+ * errors come back as codes; then a czmq actor thread runs the loop.
+ *
+ * The actor stops on $TERM from its pipe (telemd_destroy), on a
+ * TELEM_CTL_SHUTDOWN request, or when the process is interrupted
+ * (SIGINT/SIGTERM through czmq's handler).
+ */
+#ifndef TELEMD_ACTOR_H
+#define TELEMD_ACTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct {
+    const char *node;           /* required; telem_node_valid() */
+    const char *rundir;         /* required; prepared by the caller */
+    int level;                  /* 0-4, default 2 in telemd's main */
+    int64_t window_ns;          /* retention window */
+    int64_t interval_ns;        /* sampling interval */
+    size_t mem_cap_bytes;       /* store cap; 0 = store default */
+    const char *tcp_bind;       /* e.g. "tcp://127.0.0.1:*"; NULL = none */
+    uid_t job_uid;              /* processes counted by num_running_processes */
+    const char *proc_root;      /* NULL = "/proc" */
+    const char *nvml_library;   /* NULL = default */
+} telemd_config_t;
+
+typedef struct telemd telemd_t;
+
+/* Creates the node directory, takes its lock (one telemd per node and run
+ * directory), binds the sockets and starts the actor.  Returns NULL and sets
+ * *err: TELEM_EINVAL (bad config), TELEM_ESTATE (another telemd holds the
+ * node's lock), TELEM_EIO (directory, bind), TELEM_ENOMEM. */
+telemd_t *telemd_new(const telemd_config_t *cfg, int *err);
+
+/* Endpoints bound by telemd_new(); strings owned by the telemd.  The TCP
+ * endpoint is "" when none was bound. */
+const char *telemd_ingest_endpoint(const telemd_t *self);
+const char *telemd_ctl_endpoint(const telemd_t *self);
+const char *telemd_tcp_endpoint(const telemd_t *self);
+
+/* Blocks until the actor ends by itself (shutdown request or interrupt) or
+ * timeout_ms passes (-1 waits forever).  Returns 1 if it ended, 0 if not. */
+int telemd_wait(telemd_t *self, int timeout_ms);
+
+/* Stops the actor if running, closes everything, removes the node's socket
+ * files and lock; accepts NULL and nulls *self_p. */
+void telemd_destroy(telemd_t **self_p);
+
+#endif

@@ -1,0 +1,541 @@
+/* telemd_agent.c - what telemd does with a message once it has the bytes.
+ *
+ * Ingest: decode a batch, drop samples above the node's level, add the
+ * host tag, append to the store.  Requests: queries walk the store and are
+ * answered with one reply frame (cut, and marked truncated, before the
+ * protocol's size limit); control requests read or change the agent's
+ * state.  End-of-stream tokens from batches are kept in a small ring so a
+ * process can confirm, with TELEM_CTL_SYNC, that all it sent has arrived.
+ */
+#include "telemd_agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "telem_log.h"
+#include "telem_proto.h"
+#include "telem_sampler.h"
+#include "telem_store.h"
+#include "telem_time.h"
+
+#define S_TOKENS 1024                  /* remembered end-of-stream tokens */
+#define S_REPLY_BUDGET (TELEM_PROTO_MAX_MSG - (1u << 20))
+#define S_EXPIRE_EVERY_NS TELEM_NS_PER_SEC
+
+static const telem_sampler_vt_t *const s_samplers[] = {
+    &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self
+};
+#define S_NSAMPLERS (sizeof s_samplers / sizeof s_samplers[0])
+
+/* Deep copy of one series for a reply under construction. */
+typedef struct {
+    telem_series_t s;
+    void *mem;                         /* one block: tags, strings, points */
+} s_series_copy_t;
+
+typedef struct {
+    s_series_copy_t *items;
+    uint32_t n, cap;
+    size_t bytes;                      /* estimate of the encoded size */
+    int truncated;
+} s_reply_t;
+
+struct telemd_agent {
+    telemd_config_t cfg;
+    char *node;
+    int level;
+    int64_t interval_ns;
+    int64_t started_mono;
+    int64_t next_sample_mono;
+    int64_t next_expire_mono;
+    telem_store_t *store;
+    telem_decoder_t *dec;
+    telem_encoder_t *enc;
+    void *sampler_state[S_NSAMPLERS];
+    int64_t sample_now;                /* timestamp for emitted samples */
+    uint64_t ingested;
+    uint64_t bad_messages;
+    uint64_t queue_depth;
+    uint64_t tokens[S_TOKENS];
+    uint32_t token_next;
+    int stopping;
+    s_reply_t reply;
+    telem_ratelimit_t bad_log;
+    telem_ratelimit_t sampler_log;
+};
+
+static void
+s_self_stats(void *arg, telem_self_stats_t *out)
+{
+    telemd_agent_t *self = arg;
+    telem_store_stats_t st;
+    telem_store_stats(self->store, &st);
+    out->nseries = st.nseries;
+    out->npoints = st.npoints;
+    out->mem_bytes = st.mem_bytes;
+    out->mem_cap_bytes = st.mem_cap_bytes;
+    out->ingested = self->ingested;
+    out->dropped = st.dropped;
+    out->bad_messages = self->bad_messages;
+    out->expired = st.expired;
+    out->ingest_queue = self->queue_depth;
+}
+
+static void
+s_open_samplers(telemd_agent_t *self)
+{
+    telem_sampler_env_t env = {
+        .node = self->node,
+        .job_uid = self->cfg.job_uid,
+        .proc_root = self->cfg.proc_root ? self->cfg.proc_root : "/proc",
+        .nvml_library = self->cfg.nvml_library,
+        .self_stats = s_self_stats,
+        .self_stats_arg = self,
+    };
+    for (size_t i = 0; i < S_NSAMPLERS; i++) {
+        const telem_sampler_vt_t *vt = s_samplers[i];
+        int rc = vt->open(&self->sampler_state[i], &env);
+        if (rc) {
+            self->sampler_state[i] = NULL;
+            telem_log(TELEM_LOG_INFO, "sampler %s not available: %s "
+                      "(its level %d metrics are skipped)",
+                      vt->name, telem_strerror(rc), vt->min_level);
+            continue;
+        }
+        for (const telem_meta_t *m = vt->metrics; m && m->metric; m++)
+            telem_store_describe(self->store, m);
+    }
+}
+
+telemd_agent_t *
+telemd_agent_new(const telemd_config_t *cfg)
+{
+    if (!cfg || !cfg->node || cfg->level < 0 || cfg->level > 4
+        || cfg->window_ns <= 0 || cfg->interval_ns <= 0)
+        return NULL;
+    telemd_agent_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->cfg = *cfg;
+    self->node = strdup(cfg->node);
+    telem_store_config_t scfg;
+    telem_store_config_default(&scfg);
+    scfg.window_ns = cfg->window_ns;
+    if (cfg->mem_cap_bytes)
+        scfg.mem_cap_bytes = cfg->mem_cap_bytes;
+    self->store = telem_store_new(&scfg);
+    self->dec = telem_decoder_new();
+    self->enc = telem_encoder_new();
+    if (!self->node || !self->store || !self->dec || !self->enc) {
+        telemd_agent_destroy(&self);
+        return NULL;
+    }
+    self->cfg.node = self->node;
+    self->level = cfg->level;
+    self->interval_ns = cfg->interval_ns;
+    self->started_mono = telem_mono_ns();
+    self->next_sample_mono = self->started_mono;
+    self->next_expire_mono = self->started_mono + S_EXPIRE_EVERY_NS;
+    self->bad_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
+    self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
+    s_open_samplers(self);
+    return self;
+}
+
+static void
+s_reply_reset(s_reply_t *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        free(r->items[i].mem);
+    r->n = 0;
+    r->bytes = 0;
+    r->truncated = 0;
+}
+
+void
+telemd_agent_destroy(telemd_agent_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    telemd_agent_t *self = *self_p;
+    for (size_t i = 0; i < S_NSAMPLERS; i++)
+        if (self->sampler_state[i])
+            s_samplers[i]->close(&self->sampler_state[i]);
+    s_reply_reset(&self->reply);
+    free(self->reply.items);
+    telem_store_destroy(&self->store);
+    telem_decoder_destroy(&self->dec);
+    telem_encoder_destroy(&self->enc);
+    free(self->node);
+    free(self);
+    *self_p = NULL;
+}
+
+/* Appends one sample with the batch's tags, the sample's tags and host. */
+static void
+s_append(telemd_agent_t *self, const telem_batch_t *b, const telem_sample_t *s,
+         int64_t now)
+{
+    telem_tag_t tags[2 * TELEM_TAGS_MAX + 1];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < b->ntags; i++)
+        if (strcmp(b->tags[i].key, "host") != 0)
+            tags[n++] = b->tags[i];
+    for (uint32_t i = 0; i < s->ntags; i++)
+        if (strcmp(s->tags[i].key, "host") != 0)
+            tags[n++] = s->tags[i];
+    if (n >= TELEM_TAGS_MAX) {
+        telem_store_count_dropped(self->store, 1);
+        return;
+    }
+    tags[n++] = (telem_tag_t) { "host", self->node };
+    if (telem_store_append(self->store, s->metric, tags, n, s->ts_ns,
+                           s->value, now) == 0)
+        self->ingested++;
+}
+
+static void
+s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
+{
+    int64_t now = telem_now_ns();
+    uint64_t gated = 0;
+    for (uint32_t i = 0; i < b->nsamples; i++) {
+        const telem_sample_t *s = &b->samples[i];
+        if (self->level == 0 || s->level > self->level) {
+            gated++;
+            continue;
+        }
+        s_append(self, b, s, now);
+    }
+    if (gated)
+        telem_store_count_dropped(self->store, gated);
+    if (b->fin_token) {
+        self->tokens[self->token_next] = b->fin_token;
+        self->token_next = (self->token_next + 1) % S_TOKENS;
+    }
+}
+
+static int
+s_dispatch_data(telemd_agent_t *self, const telem_msg_t *m)
+{
+    if (m->type == TELEM_MSG_BATCH) {
+        s_ingest_batch(self, &m->u.batch);
+        return 0;
+    }
+    if (m->type == TELEM_MSG_META) {
+        telem_store_describe(self->store, &m->u.meta);
+        return 0;
+    }
+    return TELEM_EPROTO;
+}
+
+static void
+s_bad_message(telemd_agent_t *self, const char *where, int rc)
+{
+    self->bad_messages++;
+    telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
+                      "rejected %s message: %s (%s)", where,
+                      telem_strerror(rc), telem_decoder_error(self->dec));
+}
+
+int
+telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size)
+{
+    telem_msg_t m;
+    int rc = telem_proto_decode(self->dec, data, size, &m);
+    if (rc == 0 && s_dispatch_data(self, &m) != 0) {
+        rc = TELEM_EPROTO;
+        self->bad_messages++;
+        telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
+                          "ignored %s message on the ingest socket",
+                          telem_msg_type_name(m.type));
+        return rc;
+    }
+    if (rc)
+        s_bad_message(self, "ingest", rc);
+    return rc;
+}
+
+/* ---- queries ---------------------------------------------------------- */
+
+static size_t
+s_series_bytes(const telem_series_t *s)
+{
+    size_t n = strlen(s->metric) + strlen(s->unit) + strlen(s->doc) + 64;
+    for (uint32_t i = 0; i < s->ntags; i++)
+        n += strlen(s->tags[i].key) + strlen(s->tags[i].value) + 4;
+    return n + (size_t) s->npoints * 16;
+}
+
+static char *
+s_put_str(char **cursor, const char *str)
+{
+    size_t len = strlen(str) + 1;
+    char *out = memcpy(*cursor, str, len);
+    *cursor += len;
+    return out;
+}
+
+/* Copies `s` into one allocation: points first (aligned), tags, strings. */
+static int
+s_series_copy(s_series_copy_t *c, const telem_series_t *s)
+{
+    size_t strs = strlen(s->metric) + strlen(s->unit) + strlen(s->doc) + 3;
+    for (uint32_t i = 0; i < s->ntags; i++)
+        strs += strlen(s->tags[i].key) + strlen(s->tags[i].value) + 2;
+    size_t pts = (size_t) s->npoints * (sizeof(int64_t) + sizeof(double));
+    size_t tags = (size_t) s->ntags * sizeof(telem_tag_t);
+    char *mem = malloc(pts + tags + strs + 1);
+    if (!mem)
+        return TELEM_ENOMEM;
+    c->mem = mem;
+    c->s = *s;
+    int64_t *ts = (int64_t *) mem;
+    double *vals = (double *) (mem + (size_t) s->npoints * sizeof(int64_t));
+    if (s->npoints) {
+        memcpy(ts, s->ts, (size_t) s->npoints * sizeof(int64_t));
+        memcpy(vals, s->values, (size_t) s->npoints * sizeof(double));
+    }
+    c->s.ts = ts;
+    c->s.values = vals;
+    telem_tag_t *t = (telem_tag_t *) (mem + pts);
+    char *cursor = mem + pts + tags;
+    for (uint32_t i = 0; i < s->ntags; i++) {
+        t[i].key = s_put_str(&cursor, s->tags[i].key);
+        t[i].value = s_put_str(&cursor, s->tags[i].value);
+    }
+    c->s.tags = t;
+    c->s.metric = s_put_str(&cursor, s->metric);
+    c->s.unit = s_put_str(&cursor, s->unit);
+    c->s.doc = s_put_str(&cursor, s->doc);
+    return 0;
+}
+
+static int
+s_collect(void *arg, const telem_series_t *s)
+{
+    s_reply_t *r = arg;
+    size_t bytes = s_series_bytes(s);
+    if (r->bytes + bytes > S_REPLY_BUDGET) {
+        r->truncated = 1;
+        return 1;
+    }
+    if (r->n == r->cap) {
+        uint32_t cap = r->cap ? r->cap * 2 : 64;
+        s_series_copy_t *items = realloc(r->items, cap * sizeof *items);
+        if (!items)
+            return TELEM_ENOMEM;
+        r->items = items;
+        r->cap = cap;
+    }
+    int rc = s_series_copy(&r->items[r->n], s);
+    if (rc)
+        return rc;
+    r->n++;
+    r->bytes += bytes;
+    return 0;
+}
+
+static int
+s_encode_error(telemd_agent_t *self, uint64_t id, int code, const char *text,
+               const void **reply, size_t *size)
+{
+    telem_error_msg_t e = { .id = id, .code = code, .message = text };
+    return telem_encode_error(self->enc, &e, reply, size);
+}
+
+static int
+s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
+        size_t *size)
+{
+    s_reply_t *r = &self->reply;
+    s_reply_reset(r);
+    int rc = telem_store_query(self->store, q, telem_now_ns(), s_collect, r);
+    if (rc < 0) {
+        s_reply_reset(r);
+        return s_encode_error(self, q->id, rc, "query failed", reply, size);
+    }
+    telem_series_t *series = malloc((r->n ? r->n : 1) * sizeof *series);
+    if (!series)
+        return s_encode_error(self, q->id, TELEM_ENOMEM, "out of memory",
+                              reply, size);
+    for (uint32_t i = 0; i < r->n; i++)
+        series[i] = r->items[i].s;
+    telem_query_reply_t qr = {
+        .id = q->id, .node = self->node, .series = series,
+        .nseries = r->n, .truncated = (uint8_t) r->truncated,
+    };
+    rc = telem_encode_query_reply(self->enc, &qr, reply, size);
+    free(series);
+    s_reply_reset(r);
+    if (rc)
+        return s_encode_error(self, q->id, rc, "reply could not be encoded",
+                              reply, size);
+    return 0;
+}
+
+/* ---- control ---------------------------------------------------------- */
+
+static void
+s_status(telemd_agent_t *self, telem_status_t *st)
+{
+    telem_store_stats_t ss;
+    telem_store_stats(self->store, &ss);
+    *st = (telem_status_t) {
+        .node = self->node,
+        .pid = (int64_t) getpid(),
+        .level = self->level,
+        .window_ns = telem_store_window(self->store),
+        .interval_ns = self->interval_ns,
+        .uptime_ns = telem_mono_ns() - self->started_mono,
+        .nseries = ss.nseries,
+        .npoints = ss.npoints,
+        .mem_bytes = ss.mem_bytes,
+        .mem_cap_bytes = ss.mem_cap_bytes,
+        .ingested = self->ingested,
+        .dropped = ss.dropped,
+        .bad_messages = self->bad_messages,
+    };
+}
+
+static int
+s_token_seen(const telemd_agent_t *self, uint64_t token)
+{
+    for (uint32_t i = 0; i < S_TOKENS; i++)
+        if (self->tokens[i] == token)
+            return 1;
+    return 0;
+}
+
+static int
+s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
+          size_t *size)
+{
+    telem_control_reply_t cr = { .id = c->id, .op = c->op };
+    switch (c->op) {
+    case TELEM_CTL_STATUS:
+        break;
+    case TELEM_CTL_SHUTDOWN:
+        telem_log(TELEM_LOG_INFO, "shutdown requested");
+        self->stopping = 1;
+        break;
+    case TELEM_CTL_SET_LEVEL:
+        if (c->arg < 0 || c->arg > 4)
+            return s_encode_error(self, c->id, TELEM_EINVAL,
+                                  "level must be 0 to 4", reply, size);
+        telem_log(TELEM_LOG_INFO, "level %d -> %d", self->level, (int) c->arg);
+        self->level = (int) c->arg;
+        break;
+    case TELEM_CTL_SYNC:
+        cr.synced = c->arg != 0 && s_token_seen(self, (uint64_t) c->arg);
+        break;
+    case TELEM_CTL_SET_WINDOW:
+        if (telem_store_set_window(self->store, c->arg) != 0)
+            return s_encode_error(self, c->id, TELEM_EINVAL,
+                                  "window must be positive", reply, size);
+        break;
+    default:
+        return s_encode_error(self, c->id, TELEM_EINVAL,
+                              "unknown control operation", reply, size);
+    }
+    s_status(self, &cr.status);
+    return telem_encode_control_reply(self->enc, &cr, reply, size);
+}
+
+int
+telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
+                     const void **reply, size_t *reply_size)
+{
+    telem_msg_t m;
+    *reply = NULL;
+    *reply_size = 0;
+    int rc = telem_proto_decode(self->dec, data, size, &m);
+    if (rc) {
+        s_bad_message(self, "request", rc);
+        char why[256];
+        snprintf(why, sizeof why, "%s", telem_decoder_error(self->dec));
+        s_encode_error(self, 0, rc, why, reply, reply_size);
+        return rc;
+    }
+    switch (m.type) {
+    case TELEM_MSG_QUERY:
+        return s_query(self, &m.u.query, reply, reply_size);
+    case TELEM_MSG_CONTROL:
+        return s_control(self, &m.u.control, reply, reply_size);
+    case TELEM_MSG_BATCH:
+    case TELEM_MSG_META:
+        return s_dispatch_data(self, &m);
+    default:
+        self->bad_messages++;
+        s_encode_error(self, 0, TELEM_EPROTO, "not a request", reply,
+                       reply_size);
+        return TELEM_EPROTO;
+    }
+}
+
+/* ---- sampling ---------------------------------------------------------- */
+
+static void
+s_emit(void *arg, const char *metric, const telem_tag_t *tags, uint32_t ntags,
+       double value)
+{
+    telemd_agent_t *self = arg;
+    telem_tag_t all[TELEM_TAGS_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ntags && n < TELEM_TAGS_MAX - 1; i++)
+        all[n++] = tags[i];
+    all[n++] = (telem_tag_t) { "host", self->node };
+    if (telem_store_append(self->store, metric, all, n, self->sample_now,
+                           value, self->sample_now) == 0)
+        self->ingested++;
+}
+
+static void
+s_run_samplers(telemd_agent_t *self)
+{
+    self->sample_now = telem_now_ns();
+    for (size_t i = 0; i < S_NSAMPLERS; i++) {
+        const telem_sampler_vt_t *vt = s_samplers[i];
+        if (!self->sampler_state[i] || self->level < vt->min_level)
+            continue;
+        int rc = vt->sample(self->sampler_state[i], self->sample_now, s_emit,
+                            self);
+        if (rc)
+            telem_log_limited(&self->sampler_log, TELEM_LOG_WARN,
+                              "sampler %s: %s", vt->name, telem_strerror(rc));
+    }
+}
+
+int64_t
+telemd_agent_tick(telemd_agent_t *self)
+{
+    int64_t now = telem_mono_ns();
+    if (now >= self->next_sample_mono) {
+        if (self->level >= 2)
+            s_run_samplers(self);
+        /* Keep the schedule on its grid; skip ticks missed while busy. */
+        self->next_sample_mono += self->interval_ns;
+        if (self->next_sample_mono <= now)
+            self->next_sample_mono = now + self->interval_ns;
+    }
+    if (now >= self->next_expire_mono) {
+        telem_store_expire(self->store, telem_now_ns());
+        self->next_expire_mono = now + S_EXPIRE_EVERY_NS;
+    }
+    return self->next_sample_mono < self->next_expire_mono
+               ? self->next_sample_mono : self->next_expire_mono;
+}
+
+int
+telemd_agent_stopping(const telemd_agent_t *self)
+{
+    return self->stopping;
+}
+
+void
+telemd_agent_set_queue_depth(telemd_agent_t *self, uint64_t depth)
+{
+    self->queue_depth = depth;
+}

@@ -1,0 +1,47 @@
+/* telemd_agent.h - the node agent's state and message handling, no sockets.
+ *
+ * The agent is everything telemd does to a message once it has the bytes:
+ * decode, gate by level, tag with host, append to the store, answer queries
+ * and control requests, run samplers.  Keeping it free of sockets lets tests
+ * drive it frame by frame; telemd_actor.c moves bytes between ZeroMQ and it.
+ * Not thread-safe: one owner.
+ */
+#ifndef TELEMD_AGENT_H
+#define TELEMD_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "telemd_actor.h"
+
+typedef struct telemd_agent telemd_agent_t;
+
+/* Creates the agent, its store and opens the samplers (one log line for each
+ * sampler not available here).  Returns NULL on bad config or no memory. */
+telemd_agent_t *telemd_agent_new(const telemd_config_t *cfg);
+void telemd_agent_destroy(telemd_agent_t **self_p);
+
+/* Handles one frame from the ingest socket (batch or meta).  Malformed
+ * input is counted and logged with a rate limit.  Returns 0 or the decode
+ * error. */
+int telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size);
+
+/* Handles one request frame (query, control; batch and meta are accepted
+ * too and get no reply).  If a reply is due, sets *reply and *reply_size to
+ * a frame owned by the agent, valid until the next call; else sets *reply
+ * to NULL.  Returns 0, or a negative code when the request was malformed
+ * (an error reply is still set). */
+int telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
+                         const void **reply, size_t *reply_size);
+
+/* Runs the samplers due at now (realtime) and expires old points.  Returns
+ * the monotonic time at which it wants to run next. */
+int64_t telemd_agent_tick(telemd_agent_t *self);
+
+/* 1 once a shutdown request was answered. */
+int telemd_agent_stopping(const telemd_agent_t *self);
+
+/* Number of messages waiting on the ingest socket, reported at level 4. */
+void telemd_agent_set_queue_depth(telemd_agent_t *self, uint64_t depth);
+
+#endif
