@@ -9,6 +9,21 @@
  * reaches max_points_per_series, its oldest point is overwritten (counted in
  * `evicted`, not in `dropped`).
  *
+ * What the memory cap counts (mem_bytes): every byte the store allocates
+ * for data - each ring's capacity (16 bytes a point: int64 ts + double),
+ * each series' struct, tags and canonical key, each metric's entry and its
+ * meta strings, and the slots of the two hash indexes.  Not counted: the
+ * store's fixed context (~10 KiB with its key scratch) and the query
+ * scratch (at most 16 bytes times the largest range a query copied).
+ * Rings start at 16 points and double up to max_points_per_series; when a
+ * doubling or a new series (or a new meta) would pass the cap it is
+ * refused with TELEM_EFULL.  Expiry halves rings that are three-quarters
+ * empty, frees the ring of an empty series, and frees a series once it has
+ * been empty for a whole window (its newest point is older than
+ * now - 2 * window), together with its metric entry unless that has a meta.
+ *
+ * Counters: npoints == appended - expired - evicted at all times.
+ *
  * This is a pure data structure: no sockets, no threads, no logging.
  * Not thread-safe: one owner (telemd's actor) uses it.
  */
@@ -58,35 +73,63 @@ int64_t telem_store_window(const telem_store_t *self);
 /* Appends one point.  `tags` need not be sorted; they are copied, sorted by
  * key, and a repeated key keeps its last value.  A point whose timestamp is
  * older than the series' newest point is inserted in order (points stay
- * time-ordered).  A point older than now_ns - window is dropped as expired.
- * Returns 0, TELEM_EINVAL (empty or over-long names, too many tags, NaN
- * timestamp...), or TELEM_EFULL (memory or series cap; counted in dropped). */
+ * time-ordered); an equal timestamp goes after the existing ones.  A point
+ * older than now_ns - window is dropped as expired: late on arrival, it is
+ * counted in `dropped` (not `expired`) and the call returns 0.  Points of
+ * the series older than the window go first (lazy expiry, counted in
+ * `expired`).  In a series full at max_points_per_series, a point older
+ * than all the others is itself the one overwritten (still counted in
+ * `appended` and `evicted`).  Any int64 timestamp is accepted; values may
+ * be NaN.  Metric names, tag keys and tag values are at most TELEM_NAME_MAX
+ * bytes; names and keys must be non-empty, values may be empty.
+ * Returns 0, TELEM_EINVAL (NULL or empty metric, over-long names, more than
+ * TELEM_TAGS_MAX tags, tags NULL with ntags > 0, a NULL or empty key, a
+ * NULL value), TELEM_EFULL (memory or series cap) or TELEM_ENOMEM; every
+ * failure is counted in dropped (except a NULL self). */
 int telem_store_append(telem_store_t *self, const char *metric,
                        const telem_tag_t *tags, uint32_t ntags,
                        int64_t ts_ns, double value, int64_t now_ns);
 
 /* Records a metric's type, unit and doc for listings (replaces earlier
- * ones).  Returns 0 or TELEM_EINVAL/TELEM_ENOMEM. */
+ * ones).  The strings are copied; NULL unit or doc mean "".  Metas count
+ * against the memory cap and outlive the metric's series.
+ * Returns 0, TELEM_EINVAL (bad name, type, unit over TELEM_NAME_MAX or doc
+ * over TELEM_TEXT_MAX), TELEM_EFULL (memory cap) or TELEM_ENOMEM. */
 int telem_store_describe(telem_store_t *self, const telem_meta_t *meta);
 
-/* Looks up a metric's description; NULL when none was given. */
+/* Looks up a metric's description; NULL when none was given.  The pointer
+ * stays valid until the next telem_store_describe() of the same metric or
+ * the store's destruction. */
 const telem_meta_t *telem_store_meta(const telem_store_t *self,
                                      const char *metric);
 
 /* Removes every point older than now_ns - window, and series left empty
- * for a whole window.  Returns the number of points removed. */
+ * for a whole window; shrinks rings and indexes that became sparse.
+ * O(number of series).  Returns the number of points removed. */
 uint64_t telem_store_expire(telem_store_t *self, int64_t now_ns);
 
 /* Called once per matching series, in no particular order.  `s` and what it
- * points to are valid only during the call.  Return 0 to go on, non-zero to
- * stop the walk (telem_store_query then returns that value). */
+ * points to are valid only during the call (ts/values may point into the
+ * store itself); the callback must not modify the store.  Return 0 to go
+ * on, non-zero to stop the walk (telem_store_query then returns that
+ * value). */
 typedef int (*telem_store_series_fn)(void *arg, const telem_series_t *s);
 
 /* Walks the series matching q (metrics, filters, time range, max_points,
  * TELEM_QUERY_LIST / TELEM_QUERY_LATEST; q->id is ignored) as of now_ns.
+ * Metric names match exactly (a name listed twice is walked once); the
+ * range [start_ns, end_ns] is inclusive and never reaches before
+ * now_ns - window; max_points keeps the newest points of the range and
+ * TELEM_QUERY_LATEST only the newest one.  Each series carries its meta's
+ * type/unit/doc (gauge, "", "" without one) and its points in time order.
  * Series with no point in the range are skipped, except with
- * TELEM_QUERY_LIST, which lists every live series with npoints 0.
- * Returns 0, the callback's non-zero value, or TELEM_EINVAL. */
+ * TELEM_QUERY_LIST, which ignores the time range and lists every live
+ * series (one with a point inside the window) with npoints 0 and
+ * ts/values NULL.
+ * Returns 0, the callback's non-zero value, TELEM_EINVAL (NULL q or fn,
+ * more than TELEM_QUERY_METRICS_MAX metrics, NULL arrays with non-zero
+ * counts, a NULL metric name, a NULL or empty filter key or NULL filter
+ * value) or TELEM_ENOMEM (query scratch). */
 int telem_store_query(telem_store_t *self, const telem_query_t *q,
                       int64_t now_ns, telem_store_series_fn fn, void *arg);
 

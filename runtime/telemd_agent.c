@@ -55,7 +55,6 @@ struct telemd_agent {
     telem_encoder_t *enc;
     void *sampler_state[S_NSAMPLERS];
     int64_t sample_now;                /* timestamp for emitted samples */
-    uint64_t ingested;
     uint64_t bad_messages;
     uint64_t queue_depth;
     uint64_t tokens[S_TOKENS];
@@ -76,7 +75,7 @@ s_self_stats(void *arg, telem_self_stats_t *out)
     out->npoints = st.npoints;
     out->mem_bytes = st.mem_bytes;
     out->mem_cap_bytes = st.mem_cap_bytes;
-    out->ingested = self->ingested;
+    out->ingested = st.appended;
     out->dropped = st.dropped;
     out->bad_messages = self->bad_messages;
     out->expired = st.expired;
@@ -191,9 +190,8 @@ s_append(telemd_agent_t *self, const telem_batch_t *b, const telem_sample_t *s,
         return;
     }
     tags[n++] = (telem_tag_t) { "host", self->node };
-    if (telem_store_append(self->store, s->metric, tags, n, s->ts_ns,
-                           s->value, now) == 0)
-        self->ingested++;
+    telem_store_append(self->store, s->metric, tags, n, s->ts_ns, s->value,
+                       now);
 }
 
 static void
@@ -394,7 +392,7 @@ s_status(telemd_agent_t *self, telem_status_t *st)
         .npoints = ss.npoints,
         .mem_bytes = ss.mem_bytes,
         .mem_cap_bytes = ss.mem_cap_bytes,
-        .ingested = self->ingested,
+        .ingested = ss.appended,
         .dropped = ss.dropped,
         .bad_messages = self->bad_messages,
     };
@@ -487,9 +485,8 @@ s_emit(void *arg, const char *metric, const telem_tag_t *tags, uint32_t ntags,
     for (uint32_t i = 0; i < ntags && n < TELEM_TAGS_MAX - 1; i++)
         all[n++] = tags[i];
     all[n++] = (telem_tag_t) { "host", self->node };
-    if (telem_store_append(self->store, metric, all, n, self->sample_now,
-                           value, self->sample_now) == 0)
-        self->ingested++;
+    telem_store_append(self->store, metric, all, n, self->sample_now, value,
+                       self->sample_now);
 }
 
 static void
