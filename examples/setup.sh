@@ -35,6 +35,9 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "setup: building telem in $build"
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build" -j"$jobs" 2>&1 | grep -Ev '^\[ *[0-9]+%\]' || true
-test -x "$build/bin/telemd" || { echo "setup: build failed" >&2; exit 1; }
+if ! cmake --build "$build" -j"$jobs" >"$build/build.log" 2>&1; then
+    grep -Ev '^\[ *[0-9]+%\]' "$build/build.log" >&2 || true
+    echo "setup: build failed (full log: $build/build.log)" >&2
+    exit 1
+fi
 echo "setup: done; programs are in $build/bin"

@@ -5,7 +5,7 @@
 # started when it exits, however it exits.
 set -euo pipefail
 
-: "${TELEM_BIN:?TELEM_BIN must name the build's bin directory}"
+: "${TELEM_BIN:?TELEM_BIN must name the bin directory of a telem build}"
 T=$(mktemp -d /tmp/telem-it.XXXXXX)
 export TELEM_RUNDIR=$T/run
 export TELEM_NODEFILE=$T/nodes

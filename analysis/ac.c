@@ -1,0 +1,450 @@
+/* ac.c - the analysis client: sockets to every node and the fan-out engine.
+ *
+ * One DEALER per node, all in a ZeroMQ context private to the client (its
+ * socket limit is sized to the node count, and nothing process-wide such as
+ * czmq's signal handling is touched in the host program).  A call encodes its
+ * request once, hands it to every selected node whose connection is up
+ * (ZMQ_IMMEDIATE: nothing queues for a dead node), then polls all sockets
+ * against a single monotonic deadline.  Replies are matched by request id;
+ * anything else is a stale reply and is dropped.  A node still owing a reply
+ * at the deadline gets a new socket, so its late answer is never read.
+ * Requests and replies are single frames (a leading empty delimiter frame
+ * from a REQ-style peer is tolerated: the last frame is the message).
+ */
+#include "ac_internal.h"
+#include "telem_time.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+enum { S_IDLE = 0, S_WANT_SEND, S_SENT, S_DONE };
+
+typedef struct {
+    char *name;
+    char *endpoint;
+    void *sock;              /* DEALER, or NULL if it could not be made */
+    int state;               /* S_* during a call */
+} s_node_t;
+
+struct ac {
+    void *ctx;
+    s_node_t *nodes;
+    size_t n;
+    int timeout_ms;
+    size_t max_reply;
+    uint64_t next_id;
+    telem_encoder_t *enc;
+    telem_decoder_t *dec;
+    zmq_pollitem_t *items;   /* n entries, rebuilt on every poll */
+    size_t *item_node;       /* items[k] belongs to node item_node[k] */
+};
+
+/* ---- sockets ----------------------------------------------------------- */
+
+static int
+s_sock_open(ac_t *self, s_node_t *nd)
+{
+    void *s = zmq_socket(self->ctx, ZMQ_DEALER);
+    if (!s)
+        return errno == ENOMEM ? TELEM_ENOMEM : TELEM_EIO;
+    int zero = 0, one = 1, hwm = 16, ivl_max = 1000;
+    int64_t maxmsg = (int64_t) self->max_reply;
+    int rc = zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero)
+          || zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof one)
+          || zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm)
+          || zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max)
+          || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (rc == 0 && zmq_connect(s, nd->endpoint) != 0)
+        rc = -1;
+    if (rc) {
+        zmq_close(s);
+        return TELEM_EINVAL;
+    }
+    nd->sock = s;
+    return 0;
+}
+
+static void
+s_sock_close(s_node_t *nd)
+{
+    if (nd->sock)
+        zmq_close(nd->sock);
+    nd->sock = NULL;
+}
+
+static int
+s_sock_reopen(ac_t *self, s_node_t *nd)
+{
+    s_sock_close(nd);
+    return s_sock_open(self, nd);
+}
+
+/* ---- construction ------------------------------------------------------ */
+
+static ac_t *
+s_new(ac__node_entry_t **entries_p, size_t n, int timeout_ms, int *err)
+{
+    int rc = TELEM_ENOMEM;
+    ac_t *self = calloc(1, sizeof *self);
+    if (!self)
+        goto out;
+    self->timeout_ms = timeout_ms > 0 ? timeout_ms : AC_TIMEOUT_DEFAULT_MS;
+    self->max_reply = TELEM_PROTO_MAX_MSG;
+    self->next_id = ((uint64_t) telem_mono_ns() << 16) ^ (uint64_t) getpid();
+    self->nodes = calloc(n, sizeof *self->nodes);
+    self->items = calloc(n, sizeof *self->items);
+    self->item_node = calloc(n, sizeof *self->item_node);
+    self->enc = telem_encoder_new();
+    self->dec = telem_decoder_new();
+    self->ctx = zmq_ctx_new();
+    if (!self->nodes || !self->items || !self->item_node || !self->enc
+        || !self->dec || !self->ctx)
+        goto out;
+    if (n + 64 > 1023)
+        zmq_ctx_set(self->ctx, ZMQ_MAX_SOCKETS, (int) (n + 64));
+    self->n = n;
+    for (size_t i = 0; i < n; i++) {
+        /* Take ownership of the strings. */
+        self->nodes[i].name = (*entries_p)[i].name;
+        self->nodes[i].endpoint = (*entries_p)[i].endpoint;
+        (*entries_p)[i].name = (*entries_p)[i].endpoint = NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((rc = s_sock_open(self, &self->nodes[i])) != 0)
+            goto out;
+    rc = 0;
+out:
+    ac__nodes_free(entries_p, n);
+    if (rc)
+        ac_close(&self);
+    if (err)
+        *err = rc;
+    return self;
+}
+
+ac_t *
+ac_connect(const char *nodefile, int timeout_ms, int *err)
+{
+    ac__node_entry_t *entries = NULL;
+    size_t n = 0;
+    int rc = ac__nodes_read(nodefile, &entries, &n, NULL, 0);
+    if (rc) {
+        if (err)
+            *err = rc;
+        return NULL;
+    }
+    return s_new(&entries, n, timeout_ms, err);
+}
+
+ac_t *
+ac_connect_nodes(const char *const *names, const char *const *endpoints,
+                 size_t n, int timeout_ms, int *err)
+{
+    ac__node_entry_t *entries = NULL;
+    int rc = ac__nodes_copy(names, endpoints, n, &entries, NULL, 0);
+    if (rc) {
+        if (err)
+            *err = rc;
+        return NULL;
+    }
+    return s_new(&entries, n, timeout_ms, err);
+}
+
+void
+ac_close(ac_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    ac_t *self = *self_p;
+    for (size_t i = 0; i < self->n; i++) {
+        s_sock_close(&self->nodes[i]);
+        free(self->nodes[i].name);
+        free(self->nodes[i].endpoint);
+    }
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    telem_encoder_destroy(&self->enc);
+    telem_decoder_destroy(&self->dec);
+    free(self->nodes);
+    free(self->items);
+    free(self->item_node);
+    free(self);
+    *self_p = NULL;
+}
+
+int
+ac_set_max_reply(ac_t *self, size_t bytes)
+{
+    if (!self || bytes == 0 || bytes > (size_t) INT64_MAX)
+        return TELEM_EINVAL;
+    self->max_reply = bytes;
+    int rc = 0;
+    for (size_t i = 0; i < self->n; i++) {
+        int r = s_sock_reopen(self, &self->nodes[i]);
+        if (r && !rc)
+            rc = r;
+    }
+    return rc;
+}
+
+/* ---- nodes ------------------------------------------------------------- */
+
+size_t
+ac_node_count(const ac_t *self)
+{
+    return self ? self->n : 0;
+}
+
+const char *
+ac_node_name(const ac_t *self, size_t i)
+{
+    return self && i < self->n ? self->nodes[i].name : NULL;
+}
+
+const char *
+ac_node_endpoint(const ac_t *self, size_t i)
+{
+    return self && i < self->n ? self->nodes[i].endpoint : NULL;
+}
+
+long
+ac_node_find(const ac_t *self, const char *name)
+{
+    if (!self || !name)
+        return -1;
+    for (size_t i = 0; i < self->n; i++)
+        if (strcmp(self->nodes[i].name, name) == 0)
+            return (long) i;
+    return -1;
+}
+
+uint64_t
+ac__next_id(ac_t *self)
+{
+    if (++self->next_id == 0)
+        ++self->next_id;
+    return self->next_id;
+}
+
+telem_encoder_t *
+ac__encoder(ac_t *self)
+{
+    return self->enc;
+}
+
+int
+ac__timeout(const ac_t *self, int timeout_ms)
+{
+    return timeout_ms > 0 ? timeout_ms : self->timeout_ms;
+}
+
+const char *
+ac_strerror(int code)
+{
+    return telem_strerror(code);
+}
+
+/* ---- fan-out ----------------------------------------------------------- */
+
+typedef struct {
+    size_t nok;          /* nodes counted as answered */
+    size_t nerr;         /* nodes that answered with an error */
+    int first_err;       /* first such error, in arrival order */
+} s_tally_t;
+
+/* Node i is done without an answer; `answered` says whether it was the
+ * node that reported the error (as opposed to no contact at all). */
+static void
+s_fail(const ac__call_t *c, s_tally_t *t, s_node_t *nd, size_t i, int code,
+       const char *message, int answered)
+{
+    nd->state = S_DONE;
+    if (answered) {
+        t->nerr++;
+        if (!t->first_err)
+            t->first_err = code;
+    }
+    c->on_miss(c->arg, i, code, message);
+}
+
+/* Acts on one decoded-or-not frame from node i. */
+static void
+s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
+         const void *data, size_t size)
+{
+    s_node_t *nd = &self->nodes[i];
+    char why[320];
+    telem_msg_t m;
+    int rc = telem_proto_decode(self->dec, data, size, &m);
+    if (rc) {
+        snprintf(why, sizeof why, "undecodable reply: %s",
+                 telem_decoder_error(self->dec));
+        s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
+        return;
+    }
+    uint64_t id = m.type == TELEM_MSG_ERROR ? m.u.error.id
+                : m.type == TELEM_MSG_QUERY_REPLY ? m.u.query_reply.id
+                : m.type == TELEM_MSG_CONTROL_REPLY ? m.u.control_reply.id : 0;
+    /* A node that could not even decode our request answers with id 0. */
+    if (id != c->id && !(m.type == TELEM_MSG_ERROR && id == 0))
+        return;  /* stale reply to an earlier call */
+    if (m.type == TELEM_MSG_ERROR) {
+        int code = m.u.error.code < 0 ? m.u.error.code : TELEM_EPROTO;
+        if (code == TELEM_ENOTFOUND && c->notfound_is_empty && id != 0) {
+            nd->state = S_DONE;
+            t->nok++;
+            return;
+        }
+        s_fail(c, t, nd, i, code, m.u.error.message ? m.u.error.message : "",
+               1);
+        return;
+    }
+    if (m.type != c->expect) {
+        snprintf(why, sizeof why, "unexpected %s reply",
+                 telem_msg_type_name(m.type));
+        s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
+        return;
+    }
+    if ((rc = c->on_reply(c->arg, i, &m)) != 0) {
+        snprintf(why, sizeof why, "reply could not be kept: %s",
+                 telem_strerror(rc));
+        s_fail(c, t, nd, i, rc, why, 1);
+        return;
+    }
+    nd->state = S_DONE;
+    t->nok++;
+}
+
+/* Reads every message waiting on node i's socket, keeping each one's last
+ * frame. */
+static void
+s_drain(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i)
+{
+    s_node_t *nd = &self->nodes[i];
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    while (nd->state == S_SENT) {
+        if (zmq_msg_recv(&part, nd->sock, ZMQ_DONTWAIT) < 0)
+            break;
+        /* The rest of a multipart message is already here. */
+        while (zmq_msg_more(&part))
+            if (zmq_msg_recv(&part, nd->sock, ZMQ_DONTWAIT) < 0)
+                break;
+        s_handle(self, c, t, i, zmq_msg_data(&part), zmq_msg_size(&part));
+    }
+    zmq_msg_close(&part);
+}
+
+/* Tries to hand the request to node i; leaves it S_WANT_SEND if its
+ * connection is not up yet. */
+static void
+s_try_send(const ac__call_t *c, s_tally_t *t, s_node_t *nd, size_t i)
+{
+    if (zmq_send(nd->sock, c->frame, c->size, ZMQ_DONTWAIT) >= 0) {
+        nd->state = S_SENT;
+        return;
+    }
+    if (errno != EAGAIN) {
+        char why[128];
+        snprintf(why, sizeof why, "send failed: %s", zmq_strerror(errno));
+        s_fail(c, t, nd, i, TELEM_ECONN, why, 0);
+    }
+}
+
+/* Fills the poll set with every node still in play; returns its size. */
+static size_t
+s_poll_set(ac_t *self, const ac__call_t *c, s_tally_t *t)
+{
+    size_t k = 0;
+    for (size_t j = 0; j < c->nsel; j++) {
+        size_t i = c->sel[j];
+        s_node_t *nd = &self->nodes[i];
+        if (nd->state == S_WANT_SEND)
+            s_try_send(c, t, nd, i);
+        if (nd->state != S_WANT_SEND && nd->state != S_SENT)
+            continue;
+        self->items[k] = (zmq_pollitem_t) {
+            .socket = nd->sock,
+            .events = nd->state == S_SENT ? ZMQ_POLLIN : ZMQ_POLLOUT,
+        };
+        self->item_node[k++] = i;
+    }
+    return k;
+}
+
+/* Polls until every node is done or the deadline passes. */
+static int
+s_wait(ac_t *self, const ac__call_t *c, s_tally_t *t, int64_t deadline)
+{
+    for (;;) {
+        size_t k = s_poll_set(self, c, t);
+        int64_t left = deadline - telem_mono_ns();
+        if (k == 0 || left <= 0)
+            return 0;
+        long ms = (long) ((left + TELEM_NS_PER_MS - 1) / TELEM_NS_PER_MS);
+        int rc = zmq_poll(self->items, (int) k, ms);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0)
+            return TELEM_EIO;
+        for (size_t j = 0; j < k; j++)
+            if (self->items[j].revents & ZMQ_POLLIN)
+                s_drain(self, c, t, self->item_node[j]);
+    }
+}
+
+/* Reports the nodes still owing something and resets every state. */
+static void
+s_settle(ac_t *self, const ac__call_t *c, s_tally_t *t)
+{
+    char why[256];
+    for (size_t j = 0; j < c->nsel; j++) {
+        size_t i = c->sel[j];
+        s_node_t *nd = &self->nodes[i];
+        if (nd->state == S_WANT_SEND) {
+            snprintf(why, sizeof why,
+                     "no connection to %s within %d ms (node down or not "
+                     "responding)", nd->endpoint, c->timeout_ms);
+            c->on_miss(c->arg, i, TELEM_ECONN, why);
+        } else if (nd->state == S_SENT) {
+            snprintf(why, sizeof why,
+                     "no reply within %d ms (node down or busy, or its reply "
+                     "was over the %zu-byte limit)", c->timeout_ms,
+                     self->max_reply);
+            c->on_miss(c->arg, i, TELEM_ETIMEDOUT, why);
+            /* Never read its late reply: start over with a new socket. */
+            s_sock_reopen(self, nd);
+        }
+        nd->state = S_IDLE;
+    }
+    (void) t;
+}
+
+int
+ac__fanout(ac_t *self, const ac__call_t *c)
+{
+    s_tally_t t = { 0, 0, 0 };
+    int64_t deadline =
+        telem_mono_ns() + (int64_t) c->timeout_ms * TELEM_NS_PER_MS;
+    for (size_t j = 0; j < c->nsel; j++) {
+        size_t i = c->sel[j];
+        s_node_t *nd = &self->nodes[i];
+        nd->state = S_WANT_SEND;
+        if (!nd->sock && s_sock_open(self, nd) != 0)
+            s_fail(c, &t, nd, i, TELEM_ECONN, "socket could not be created",
+                   0);
+    }
+    int rc = s_wait(self, c, &t, deadline);
+    s_settle(self, c, &t);
+    if (rc)
+        return rc;
+    if (t.nok == c->nsel)
+        return 0;
+    if (t.nok > 0)
+        return TELEM_EPARTIAL;
+    return t.nerr > 0 ? t.first_err : TELEM_ETIMEDOUT;
+}

@@ -1,0 +1,215 @@
+/* ac.h - telem's analysis client: one query, every node, one deadline.
+ *
+ * An ac_t holds one connection (a ZeroMQ DEALER) to the query socket of every
+ * telemd of a job.  A call sends its request to all the nodes it names at
+ * once, then waits for their replies until one deadline passes, and returns
+ * what came: merged series plus the nodes that did not answer (or answered
+ * with an error) and why.  One dead node never hangs a call; it costs at most
+ * the call's deadline and is named in the result.
+ *
+ * The node list comes from a node file (see telem_paths.h): one node a line,
+ * "<name>\t<query endpoint>\n"; lines whose first character is '#' are
+ * comments and blank lines are skipped; a trailing CR is ignored.  Names may
+ * hold any character except '/', tab, CR, LF and NUL (spaces included, kept
+ * as written).  Duplicate names and lines without a tab are errors.
+ *
+ * Stale replies: every request carries a fresh 64-bit id and replies with
+ * another id are dropped.  In addition, when a call ends with a request still
+ * unanswered, that node's socket is closed and reconnected, so a reply that
+ * arrives late is never read (and queued requests to a dead node are never
+ * delivered in a burst when it comes back).  Sockets use ZMQ_IMMEDIATE, so a
+ * request is only handed to a node whose connection is up; a node that never
+ * connects within the deadline is reported as TELEM_ECONN.
+ *
+ * Size limit: replies over the limit (TELEM_PROTO_MAX_MSG unless changed
+ * with ac_set_max_reply) are refused by ZeroMQ (ZMQ_MAXMSGSIZE): the
+ * connection is dropped, the reply is lost, and the node is reported
+ * missing with TELEM_ETIMEDOUT and a message naming the limit.
+ *
+ * Thread safety: an ac_t and the results it returns are used by one thread
+ * at a time (results may be handed to another thread and read there).  The
+ * library never logs and installs no signal handlers; each ac_t has its own
+ * ZeroMQ context.  Errors are telem_err_t codes (telem_error.h).
+ */
+#ifndef AC_H
+#define AC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "telem_error.h"
+#include "telem_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AC_TIMEOUT_DEFAULT_MS 2000
+#define AC_WINDOW_DEFAULT_NS (300 * INT64_C(1000000000))
+
+typedef struct ac ac_t;
+typedef struct ac_result ac_result_t;
+typedef struct ac_status_result ac_status_result_t;
+
+/* ---- connecting -------------------------------------------------------- */
+
+/* Reads the node file `nodefile` (NULL: $TELEM_NODEFILE, else <rundir>/nodes)
+ * and connects one socket to every node listed.  Calls wait at most
+ * `timeout_ms` by default (<= 0: AC_TIMEOUT_DEFAULT_MS).  Connecting does not
+ * wait for any node.  Returns the client, or NULL with *err (if err is not
+ * NULL) set to TELEM_ENOTFOUND (no such file, or it lists no node), TELEM_EIO
+ * (unreadable), TELEM_EINVAL (a malformed line, a bad node name or endpoint,
+ * a duplicate name) or TELEM_ENOMEM.  ac_nodefile_check() explains a
+ * failure in words. */
+ac_t *ac_connect(const char *nodefile, int timeout_ms, int *err);
+
+/* Like ac_connect() for a caller that knows its nodes: `n` names and their
+ * query endpoints (strings are copied).  Errors as for ac_connect(). */
+ac_t *ac_connect_nodes(const char *const *names, const char *const *endpoints,
+                       size_t n, int timeout_ms, int *err);
+
+/* Parses `nodefile` (NULL: the default above) without connecting.  Returns
+ * 0 and the number of nodes in *nnodes (may be NULL), or the error
+ * ac_connect() would give, with a sentence such as "nodes:3: no tab between
+ * node name and endpoint" written to why (if why_size > 0). */
+int ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
+                      size_t why_size);
+
+/* Closes every socket and frees the client; accepts NULL or a pointer to
+ * NULL and nulls the caller's pointer.  Results stay valid. */
+void ac_close(ac_t **self_p);
+
+/* Changes the largest reply accepted from a node (bytes, > 0; default
+ * TELEM_PROTO_MAX_MSG).  Reconnects every node.  Returns 0, TELEM_EINVAL or
+ * TELEM_ENOMEM/TELEM_EIO if a socket could not be recreated. */
+int ac_set_max_reply(ac_t *self, size_t bytes);
+
+/* ---- nodes ------------------------------------------------------------- */
+
+/* Number of nodes, in node file order. */
+size_t ac_node_count(const ac_t *self);
+
+/* Name and endpoint of node i (NULL if i is out of range).  Owned by the
+ * client, valid until ac_close(). */
+const char *ac_node_name(const ac_t *self, size_t i);
+const char *ac_node_endpoint(const ac_t *self, size_t i);
+
+/* Index of the node called `name`, or -1. */
+long ac_node_find(const ac_t *self, const char *name);
+
+/* ---- queries ----------------------------------------------------------- */
+
+typedef struct {
+    /* Metric names; NULL or empty = every metric (at most
+     * TELEM_QUERY_METRICS_MAX). */
+    const char *const *metrics;
+    size_t nmetrics;
+    /* Exact key=value filters; value "*" = the key is present (at most
+     * TELEM_TAGS_MAX). */
+    const telem_tag_t *tags;
+    size_t ntags;
+    /* Realtime ns.  start: 0 = the default (see ac_query), < 0 = now +
+     * start_ns.  end: 0 = each node's now, < 0 = now + end_ns. */
+    int64_t start_ns;
+    int64_t end_ns;
+    uint32_t max_points;         /* newest points kept per series; 0 = all */
+    uint32_t flags;              /* TELEM_QUERY_LIST, TELEM_QUERY_LATEST */
+    const char *const *nodes;    /* node names to ask; NULL = every node */
+    size_t nnodes;
+    int timeout_ms;              /* this call's deadline; <= 0: the client's */
+} ac_query_t;
+
+/* Asks every selected node for `q` (NULL: every series of every node, the
+ * defaults) at once and waits for the replies until the deadline.  Default
+ * start: with TELEM_QUERY_LIST or TELEM_QUERY_LATEST
+ * the node's whole retention window, otherwise the last
+ * AC_WINDOW_DEFAULT_NS (300 s) before now.  A node answering TELEM_ENOTFOUND
+ * ("nothing matches") counts as an answer with no series.
+ *
+ * Returns 0 when every node answered, TELEM_EPARTIAL when some did and
+ * others did not or answered with an error, TELEM_ETIMEDOUT when no node
+ * answered at all, and the error of the first node to answer when every
+ * node that answered did so with an error.  *out is NULL only when the call
+ * was refused before anything was sent: invalid arguments (TELEM_EINVAL,
+ * over-limit counts TELEM_ETOOBIG), an unknown node name (TELEM_ENOTFOUND)
+ * or TELEM_ENOMEM.  Otherwise *out is a result, to be destroyed by the
+ * caller, holding the series that came and naming the nodes that are
+ * missing. */
+int ac_query(ac_t *self, const ac_query_t *q, ac_result_t **out);
+
+/* The metric catalog: ac_query() with TELEM_QUERY_LIST and no filters
+ * (series carry metric, tags, type, unit and doc, no points).  Returns as
+ * ac_query(). */
+int ac_metrics(ac_t *self, ac_result_t **out);
+
+/* Series in the result, sorted by metric, then tags, then node. */
+size_t ac_result_nseries(const ac_result_t *r);
+
+/* Series i (NULL if out of range); its strings and arrays are owned by the
+ * result.  The tags include "host". */
+const telem_series_t *ac_result_series(const ac_result_t *r, size_t i);
+
+/* Name of the node that sent series i (NULL if out of range). */
+const char *ac_result_series_node(const ac_result_t *r, size_t i);
+
+/* Number of nodes whose reply said it was cut to the size limit. */
+size_t ac_result_ntruncated(const ac_result_t *r);
+
+/* Nodes that did not answer or answered with an error, in node order:
+ * name, code (TELEM_ETIMEDOUT: no reply in time; TELEM_ECONN: never
+ * connected; TELEM_EPROTO: an undecodable reply; otherwise the node's own
+ * error) and a sentence.  NULL/0 when i is out of range. */
+size_t ac_result_nmissing(const ac_result_t *r);
+const char *ac_result_missing(const ac_result_t *r, size_t i);
+int ac_result_missing_code(const ac_result_t *r, size_t i);
+const char *ac_result_missing_message(const ac_result_t *r, size_t i);
+
+/* Frees the result; accepts NULL or a pointer to NULL; nulls the pointer. */
+void ac_result_destroy(ac_result_t **r_p);
+
+/* ---- status and control ------------------------------------------------ */
+
+/* Sends control operation `op` with `arg` to node `node` (an index), or to
+ * every node when node < 0, and waits as ac_query() does.  Examples:
+ * TELEM_CTL_SET_LEVEL with arg 0-4; TELEM_CTL_SHUTDOWN; TELEM_CTL_SYNC with
+ * a fin token.  `timeout_ms` <= 0 uses the client's deadline.  Returns
+ * and fills *out as ac_query() does (a bad node index gives TELEM_EINVAL
+ * and *out NULL). */
+int ac_control(ac_t *self, long node, telem_ctl_op_t op, int64_t arg,
+               int timeout_ms, ac_status_result_t **out);
+
+/* ac_control(self, -1, TELEM_CTL_STATUS, 0, 0, out). */
+int ac_status(ac_t *self, ac_status_result_t **out);
+
+/* Entries: one per node asked, in node order. */
+size_t ac_status_result_count(const ac_status_result_t *r);
+const char *ac_status_result_node(const ac_status_result_t *r, size_t i);
+
+/* Node i's status as it replied (strings owned by the result), or NULL if
+ * it did not answer or answered with an error. */
+const telem_status_t *ac_status_result_status(const ac_status_result_t *r,
+                                              size_t i);
+
+/* TELEM_CTL_SYNC: 1 if node i had seen the token; 0 otherwise. */
+int ac_status_result_synced(const ac_status_result_t *r, size_t i);
+
+/* 0 if node i answered, else its code and sentence as for the missing
+ * nodes of a query result (message "" when it answered). */
+int ac_status_result_code(const ac_status_result_t *r, size_t i);
+const char *ac_status_result_message(const ac_status_result_t *r, size_t i);
+
+/* Number of entries whose code is not 0. */
+size_t ac_status_result_nmissing(const ac_status_result_t *r);
+
+/* Frees the result; accepts NULL or a pointer to NULL; nulls the pointer. */
+void ac_status_result_destroy(ac_status_result_t **r_p);
+
+/* ---- misc -------------------------------------------------------------- */
+
+/* Same as telem_strerror(). */
+const char *ac_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,733 @@
+/* telem_client.c - command line access to every node of a job.
+ *
+ *   telem_client [--nodefile F] [--timeout MS] [-f md|json|yaml|txt] [-o FILE] MODE
+ *
+ * Modes: -l (metric catalog), -v (all latest values), -g a,b (latest values
+ * of some metrics), -t / -T a,b (track changes, telem_client_track.c), query
+ * (series with points), status (per-node agent state), nodes (the node
+ * list), level and shutdown (control requests).  Exit codes: 0 success, 1
+ * error, 2 bad command line, 3 some nodes did not answer (what came is still
+ * printed; the missing nodes are always named on stderr).  Parsing and
+ * checking of every argument happens here, once, before any socket is
+ * opened.
+ */
+#include "telem_client.h"
+#include "telem_time.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_PROG "telem_client"
+
+typedef enum {
+    M_NONE = 0, M_LIST, M_VALUES, M_GET, M_TRACK_ALL, M_TRACK, M_QUERY,
+    M_STATUS, M_NODES, M_LEVEL, M_SHUTDOWN
+} s_mode_t;
+
+typedef struct {
+    tc_opts_t o;
+    s_mode_t mode;
+    int help;
+    const char *out_path;
+    char *list;              /* -g / -T / query: copy that metrics point into */
+    int64_t start_ns, end_ns;
+    uint32_t max_points;
+    int have_range;          /* --start/--end/--max-points given */
+    int have_track;          /* -F/-d given */
+    int64_t level;           /* level: the new level, -1 until given */
+    const char *node;        /* level, shutdown: one node, or NULL: all */
+} s_cli_t;
+
+volatile sig_atomic_t tc_stop;
+
+/* ---- help -------------------------------------------------------------- */
+
+static const char s_usage[] =
+    "usage: telem_client [--nodefile F] [--timeout MS] [-f md|json|yaml|txt]\n"
+    "                    [-o FILE] MODE\n"
+    "modes:\n"
+    "  -l, --list           list metrics (name, type, unit, doc, series, nodes)\n"
+    "  -v, --values         latest value of every series\n"
+    "  -g, --get a,b        latest values of the named metrics\n"
+    "  -t, --track-all      track every metric whose value changes\n"
+    "  -T, --track a,b      track the named metrics\n"
+    "  query [METRIC[,METRIC]]  series with their points\n"
+    "  status               per-node agent status\n"
+    "  nodes                the node list\n"
+    "  level L [NODE]       set the telemetry level (0-4) of all nodes or one\n"
+    "  shutdown [NODE]      stop the agents of all nodes or one\n"
+    "options:\n"
+    "  --nodefile F         node file (default $TELEM_NODEFILE, else <rundir>/nodes)\n"
+    "  --timeout MS         deadline for each call (default 2000)\n"
+    "  -f, --format FMT     md (default), json, yaml or txt\n"
+    "  -o, --output FILE    write to FILE instead of stdout\n"
+    "  --tag k=v            only series with tag k=v (v \"*\": tag present);\n"
+    "                       repeatable; with -l, -v, -g, -t, -T, query\n"
+    "  -h, --help           this help, or a mode's help after the mode\n"
+    "exit: 0 ok, 1 error, 2 bad command line, 3 some nodes did not answer\n";
+
+static const char *const s_mode_help[] = {
+    [M_LIST] = "telem_client -l: one row per metric: name, type, unit, doc,\n"
+        "number of series and the nodes that have it.\n",
+    [M_VALUES] = "telem_client -v [--tag k=v]: the newest point of every series\n"
+        "(node, metric, tags, type, unit, time_ns, value; in json and yaml a\n"
+        "\"series\" list whose \"points\" hold one [time_ns, value]).\n",
+    [M_GET] = "telem_client -g a,b [--tag k=v]: the newest point of every series\n"
+        "of metrics a and b, as for -v.  Exit 1 if a metric has no series.\n",
+    [M_TRACK_ALL] = "telem_client -t [-F HZ] [-d SECONDS]: at each tick (default\n"
+        "1 Hz), the series whose newest value or time changed since the last\n"
+        "tick (all of them at the first).  Stops after -d seconds or on\n"
+        "Ctrl-C/SIGTERM, leaving a complete document.  Each tick waits at\n"
+        "most --timeout ms (default: the tick period, within 100-2000 ms).\n",
+    [M_TRACK] = "telem_client -T a,b [-F HZ] [-d SECONDS]: as -t for metrics a, b.\n",
+    [M_QUERY] = "telem_client query [METRIC[,METRIC]] [--tag k=v ...] [--start T]\n"
+        "    [--end T] [--max-points N]\n"
+        "T: nanoseconds since the epoch, a number with a unit (s, m, h, d, ms,\n"
+        "us, ns; \"1700000000s\"), relative to now when negative (-60s, -5m),\n"
+        "or \"now\".  Default: the last 300 s.  N: newest points per series.\n",
+    [M_STATUS] = "telem_client status: per node: level, series, points, memory,\n"
+        "samples ingested and dropped, uptime; nodes that did not answer.\n",
+    [M_NODES] = "telem_client nodes: the node file's nodes and endpoints.\n",
+    [M_LEVEL] = "telem_client level L [NODE]: sets the telemetry level (0 off,\n"
+        "1 user, 2 node, 3 GPU, 4 telem's own metrics) on every node or on\n"
+        "NODE; prints each node's status after the change.\n",
+    [M_SHUTDOWN] = "telem_client shutdown [NODE]: asks every node's agent (or\n"
+        "NODE's) to exit; prints each node's last status.\n",
+};
+
+static int
+s_bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, S_PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see " S_PROG " --help)\n");
+    return 2;
+}
+
+/* ---- argument parsing -------------------------------------------------- */
+
+static int
+s_parse_double(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return errno || end == s || *end || !isfinite(*v) ? -1 : 0;
+}
+
+static int
+s_parse_long(const char *s, long long lo, long long hi, long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    return errno || end == s || *end || *v < lo || *v > hi ? -1 : 0;
+}
+
+/* A time argument; see the query help. */
+static int
+s_parse_time(const char *s, int64_t *ns)
+{
+    static const struct { const char *unit; double mult; } units[] = {
+        { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+        { "m", 60e9 }, { "h", 3600e9 }, { "d", 86400e9 },
+    };
+    if (strcmp(s, "now") == 0) {
+        *ns = telem_now_ns();
+        return 0;
+    }
+    long long v;
+    if (s_parse_long(s, INT64_MIN, INT64_MAX, &v) == 0) {
+        *ns = v;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (errno || end == s || !isfinite(d))
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].unit) != 0)
+            continue;
+        double r = d * units[i].mult;
+        if (!(r > -9.2e18 && r < 9.2e18))
+            return -1;
+        *ns = (int64_t) llround(r);
+        return 0;
+    }
+    return -1;
+}
+
+/* Splits "a,b,c" (kept in cli->list) into cli->o.metrics. */
+static int
+s_parse_metrics(s_cli_t *cli, const char *arg)
+{
+    free(cli->list);
+    free(cli->o.metrics);
+    cli->o.metrics = NULL;
+    cli->o.nmetrics = 0;
+    cli->list = strdup(arg);
+    size_t n = 1;
+    for (const char *p = arg; *p; p++)
+        n += *p == ',';
+    cli->o.metrics = calloc(n, sizeof *cli->o.metrics);
+    if (!cli->list || !cli->o.metrics)
+        return -1;
+    if (n > TELEM_QUERY_METRICS_MAX)
+        return -1;
+    char *save = NULL;
+    for (char *p = cli->list;; p = NULL) {
+        char *tok = strtok_r(p, ",", &save);
+        if (!tok)
+            break;
+        if (strlen(tok) > TELEM_NAME_MAX)
+            return -1;
+        cli->o.metrics[cli->o.nmetrics++] = tok;
+    }
+    return cli->o.nmetrics == n ? 0 : -1;  /* no empty names */
+}
+
+static int
+s_parse_tag(s_cli_t *cli, char *arg)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1] || cli->o.ntags == TELEM_TAGS_MAX)
+        return -1;
+    *eq = '\0';
+    if (strlen(arg) > TELEM_NAME_MAX || strlen(eq + 1) > TELEM_NAME_MAX)
+        return -1;
+    cli->o.tags[cli->o.ntags++] = (telem_tag_t) { arg, eq + 1 };
+    return 0;
+}
+
+static int
+s_set_mode(s_cli_t *cli, s_mode_t m)
+{
+    if (cli->mode != M_NONE && cli->mode != m)
+        return s_bad("%s", "choose one mode");
+    cli->mode = m;
+    return 0;
+}
+
+enum { O_NODEFILE = 256, O_TIMEOUT, O_TAG, O_START, O_END, O_MAXPTS };
+
+static const struct option s_longopts[] = {
+    { "nodefile", required_argument, NULL, O_NODEFILE },
+    { "timeout", required_argument, NULL, O_TIMEOUT },
+    { "format", required_argument, NULL, 'f' },
+    { "output", required_argument, NULL, 'o' },
+    { "list", no_argument, NULL, 'l' },
+    { "values", no_argument, NULL, 'v' },
+    { "get", required_argument, NULL, 'g' },
+    { "track-all", no_argument, NULL, 't' },
+    { "track", required_argument, NULL, 'T' },
+    { "frequency", required_argument, NULL, 'F' },
+    { "duration", required_argument, NULL, 'd' },
+    { "tag", required_argument, NULL, O_TAG },
+    { "start", required_argument, NULL, O_START },
+    { "end", required_argument, NULL, O_END },
+    { "max-points", required_argument, NULL, O_MAXPTS },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+static int
+s_time_option(s_cli_t *cli, int c, const char *arg)
+{
+    int64_t t;
+    if (s_parse_time(arg, &t))
+        return s_bad("bad time '%s' (ns since epoch, -60s, -5m, now)", arg);
+    if (c == O_START)
+        cli->start_ns = t;
+    else
+        cli->end_ns = t;
+    cli->have_range = 1;
+    return 0;
+}
+
+static int
+s_track_option(s_cli_t *cli, int c, const char *arg)
+{
+    double d;
+    int hz = c == 'F';
+    if (s_parse_double(arg, &d) || d <= 0 || d > (hz ? 10000 : 1e9))
+        return s_bad(hz ? "bad -F '%s' (Hz, above 0, at most 10000)"
+                        : "bad -d '%s' (seconds, above 0)", arg);
+    if (hz)
+        cli->o.hz = d;
+    else
+        cli->o.duration_s = d;
+    cli->have_track = 1;
+    return 0;
+}
+
+/* One option; returns 0 or the exit code 2. */
+static int
+s_option(s_cli_t *cli, int c, char *arg)
+{
+    long long v;
+    switch (c) {
+    case O_NODEFILE: cli->o.nodefile = arg; return 0;
+    case 'o': cli->out_path = arg; return 0;
+    case 'h': cli->help = 1; return 0;
+    case 'l': return s_set_mode(cli, M_LIST);
+    case 'v': return s_set_mode(cli, M_VALUES);
+    case 't': return s_set_mode(cli, M_TRACK_ALL);
+    case O_START: case O_END: return s_time_option(cli, c, arg);
+    case O_TIMEOUT:
+        if (s_parse_long(arg, 1, 3600000, &v))
+            return s_bad("bad --timeout '%s' (milliseconds, 1 to 3600000)", arg);
+        cli->o.timeout_ms = (int) v;
+        return 0;
+    case 'f':
+        if (tc_fmt_parse(arg, &cli->o.fmt))
+            return s_bad("unknown format '%s' (md, json, yaml, txt)", arg);
+        return 0;
+    case 'g': case 'T':
+        if (s_set_mode(cli, c == 'g' ? M_GET : M_TRACK))
+            return 2;
+        if (s_parse_metrics(cli, arg))
+            return s_bad("bad metric list '%s' (a,b,...)", arg);
+        return 0;
+    case 'F': case 'd': return s_track_option(cli, c, arg);
+    case O_TAG:
+        if (s_parse_tag(cli, arg))
+            return s_bad("bad --tag '%s' (k=v, at most 16 tags)", arg);
+        return 0;
+    case O_MAXPTS:
+        if (s_parse_long(arg, 0, UINT32_MAX, &v))
+            return s_bad("bad --max-points '%s'", arg);
+        cli->max_points = (uint32_t) v;
+        cli->have_range = 1;
+        return 0;
+    default:
+        fprintf(stderr, "(see " S_PROG " --help)\n");
+        return 2;
+    }
+}
+
+/* Subcommand words and the query's metric list. */
+static int
+s_positional(s_cli_t *cli, const char *a)
+{
+    static const struct { const char *word; s_mode_t mode; } words[] = {
+        { "query", M_QUERY }, { "status", M_STATUS }, { "nodes", M_NODES },
+        { "level", M_LEVEL }, { "shutdown", M_SHUTDOWN },
+    };
+    long long v;
+    if (cli->mode == M_QUERY && !cli->list)
+        return s_parse_metrics(cli, a) ? s_bad("bad metric list '%s'", a) : 0;
+    if (cli->mode == M_LEVEL && cli->level < 0) {
+        if (s_parse_long(a, 0, 4, &v))
+            return s_bad("bad level '%s' (0 to 4)", a);
+        cli->level = v;
+        return 0;
+    }
+    if ((cli->mode == M_LEVEL || cli->mode == M_SHUTDOWN) && !cli->node) {
+        cli->node = a;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(a, words[i].word) == 0)
+            return s_set_mode(cli, words[i].mode);
+    return s_bad("unexpected argument '%s'", a);
+}
+
+/* Rules that need the whole command line. */
+static int
+s_validate(const s_cli_t *cli)
+{
+    s_mode_t m = cli->mode;
+    if (m == M_NONE) {
+        fputs(s_usage, stderr);
+        return 2;
+    }
+    if (cli->have_range && m != M_QUERY)
+        return s_bad("%s", "--start, --end and --max-points go with query");
+    if (cli->have_track && m != M_TRACK && m != M_TRACK_ALL)
+        return s_bad("%s", "-F and -d go with -t or -T");
+    if (cli->o.ntags && m >= M_STATUS)
+        return s_bad("%s", "--tag goes with -l, -v, -g, -t, -T and query");
+    if (m == M_LEVEL && cli->level < 0)
+        return s_bad("%s", "level needs a level, 0 to 4");
+    int64_t now = telem_now_ns();
+    int64_t s = cli->start_ns < 0 ? now + cli->start_ns : cli->start_ns;
+    int64_t e = cli->end_ns < 0 ? now + cli->end_ns : cli->end_ns;
+    if (s && e && s > e)
+        return s_bad("%s", "--start is after --end");
+    return 0;
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int
+s_parse(s_cli_t *cli, int argc, char **argv)
+{
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "f:o:lvg:tT:F:d:h", s_longopts,
+                            NULL)) != -1)
+        if ((rc = s_option(cli, c, optarg)) != 0)
+            return rc;
+    for (int i = optind; i < argc; i++)
+        if ((rc = s_positional(cli, argv[i])) != 0)
+            return rc;
+    if (cli->help) {
+        if (cli->mode != M_NONE)
+            fputs(s_mode_help[cli->mode], stdout);
+        fputs(s_usage, stdout);
+        return 0;
+    }
+    rc = s_validate(cli);
+    return rc ? rc : -1;
+}
+
+/* ---- shared ------------------------------------------------------------ */
+
+void
+tc_report_missing(const ac_result_t *r)
+{
+    for (size_t i = 0; i < ac_result_nmissing(r); i++)
+        fprintf(stderr, S_PROG ": node '%s' did not answer: %s (%s)\n",
+                ac_result_missing(r, i), ac_result_missing_message(r, i),
+                ac_strerror(ac_result_missing_code(r, i)));
+}
+
+const char **
+tc_missing_names(const ac_result_t *r, size_t *n)
+{
+    *n = ac_result_nmissing(r);
+    const char **names = *n ? calloc(*n, sizeof *names) : NULL;
+    if (!names)
+        *n = 0;
+    for (size_t i = 0; i < *n; i++)
+        names[i] = ac_result_missing(r, i);
+    return names;
+}
+
+int
+tc_exit_code(int rc)
+{
+    if (rc == 0)
+        return 0;
+    if (rc == TELEM_EPARTIAL)
+        return 3;
+    if (rc == TELEM_ETIMEDOUT)
+        fprintf(stderr, S_PROG ": no node answered\n");
+    else
+        fprintf(stderr, S_PROG ": %s\n", ac_strerror(rc));
+    return 1;
+}
+
+/* ---- one-shot modes ---------------------------------------------------- */
+
+static const char *
+s_type_name(telem_metric_type_t t)
+{
+    return t == TELEM_METRIC_COUNTER ? "counter" : "gauge";
+}
+
+/* Runs q, reports missing nodes; *r is NULL when the call was refused. */
+static int
+s_query(ac_t *ac, const ac_query_t *q, ac_result_t **r)
+{
+    int rc = ac_query(ac, q, r);
+    if (*r)
+        tc_report_missing(*r);
+    return rc;
+}
+
+/* Names asked-for metrics that no node has; returns how many. */
+static size_t
+s_absent(const tc_opts_t *o, const ac_result_t *r)
+{
+    size_t absent = 0;
+    for (size_t m = 0; r && m < o->nmetrics; m++) {
+        size_t i = 0;
+        while (i < ac_result_nseries(r)
+               && strcmp(ac_result_series(r, i)->metric, o->metrics[m]) != 0)
+            i++;
+        if (i == ac_result_nseries(r)) {
+            fprintf(stderr, S_PROG ": no series for metric '%s'\n",
+                    o->metrics[m]);
+            absent++;
+        }
+    }
+    return absent;
+}
+
+/* Ends the document with r's missing nodes and maps rc to the exit code;
+ * a failed write makes the run fail. */
+static int
+s_finish(tc_fmt_t *f, const ac_result_t *r, int rc)
+{
+    size_t n = 0;
+    const char **missing = tc_missing_names(r, &n);
+    int wrc = f ? tc_fmt_end(f, missing, n) : TELEM_ENOMEM;
+    free(missing);
+    int code = tc_exit_code(rc);
+    if (wrc) {
+        fprintf(stderr, S_PROG ": writing the output failed\n");
+        code = 1;
+    }
+    return code;
+}
+
+/* -v, -g (newest point only) and query: one row per series. */
+static int
+s_run_series(ac_t *ac, const tc_opts_t *o, const ac_query_t *q)
+{
+    static const char *const cols[] = {
+        "node", "metric", "tags", "type", "unit", "points"
+    };
+    ac_result_t *r = NULL;
+    int rc = s_query(ac, q, &r);
+    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "series", cols, 6, 5);
+    for (size_t i = 0; f && i < ac_result_nseries(r); i++) {
+        const telem_series_t *s = ac_result_series(r, i);
+        tc_fmt_str(f, ac_result_series_node(r, i));
+        tc_fmt_str(f, s->metric);
+        tc_fmt_tags(f, s->tags, s->ntags);
+        tc_fmt_str(f, s_type_name(s->type));
+        tc_fmt_str(f, s->unit);
+        tc_fmt_points(f, s->ts, s->values, s->npoints);
+        tc_fmt_row_end(f);
+    }
+    /* A get (-g) of a metric nobody has is an error; an empty window of a
+     * query is an answer. */
+    size_t absent = s_absent(o, r);
+    int code = s_finish(f, r, rc);
+    if (absent && (q->flags & TELEM_QUERY_LATEST))
+        code = 1;
+    tc_fmt_destroy(&f);
+    ac_result_destroy(&r);
+    return code;
+}
+
+static int
+s_run_values(ac_t *ac, const tc_opts_t *o)
+{
+    ac_query_t q = { .metrics = o->metrics, .nmetrics = o->nmetrics,
+                     .tags = o->tags, .ntags = o->ntags,
+                     .flags = TELEM_QUERY_LATEST };
+    return s_run_series(ac, o, &q);
+}
+
+static int
+s_run_query(ac_t *ac, const s_cli_t *cli)
+{
+    const tc_opts_t *o = &cli->o;
+    ac_query_t q = { .metrics = o->metrics, .nmetrics = o->nmetrics,
+                     .tags = o->tags, .ntags = o->ntags,
+                     .start_ns = cli->start_ns, .end_ns = cli->end_ns,
+                     .max_points = cli->max_points };
+    return s_run_series(ac, o, &q);
+}
+
+/* -l: one row for the series [first, end) of one metric. */
+static void
+s_list_row(tc_fmt_t *f, const ac_t *ac, const ac_result_t *r, size_t first,
+           size_t end)
+{
+    const char *nodes[256];
+    size_t nn = 0;
+    /* Nodes that have the metric, in node-file order. */
+    for (size_t k = 0; k < ac_node_count(ac) && nn < 256; k++)
+        for (size_t i = first; i < end; i++)
+            if (strcmp(ac_result_series_node(r, i), ac_node_name(ac, k)) == 0) {
+                nodes[nn++] = ac_node_name(ac, k);
+                break;
+            }
+    const telem_series_t *s = ac_result_series(r, first);
+    tc_fmt_str(f, s->metric);
+    tc_fmt_str(f, s_type_name(s->type));
+    tc_fmt_str(f, s->unit);
+    tc_fmt_str(f, s->doc);
+    tc_fmt_u64(f, end - first);
+    tc_fmt_list(f, nodes, nn);
+    tc_fmt_row_end(f);
+}
+
+static int
+s_run_list(ac_t *ac, const tc_opts_t *o)
+{
+    static const char *const cols[] = {
+        "metric", "type", "unit", "doc", "series", "nodes"
+    };
+    ac_query_t q = { .tags = o->tags, .ntags = o->ntags,
+                     .flags = TELEM_QUERY_LIST };
+    ac_result_t *r = NULL;
+    int rc = s_query(ac, &q, &r);
+    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "metrics", cols, 6, -1);
+    size_t n = ac_result_nseries(r);
+    for (size_t i = 0; f && i < n;) {
+        size_t end = i + 1;
+        while (end < n && strcmp(ac_result_series(r, end)->metric,
+                                 ac_result_series(r, i)->metric) == 0)
+            end++;
+        s_list_row(f, ac, r, i, end);
+        i = end;
+    }
+    int code = s_finish(f, r, rc);
+    tc_fmt_destroy(&f);
+    ac_result_destroy(&r);
+    return code;
+}
+
+static void
+s_status_row(tc_fmt_t *f, const ac_status_result_t *r, size_t i)
+{
+    const telem_status_t *st = ac_status_result_status(r, i);
+    tc_fmt_str(f, ac_status_result_node(r, i));
+    if (!st) {
+        tc_fmt_str(f, ac_status_result_message(r, i));
+        tc_fmt_row_end(f);  /* the other cells are null */
+        fprintf(stderr, S_PROG ": node '%s' did not answer: %s (%s)\n",
+                ac_status_result_node(r, i), ac_status_result_message(r, i),
+                ac_strerror(ac_status_result_code(r, i)));
+        return;
+    }
+    tc_fmt_str(f, "ok");
+    tc_fmt_i64(f, st->level);
+    tc_fmt_u64(f, st->nseries);
+    tc_fmt_u64(f, st->npoints);
+    tc_fmt_u64(f, st->mem_bytes);
+    tc_fmt_u64(f, st->ingested);
+    tc_fmt_u64(f, st->dropped);
+    tc_fmt_i64(f, st->uptime_ns / TELEM_NS_PER_SEC);
+    tc_fmt_i64(f, st->pid);
+    tc_fmt_row_end(f);
+}
+
+/* status, level, shutdown: one row per node asked. */
+static int
+s_run_control(ac_t *ac, const tc_opts_t *o, long node, telem_ctl_op_t op,
+              int64_t arg)
+{
+    static const char *const cols[] = {
+        "node", "state", "level", "series", "points", "mem_bytes",
+        "ingested", "dropped", "uptime_s", "pid"
+    };
+    ac_status_result_t *r = NULL;
+    int rc = ac_control(ac, node, op, arg, 0, &r);
+    size_t n = ac_status_result_count(r), nm = 0;
+    const char **missing = calloc(n + 1, sizeof *missing);
+    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "nodes", cols, 10, -1);
+    for (size_t i = 0; f && missing && i < n; i++) {
+        s_status_row(f, r, i);
+        if (ac_status_result_code(r, i))
+            missing[nm++] = ac_status_result_node(r, i);
+    }
+    int wrc = f && missing ? tc_fmt_end(f, missing, nm) : TELEM_ENOMEM;
+    int code = tc_exit_code(rc);
+    if (wrc) {
+        fprintf(stderr, S_PROG ": writing the output failed\n");
+        code = 1;
+    }
+    free(missing);
+    tc_fmt_destroy(&f);
+    ac_status_result_destroy(&r);
+    return code;
+}
+
+static int
+s_run_nodes(ac_t *ac, const tc_opts_t *o)
+{
+    static const char *const cols[] = { "node", "endpoint" };
+    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "nodes", cols, 2, -1);
+    for (size_t i = 0; f && i < ac_node_count(ac); i++) {
+        tc_fmt_str(f, ac_node_name(ac, i));
+        tc_fmt_str(f, ac_node_endpoint(ac, i));
+        tc_fmt_row_end(f);
+    }
+    int code = s_finish(f, NULL, 0);
+    tc_fmt_destroy(&f);
+    return code;
+}
+
+static int
+s_control(ac_t *ac, const s_cli_t *cli)
+{
+    long node = -1;
+    if (cli->node && (node = ac_node_find(ac, cli->node)) < 0) {
+        fprintf(stderr, S_PROG ": no node '%s' in the node file\n", cli->node);
+        return 1;
+    }
+    telem_ctl_op_t op = cli->mode == M_LEVEL ? TELEM_CTL_SET_LEVEL
+                      : cli->mode == M_SHUTDOWN ? TELEM_CTL_SHUTDOWN
+                      : TELEM_CTL_STATUS;
+    return s_run_control(ac, &cli->o, node, op,
+                         cli->mode == M_LEVEL ? cli->level : 0);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static ac_t *
+s_connect(const tc_opts_t *o)
+{
+    int err = 0;
+    ac_t *ac = ac_connect(o->nodefile, o->timeout_ms, &err);
+    if (ac)
+        return ac;
+    char why[512];
+    if (ac_nodefile_check(o->nodefile, NULL, why, sizeof why) != 0)
+        fprintf(stderr, S_PROG ": %s\n", why);
+    else
+        fprintf(stderr, S_PROG ": cannot connect: %s\n", ac_strerror(err));
+    return NULL;
+}
+
+static int
+s_run(s_cli_t *cli)
+{
+    ac_t *ac = s_connect(&cli->o);
+    if (!ac)
+        return 1;
+    int code;
+    switch (cli->mode) {
+    case M_LIST:
+        code = s_run_list(ac, &cli->o);
+        break;
+    case M_VALUES:
+    case M_GET:
+        code = s_run_values(ac, &cli->o);
+        break;
+    case M_QUERY:
+        code = s_run_query(ac, cli);
+        break;
+    case M_STATUS:
+    case M_LEVEL:
+    case M_SHUTDOWN:
+        code = s_control(ac, cli);
+        break;
+    case M_NODES:
+        code = s_run_nodes(ac, &cli->o);
+        break;
+    default:
+        code = tc_track(ac, &cli->o);
+        break;
+    }
+    ac_close(&ac);
+    return code;
+}
+
+int
+main(int argc, char **argv)
+{
+    s_cli_t cli = { .o = { .fmt = TC_FMT_MD, .hz = 1.0, .out = stdout },
+                    .level = -1 };
+    int code = s_parse(&cli, argc, argv);
+    if (code < 0 && cli.out_path && !(cli.o.out = fopen(cli.out_path, "w"))) {
+        fprintf(stderr, S_PROG ": cannot open %s: %s\n", cli.out_path,
+                strerror(errno));
+        code = 1;
+    }
+    if (code < 0)
+        code = s_run(&cli);
+    if (cli.o.out && cli.o.out != stdout && fclose(cli.o.out) != 0 && !code)
+        code = 1;
+    free(cli.list);
+    free(cli.o.metrics);
+    return code;
+}

@@ -1,0 +1,292 @@
+/* bench_common.c - helpers shared by telem's benchmarks; see bench_common.h.
+ *
+ * The end-of-stream handshake mirrors what a real telem process does at
+ * exit: ZeroMQ keeps the order of frames on one PUSH connection, so once
+ * telemd has seen the fin token of the last batch it has ingested every
+ * batch before it.  That is what makes "samples/s until confirmed" a fair
+ * end-to-end figure (no guessing from a queue that looks empty).
+ */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+
+int64_t
+bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+bench_die(const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static int
+s_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+static int
+s_cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+void
+bench_sort_i64(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, s_cmp_i64);
+}
+
+int64_t
+bench_percentile_sorted(const int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0;
+    size_t rank = (size_t) ((p / 100.0) * (double) n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return v[rank - 1];
+}
+
+double
+bench_median_d(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, s_cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void
+s_cpu_model(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = 0;
+        snprintf(buf, size, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+void
+bench_print_machine(const char *bench_name)
+{
+    char model[256], date[64];
+    s_cpu_model(model, sizeof model);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    struct utsname u;
+    if (uname(&u) != 0)
+        snprintf(u.release, sizeof u.release, "?");
+    int zmaj, zmin, zpat;
+    zmq_version(&zmaj, &zmin, &zpat);
+    double load[3] = { 0, 0, 0 };
+    if (getloadavg(load, 3) < 0)
+        load[0] = -1;
+    printf("== %s  %s  nproc=%ld  cpu=\"%s\"  kernel=%s  libzmq=%d.%d.%d  "
+           "load=%.2f %.2f %.2f\n", bench_name, date,
+           sysconf(_SC_NPROCESSORS_ONLN), model, u.release, zmaj, zmin, zpat,
+           load[0], load[1], load[2]);
+    /* Daemon log lines (sampler availability...) would clutter tables. */
+    telem_log_init(bench_name, TELEM_LOG_WARN);
+}
+
+void
+bench_tmpdir(char *buf, size_t size, const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    if (snprintf(buf, size, "%s/telem-bench-%s-XXXXXX", base, tag)
+        >= (int) size)
+        bench_die("tmpdir", "path too long");
+    if (!mkdtemp(buf))
+        bench_die("tmpdir", "mkdtemp %s: %s", buf, strerror(errno));
+}
+
+static int
+s_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void) st;
+    (void) flag;
+    (void) ftw;
+    remove(path);
+    return 0;
+}
+
+void
+bench_rmtree(const char *dir)
+{
+    nftw(dir, s_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+telemd_t *
+bench_telemd_start(const char *rundir, const char *node, int level,
+                   int64_t window_s, size_t mem_cap, int tcp)
+{
+    telemd_config_t cfg = {
+        .node = node,
+        .rundir = rundir,
+        .level = level,
+        .window_ns = window_s * INT64_C(1000000000),
+        .interval_ns = INT64_C(1000000000),
+        .mem_cap_bytes = mem_cap,
+        .tcp_bind = tcp ? "tcp://127.0.0.1:*" : NULL,
+        .job_uid = getuid(),
+    };
+    int err = 0;
+    telemd_t *t = telemd_new(&cfg, &err);
+    if (!t)
+        bench_die("telemd_new", "%s", telem_strerror(err));
+    return t;
+}
+
+/* Receives one frame with a deadline; returns its size or -1. */
+static int
+s_recv(void *sock, zmq_msg_t *msg, int timeout_ms)
+{
+    zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return -1;
+    return zmq_msg_recv(msg, sock, 0);
+}
+
+int
+bench_control(void *zctx, const char *ctl_ep, telem_decoder_t *dec,
+              telem_ctl_op_t op, int64_t arg, int timeout_ms,
+              telem_control_reply_t *out)
+{
+    int rc = TELEM_ENOMEM;
+    void *sock = zmq_socket(zctx, ZMQ_DEALER);
+    telem_encoder_t *enc = telem_encoder_new();
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (!sock || !enc)
+        goto out;
+    int zero = 0;
+    zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+    rc = TELEM_ECONN;
+    if (zmq_connect(sock, ctl_ep) != 0)
+        goto out;
+    /* A fresh socket per request, so any id will do; keep them distinct. */
+    telem_control_t c = { .id = (uint64_t) bench_now_ns(), .op = op,
+                          .arg = arg };
+    const void *data;
+    size_t size;
+    if ((rc = telem_encode_control(enc, &c, &data, &size)) != 0)
+        goto out;
+    rc = TELEM_ECONN;
+    if (zmq_send(sock, data, size, 0) < 0)
+        goto out;
+    rc = TELEM_ETIMEDOUT;
+    if (s_recv(sock, &msg, timeout_ms) < 0)
+        goto out;
+    telem_msg_t m;
+    rc = telem_proto_decode(dec, zmq_msg_data(&msg), zmq_msg_size(&msg), &m);
+    if (rc == 0 && m.type == TELEM_MSG_CONTROL_REPLY)
+        *out = m.u.control_reply;
+    else if (rc == 0)
+        rc = m.type == TELEM_MSG_ERROR ? m.u.error.code : TELEM_EPROTO;
+out:
+    zmq_msg_close(&msg);
+    telem_encoder_destroy(&enc);
+    if (sock)
+        zmq_close(sock);
+    return rc;
+}
+
+int
+bench_sync(void *zctx, const char *ctl_ep, uint64_t token, int timeout_ms)
+{
+    telem_decoder_t *dec = telem_decoder_new();
+    int64_t deadline = bench_now_ns() + (int64_t) timeout_ms * 1000000;
+    int rc = TELEM_ETIMEDOUT;
+    while (bench_now_ns() < deadline) {
+        telem_control_reply_t r;
+        int crc = bench_control(zctx, ctl_ep, dec, TELEM_CTL_SYNC,
+                                (int64_t) token, timeout_ms, &r);
+        if (crc == 0 && r.synced) {
+            rc = 0;
+            break;
+        }
+        /* Not there yet: telemd is still draining its queue.  Ask again
+         * shortly; each ask costs telemd one small request. */
+        struct timespec pause = { 0, 100000 };
+        nanosleep(&pause, NULL);
+    }
+    telem_decoder_destroy(&dec);
+    return rc;
+}
+
+int
+bench_fin_and_sync(void *zctx, void *push, telem_encoder_t *enc,
+                   const char *ctl_ep, uint64_t token, int timeout_ms)
+{
+    telem_batch_t fin = { .source = "bench", .fin_token = token };
+    const void *data;
+    size_t size;
+    int rc = telem_encode_batch(enc, &fin, &data, &size);
+    if (rc)
+        return rc;
+    if (zmq_send(push, data, size, 0) < 0)
+        return TELEM_ECONN;
+    return bench_sync(zctx, ctl_ep, token, timeout_ms);
+}
+
+int64_t
+bench_ingested(void *zctx, const char *ctl_ep)
+{
+    telem_decoder_t *dec = telem_decoder_new();
+    telem_control_reply_t r;
+    int rc = bench_control(zctx, ctl_ep, dec, TELEM_CTL_STATUS, 0, 2000, &r);
+    int64_t n = rc == 0 ? (int64_t) r.status.ingested : -1;
+    telem_decoder_destroy(&dec);
+    return n;
+}
+
+const char *
+bench_verdict(int ok)
+{
+    return ok ? "PASS" : "MISS";
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# run.sh - build telem's benchmarks (a separate CMake project) and run them
+# all, printing one table per benchmark; docs/performance.md records a run.
+#
+# Usage: bench/run.sh [-d SECONDS]
+#   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
+# Environment: BENCH_BUILD (build directory, default bench/build).
+# The tables are also written to $BENCH_BUILD/results.txt.  The whole run
+# takes about a minute plus the telemd CPU measurement.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="${BENCH_BUILD:-$here/build}"
+cpu_seconds="${BENCH_CPU_SECONDS:-30}"
+while getopts "d:h" opt; do
+    case "$opt" in
+    d) cpu_seconds="$OPTARG" ;;
+    *) sed -n '2,10p' "$0"; exit 2 ;;
+    esac
+done
+
+started=$(date +%s)
+mkdir -p "$build"
+echo "building benchmarks in $build (log: $build/build.log)"
+if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        && cmake --build "$build" -j2; } > "$build/build.log" 2>&1; then
+    tail -40 "$build/build.log" >&2
+    echo "run.sh: build failed" >&2
+    exit 1
+fi
+
+{
+    echo "# bench/run.sh -d $cpu_seconds   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    for b in bench_add_data bench_ingest bench_query; do
+        echo
+        "$build/bin/$b"
+    done
+    echo
+    "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
+    echo
+    echo "# total $(( $(date +%s) - started )) s"
+} 2>&1 | tee "$build/results.txt"
