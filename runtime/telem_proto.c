@@ -804,6 +804,8 @@ s_dec_points(telem_decoder_t *d, s_rd_t *r, bool values, uint32_t *n)
         return s_fail(d, TELEM_EPROTO, "%s length %u is not a multiple of 8",
                       values ? "vl" : "ts", len);
     *n = len / 8;
+    if (*n == 0)
+        return 0;
     if ((rc = s_reserve(&d->ts, d->npts + *n, sizeof(int64_t))) != 0 ||
         (rc = s_reserve(&d->vals, d->ts.cap, sizeof(double))) != 0)
         return s_fail(d, rc, "out of memory");

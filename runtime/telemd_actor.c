@@ -28,6 +28,7 @@
 #define S_INGEST_BURST 512        /* frames per wake before polling again */
 #define S_POLL_CAP_MS 250         /* longest sleep, to notice interrupts */
 #define S_RCVHWM 10000
+#define S_REPLY_LINGER_MS 200     /* time a last reply gets to leave */
 
 struct telemd {
     telemd_config_t cfg;
@@ -54,7 +55,9 @@ s_bind(int type, const char *endpoint, char *bound, size_t bound_size)
         return NULL;
     zsock_set_maxmsgsize(sock, (int64_t) TELEM_PROTO_MAX_MSG);
     zsock_set_rcvhwm(sock, S_RCVHWM);
-    zsock_set_linger(sock, 0);
+    /* A ROUTER keeps a short linger so that the reply to a shutdown
+       request still leaves after the loop has ended. */
+    zsock_set_linger(sock, type == ZMQ_ROUTER ? S_REPLY_LINGER_MS : 0);
     if (type == ZMQ_ROUTER)
         zsock_set_sndtimeo(sock, 0);
     if (zsock_bind(sock, "%s", endpoint) < 0) {
@@ -137,6 +140,9 @@ s_actor(zsock_t *pipe, void *arg)
     zpoller_t *poller = zpoller_new(pipe, self->pull, self->ctl, NULL);
     if (self->tcp)
         zpoller_add(poller, self->tcp);
+    /* The loop checks zsys_interrupted itself; without this the poller
+       would return at once forever after the first SIGINT/SIGTERM. */
+    zpoller_set_nonstop(poller, true);
     zsock_signal(pipe, 0);
     int by_pipe = 0;
     while (!zsys_interrupted && !telemd_agent_stopping(self->agent)) {
@@ -304,6 +310,7 @@ telemd_wait(telemd_t *self, int timeout_ms)
         return 1;
     int64_t deadline = telem_mono_ns() + (int64_t) timeout_ms * TELEM_NS_PER_MS;
     zpoller_t *poller = zpoller_new(self->actor, NULL);
+    zpoller_set_nonstop(poller, true);
     while (!self->ended) {
         int64_t left = timeout_ms < 0 ? S_POLL_CAP_MS
                        : (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
@@ -320,6 +327,21 @@ telemd_wait(telemd_t *self, int timeout_ms)
     return self->ended;
 }
 
+/* Removes what this agent created in its node directory: libzmq leaves
+   ipc socket files behind, and a stale endpoints file would point clients
+   at a dead agent.  Called only by the agent that holds the node lock. */
+static void
+s_remove_node_files(telemd_t *self)
+{
+    static const char *const files[] = {"ingest.sock", "ctl.sock", "endpoints"};
+    char path[TELEM_PATH_MAX];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        if (!telem_node_path(path, sizeof path, self->cfg.rundir,
+                             self->cfg.node, files[i]))
+            unlink(path);
+    unlink(self->lock_path);
+}
+
 void
 telemd_destroy(telemd_t **self_p)
 {
@@ -333,7 +355,7 @@ telemd_destroy(telemd_t **self_p)
     zsock_destroy(&self->tcp);
     telemd_agent_destroy(&self->agent);
     if (self->locked)
-        unlink(self->lock_path);
+        s_remove_node_files(self);
     if (self->lock_fd >= 0)
         close(self->lock_fd);
     free(self);
