@@ -62,6 +62,7 @@ client -T cpu_percent -F 10 -d 2 -f txt | tail -n 8
 
 step "7. node2 dies (SIGKILL); the next query returns within its 1 s deadline"
 kill -KILL "${pids[1]}"
+wait "${pids[1]}" 2>/dev/null || true   # reap it quietly
 start=$(date +%s%N)
 rc=0
 client --timeout 1000 query train_loss --max-points 1 -f txt || rc=$?
