@@ -1,0 +1,376 @@
+/* ddict_log.c - append-only, checksummed record log (see ddict_log.h).
+ *
+ * Replay maps the whole file read-only and walks it record by record:
+ * every length is checked against the bytes left before anything is read,
+ * then the CRC; the first record that fails either check ends the good
+ * prefix and the file is truncated to it.  Mapping avoids a copy of large
+ * values during recovery (the callback copies what it keeps).
+ *
+ * Appends of small records are packed into one buffer; a record whose
+ * value is larger than S_DIRECT flushes the buffer and goes out with one
+ * writev() of header, names and the caller's value bytes.
+ */
+#include "ddict_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "telem_error.h"
+#include "telem_paths.h"
+
+#define S_MAGIC 0x4c444454u        /* "TDDL" little-endian */
+#define S_BUF (1u << 20)
+#define S_DIRECT (64u << 10)
+
+struct ddict_log {
+    char path[TELEM_PATH_MAX];
+    int fd;
+    uint64_t size;          /* bytes in the file, buffer included */
+    int dirty;              /* appended since the last sync */
+    size_t used;
+    uint8_t *buf;
+};
+
+/* ---------------------------------------------------------------- bytes */
+
+static void
+s_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static void
+s_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static uint32_t
+s_get32(const uint8_t *p)
+{
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
+           | (uint32_t) p[3] << 24;
+}
+
+static uint64_t
+s_get64(const uint8_t *p)
+{
+    return (uint64_t) s_get32(p) | (uint64_t) s_get32(p + 4) << 32;
+}
+
+uint32_t
+ddict_log_crc(const void *data, size_t size)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    const Bytef *p = data;
+    while (size > 0) {
+        uInt n = size > (1u << 30) ? (1u << 30) : (uInt) size;
+        crc = crc32(crc, p, n);
+        p += n;
+        size -= n;
+    }
+    return (uint32_t) crc;
+}
+
+static uint32_t
+s_crc_more(uint32_t crc, const void *data, size_t size)
+{
+    const Bytef *p = data;
+    while (size > 0) {
+        uInt n = size > (1u << 30) ? (1u << 30) : (uInt) size;
+        crc = (uint32_t) crc32(crc, p, n);
+        p += n;
+        size -= n;
+    }
+    return crc;
+}
+
+/* Fills the 32-byte header of `rec`, CRC included. */
+static void
+s_header(uint8_t *h, const ddict_rec_t *rec)
+{
+    s_put32(h, S_MAGIC);
+    h[8] = rec->type;
+    h[9] = rec->nslen;
+    h[10] = (uint8_t) rec->shard;
+    h[11] = (uint8_t) (rec->shard >> 8);
+    s_put32(h + 12, rec->klen);
+    s_put64(h + 16, rec->vlen);
+    s_put64(h + 24, rec->version);
+    uint32_t crc = ddict_log_crc(h + 8, DDICT_LOG_HDR - 8);
+    crc = s_crc_more(crc, rec->ns, rec->nslen);
+    crc = s_crc_more(crc, rec->key, rec->klen);
+    crc = s_crc_more(crc, rec->val, rec->vlen);
+    s_put32(h + 4, crc);
+}
+
+/* ---------------------------------------------------------------- replay */
+
+/* Parses the record at p (n bytes left).  Returns its total length, or 0
+ * if it is torn or damaged. */
+static uint64_t
+s_parse(const uint8_t *p, uint64_t n, ddict_rec_t *rec)
+{
+    if (n < DDICT_LOG_HDR || s_get32(p) != S_MAGIC)
+        return 0;
+    rec->type = p[8];
+    rec->nslen = p[9];
+    rec->shard = (uint16_t) (p[10] | p[11] << 8);
+    rec->klen = s_get32(p + 12);
+    rec->vlen = s_get64(p + 16);
+    rec->version = s_get64(p + 24);
+    if (rec->type < DDICT_REC_PUT || rec->type > DDICT_REC_MAX
+        || rec->klen > DDICT_KEY_MAX || rec->vlen > DDICT_VALUE_MAX)
+        return 0;
+    uint64_t len = DDICT_LOG_HDR + (uint64_t) rec->nslen + rec->klen
+                   + rec->vlen;
+    if (len > n)
+        return 0;
+    if (ddict_log_crc(p + 8, len - 8) != s_get32(p + 4))
+        return 0;
+    rec->ns = (const char *) p + DDICT_LOG_HDR;
+    rec->key = p + DDICT_LOG_HDR + rec->nslen;
+    rec->val = p + DDICT_LOG_HDR + rec->nslen + rec->klen;
+    return len;
+}
+
+static int
+s_replay(int fd, uint64_t fsize, ddict_log_replay_fn fn, void *arg,
+         ddict_log_stats_t *st)
+{
+    if (fsize == 0)
+        return 0;
+    void *map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED)
+        return TELEM_EIO;
+    madvise(map, fsize, MADV_SEQUENTIAL);
+    const uint8_t *p = map;
+    uint64_t off = 0;
+    int rc = 0;
+    while (off < fsize) {
+        ddict_rec_t rec;
+        uint64_t len = s_parse(p + off, fsize - off, &rec);
+        if (len == 0)
+            break;
+        if (fn && (rc = fn(arg, &rec)) != 0)
+            break;
+        off += len;
+        st->records++;
+    }
+    munmap(map, fsize);
+    st->bytes = off;
+    st->dropped_bytes = fsize - off;
+    return rc;
+}
+
+int
+ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
+               ddict_log_t **out, ddict_log_stats_t *stats)
+{
+    ddict_log_stats_t st = { 0, 0, 0 };
+    *out = NULL;
+    ddict_log_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return TELEM_ENOMEM;
+    self->fd = -1;
+    int rc = TELEM_ENOMEM;
+    if (!(self->buf = malloc(S_BUF)))
+        goto out;
+    rc = TELEM_ETOOBIG;
+    if (snprintf(self->path, sizeof self->path, "%s", path)
+        >= (int) sizeof self->path)
+        goto out;
+    rc = TELEM_EIO;
+    self->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat sb;
+    if (self->fd < 0 || fstat(self->fd, &sb) != 0)
+        goto out;
+    if ((rc = s_replay(self->fd, (uint64_t) sb.st_size, fn, arg, &st)) != 0)
+        goto out;
+    rc = TELEM_EIO;
+    if (st.dropped_bytes > 0
+        && (ftruncate(self->fd, (off_t) st.bytes) != 0
+            || fdatasync(self->fd) != 0))
+        goto out;
+    if (lseek(self->fd, (off_t) st.bytes, SEEK_SET) < 0)
+        goto out;
+    self->size = st.bytes;
+    rc = 0;
+out:
+    if (stats)
+        *stats = st;
+    if (rc == 0)
+        *out = self;
+    else
+        ddict_log_destroy(&self);
+    return rc;
+}
+
+void
+ddict_log_destroy(ddict_log_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    ddict_log_t *self = *self_p;
+    if (self->fd >= 0) {
+        ddict_log_flush(self);
+        close(self->fd);
+    }
+    free(self->buf);
+    free(self);
+    *self_p = NULL;
+}
+
+/* ---------------------------------------------------------------- append */
+
+/* Writes all of iov, retrying short writes. */
+static int
+s_writev_all(int fd, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t w = writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return TELEM_EIO;
+        }
+        while (n > 0 && (size_t) w >= iov->iov_len) {
+            w -= (ssize_t) iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (uint8_t *) iov->iov_base + w;
+            iov->iov_len -= (size_t) w;
+        }
+    }
+    return 0;
+}
+
+int
+ddict_log_flush(ddict_log_t *self)
+{
+    if (self->used == 0)
+        return 0;
+    struct iovec iov = { self->buf, self->used };
+    int rc = s_writev_all(self->fd, &iov, 1);
+    self->used = 0;
+    return rc;
+}
+
+int
+ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec)
+{
+    if (rec->type < DDICT_REC_PUT || rec->type > DDICT_REC_MAX
+        || rec->klen > DDICT_KEY_MAX || rec->vlen > DDICT_VALUE_MAX
+        || (rec->nslen && !rec->ns) || (rec->klen && !rec->key)
+        || (rec->vlen && !rec->val))
+        return TELEM_EINVAL;
+    uint8_t h[DDICT_LOG_HDR];
+    s_header(h, rec);
+    size_t names = (size_t) rec->nslen + rec->klen;
+    uint64_t len = DDICT_LOG_HDR + names + rec->vlen;
+    self->dirty = 1;
+    self->size += len;
+    if (rec->vlen <= S_DIRECT) {
+        if (self->used + len > S_BUF && ddict_log_flush(self) != 0)
+            return TELEM_EIO;
+        uint8_t *p = self->buf + self->used;
+        memcpy(p, h, DDICT_LOG_HDR);
+        if (rec->nslen)
+            memcpy(p + DDICT_LOG_HDR, rec->ns, rec->nslen);
+        if (rec->klen)
+            memcpy(p + DDICT_LOG_HDR + rec->nslen, rec->key, rec->klen);
+        if (rec->vlen)
+            memcpy(p + DDICT_LOG_HDR + names, rec->val, rec->vlen);
+        self->used += (size_t) len;
+        return 0;
+    }
+    if (ddict_log_flush(self) != 0)
+        return TELEM_EIO;
+    struct iovec iov[4] = {
+        { h, DDICT_LOG_HDR }, { (void *) rec->ns, rec->nslen },
+        { (void *) rec->key, rec->klen }, { (void *) rec->val, rec->vlen } };
+    return s_writev_all(self->fd, iov, 4);
+}
+
+int
+ddict_log_sync(ddict_log_t *self)
+{
+    if (ddict_log_flush(self) != 0)
+        return TELEM_EIO;
+    if (!self->dirty)
+        return 0;
+    self->dirty = 0;
+    return fdatasync(self->fd) == 0 ? 0 : TELEM_EIO;
+}
+
+uint64_t
+ddict_log_size(const ddict_log_t *self)
+{
+    return self->size;
+}
+
+/* ---------------------------------------------------------------- compact */
+
+/* Makes a rename durable by syncing the directory that holds `path`. */
+static int
+s_sync_dir(const char *path)
+{
+    char dir[TELEM_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return TELEM_EIO;
+    int rc = fsync(fd) == 0 ? 0 : TELEM_EIO;
+    close(fd);
+    return rc;
+}
+
+int
+ddict_log_compact(ddict_log_t *self, ddict_log_dump_fn dump, void *arg)
+{
+    char tmp[TELEM_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", self->path);
+    unlink(tmp);
+    ddict_log_t *fresh = NULL;
+    int rc = ddict_log_open(tmp, NULL, NULL, &fresh, NULL);
+    if (rc != 0)
+        return rc;
+    if ((rc = dump(arg, fresh)) != 0 || (rc = ddict_log_sync(fresh)) != 0)
+        goto fail;
+    rc = TELEM_EIO;
+    if (rename(tmp, self->path) != 0 || s_sync_dir(self->path) != 0)
+        goto fail;
+    /* The fresh file is the log now: take over its descriptor.  Records
+       still buffered for the old file are in the dump already. */
+    self->used = 0;
+    close(self->fd);
+    self->fd = fresh->fd;
+    self->size = fresh->size;
+    self->dirty = 0;
+    fresh->fd = -1;
+    ddict_log_destroy(&fresh);
+    return 0;
+fail:
+    ddict_log_destroy(&fresh);
+    unlink(tmp);
+    return rc;
+}

@@ -1,0 +1,115 @@
+/* ddict_log.h - the dictionary server's append-only log, one file per server.
+ *
+ * Every change a server applies (put, delete, checkpoint copy, restore,
+ * dropped shard, new shard map) is appended as one record; a restarted
+ * server rebuilds its memory by replaying the file.  Records are framed
+ * with a magic number, their lengths and a CRC-32 (zlib) over everything
+ * after the CRC, so a record cut short by a crash (a torn tail) or damaged
+ * on disk is detected: replay stops at the first bad record, truncates the
+ * file there and reports how many bytes it dropped.  Nothing past a bad
+ * record is ever handed out as data.
+ *
+ * Record layout (little-endian, 32-byte header then three byte strings):
+ *   u32 magic "TDDL"   u32 crc32(bytes 8 .. end of record)
+ *   u8 type  u8 nslen  u16 shard  u32 klen  u64 vlen  u64 version
+ *   ns[nslen] key[klen] value[vlen]
+ *
+ * Small records are gathered in a buffer and written with one write(2);
+ * large values go straight from the caller's memory with writev(2).
+ * ddict_log_sync() writes the buffer and calls fdatasync(2) once for
+ * everything appended since the last sync, which is how a server batches
+ * durability (FACTS.md: one sync costs ~180 us).
+ *
+ * Compaction rewrites the live state into "<path>.tmp" through a callback,
+ * syncs it and renames it over the log, so a crash at any point leaves
+ * either the old or the new file, both complete.
+ *
+ * Not thread-safe: one owner.
+ */
+#ifndef DDICT_LOG_H
+#define DDICT_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DDICT_LOG_HDR 32
+#define DDICT_KEY_MAX 65535u              /* bytes in a key */
+#define DDICT_NS_MAX 255u                 /* bytes in a namespace */
+#define DDICT_VALUE_MAX (1ull << 30)      /* bytes in one value */
+
+typedef enum {
+    DDICT_REC_PUT = 1,        /* ns, key, value, version */
+    DDICT_REC_DEL = 2,        /* ns, key */
+    DDICT_REC_CKPT = 3,       /* copy ns (value = source ns) into ns, on shard */
+    DDICT_REC_CLEAR = 4,      /* remove every key of ns on shard */
+    DDICT_REC_DROP = 5,       /* forget everything on shard */
+    DDICT_REC_MAP = 6,        /* value = node list ('\n' separated),
+                                 version = epoch, shard = replicas */
+    DDICT_REC_MAX = 6
+} ddict_rec_type_t;
+
+/* One record.  Pointers are borrowed: on append they are read before the
+ * call returns; on replay they point into the mapped file and are valid
+ * only during the callback. */
+typedef struct {
+    uint8_t type;
+    uint16_t shard;
+    const char *ns;
+    uint8_t nslen;
+    const void *key;
+    uint32_t klen;
+    const void *val;
+    uint64_t vlen;
+    uint64_t version;
+} ddict_rec_t;
+
+typedef struct {
+    uint64_t records;         /* records replayed */
+    uint64_t bytes;           /* bytes kept */
+    uint64_t dropped_bytes;   /* bytes cut off at the tail */
+} ddict_log_stats_t;
+
+/* Called once per good record during replay, in file order.  A non-zero
+ * return stops the replay and is returned by ddict_log_open(). */
+typedef int (*ddict_log_replay_fn)(void *arg, const ddict_rec_t *rec);
+
+typedef struct ddict_log ddict_log_t;
+
+/* Opens (creating if missing, mode 0600) the log at `path`, replays its
+ * good records through `fn` (may be NULL), truncates a bad tail, and
+ * leaves the log ready to append.  *stats (may be NULL) says what was
+ * found.  Returns 0 and sets *out, or TELEM_EIO (errno kept), TELEM_ENOMEM,
+ * or the callback's non-zero return. */
+int ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
+                   ddict_log_t **out, ddict_log_stats_t *stats);
+
+/* Flushes, closes and frees; accepts NULL and nulls the pointer.  Does not
+ * sync: call ddict_log_sync() first where durability matters. */
+void ddict_log_destroy(ddict_log_t **self_p);
+
+/* Appends one record (buffered).  Returns 0, TELEM_EINVAL (type or a
+ * length out of range) or TELEM_EIO. */
+int ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec);
+
+/* Writes buffered records to the file (no sync).  Returns 0 or TELEM_EIO. */
+int ddict_log_flush(ddict_log_t *self);
+
+/* Flushes and, if anything was appended since the last sync, calls
+ * fdatasync.  Returns 0 or TELEM_EIO. */
+int ddict_log_sync(ddict_log_t *self);
+
+/* Bytes in the log, buffered ones included. */
+uint64_t ddict_log_size(const ddict_log_t *self);
+
+/* Writes the live state to a fresh file: `dump` must append every live
+ * record to the log it is given (with ddict_log_append) and return 0.
+ * The new file is synced and renamed over the old one, which this log
+ * then continues.  Returns 0, the dump's non-zero return, or TELEM_EIO; on
+ * failure the old log stays in use, unchanged. */
+typedef int (*ddict_log_dump_fn)(void *arg, ddict_log_t *out);
+int ddict_log_compact(ddict_log_t *self, ddict_log_dump_fn dump, void *arg);
+
+/* CRC-32 of a record's bytes as the log computes it (exposed for tests). */
+uint32_t ddict_log_crc(const void *data, size_t size);
+
+#endif
