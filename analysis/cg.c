@@ -1,0 +1,438 @@
+/* cg.c - collector groups: settings, the node list, the device map and
+ * the start of a group.
+ *
+ * Planning is kept apart from processes (cg_spawn.c): cg_start() first
+ * decides every collector's node, device, pin and phase, then spawns.  The
+ * map for local (virtual) nodes is a plain formula, documented in cg.h, so
+ * a user can predict where device i of node k runs and the group prints
+ * exactly what it decided.  The node list comes through the analysis
+ * client's node file reader, so a node file means the same thing to every
+ * telem tool.
+ */
+#include "cg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ac.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_time.h"
+
+#define S_DEVICES_MAX 4096
+
+cg_t *
+cg_new(const char *name)
+{
+    if (!name)
+        name = "cg";
+    if (!*name || strlen(name) > TELEM_NAME_MAX)
+        return NULL;
+    cg_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->name = strdup(name);
+    g->backend = strdup("cpu");
+    g->period_ns = TELEM_NS_PER_SEC;
+    g->reps = 5;
+    if (!g->name || !g->backend)
+        cg_destroy(&g);
+    return g;
+}
+
+static void
+s_free_nodes(char ***nodes_p, size_t n)
+{
+    for (size_t i = 0; *nodes_p && i < n; i++)
+        free((*nodes_p)[i]);
+    free(*nodes_p);
+    *nodes_p = NULL;
+}
+
+void
+cg_destroy(cg_t **g_p)
+{
+    if (!g_p || !*g_p)
+        return;
+    cg_t *g = *g_p;
+    if (g->started)
+        cg_stop(g, CG_STOP_DEFAULT_MS);
+    for (size_t i = 0; i < g->ncolls; i++)
+        free(g->colls[i].node);
+    free(g->colls);
+    s_free_nodes(&g->nodes, g->nnodes);
+    free(g->name);
+    free(g->backend);
+    free(g->kernel);
+    free(g->metric);
+    free(g->user_program);
+    free(g->collector);
+    free(g->devices);
+    free(g->nodefile);
+    free(g->spawn);
+    free(g);
+    *g_p = NULL;
+}
+
+/* Replaces *dst with a copy of src (NULL allowed). */
+static int
+s_set_str(cg_t *g, char **dst, const char *src)
+{
+    if (g->started)
+        return TELEM_ESTATE;
+    char *copy = src ? strdup(src) : NULL;
+    if (src && !copy)
+        return TELEM_ENOMEM;
+    free(*dst);
+    *dst = copy;
+    return 0;
+}
+
+int
+cg_set_backend(cg_t *g, const char *backend)
+{
+    if (!telem_backend_find(backend))
+        return TELEM_EINVAL;
+    return s_set_str(g, &g->backend, backend);
+}
+
+int
+cg_set_kernel(cg_t *g, const char *kernel)
+{
+    if (kernel && (!*kernel || strlen(kernel) > 64))
+        return TELEM_EINVAL;
+    int rc = s_set_str(g, &g->kernel, kernel);
+    if (rc == 0)
+        g->user_test = 0;
+    return rc;
+}
+
+int
+cg_set_user_test(cg_t *g, const char *metric, const char *program)
+{
+    if (!metric || !*metric || strlen(metric) > TELEM_NAME_MAX - 7
+        || (program && !*program))
+        return TELEM_EINVAL;
+    int rc = s_set_str(g, &g->metric, metric);
+    if (rc == 0)
+        rc = s_set_str(g, &g->user_program, program);
+    if (rc == 0)
+        g->user_test = 1;
+    return rc;
+}
+
+int
+cg_set_devices(cg_t *g, const char *list)
+{
+    long tmp[S_DEVICES_MAX];
+    size_t n = 0;
+    if (g->started)
+        return TELEM_ESTATE;
+    if (list && strcmp(list, "all") != 0
+        && telem_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
+        return TELEM_EINVAL;
+    long *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && !copy)
+        return TELEM_ENOMEM;
+    if (n)
+        memcpy(copy, tmp, n * sizeof *copy);
+    free(g->devices);
+    g->devices = copy;
+    g->ndevices = n;
+    return 0;
+}
+
+int
+cg_set_period(cg_t *g, int64_t period_ns)
+{
+    if (period_ns < TELEM_NS_PER_MS || period_ns > 86400 * TELEM_NS_PER_SEC)
+        return TELEM_EINVAL;
+    if (g->started)
+        return TELEM_ESTATE;
+    g->period_ns = period_ns;
+    return 0;
+}
+
+int
+cg_set_reps(cg_t *g, int reps)
+{
+    if (reps < 1 || reps > 1000)
+        return TELEM_EINVAL;
+    if (g->started)
+        return TELEM_ESTATE;
+    g->reps = reps;
+    return 0;
+}
+
+int
+cg_set_per_node(cg_t *g, int per_node)
+{
+    if (g->started)
+        return TELEM_ESTATE;
+    g->per_node = per_node != 0;
+    return 0;
+}
+
+int
+cg_set_nodefile(cg_t *g, const char *path)
+{
+    return s_set_str(g, &g->nodefile, path);
+}
+
+int
+cg_set_nodes(cg_t *g, const char *const *names, size_t n)
+{
+    if (g->started)
+        return TELEM_ESTATE;
+    for (size_t i = 0; i < n; i++)
+        if (!names || !telem_node_valid(names[i]))
+            return TELEM_EINVAL;
+    char **copy = n ? calloc(n, sizeof *copy) : NULL;
+    if (n && !copy)
+        return TELEM_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (!(copy[i] = strdup(names[i]))) {
+            s_free_nodes(&copy, n);
+            return TELEM_ENOMEM;
+        }
+    s_free_nodes(&g->nodes, g->nnodes);
+    g->nodes = copy;
+    g->nnodes = n;
+    return 0;
+}
+
+int
+cg_set_spawn(cg_t *g, const char *tmpl)
+{
+    if (tmpl && !*tmpl)
+        tmpl = NULL;
+    return s_set_str(g, &g->spawn, tmpl);
+}
+
+int
+cg_set_collector(cg_t *g, const char *path)
+{
+    if (path && !*path)
+        return TELEM_EINVAL;
+    return s_set_str(g, &g->collector, path);
+}
+
+/* ---- planning ---------------------------------------------------------- */
+
+/* Reads the node names: explicit ones, else the node file. */
+static int
+s_nodes(cg_t *g, char *why, size_t why_size)
+{
+    size_t n = 0;
+    int rc;
+    if (g->nodes)
+        return g->nnodes ? 0 : TELEM_ENOTFOUND;
+    if ((rc = ac_nodefile_check(g->nodefile, &n, why, why_size)) != 0)
+        return rc;
+    ac_t *ac = ac_connect(g->nodefile, 0, &rc);
+    if (!ac) {
+        snprintf(why, why_size, "node file: %s", telem_strerror(rc));
+        return rc;
+    }
+    n = ac_node_count(ac);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    for (size_t i = 0; names && i < n; i++)
+        names[i] = ac_node_name(ac, i);
+    rc = names ? cg_set_nodes(g, names, n) : TELEM_ENOMEM;
+    free(names);
+    ac_close(&ac);
+    return rc;
+}
+
+/* Checks the test and names its metric. */
+static int
+s_test(cg_t *g, char *why, size_t why_size)
+{
+    if (g->user_test)
+        return 0;
+    const telem_backend_vt_t *vt = telem_backend_find(g->backend);
+    const char *kernel = g->kernel ? g->kernel : vt->kernels[0];
+    char metric[TELEM_NAME_MAX + 1];
+    if (!telem_backend_has_kernel(vt, kernel)) {
+        snprintf(why, why_size, "backend %s has no kernel '%s' (it has %s)",
+                 vt->name, kernel, vt->kernels[0]);
+        return TELEM_ENOTFOUND;
+    }
+    if (telem_collector_metric(metric, sizeof metric, kernel))
+        return TELEM_EINVAL;
+    return s_set_str(g, &g->metric, metric);
+}
+
+/* The devices every node runs, given this machine's count (0: unknown). */
+static int
+s_devices(cg_t *g, size_t nmachine, char *why, size_t why_size)
+{
+    if (g->per_node || g->devices) {
+        for (size_t i = 0; !g->spawn && i < g->ndevices; i++)
+            if ((size_t) g->devices[i] >= nmachine) {
+                snprintf(why, why_size, "device %ld: this machine has %zu "
+                         "%s devices", g->devices[i], nmachine, g->backend);
+                return TELEM_EINVAL;
+            }
+        return 0;
+    }
+    if (nmachine == 0) {
+        snprintf(why, why_size, "backend %s is not present here; name the "
+                 "devices of the remote nodes", g->backend);
+        return TELEM_EUNSUPPORTED;
+    }
+    if (!(g->devices = malloc(nmachine * sizeof *g->devices)))
+        return TELEM_ENOMEM;
+    for (size_t i = 0; i < nmachine; i++)
+        g->devices[i] = (long) i;
+    g->ndevices = nmachine;
+    return 0;
+}
+
+/* Fills pins and phases of the collectors (local spawn only). */
+static int
+s_map(cg_t *g, const telem_backend_t *b)
+{
+    size_t nm = telem_backend_ndevices(b);
+    size_t per = g->per_node ? 1 : g->ndevices;
+    size_t *share = calloc(nm, sizeof *share);
+    size_t *seen = calloc(nm, sizeof *seen);
+    if (!share || !seen) {
+        free(share);
+        free(seen);
+        return TELEM_ENOMEM;
+    }
+    for (size_t j = 0; j < g->ncolls; j++) {
+        cg__coll_t *c = &g->colls[j];
+        size_t k = j / per, p = j % per;
+        size_t idx = g->per_node ? 0 : (size_t) g->devices[p];
+        c->pin = (int) ((idx + k * per) % nm);
+        snprintf(c->pin_id, sizeof c->pin_id, "%s",
+                 telem_backend_device(b, (size_t) c->pin)->id);
+        share[c->pin]++;
+    }
+    for (size_t j = 0; j < g->ncolls; j++) {
+        cg__coll_t *c = &g->colls[j];
+        size_t s = seen[c->pin]++;
+        c->phase_ns = (int64_t) ((double) g->period_ns * (double) s
+                                 / (double) share[c->pin]);
+    }
+    free(share);
+    free(seen);
+    return 0;
+}
+
+/* Builds the collector list, node-major. */
+static int
+s_plan(cg_t *g, const telem_backend_t *b)
+{
+    size_t per = g->per_node ? 1 : g->ndevices;
+    g->ncolls = g->nnodes * per;
+    if (!(g->colls = calloc(g->ncolls ? g->ncolls : 1, sizeof *g->colls)))
+        return TELEM_ENOMEM;
+    for (size_t j = 0; j < g->ncolls; j++) {
+        cg__coll_t *c = &g->colls[j];
+        c->device = g->per_node ? -1 : (int) g->devices[j % per];
+        c->pin = g->spawn || g->per_node ? -1 : c->device;
+        c->pidfd = -1;
+        c->exit_code = -1;
+        if (!(c->node = strdup(g->nodes[j / per])))
+            return TELEM_ENOMEM;
+    }
+    return g->spawn || !b ? 0 : s_map(g, b);
+}
+
+/* Everything before the first spawn. */
+static int
+s_prepare(cg_t *g, char *why, size_t why_size)
+{
+    int rc, err;
+    char bwhy[256];
+    if ((rc = s_test(g, why, why_size)) || (rc = s_nodes(g, why, why_size)))
+        return rc;
+    telem_backend_t *b = telem_backend_open(g->backend, &err, bwhy,
+                                            sizeof bwhy);
+    if (!b && !g->spawn) {
+        snprintf(why, why_size, "%s", bwhy);
+        return err;
+    }
+    rc = s_devices(g, b ? telem_backend_ndevices(b) : 0, why, why_size);
+    if (rc == 0)
+        rc = s_plan(g, b);
+    telem_backend_close(&b);
+    return rc;
+}
+
+int
+cg_start(cg_t *g, char *why, size_t why_size)
+{
+    char scratch[8];
+    if (!why || why_size == 0) {
+        why = scratch;
+        why_size = sizeof scratch;
+    }
+    why[0] = '\0';
+    if (g->started)
+        return TELEM_ESTATE;
+    int rc = s_prepare(g, why, why_size);
+    if (rc)
+        return rc;
+    g->started = 1;
+    int64_t now = telem_now_ns();
+    g->epoch_ns = (now / g->period_ns + 1) * g->period_ns;
+    for (size_t i = 0; i < g->ncolls; i++)
+        if ((rc = cg__spawn(g, i, why, why_size)) != 0) {
+            cg_stop(g, 0);
+            return rc;
+        }
+    return 0;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+size_t
+cg_count(const cg_t *g)
+{
+    return g->started ? g->ncolls : 0;
+}
+
+int
+cg_info(const cg_t *g, size_t i, cg_info_t *out)
+{
+    if (i >= cg_count(g))
+        return TELEM_EINVAL;
+    const cg__coll_t *c = &g->colls[i];
+    *out = (cg_info_t) { c->node, c->device, c->pin, c->pin_id, c->phase_ns,
+                         c->pid, c->state, c->exit_code, c->signal };
+    return 0;
+}
+
+size_t
+cg_running(const cg_t *g)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cg_count(g); i++)
+        n += g->colls[i].state == CG_RUNNING;
+    return n;
+}
+
+int64_t cg_epoch(const cg_t *g) { return g->epoch_ns; }
+const char *cg_name(const cg_t *g) { return g->name; }
+const char *cg_backend(const cg_t *g) { return g->backend; }
+int64_t cg_period(const cg_t *g) { return g->period_ns; }
+const char *cg_metric(const cg_t *g) { return g->metric; }
+
+int
+cg_is_collector(int argc, char **argv)
+{
+    return argc > 1 && argv && argv[1]
+           && strcmp(argv[1], TELEM_COLLECTOR_FLAG) == 0;
+}
+
+int
+cg_collector_main(int argc, char **argv, const char *metric, cg_test_fn fn,
+                  void *arg)
+{
+    return telem_collector_main(argc, argv, metric, fn, arg);
+}

@@ -1,0 +1,350 @@
+/* telem_collect.c - start a collector group across the job's nodes, run it
+ * until SIGINT/SIGTERM, stop it cleanly.
+ *
+ * A thin command line over cg.h.  The only loop is cg_wait() on the
+ * group's pidfds plus a signalfd, so a stop signal and a collector that
+ * dies are both noticed at once.  The device map is printed before
+ * "ready" so people and scripts (the integration tests, telem_load) can
+ * tell which core or GPU every node's device i runs on.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cg.h"
+#include "telem_backend.h"
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_time.h"
+
+static const char s_usage[] =
+"Usage: telem_collect [OPTIONS]\n"
+"Starts one collector per device on every node of the node file, each\n"
+"pinned to its device and timing a fixed test in rounds into its node's\n"
+"telemd; runs until SIGINT or SIGTERM, then stops them all cleanly.\n"
+"\n"
+"Options:\n"
+"  -b, --backend LIST     cpu (default), cuda, or a comma list tried in\n"
+"                         order, e.g. cuda,cpu: the first present wins\n"
+"  -k, --kernel K         built-in kernel (cpu: dgemm; cuda: fma)\n"
+"  -d, --devices LIST     device indices per node, e.g. 0 or 0,2-3\n"
+"                         (default: every device of the backend)\n"
+"  -p, --period S         round period in seconds (default 1)\n"
+"  -R, --reps N           repetitions per round, 1-1000 (default 5)\n"
+"      --per-node         one collector per node instead of per device\n"
+"  -g, --name NAME        group name, the tag group (default cg)\n"
+"  -N, --nodefile FILE    the job's nodes (default: $TELEM_NODEFILE or\n"
+"                         RUNDIR/nodes)\n"
+"  -s, --spawn TEMPLATE   command that starts a collector on a remote\n"
+"                         node, e.g. 'ssh {node}' (default: spawn here,\n"
+"                         as virtual nodes)\n"
+"      --collector PATH   collector program (default: telem_collector\n"
+"                         beside this program, else on PATH)\n"
+"  -t, --stop-timeout S   wait this long for collectors to stop before\n"
+"                         killing them (default 5)\n"
+"  -l, --log-level LVL    error, warn, info (default) or debug\n"
+"  -h, --help             show this help\n"
+"\n"
+"With local spawn, device i of the k-th node runs on this machine's\n"
+"device (i + k*ndev) mod nmachine; collectors sharing a device run at\n"
+"different phases of the period.  The map is printed at start, one\n"
+"'node NODE device I -> BACKEND device J (id ID) phase MS ms pid PID'\n"
+"line per collector, then 'ready'.\n"
+"Samples: cg_<kernel>_seconds and cg_<kernel>_seconds_spread, tags gpu,\n"
+"backend, group, host, pid; see docs/collectors.md.\n"
+"Exit status: 0 after a clean stop, 1 on a start-up error or when every\n"
+"collector died, 2 on bad usage, 3 when no listed backend is present.\n";
+
+typedef struct {
+    char *backends;
+    const char *kernel, *devices, *name, *nodefile, *spawn, *collector;
+    int64_t period_ns;
+    int reps, per_node;
+    int stop_ms;
+    telem_log_level_t loglevel;
+} s_args_t;
+
+static int
+s_bad(const char *flag, const char *value, const char *why)
+{
+    fprintf(stderr, "telem_collect: invalid %s '%s': %s\n"
+            "Try 'telem_collect --help'.\n", flag, value, why);
+    return 2;
+}
+
+static int
+s_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int
+s_backends_ok(char *list)
+{
+    char *copy = strdup(list), *save = NULL, *tok;
+    int ok = copy != NULL && *list;
+    for (tok = copy ? strtok_r(copy, ",", &save) : NULL; ok && tok;
+         tok = strtok_r(NULL, ",", &save))
+        ok = telem_backend_find(tok) != NULL;
+    free(copy);
+    return ok;
+}
+
+static int
+s_option(s_args_t *a, int c, char *v)
+{
+    static const char *const levels[] = { "error", "warn", "info", "debug" };
+    long tmp[64];
+    size_t n;
+    double d;
+    switch (c) {
+    case 'b':
+        if (!s_backends_ok(v))
+            return s_bad("--backend", v, "cpu, cuda or a comma list");
+        a->backends = v;
+        return 0;
+    case 'k': a->kernel = v; return 0;
+    case 'd':
+        if (telem_device_list_parse(v, 65535, tmp, 64, &n))
+            return s_bad("--devices", v, "indices such as 0 or 0,2-3");
+        a->devices = v;
+        return 0;
+    case 'p':
+        if (s_number(v, 0.001, 86400, &d))
+            return s_bad("--period", v, "seconds, from 0.001 to 86400");
+        a->period_ns = (int64_t) llround(d * 1e9);
+        return 0;
+    case 'R':
+        if (s_number(v, 1, 1000, &d) || d != floor(d))
+            return s_bad("--reps", v, "an integer from 1 to 1000");
+        a->reps = (int) d;
+        return 0;
+    case 'P': a->per_node = 1; return 0;
+    case 'g':
+        if (!*v || strlen(v) > 255)
+            return s_bad("--name", v, "1-255 bytes");
+        a->name = v;
+        return 0;
+    case 'N': a->nodefile = v; return 0;
+    case 's': a->spawn = v; return 0;
+    case 'C': a->collector = v; return 0;
+    case 't':
+        if (s_number(v, 0.001, 3600, &d))
+            return s_bad("--stop-timeout", v, "seconds, up to 3600");
+        a->stop_ms = (int) ceil(d * 1000);
+        return 0;
+    case 'l':
+        for (int i = 0; i < 4; i++)
+            if (strcmp(v, levels[i]) == 0) {
+                a->loglevel = (telem_log_level_t) i;
+                return 0;
+            }
+        return s_bad("--log-level", v, "one of error, warn, info, debug");
+    default:
+        return 2;
+    }
+}
+
+/* Returns 0 to run, 1 after --help, 2 on a usage error. */
+static int
+s_parse(s_args_t *a, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "backend", 1, 0, 'b' }, { "kernel", 1, 0, 'k' },
+        { "devices", 1, 0, 'd' }, { "period", 1, 0, 'p' },
+        { "reps", 1, 0, 'R' }, { "per-node", 0, 0, 'P' },
+        { "name", 1, 0, 'g' }, { "nodefile", 1, 0, 'N' },
+        { "spawn", 1, 0, 's' }, { "collector", 1, 0, 'C' },
+        { "stop-timeout", 1, 0, 't' }, { "log-level", 1, 0, 'l' },
+        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+    };
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "b:k:d:p:R:g:N:s:t:l:h", opts,
+                            NULL)) != -1) {
+        if (c == 'h') {
+            fputs(s_usage, stdout);
+            return 1;
+        }
+        if (c == '?') {
+            fputs("Try 'telem_collect --help'.\n", stderr);
+            return 2;
+        }
+        if ((rc = s_option(a, c, optarg)) != 0)
+            return rc;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "telem_collect: unexpected argument '%s'\n"
+                "Try 'telem_collect --help'.\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+static int
+s_configure(cg_t *g, const s_args_t *a, const char *backend)
+{
+    int rc = cg_set_backend(g, backend);
+    if (!rc && a->kernel)
+        rc = cg_set_kernel(g, a->kernel);
+    if (!rc)
+        rc = cg_set_devices(g, a->devices);
+    if (!rc)
+        rc = cg_set_period(g, a->period_ns);
+    if (!rc)
+        rc = cg_set_reps(g, a->reps);
+    if (!rc)
+        rc = cg_set_per_node(g, a->per_node);
+    if (!rc)
+        rc = cg_set_nodefile(g, a->nodefile);
+    if (!rc)
+        rc = cg_set_spawn(g, a->spawn);
+    if (!rc && a->collector)
+        rc = cg_set_collector(g, a->collector);
+    return rc;
+}
+
+/* Starts the group on the first present backend of the list.  Returns
+ * the group, or NULL with *status the exit status. */
+static cg_t *
+s_start(const s_args_t *a, int *status)
+{
+    char *list = strdup(a->backends), *save = NULL, why[512];
+    *status = 3;
+    for (char *b = list ? strtok_r(list, ",", &save) : NULL; b;
+         b = strtok_r(NULL, ",", &save)) {
+        cg_t *g = cg_new(a->name);
+        int rc = g ? s_configure(g, a, b) : TELEM_ENOMEM;
+        if (rc == 0 && (rc = cg_start(g, why, sizeof why)) == 0) {
+            free(list);
+            return g;
+        }
+        cg_destroy(&g);
+        if (rc == TELEM_EUNSUPPORTED) {
+            telem_log(TELEM_LOG_WARN, "backend %s skipped: %s", b, why);
+            continue;
+        }
+        fprintf(stderr, "telem_collect: cannot start the group: %s\n",
+                *why ? why : telem_strerror(rc));
+        *status = rc == TELEM_EINVAL || rc == TELEM_ENOTFOUND ? 2 : 1;
+        break;
+    }
+    if (*status == 3)
+        fprintf(stderr, "telem_collect: no backend of '%s' is present here\n",
+                a->backends);
+    free(list);
+    return NULL;
+}
+
+static void
+s_print_map(const cg_t *g)
+{
+    cg_info_t in;
+    printf("group %s backend %s metric %s period %.3f s epoch %lld\n",
+           cg_name(g), cg_backend(g), cg_metric(g), cg_period(g) / 1e9,
+           (long long) cg_epoch(g));
+    for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
+        char dev[16] = "-";
+        if (in.device >= 0)
+            snprintf(dev, sizeof dev, "%d", in.device);
+        printf("node %s device %s", in.node, dev);
+        if (in.pin >= 0)
+            printf(" -> %s device %d (id %s) phase %.1f ms", cg_backend(g),
+                   in.pin, in.pin_id, in.phase_ns / 1e6);
+        else
+            printf(" -> spawned");
+        printf(" pid %ld\n", (long) in.pid);
+    }
+    printf("ready\n");
+    fflush(stdout);
+}
+
+/* Logs collectors that exited since the last call. */
+static void
+s_report_exits(const cg_t *g, unsigned char *reported)
+{
+    cg_info_t in;
+    for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
+        if (in.state != CG_EXITED || reported[i])
+            continue;
+        reported[i] = 1;
+        telem_log(TELEM_LOG_WARN, "collector of node %s device %d (pid %ld) "
+                  "ended: %s %d%s", in.node, in.device, (long) in.pid,
+                  in.signal ? "signal" : "exit status",
+                  in.signal ? in.signal : in.exit_code,
+                  in.exit_code == 3 ? " (backend not present there)" : "");
+    }
+}
+
+/* Runs until a stop signal (returns 0) or every collector died (1). */
+static int
+s_watch(cg_t *g, int sfd)
+{
+    unsigned char *reported = calloc(cg_count(g) + 1, 1);
+    int rc = 1;
+    while (reported) {
+        struct signalfd_siginfo si;
+        int n = cg_wait(g, -1, sfd);
+        if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
+            telem_log(TELEM_LOG_INFO, "signal %u: stopping the group",
+                      si.ssi_signo);
+            rc = 0;
+            break;
+        }
+        s_report_exits(g, reported);
+        if (n == TELEM_ESTATE || cg_running(g) == 0) {
+            telem_log(TELEM_LOG_ERROR, "every collector has ended");
+            break;
+        }
+    }
+    free(reported);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    char backends[] = "cpu";
+    s_args_t a = { .backends = backends, .name = "cg",
+                   .period_ns = TELEM_NS_PER_SEC, .reps = 5,
+                   .stop_ms = CG_STOP_DEFAULT_MS,
+                   .loglevel = TELEM_LOG_INFO };
+    int rc = s_parse(&a, argc, argv);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    telem_log_init("telem_collect", a.loglevel);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    int sfd = -1;
+    if (sigprocmask(SIG_BLOCK, &set, NULL)
+        || (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+        fprintf(stderr, "telem_collect: signalfd: %s\n", strerror(errno));
+        return 1;
+    }
+    cg_t *g = s_start(&a, &rc);
+    if (g) {
+        s_print_map(g);
+        rc = s_watch(g, sfd);
+        int stop = cg_stop(g, a.stop_ms);
+        telem_log(stop ? TELEM_LOG_WARN : TELEM_LOG_INFO, "group %s stopped%s",
+                  cg_name(g), stop ? "; some collectors had to be killed"
+                                   : " cleanly");
+        cg_destroy(&g);
+    }
+    close(sfd);
+    return rc;
+}

@@ -1,0 +1,242 @@
+/* telem_load.c - the load generator: makes one device really slower.
+ *
+ * For demos, tests and benchmarks of slow-device detection, without any
+ * simulated timing: it contends for the device a collector measures.  On
+ * cpu it is a busy loop pinned to the device's core; on cuda, the backend's
+ * kernel launched back to back.  A duty cycle grades the slowdown: in every
+ * 10 ms cycle the device is kept busy for duty x 10 ms and left alone for
+ * the rest.  Cycles follow an absolute schedule; the idle part is a
+ * ppoll() on a signalfd, so SIGTERM/SIGINT stop it at once.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "telem_backend.h"
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_time.h"
+
+#define S_CYCLE_NS (10 * TELEM_NS_PER_MS)
+
+static const char s_usage[] =
+"Usage: telem_load --device J [OPTIONS]\n"
+"Contends for one device of this machine so that collectors measuring it\n"
+"see it slow down: on cpu a busy loop pinned to the device's core, on cuda\n"
+"a competing kernel launched in a loop.\n"
+"\n"
+"Options:\n"
+"  -d, --device J       this machine's device index, as listed by\n"
+"                       telem_collector --list-devices (required); the\n"
+"                       mapping telem_collect prints names it per node\n"
+"  -b, --backend B      cpu (default) or cuda\n"
+"  -u, --duty D         fraction of every 10 ms the device is kept busy,\n"
+"                       0-1 (default 1)\n"
+"  -t, --duration S     stop after S seconds (default: run until a signal)\n"
+"  -l, --log-level LVL  error, warn, info (default) or debug\n"
+"  -h, --help           show this help\n"
+"\n"
+"Prints 'ready' on stdout once the load runs.  Stops on SIGTERM, SIGINT or\n"
+"SIGHUP.  Exit status: 0 after a stop, 1 on a run-time error, 2 on bad\n"
+"usage, 3 when the backend is not present on this machine.\n";
+
+typedef struct {
+    const char *backend;
+    long device;
+    double duty;
+    int64_t duration_ns;
+    telem_log_level_t loglevel;
+} s_args_t;
+
+static int
+s_bad(const char *flag, const char *value, const char *why)
+{
+    fprintf(stderr, "telem_load: invalid %s '%s': %s\n"
+            "Try 'telem_load --help'.\n", flag, value, why);
+    return 2;
+}
+
+static int
+s_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int
+s_option(s_args_t *a, int c, const char *v)
+{
+    static const char *const levels[] = { "error", "warn", "info", "debug" };
+    double d;
+    switch (c) {
+    case 'd':
+        if (s_number(v, 0, 65535, &d) || d != floor(d))
+            return s_bad("--device", v, "an integer from 0 to 65535");
+        a->device = (long) d;
+        return 0;
+    case 'b':
+        if (!telem_backend_find(v))
+            return s_bad("--backend", v, "cpu or cuda");
+        a->backend = v;
+        return 0;
+    case 'u':
+        if (s_number(v, 0, 1, &a->duty))
+            return s_bad("--duty", v, "a fraction from 0 to 1");
+        return 0;
+    case 't':
+        if (s_number(v, 0.001, 1e7, &d))
+            return s_bad("--duration", v, "seconds, above 0");
+        a->duration_ns = (int64_t) (d * 1e9);
+        return 0;
+    case 'l':
+        for (int i = 0; i < 4; i++)
+            if (strcmp(v, levels[i]) == 0) {
+                a->loglevel = (telem_log_level_t) i;
+                return 0;
+            }
+        return s_bad("--log-level", v, "one of error, warn, info, debug");
+    default:
+        return 2;
+    }
+}
+
+/* Returns 0 to run, 1 after --help, 2 on a usage error. */
+static int
+s_parse(s_args_t *a, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "device", 1, 0, 'd' }, { "backend", 1, 0, 'b' },
+        { "duty", 1, 0, 'u' }, { "duration", 1, 0, 't' },
+        { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+    };
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "d:b:u:t:l:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(s_usage, stdout);
+            return 1;
+        }
+        if (c == '?' || (rc = s_option(a, c, optarg)) != 0) {
+            if (c == '?')
+                fputs("Try 'telem_load --help'.\n", stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "telem_load: unexpected argument '%s'\n"
+                "Try 'telem_load --help'.\n", argv[optind]);
+        return 2;
+    }
+    if (a->device < 0) {
+        fputs("telem_load: --device is required\n"
+              "Try 'telem_load --help'.\n", stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* Waits until monotonic `target`; returns 1 if a stop signal came. */
+static int
+s_idle_until(int sfd, int64_t target)
+{
+    struct pollfd p = { .fd = sfd, .events = POLLIN };
+    int64_t left = target - telem_mono_ns();
+    if (left < 0)
+        left = 0;
+    struct timespec ts = { (time_t) (left / TELEM_NS_PER_SEC),
+                           (long) (left % TELEM_NS_PER_SEC) };
+    int n = ppoll(&p, 1, &ts, NULL);
+    return n > 0 || (n < 0 && errno != EINTR);
+}
+
+static int
+s_cycles(const s_args_t *a, telem_load_t *load, int sfd)
+{
+    int64_t busy = (int64_t) llround(a->duty * (double) S_CYCLE_NS);
+    int64_t t0 = telem_mono_ns();
+    for (int64_t k = 0;; k++) {
+        int64_t start = t0 + k * S_CYCLE_NS;
+        if (a->duration_ns && start - t0 >= a->duration_ns)
+            return 0;
+        if (busy > 0 && telem_load_run(load, busy)) {
+            telem_log(TELEM_LOG_ERROR, "the device failed under load");
+            return 1;
+        }
+        int64_t late = telem_mono_ns() - (start + S_CYCLE_NS);
+        if (late > 0)
+            k += late / S_CYCLE_NS;         /* overran: skip, do not drift */
+        if (s_idle_until(sfd, t0 + (k + 1) * S_CYCLE_NS))
+            return 0;
+    }
+}
+
+static int
+s_run(const s_args_t *a, int sfd)
+{
+    char why[256];
+    int err, rc = 1;
+    telem_load_t *load = NULL;
+    telem_backend_t *b = telem_backend_open(a->backend, &err, why, sizeof why);
+    if (!b) {
+        telem_log(TELEM_LOG_WARN, "backend %s skipped: %s", a->backend, why);
+        return err == TELEM_EUNSUPPORTED ? 3 : 1;
+    }
+    if ((size_t) a->device >= telem_backend_ndevices(b)) {
+        fprintf(stderr, "telem_load: no %s device %ld (this machine has "
+                "%zu)\n", a->backend, a->device, telem_backend_ndevices(b));
+        rc = 2;
+        goto out;
+    }
+    if ((err = telem_backend_bind(b, (size_t) a->device, why, sizeof why))
+        || !(load = telem_load_new(b, (size_t) a->device, &err, why,
+                                   sizeof why))) {
+        telem_log(TELEM_LOG_ERROR, "%s", why);
+        goto out;
+    }
+    telem_log(TELEM_LOG_INFO, "loading %s device %ld (id %s) at duty %.2f",
+              a->backend, a->device,
+              telem_backend_device(b, (size_t) a->device)->id, a->duty);
+    printf("ready\n");
+    fflush(stdout);
+    rc = s_cycles(a, load, sfd);
+out:
+    telem_load_destroy(&load);
+    telem_backend_close(&b);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    s_args_t a = { .backend = "cpu", .device = -1, .duty = 1.0,
+                   .loglevel = TELEM_LOG_INFO };
+    int rc = s_parse(&a, argc, argv);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    telem_log_init("telem_load", a.loglevel);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    int sfd = -1;
+    if (sigprocmask(SIG_BLOCK, &set, NULL)
+        || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+        telem_log(TELEM_LOG_ERROR, "signalfd: %s", strerror(errno));
+        return 1;
+    }
+    rc = s_run(&a, sfd);
+    close(sfd);
+    return rc;
+}
