@@ -1,0 +1,422 @@
+/* det_slowgpu.c - the slowgpu detector: series to rounds, device state.
+ *
+ * Collectors push one figure per device per round (the round's median
+ * kernel time, higher = slower), stamped with the round's timestamp, which
+ * is the same for every device of a collector group.  So a round is simply
+ * every sample with one timestamp, split by the "group" tag, and devices
+ * are compared within their round: no clock alignment, no resampling.
+ *
+ * The detector is incremental: it remembers the newest round it judged and
+ * asks only for newer data (plus, at the start, `window` seconds of
+ * history).  A round is judged once, when it is complete: every device
+ * seen in the new data has reported it, or a newer round exists (a device
+ * that died or a node that answered late then simply misses that round).
+ * Rules and events live in det_slowgpu_rules.c.
+ */
+#include "det_slowgpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const s_rules[] = { "robust", "dragon", "both", NULL };
+
+static const det_param_def_t s_params[SG_NPARAMS] = {
+    [SG_METRIC] = { "metric", DET_PARAM_STR, 0, 0, 0, 0, "cg_dgemm_seconds",
+        NULL, "per-round time of each device (higher = slower), one "
+        "sample per round with the round's common timestamp" },
+    [SG_RULE] = { "rule", DET_PARAM_STR, 0, 0, 0, 0, "robust", s_rules,
+        "robust: leave-one-out median/MAD, effect size, k of n rounds, "
+        "plus drift; dragon: Dragon's pooled z-score of each device's mean "
+        "over its last samples; both: each rule reports on its own" },
+    [SG_EFFECT] = { "effect", DET_PARAM_NUM, 0.08, 0, 10, 0, NULL, NULL,
+        "minimum slowdown against the peer median (0.08 = 8 % slower)" },
+    [SG_Z] = { "z", DET_PARAM_NUM, 3.0, 0, 1e6, 0, NULL, NULL,
+        "minimum robust z: (time - peer median) / max(1.4826 MAD, "
+        "mad_floor x peer median)" },
+    [SG_MAD_FLOOR] = { "mad_floor", DET_PARAM_NUM, 0.01, 1e-6, 1, 0, NULL,
+        NULL, "floor of the peers' scaled MAD, relative to their median "
+        "(guards identical peers and 2-device jobs)" },
+    [SG_K] = { "k", DET_PARAM_NUM, 2, 1, 64, 1, NULL, NULL,
+        "rounds out of the device's last n that must be slow" },
+    [SG_N] = { "n", DET_PARAM_NUM, 3, 1, 64, 1, NULL, NULL,
+        "persistence window in rounds" },
+    [SG_DRIFT] = { "drift", DET_PARAM_NUM, 0.25, 0, 100, 0, NULL, NULL,
+        "CUSUM threshold on the device's ratio to its peers against its "
+        "own baseline (warn); 0 turns drift off" },
+    [SG_SLACK] = { "slack", DET_PARAM_NUM, 0.02, 0, 10, 0, NULL, NULL,
+        "CUSUM allowance per round: ratio changes below it never add up" },
+    [SG_WARMUP] = { "warmup", DET_PARAM_NUM, 8, 1, 100000, 1, NULL, NULL,
+        "rounds that set a device's baseline ratio before drift is judged" },
+    [SG_DRAGON_Z] = { "dragon_z", DET_PARAM_NUM, 2.5, 0, 1e6, 0, NULL, NULL,
+        "Dragon's rule: z-score threshold" },
+    [SG_DRAGON_SAMPLES] = { "dragon_samples", DET_PARAM_NUM, 4, 1,
+        SG_RING_MAX, 1, NULL, NULL,
+        "Dragon's rule: samples averaged per device" },
+    [SG_WINDOW] = { "window", DET_PARAM_NUM, 120, 1, 86400, 0, NULL, NULL,
+        "seconds of history read at the start and after a gap" },
+};
+
+/* ---- state ------------------------------------------------------------- */
+
+static int
+s_create(void **state)
+{
+    sg_state_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return TELEM_ENOMEM;
+    st->map = det_map_new();
+    st->groups = det_map_new();
+    st->last_ts = INT64_MIN;
+    if (!st->map || !st->groups) {
+        det_map_destroy(&st->map);
+        det_map_destroy(&st->groups);
+        free(st);
+        return TELEM_ENOMEM;
+    }
+    *state = st;
+    return 0;
+}
+
+static void
+s_free_devs(sg_state_t *st)
+{
+    for (size_t i = 0; i < st->ndevs; i++)
+        free(st->devs[i].key);
+    st->ndevs = 0;
+}
+
+static void
+s_destroy(void **state)
+{
+    sg_state_t *st = *state;
+    s_free_devs(st);
+    free(st->devs);
+    det_map_destroy(&st->map);
+    det_map_destroy(&st->groups);
+    det_scratch_free(&st->scratch);
+    free(st->round.dev);
+    free(st->round.x);
+    free(st->round.med);
+    free(st->round.mad);
+    free(st->round.tmp);
+    free(st->ents);
+    free(st);
+    *state = NULL;
+}
+
+static int
+s_check(const det_params_t *p, char *why, size_t why_size)
+{
+    if (det_params_num(p, SG_K) > det_params_num(p, SG_N)) {
+        snprintf(why, why_size, "k (%g) must not exceed n (%g)",
+                 det_params_num(p, SG_K), det_params_num(p, SG_N));
+        return TELEM_EINVAL;
+    }
+    if (!*det_params_str(p, SG_METRIC)) {
+        snprintf(why, why_size, "metric must not be empty");
+        return TELEM_EINVAL;
+    }
+    return 0;
+}
+
+static void
+s_needs(const void *state, const det_params_t *p, int64_t now_ns,
+        det_needs_t *out)
+{
+    const sg_state_t *st = state;
+    int64_t window = (int64_t) (det_params_num(p, SG_WINDOW) * 1e9);
+    out->metrics[0] = det_params_str(p, SG_METRIC);
+    out->nmetrics = 1;
+    out->start_ns = now_ns - window;
+    if (st->last_ts != INT64_MIN && st->last_ts + 1 > out->start_ns)
+        out->start_ns = st->last_ts + 1;
+}
+
+/* Index of the device of series s (created if new), or -1 (no memory). */
+static long
+s_device(sg_state_t *st, const det_series_t *s)
+{
+    const char *group = det_tag(s, "group");
+    const char *host = det_tag(s, "host");
+    const char *node = host ? host : s->node ? s->node : "";
+    const char *device = s->device ? s->device : "";
+    char key[3 * 256 + 8];
+    if (!det_key(key, sizeof key, group, node, device))
+        return -1;
+    long i = det_map_get(st->map, key);
+    if (i >= 0)
+        return i;
+    long g = det_map_get(st->groups, group ? group : "");
+    if (g < 0) {
+        g = st->ngroups;
+        if (det_map_put(st->groups, group ? group : "", g))
+            return -1;
+        st->ngroups++;
+    }
+    if (st->ndevs == st->capdevs) {
+        size_t cap = st->capdevs ? 2 * st->capdevs : 16;
+        sg_dev_t *v = realloc(st->devs, cap * sizeof *v);
+        if (!v)
+            return -1;
+        st->devs = v;
+        st->capdevs = cap;
+    }
+    sg_dev_t *d = &st->devs[st->ndevs];
+    memset(d, 0, sizeof *d);
+    /* One allocation: "key\0node\0device\0". */
+    size_t kl = strlen(key) + 1, nl = strlen(node) + 1, dl = strlen(device) + 1;
+    if (!(d->key = malloc(kl + nl + dl)) ||
+        det_map_put(st->map, key, (long) st->ndevs)) {
+        free(d->key);
+        return -1;
+    }
+    memcpy(d->key, key, kl);
+    d->node = memcpy(d->key + kl, node, nl);
+    d->device = memcpy(d->key + kl + nl, device, dl);
+    d->group = (uint32_t) g;
+    d->last_ts = INT64_MIN;
+    return (long) st->ndevs++;
+}
+
+/* ---- from series to rounds --------------------------------------------- */
+
+static int
+s_push(sg_state_t *st, int64_t ts, uint32_t dev, double v)
+{
+    if (st->nents == st->capents) {
+        size_t cap = st->capents ? 2 * st->capents : 256;
+        sg_ent_t *e = realloc(st->ents, cap * sizeof *e);
+        if (!e)
+            return TELEM_ENOMEM;
+        st->ents = e;
+        st->capents = cap;
+    }
+    st->ents[st->nents++] = (sg_ent_t) { ts, st->devs[dev].group, dev, v };
+    return 0;
+}
+
+/* First index of a point newer than `after` in ts[0..n). */
+static size_t
+s_first_after(const int64_t *ts, size_t n, int64_t after)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] <= after)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Gathers every usable sample newer than the last judged round. */
+static int
+s_collect(sg_state_t *st, const det_params_t *p, const det_input_t *in)
+{
+    const char *metric = det_params_str(p, SG_METRIC);
+    int64_t oldest = in->now_ns - (int64_t) (det_params_num(p, SG_WINDOW) * 1e9);
+    int64_t after = st->last_ts > oldest - 1 ? st->last_ts : oldest - 1;
+    st->nents = 0;
+    for (size_t i = 0; i < in->nseries; i++) {
+        const det_series_t *s = &in->series[i];
+        if (!s->metric || strcmp(s->metric, metric) != 0 || !s->ts || !s->val)
+            continue;
+        size_t j = s_first_after(s->ts, s->n, after);
+        if (j == s->n)
+            continue;
+        long d = s_device(st, s);
+        if (d < 0)
+            return TELEM_ENOMEM;
+        st->devs[d].seen_run = st->run;
+        for (; j < s->n; j++)
+            if (isfinite(s->val[j]) && s->val[j] > 0 &&
+                s_push(st, s->ts[j], (uint32_t) d, s->val[j]))
+                return TELEM_ENOMEM;
+    }
+    return 0;
+}
+
+static int
+s_ent_cmp(const void *a, const void *b)
+{
+    const sg_ent_t *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return (x->dev > y->dev) - (x->dev < y->dev);
+}
+
+/* 1 if the newest timestamp is complete: every live device has it (a
+ * device is live when the new data holds it or it was in the last round
+ * judged; one that died stops being live after one round). */
+static int
+s_newest_ready(const sg_state_t *st)
+{
+    size_t live = 0, at_max = 0;
+    int64_t maxts = st->ents[st->nents - 1].ts;
+    for (size_t i = 0; i < st->ndevs; i++)      /* new data, or in the */
+        live += st->devs[i].seen_run == st->run ||  /* last round judged */
+                (st->last_ts != INT64_MIN && st->devs[i].last_ts == st->last_ts);
+    for (size_t i = st->nents; i > 0 && st->ents[i - 1].ts == maxts; i--)
+        at_max += i == st->nents || st->ents[i].dev != st->ents[i - 1].dev ||
+                  st->ents[i].group != st->ents[i - 1].group;
+    return at_max >= live;
+}
+
+static int
+s_round_grow(sg_state_t *st, size_t n)
+{
+    if (n <= st->round_cap)
+        return 0;
+    sg_round_t *r = &st->round;
+    uint32_t *dev = realloc(r->dev, n * sizeof *dev);
+    if (dev)
+        r->dev = dev;
+    double *x = realloc(r->x, n * sizeof *x);
+    if (x)
+        r->x = x;
+    double *med = realloc(r->med, n * sizeof *med);
+    if (med)
+        r->med = med;
+    double *mad = realloc(r->mad, n * sizeof *mad);
+    if (mad)
+        r->mad = mad;
+    double *tmp = realloc(r->tmp, n * sizeof *tmp);
+    if (tmp)
+        r->tmp = tmp;
+    if (!dev || !x || !med || !mad || !tmp)
+        return TELEM_ENOMEM;
+    st->round_cap = n;
+    return 0;
+}
+
+/* Judges the entries [a, b) (one timestamp, one group). */
+static int
+s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
+        det_events_t *out)
+{
+    if (s_round_grow(st, b - a))
+        return TELEM_ENOMEM;
+    sg_round_t *r = &st->round;
+    r->ts = st->ents[a].ts;
+    r->n = 0;
+    for (size_t i = a; i < b; i++) {
+        if (r->n && r->dev[r->n - 1] == st->ents[i].dev)
+            continue;                       /* one value per device */
+        r->dev[r->n] = st->ents[i].dev;
+        r->x[r->n++] = st->ents[i].val;
+    }
+    if (det_loo(&st->scratch, r->x, r->n, r->med, r->mad))
+        return TELEM_ENOMEM;
+    for (size_t i = 0; i < r->n; i++)
+        r->mad[i] *= DET_MAD_SCALE;
+    st->rounds++;
+    return sg_judge(st, p, r, out);
+}
+
+/* Forgets devices that have not reported for a whole window, once they are
+ * the majority (keeps memory bounded under churn). */
+static int
+s_prune(sg_state_t *st, int64_t oldest)
+{
+    size_t stale = 0, k = 0;
+    for (size_t i = 0; i < st->ndevs; i++)
+        stale += st->devs[i].seen_run != st->run && st->devs[i].last_ts < oldest;
+    if (st->ndevs < 64 || 2 * stale < st->ndevs)
+        return 0;
+    det_map_clear(st->map);
+    for (size_t i = 0; i < st->ndevs; i++) {
+        sg_dev_t *d = &st->devs[i];
+        if (d->seen_run != st->run && d->last_ts < oldest) {
+            free(d->key);
+            continue;
+        }
+        st->devs[k] = *d;
+        if (det_map_put(st->map, st->devs[k].key, (long) k))
+            return TELEM_ENOMEM;
+        k++;
+    }
+    st->ndevs = k;
+    return 0;
+}
+
+static int
+s_run(void *state, const det_params_t *p, const det_input_t *in,
+      det_events_t *out)
+{
+    sg_state_t *st = state;
+    st->run++;
+    int rc = s_collect(st, p, in);
+    if (rc || st->nents == 0)
+        return rc;
+    qsort(st->ents, st->nents, sizeof *st->ents, s_ent_cmp);
+    int64_t maxts = st->ents[st->nents - 1].ts;
+    int newest_ok = s_newest_ready(st);
+    for (size_t a = 0, b; a < st->nents; a = b) {
+        for (b = a + 1; b < st->nents && st->ents[b].ts == st->ents[a].ts &&
+                        st->ents[b].group == st->ents[a].group; b++)
+            ;
+        if (st->ents[a].ts == maxts && !newest_ok)
+            break;
+        if ((rc = s_round(st, p, a, b, out)) != 0)
+            return rc;
+        st->last_ts = st->ents[a].ts;
+    }
+    int64_t window = (int64_t) (det_params_num(p, SG_WINDOW) * 1e9);
+    return s_prune(st, in->now_ns - window);
+}
+
+/* ---- status ------------------------------------------------------------ */
+
+static void
+s_describe(const void *state, const det_params_t *p,
+           void (*fn)(void *arg, const char *key, const char *value),
+           void *arg)
+{
+    (void) p;
+    const sg_state_t *st = state;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long) st->rounds);
+    fn(arg, "rounds", buf);
+    snprintf(buf, sizeof buf, "%zu", st->ndevs);
+    fn(arg, "devices", buf);
+    size_t len = 0, shown = 0, total = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < st->ndevs; i++) {
+        const sg_dev_t *d = &st->devs[i];
+        if (!d->peer_active && !d->drift_active && !d->dragon_active)
+            continue;
+        total++;
+        if (len + 80 + strlen(d->node) >= sizeof buf)
+            continue;
+        len += (size_t) snprintf(buf + len, sizeof buf - len, "%s%s/%s (%s%s%s)",
+                                 shown++ ? ", " : "", d->node, d->device,
+                                 d->peer_active ? "slow" : "",
+                                 d->drift_active ? " drift" : "",
+                                 d->dragon_active ? " dragon" : "");
+    }
+    if (total > shown)
+        snprintf(buf + len, sizeof buf - len, " and %zu more", total - shown);
+    fn(arg, "flagged", total ? buf : "none");
+}
+
+const det_vtable_t det_slowgpu = {
+    .name = "slowgpu",
+    .doc = "A device slower than its peers in the same round: leave-one-out "
+           "median and MAD, a minimum effect size and k-of-n persistence "
+           "(act); drift of its ratio to its peers against its own history "
+           "(warn); or Dragon's pooled z-score (rule dragon, act).  Score: "
+           "the fractional slowdown against the peer median (Dragon: z).",
+    .params = s_params,
+    .nparams = SG_NPARAMS,
+    .create = s_create,
+    .destroy = s_destroy,
+    .check = s_check,
+    .needs = s_needs,
+    .run = s_run,
+    .describe = s_describe,
+};

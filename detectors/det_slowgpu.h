@@ -1,0 +1,87 @@
+/* det_slowgpu.h - the slowgpu detector's state and its judging rules
+ * (internal to detectors/).
+ *
+ * det_slowgpu.c turns series into rounds (the samples of one timestamp,
+ * one per device) and keeps per-device state; det_slowgpu_rules.c judges
+ * one round with the three rules (robust leave-one-out with persistence,
+ * drift against the device's own history, Dragon's pooled z-score) and
+ * writes the events.  Split so that each file stays readable.
+ */
+#ifndef DET_SLOWGPU_H
+#define DET_SLOWGPU_H
+
+#include <stdint.h>
+
+#include "det.h"
+#include "det_util.h"
+
+#define SG_RING_MAX 64
+
+/* Parameter indices into det_slowgpu.params. */
+enum {
+    SG_METRIC, SG_RULE, SG_EFFECT, SG_Z, SG_MAD_FLOOR, SG_K, SG_N,
+    SG_DRIFT, SG_SLACK, SG_WARMUP, SG_DRAGON_Z, SG_DRAGON_SAMPLES,
+    SG_WINDOW, SG_NPARAMS
+};
+
+/* One device: node, device index (the gpu tag) and collector group. */
+typedef struct {
+    char *key;
+    char *node;
+    char *device;
+    uint32_t group;
+    int64_t last_ts;           /* newest round judged with it */
+    uint64_t slow_bits;        /* bit 0: newest round, 1 = slow vs peers */
+    uint32_t nbits;            /* rounds recorded in slow_bits (<= 64) */
+    double ring[SG_RING_MAX];  /* newest values, for Dragon's rule */
+    uint32_t nring, ring_pos;
+    double base_sum;           /* ratio-to-peers baseline (drift) */
+    uint32_t nbase;
+    double cusum;
+    double ratio;              /* last ratio to peers, for status */
+    uint64_t seen_run;         /* last run whose data held it */
+    int peer_active, drift_active, dragon_active;
+    uint64_t rounds;
+} sg_dev_t;
+
+/* A round being judged: n devices of one group at one timestamp. */
+typedef struct {
+    int64_t ts;
+    size_t n;
+    uint32_t *dev;             /* device indices */
+    double *x;                 /* their values */
+    double *med, *mad;         /* leave-one-out peer median, MAD (scaled) */
+    double *tmp;               /* scratch for the rules */
+} sg_round_t;
+
+/* One sample waiting to be judged. */
+typedef struct {
+    int64_t ts;
+    uint32_t group;
+    uint32_t dev;
+    double val;
+} sg_ent_t;
+
+typedef struct {
+    sg_dev_t *devs;
+    size_t ndevs, capdevs;
+    det_map_t *map;            /* key -> index in devs */
+    det_map_t *groups;         /* group tag value -> group id */
+    uint32_t ngroups;
+    int64_t last_ts;           /* newest round judged (INT64_MIN: none) */
+    uint64_t rounds;           /* rounds judged */
+    uint64_t run;              /* runs so far */
+    sg_ent_t *ents;
+    size_t nents, capents;
+    det_scratch_t scratch;
+    sg_round_t round;
+    size_t round_cap;
+} sg_state_t;
+
+/* Judges round `r` (already holding LOO statistics) with the rules that
+ * parameter `rule` selects, updating device state and appending events.
+ * Returns 0 or TELEM_ENOMEM. */
+int sg_judge(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
+             det_events_t *out);
+
+#endif

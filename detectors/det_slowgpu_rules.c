@@ -1,0 +1,259 @@
+/* det_slowgpu_rules.c - how slowgpu judges one round.
+ *
+ * Robust rule (act).  Device i's time x is compared with the median m of
+ * the other devices of its round and their MAD (scaled by 1.4826, floored
+ * at mad_floor x m so that identical peers or a single peer do not divide
+ * by zero).  The round counts as slow for i when x/m >= 1 + effect AND
+ * (x - m) / scale >= z: an effect size that matters to the job and a
+ * deviation the peers' own spread cannot explain.  Leaving i out keeps a
+ * slow device from pulling its own reference up, which is what lets 2 and 3
+ * devices work at all.  The device is flagged when k of its last n rounds
+ * were slow, once, until a run of n clean rounds clears it.
+ *
+ * Drift (warn).  The ratio x/m is also tracked against the device's own
+ * baseline (the mean of its first `warmup` ratios) with a one-sided CUSUM:
+ * S = max(0, S + min(ratio - baseline, effect) - slack).  Clipping each
+ * step at `effect` keeps one preempted round from tripping it; a steady
+ * creep below the effect size adds up and fires when S > drift.
+ *
+ * Dragon's rule (rule dragon or both; act).  Each device's mean over its
+ * last dragon_samples values is z-scored against the pooled mean and
+ * population standard deviation of those means over every device of the
+ * round; z > dragon_z fires.  One outlier among G devices reaches at most
+ * z = sqrt(G - 1), so with the default 2.5 it cannot fire below 8 devices.
+ */
+#include "det_slowgpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* "device 3 on node 'n2'" (or "node 'n2'" for a per-node kernel). */
+static void
+s_name(char *buf, size_t size, const sg_dev_t *d)
+{
+    if (*d->device)
+        snprintf(buf, size, "device %s on node '%s'", d->device, d->node);
+    else
+        snprintf(buf, size, "node '%s'", d->node);
+}
+
+static int
+s_emit(det_events_t *out, const sg_dev_t *d, int64_t ts, det_severity_t sev,
+       double score, const det_evidence_t *ev, size_t nev, const char *text)
+{
+    det_device_t dv = { d->node, d->device };
+    const char *node = d->node;
+    det_event_t e = {
+        .severity = sev, .ts_ns = ts, .nodes = &node, .nnodes = 1,
+        .devices = &dv, .ndevices = 1, .score = score, .evidence = ev,
+        .nevidence = nev, .text = text, .detector = "slowgpu",
+    };
+    return det_events_add(out, &e);
+}
+
+static int
+s_popcount(uint64_t v)
+{
+    int c = 0;
+    for (; v; v &= v - 1)
+        c++;
+    return c;
+}
+
+static int
+s_peer_event(const sg_state_t *st, const sg_round_t *r, size_t i,
+             double ratio, double z, int count, int n, det_events_t *out)
+{
+    const sg_dev_t *d = &st->devs[r->dev[i]];
+    char who[600], text[1400];
+    s_name(who, sizeof who, d);
+    if (r->n == 2) {
+        const sg_dev_t *o = &st->devs[r->dev[1 - i]];
+        char other[600];
+        s_name(other, sizeof other, o);
+        snprintf(text, sizeof text, "%s is %.1f %% slower than the only other "
+                 "device, %s (%.4g s against %.4g s) in %d of its last %d "
+                 "rounds; with 2 devices a slow device cannot be told from a "
+                 "fast one by comparison alone", who, 100 * (ratio - 1), other,
+                 r->x[i], r->med[i], count, n);
+    } else {
+        snprintf(text, sizeof text, "%s is %.1f %% slower than the median of "
+                 "its %zu peers (%.4g s against %.4g s, robust z %.1f) in %d "
+                 "of its last %d rounds", who, 100 * (ratio - 1), r->n - 1,
+                 r->x[i], r->med[i], z, count, n);
+    }
+    det_evidence_t ev[] = {
+        { "value_s", r->x[i] }, { "peer_median_s", r->med[i] },
+        { "peer_mad_s", r->mad[i] }, { "ratio", ratio }, { "z", z },
+        { "slow_rounds", count }, { "rounds", n },
+        { "devices", (double) r->n },
+    };
+    return s_emit(out, d, r->ts, DET_SEV_ACT, ratio - 1, ev,
+                  sizeof ev / sizeof ev[0], text);
+}
+
+/* Robust rule for device i of the round. */
+static int
+s_peer(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
+       det_events_t *out)
+{
+    sg_dev_t *d = &st->devs[r->dev[i]];
+    double m = r->med[i];
+    double scale = fmax(r->mad[i], det_params_num(p, SG_MAD_FLOOR) * m);
+    double ratio = r->x[i] / m, z = (r->x[i] - m) / scale;
+    int slow = ratio >= 1 + det_params_num(p, SG_EFFECT) &&
+               z >= det_params_num(p, SG_Z);
+    int n = (int) det_params_num(p, SG_N), k = (int) det_params_num(p, SG_K);
+    d->slow_bits = (d->slow_bits << 1) | (uint64_t) slow;
+    d->nbits += d->nbits < SG_RING_MAX;
+    d->ratio = ratio;
+    uint64_t mask = n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+    int count = s_popcount(d->slow_bits & mask);
+    if (d->peer_active && count == 0)
+        d->peer_active = 0;
+    if (d->peer_active || count < k)
+        return 0;
+    d->peer_active = 1;
+    return s_peer_event(st, r, i, ratio, z, count,
+                        (int) (d->nbits < (uint32_t) n ? d->nbits : (uint32_t) n),
+                        out);
+}
+
+/* Drift of device i's ratio to its peers against its own baseline. */
+static int
+s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
+        det_events_t *out)
+{
+    sg_dev_t *d = &st->devs[r->dev[i]];
+    double h = det_params_num(p, SG_DRIFT);
+    if (h <= 0)
+        return 0;
+    if (d->nbase < (uint32_t) det_params_num(p, SG_WARMUP)) {
+        d->base_sum += d->ratio;
+        d->nbase++;
+        return 0;
+    }
+    double base = d->base_sum / d->nbase;
+    double step = fmin(d->ratio - base, fmax(det_params_num(p, SG_EFFECT),
+                                             det_params_num(p, SG_SLACK)));
+    d->cusum = fmax(0, d->cusum + step - det_params_num(p, SG_SLACK));
+    if (d->drift_active && d->cusum == 0)
+        d->drift_active = 0;
+    if (d->drift_active || d->peer_active || d->cusum <= h)
+        return 0;
+    d->drift_active = 1;
+    char who[600], text[1200];
+    s_name(who, sizeof who, d);
+    snprintf(text, sizeof text, "%s has drifted slower against its peers: "
+             "ratio to the peer median %.3f now against a baseline of %.3f "
+             "(CUSUM %.3f over %.3g)", who, d->ratio, base, d->cusum, h);
+    det_evidence_t ev[] = {
+        { "ratio", d->ratio }, { "baseline", base }, { "cusum", d->cusum },
+        { "threshold", h }, { "value_s", r->x[i] },
+        { "peer_median_s", r->med[i] },
+    };
+    return s_emit(out, d, r->ts, DET_SEV_WARN, d->ratio - base, ev,
+                  sizeof ev / sizeof ev[0], text);
+}
+
+static void
+s_ring_push(sg_dev_t *d, double v)
+{
+    d->ring[d->ring_pos] = v;
+    d->ring_pos = (d->ring_pos + 1) % SG_RING_MAX;
+    d->nring += d->nring < SG_RING_MAX;
+}
+
+/* Mean of the newest k values of d's ring. */
+static double
+s_ring_mean(const sg_dev_t *d, uint32_t k)
+{
+    double sum = 0;
+    for (uint32_t j = 1; j <= k; j++)
+        sum += d->ring[(d->ring_pos + SG_RING_MAX - j) % SG_RING_MAX];
+    return sum / k;
+}
+
+static int
+s_dragon_event(const sg_dev_t *d, const sg_round_t *r, double mean,
+               double mu, double sd, double z, size_t m, det_events_t *out)
+{
+    char who[600], text[1200];
+    s_name(who, sizeof who, d);
+    snprintf(text, sizeof text, "%s: Dragon's rule, z %.2f (mean of its last "
+             "samples %.4g s against the pooled mean %.4g s, std %.3g s, over "
+             "%zu devices)", who, z, mean, mu, sd, m);
+    det_evidence_t ev[] = {
+        { "mean_s", mean }, { "pooled_mean_s", mu }, { "pooled_std_s", sd },
+        { "z", z }, { "devices", (double) m },
+    };
+    return s_emit(out, d, r->ts, DET_SEV_ACT, z, ev, sizeof ev / sizeof ev[0],
+                  text);
+}
+
+/* Dragon's pooled z-score over the devices of the round. */
+static int
+s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
+         det_events_t *out)
+{
+    uint32_t k = (uint32_t) det_params_num(p, SG_DRAGON_SAMPLES);
+    double thr = det_params_num(p, SG_DRAGON_Z), sum = 0, ss = 0;
+    size_t m = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const sg_dev_t *d = &st->devs[r->dev[i]];
+        r->tmp[i] = d->nring >= k ? s_ring_mean(d, k) : NAN;
+        if (!isnan(r->tmp[i])) {
+            sum += r->tmp[i];
+            m++;
+        }
+    }
+    if (m < 2)
+        return 0;
+    double mu = sum / m;
+    for (size_t i = 0; i < r->n; i++)
+        if (!isnan(r->tmp[i]))
+            ss += (r->tmp[i] - mu) * (r->tmp[i] - mu);
+    double sd = sqrt(ss / m);
+    for (size_t i = 0; i < r->n; i++) {
+        sg_dev_t *d = &st->devs[r->dev[i]];
+        if (isnan(r->tmp[i]))
+            continue;
+        double z = sd > 0 ? (r->tmp[i] - mu) / sd : 0;
+        if (z <= thr) {
+            d->dragon_active = 0;
+            continue;
+        }
+        if (d->dragon_active)
+            continue;
+        d->dragon_active = 1;
+        int rc = s_dragon_event(d, r, r->tmp[i], mu, sd, z, m, out);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int
+sg_judge(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
+         det_events_t *out)
+{
+    const char *rule = det_params_str(p, SG_RULE);
+    int robust = strcmp(rule, "dragon") != 0;
+    int dragon = strcmp(rule, "robust") != 0;
+    int rc = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        sg_dev_t *d = &st->devs[r->dev[i]];
+        d->last_ts = r->ts;
+        d->rounds++;
+        s_ring_push(d, r->x[i]);
+    }
+    for (size_t i = 0; robust && r->n >= 2 && i < r->n && !rc; i++) {
+        rc = s_peer(st, p, r, i, out);
+        if (!rc)
+            rc = s_drift(st, p, r, i, out);
+    }
+    if (!rc && dragon)
+        rc = s_dragon(st, p, r, out);
+    return rc;
+}
