@@ -1,0 +1,298 @@
+/* ddict.c - the dictionary client: handle, node file, map discovery and
+ * the request engine every operation goes through.
+ *
+ * The engine takes a batch of operations, groups them by the node that
+ * must execute them (the primary of the key's shard, or a named node),
+ * sends one message per node and chunk, all at once, then polls the
+ * sockets until every reply is in or the deadline passes.  Operations
+ * answered "stale map / re-forming" (TELEM_ESTATE) are retried after the
+ * map is fetched again.  A node that misses the deadline has its socket
+ * replaced, so requests queued for a dead server are dropped rather than
+ * delivered late.
+ *
+ * Values are copied into their frames: the caller's buffer may be freed
+ * as soon as a call returns, even one that timed out while ZeroMQ still
+ * held the message.
+ */
+#include "ddict_client_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "telem_time.h"
+
+#define S_DEFAULT_TIMEOUT_MS 10000
+#define S_HELLO_WAIT_MS 100
+
+const char *
+ddict_strerror(int code)
+{
+    if (code == DDICT_ECONFLICT)
+        return "version differs (compare-and-set conflict)";
+    return telem_strerror(code);
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+int
+dc_lookup(ddict_t *self, const char *name, char *ep, size_t size)
+{
+    FILE *f = fopen(self->nodefile, "r");
+    if (!f)
+        return TELEM_ENOTFOUND;
+    flock(fileno(f), LOCK_SH);
+    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    int rc = TELEM_ENOTFOUND;
+    while (rc && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (line[0] == '#' || !tab)
+            continue;
+        *tab = '\0';
+        tab[strcspn(tab + 1, "\r\n") + 1] = '\0';
+        if (strcmp(line, name) == 0
+            && snprintf(ep, size, "%s", tab + 1) < (int) size)
+            rc = 0;
+    }
+    fclose(f);
+    return rc;
+}
+
+zsock_t *
+dc_connect(const char *endpoint)
+{
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    if (!s)
+        return NULL;
+    zsock_set_linger(s, 0);
+    zsock_set_maxmsgsize(s, -1);
+    zsock_set_sndhwm(s, 0);
+    zsock_set_rcvhwm(s, 0);
+    if (zsock_connect(s, "%s", endpoint) != 0)
+        zsock_destroy(&s);
+    return s;
+}
+
+static void
+s_nodes_free(ddict_t *self)
+{
+    for (int i = 0; i < self->nnodes; i++)
+        zsock_destroy(&self->nodes[i].sock);
+    free(self->nodes);
+    self->nodes = NULL;
+    self->nnodes = 0;
+}
+
+/* Installs the map of a HELLO reply. */
+static int
+s_install(ddict_t *self, const telem_dict_admin_rep_t *r)
+{
+    ddict_map_t *map = ddict_map_new(r->nodes, (int) r->nnodes, r->replicas);
+    dc_node_t *nodes = calloc(r->nnodes ? r->nnodes : 1, sizeof *nodes);
+    if (!map || !nodes) {
+        ddict_map_destroy(&map);
+        free(nodes);
+        return TELEM_ENOMEM;
+    }
+    s_nodes_free(self);
+    for (uint32_t i = 0; i < r->nnodes; i++) {
+        snprintf(nodes[i].name, sizeof nodes[i].name, "%s", r->nodes[i]);
+        dc_lookup(self, nodes[i].name, nodes[i].endpoint,
+                  sizeof nodes[i].endpoint);
+    }
+    ddict_map_destroy(&self->map);
+    self->map = map;
+    self->nodes = nodes;
+    self->nnodes = (int) r->nnodes;
+    self->epoch = r->epoch;
+    return 0;
+}
+
+zsock_t *
+dc_sock(ddict_t *self, int i)
+{
+    dc_node_t *n = &self->nodes[i];
+    if (!n->sock && (n->endpoint[0]
+                     || dc_lookup(self, n->name, n->endpoint,
+                                  sizeof n->endpoint) == 0))
+        n->sock = dc_connect(n->endpoint);
+    return n->sock;
+}
+
+/* ---------------------------------------------------------------- admin */
+
+int
+dc_send_frame(zsock_t *s, const void *data, size_t size, int more)
+{
+    zmq_msg_t m;
+    if (zmq_msg_init_size(&m, size) != 0)
+        return TELEM_ENOMEM;
+    if (size)
+        memcpy(zmq_msg_data(&m), data, size);
+    if (zmq_msg_send(&m, zsock_resolve(s), more ? ZMQ_SNDMORE : 0) < 0) {
+        zmq_msg_close(&m);
+        return TELEM_ECONN;
+    }
+    return 0;
+}
+
+int
+dc_refresh(ddict_t *self, int64_t deadline)
+{
+    /* Ask every server in the node file; install the first map from a
+       server that is not re-forming. */
+    FILE *f = fopen(self->nodefile, "r");
+    if (!f)
+        return TELEM_ENOTFOUND;
+    flock(fileno(f), LOCK_SH);
+    zpoller_t *poller = zpoller_new(NULL);
+    zsock_t *socks[DDICT_NODES_MAX];
+    int n = 0;
+    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    while (n < DDICT_NODES_MAX && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (line[0] == '#' || !tab)
+            continue;
+        tab[strcspn(tab, "\r\n")] = '\0';
+        if ((socks[n] = dc_connect(tab + 1)) != NULL)
+            zpoller_add(poller, socks[n++]);
+    }
+    fclose(f);
+    int rc = n ? TELEM_ETIMEDOUT : TELEM_ENOTFOUND;
+    while (n && rc == TELEM_ETIMEDOUT) {
+        telem_dict_admin_t m = { ++self->next_id, TELEM_DADM_HELLO, 0, 0, 0,
+                                 NULL, 0 };
+        const void *data;
+        size_t size;
+        if (telem_encode_dict_admin(self->enc, &m, &data, &size) != 0)
+            break;
+        for (int i = 0; i < n; i++)
+            dc_send_frame(socks[i], data, size, 0);
+        int64_t until = telem_mono_ns() + S_HELLO_WAIT_MS * TELEM_NS_PER_MS;
+        if (until > deadline)
+            until = deadline;
+        for (;;) {
+            int64_t left = (until - telem_mono_ns()) / TELEM_NS_PER_MS;
+            zsock_t *s = left > 0 ? zpoller_wait(poller, (int) left) : NULL;
+            if (!s)
+                break;
+            zmsg_t *msg = zmsg_recv(s);
+            zframe_t *fr = msg ? zmsg_first(msg) : NULL;
+            telem_msg_t r;
+            if (fr && telem_proto_decode(self->dec, zframe_data(fr),
+                                         zframe_size(fr), &r) == 0
+                && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
+                && r.u.dict_admin_rep.id == m.id
+                && r.u.dict_admin_rep.state == 0
+                && r.u.dict_admin_rep.nnodes > 0) {
+                rc = s_install(self, &r.u.dict_admin_rep);
+                zmsg_destroy(&msg);
+                break;
+            }
+            zmsg_destroy(&msg);
+        }
+        if (telem_mono_ns() >= deadline)
+            break;
+    }
+    zpoller_destroy(&poller);
+    for (int i = 0; i < n; i++)
+        zsock_destroy(&socks[i]);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- handle */
+
+static int
+s_ns_valid(const char *ns)
+{
+    size_t n = strlen(ns);
+    if (n > DDICT_NS_LIMIT)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char) ns[i] < 0x20)
+            return 0;
+    return 1;
+}
+
+static int
+s_default_nodefile(char *buf, size_t size)
+{
+    const char *env = getenv("TELEM_DICT_NODEFILE");
+    if (env && *env)
+        return snprintf(buf, size, "%s", env) < (int) size ? 0
+                                                            : TELEM_ETOOBIG;
+    char dir[TELEM_PATH_MAX];
+    int rc = telem_rundir_default(dir, sizeof dir);
+    if (rc == 0 && snprintf(buf, size, "%s/dict_nodes", dir) >= (int) size)
+        rc = TELEM_ETOOBIG;
+    return rc;
+}
+
+ddict_t *
+ddict_open(const char *nodefile, const char *ns, int64_t timeout_ms, int *err)
+{
+    int rc = TELEM_EINVAL;
+    ddict_t *self = NULL;
+    if (!ns)
+        ns = "";
+    if (!s_ns_valid(ns))
+        goto out;
+    rc = TELEM_ENOMEM;
+    if (!(self = calloc(1, sizeof *self)))
+        goto out;
+    snprintf(self->ns, sizeof self->ns, "%s", ns);
+    self->timeout_ms = timeout_ms > 0 ? timeout_ms : S_DEFAULT_TIMEOUT_MS;
+    if (!(self->enc = telem_encoder_new()) || !(self->dec = telem_decoder_new())
+        || !(self->one = ddict_batch_new()))
+        goto out;
+    rc = TELEM_ETOOBIG;
+    if (nodefile && snprintf(self->nodefile, sizeof self->nodefile, "%s",
+                             nodefile) >= (int) sizeof self->nodefile)
+        goto out;
+    if (!nodefile && (rc = s_default_nodefile(self->nodefile,
+                                              sizeof self->nodefile)) != 0)
+        goto out;
+    rc = dc_refresh(self, telem_mono_ns()
+                              + self->timeout_ms * TELEM_NS_PER_MS);
+out:
+    if (rc)
+        ddict_close(&self);
+    if (err)
+        *err = rc;
+    return self;
+}
+
+void
+ddict_close(ddict_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    ddict_t *self = *self_p;
+    s_nodes_free(self);
+    ddict_map_destroy(&self->map);
+    telem_encoder_destroy(&self->enc);
+    telem_decoder_destroy(&self->dec);
+    ddict_batch_destroy(&self->one);
+    free(self);
+    *self_p = NULL;
+}
+
+void
+ddict_set_timeout(ddict_t *self, int64_t timeout_ms)
+{
+    self->timeout_ms = timeout_ms > 0 ? timeout_ms : S_DEFAULT_TIMEOUT_MS;
+}
+
+uint64_t
+ddict_epoch(const ddict_t *self)
+{
+    return self->epoch;
+}
+
+int
+ddict_nodes(const ddict_t *self)
+{
+    return self->nnodes;
+}

@@ -1,0 +1,392 @@
+/* ddict_actor.c - a dictionary server's sockets and loop (see ddict_actor.h).
+ *
+ * Messages are read with zmq_msg_recv() into a reused frame array, so a
+ * value frame travels from the socket into the store without a copy.  A
+ * burst ends after S_BURST messages or when nothing is waiting; then the
+ * server flushes (group commit) and the loop polls again with a timeout
+ * that ends at the server's next deadline (event waits, replication).
+ */
+#include "ddict_actor.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_time.h"
+
+#define S_BURST 256
+#define S_POLL_CAP_MS 250
+#define S_LINGER_MS 200
+
+typedef struct {
+    char name[TELEM_NAME_MAX + 1];
+    zsock_t *sock;
+} s_peer_t;
+
+struct ddict_actor {
+    ddict_actor_config_t cfg;
+    char node_dir[TELEM_PATH_MAX];
+    char log_path[TELEM_PATH_MAX];
+    char lock_path[TELEM_PATH_MAX];
+    char ipc_ep[TELEM_PATH_MAX];
+    char endpoint[TELEM_PATH_MAX];
+    char nodefile[TELEM_PATH_MAX];
+    int lock_fd;
+    zsock_t *router;          /* bound to ipc and, if asked, TCP */
+    zpoller_t *poller;
+    s_peer_t *peers;
+    int npeers;
+    ddict_server_t *server;
+    zmq_msg_t *frames;
+    size_t capframes;
+    zactor_t *actor;
+};
+
+/* ---------------------------------------------------------------- peers */
+
+static int
+s_lookup(ddict_actor_t *self, const char *name, char *ep, size_t size)
+{
+    FILE *f = fopen(self->nodefile, "r");
+    if (!f)
+        return TELEM_ENOTFOUND;
+    flock(fileno(f), LOCK_SH);
+    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    int rc = TELEM_ENOTFOUND;
+    while (rc && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (line[0] == '#' || !tab)
+            continue;
+        *tab = '\0';
+        tab[strcspn(tab + 1, "\r\n") + 1] = '\0';
+        if (strcmp(line, name) == 0)
+            rc = snprintf(ep, size, "%s", tab + 1) < (int) size ? 0
+                                                                : TELEM_ETOOBIG;
+    }
+    fclose(f);
+    return rc;
+}
+
+static zsock_t *
+s_peer(ddict_actor_t *self, const char *name)
+{
+    for (int i = 0; i < self->npeers; i++)
+        if (strcmp(self->peers[i].name, name) == 0)
+            return self->peers[i].sock;
+    char ep[TELEM_PATH_MAX];
+    if (s_lookup(self, name, ep, sizeof ep) != 0)
+        return NULL;
+    s_peer_t *p = realloc(self->peers, (size_t) (self->npeers + 1) * sizeof *p);
+    if (!p)
+        return NULL;
+    self->peers = p;
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    if (!s)
+        return NULL;
+    zsock_set_linger(s, 0);
+    zsock_set_maxmsgsize(s, -1);
+    zsock_set_sndhwm(s, 0);
+    zsock_set_rcvhwm(s, 0);
+    if (zsock_connect(s, "%s", ep) != 0) {
+        zsock_destroy(&s);
+        return NULL;
+    }
+    snprintf(p[self->npeers].name, sizeof p[0].name, "%s", name);
+    p[self->npeers++].sock = s;
+    zpoller_add(self->poller, s);
+    return s;
+}
+
+static int
+s_send(void *sock, zmq_msg_t *frames, size_t n)
+{
+    int rc = 0;
+    size_t i = 0;
+    for (; i < n; i++)
+        if (zmq_msg_send(&frames[i], sock,
+                         (i + 1 < n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+            rc = TELEM_ECONN;
+            break;
+        }
+    for (; i < n; i++)
+        zmq_msg_close(&frames[i]);
+    return rc;
+}
+
+/* The server's output function. */
+static int
+s_out(void *arg, zmq_msg_t *route, const char *peer, zmq_msg_t *frames,
+      size_t n)
+{
+    ddict_actor_t *self = arg;
+    if (route) {
+        /* One ROUTER serves the ipc and the TCP endpoint. */
+        void *r = zsock_resolve(self->router);
+        if (zmq_msg_send(route, r, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(route);
+            for (size_t i = 0; i < n; i++)
+                zmq_msg_close(&frames[i]);
+            return TELEM_ECONN;
+        }
+        return s_send(r, frames, n);
+    }
+    zsock_t *s = s_peer(self, peer);
+    if (!s) {
+        for (size_t i = 0; i < n; i++)
+            zmq_msg_close(&frames[i]);
+        return TELEM_ECONN;
+    }
+    return s_send(zsock_resolve(s), frames, n);
+}
+
+/* ---------------------------------------------------------------- loop */
+
+/* Receives the rest of a multi-part message into self->frames. */
+static size_t
+s_recv_rest(ddict_actor_t *self, void *sock, int more)
+{
+    size_t n = 0;
+    while (more) {
+        if (n == self->capframes) {
+            size_t cap = self->capframes ? self->capframes * 2 : 64;
+            zmq_msg_t *f = realloc(self->frames, cap * sizeof *f);
+            if (!f)
+                break;
+            self->frames = f;
+            self->capframes = cap;
+        }
+        zmq_msg_init(&self->frames[n]);
+        if (zmq_msg_recv(&self->frames[n], sock, 0) < 0) {
+            zmq_msg_close(&self->frames[n]);
+            break;
+        }
+        more = zmq_msg_more(&self->frames[n++]);
+    }
+    /* Out of memory mid-message: drop the rest of it. */
+    zmq_msg_t skip;
+    zmq_msg_init(&skip);
+    while (more && zmq_msg_recv(&skip, sock, 0) >= 0)
+        more = zmq_msg_more(&skip);
+    zmq_msg_close(&skip);
+    return n;
+}
+
+/* Handles up to S_BURST messages waiting on the ROUTER. */
+static void
+s_drain_router(ddict_actor_t *self)
+{
+    void *sock = zsock_resolve(self->router);
+    for (int k = 0; k < S_BURST; k++) {
+        zmq_msg_t route;
+        zmq_msg_init(&route);
+        if (zmq_msg_recv(&route, sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&route);
+            break;
+        }
+        size_t n = s_recv_rest(self, sock, zmq_msg_more(&route));
+        ddict_server_request(self->server, &route, self->frames, n);
+    }
+}
+
+static void
+s_drain_peer(ddict_actor_t *self, zsock_t *s)
+{
+    const char *name = "?";
+    for (int i = 0; i < self->npeers; i++)
+        if (self->peers[i].sock == s)
+            name = self->peers[i].name;
+    void *sock = zsock_resolve(s);
+    for (int k = 0; k < S_BURST; k++) {
+        zmq_msg_t head;
+        zmq_msg_init(&head);
+        if (zmq_msg_recv(&head, sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&head);
+            break;
+        }
+        int more = zmq_msg_more(&head);
+        size_t n = s_recv_rest(self, sock, more);
+        /* The head is the first frame of the reply. */
+        zmq_msg_t *all = malloc((n + 1) * sizeof *all);
+        if (!all) {
+            zmq_msg_close(&head);
+            for (size_t i = 0; i < n; i++)
+                zmq_msg_close(&self->frames[i]);
+            continue;
+        }
+        zmq_msg_init(&all[0]);
+        zmq_msg_move(&all[0], &head);
+        zmq_msg_close(&head);
+        for (size_t i = 0; i < n; i++) {
+            zmq_msg_init(&all[i + 1]);
+            zmq_msg_move(&all[i + 1], &self->frames[i]);
+        }
+        ddict_server_peer_reply(self->server, name, all, n + 1);
+        free(all);
+    }
+}
+
+static void
+s_actor(zsock_t *pipe, void *arg)
+{
+    ddict_actor_t *self = arg;
+    zpoller_add(self->poller, pipe);
+    zpoller_set_nonstop(self->poller, true);
+    zsock_signal(pipe, 0);
+    int by_pipe = 0;
+    while (!zsys_interrupted && !ddict_server_stopping(self->server)) {
+        int64_t next = ddict_server_tick(self->server, telem_mono_ns());
+        int64_t wait_ms = (next - telem_mono_ns()) / TELEM_NS_PER_MS;
+        wait_ms = wait_ms < 0 ? 0 : wait_ms > S_POLL_CAP_MS ? S_POLL_CAP_MS
+                                                            : wait_ms;
+        void *which = zpoller_wait(self->poller, (int) wait_ms);
+        if (which == pipe) {
+            char *cmd = zstr_recv(pipe);
+            int term = !cmd || streq(cmd, "$TERM");
+            zstr_free(&cmd);
+            if (term) {
+                by_pipe = 1;
+                break;
+            }
+        } else if (which == self->router) {
+            s_drain_router(self);
+        } else if (which) {
+            s_drain_peer(self, which);
+        }
+        ddict_server_flush(self->server);
+    }
+    ddict_server_flush(self->server);
+    if (!by_pipe)
+        zstr_send(pipe, "DONE");
+}
+
+/* ---------------------------------------------------------------- life */
+
+static int
+s_lock(ddict_actor_t *self)
+{
+    if (telem_node_path(self->lock_path, sizeof self->lock_path,
+                        self->cfg.rundir, self->cfg.node, "dict.lock"))
+        return TELEM_ETOOBIG;
+    self->lock_fd = open(self->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (self->lock_fd < 0)
+        return TELEM_EIO;
+    if (flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? TELEM_ESTATE : TELEM_EIO;
+    return 0;
+}
+
+static int
+s_bind(ddict_actor_t *self)
+{
+    if (telem_node_endpoint(self->ipc_ep, sizeof self->ipc_ep,
+                            self->cfg.rundir, self->cfg.node, "dict.sock"))
+        return TELEM_ETOOBIG;
+    self->router = zsock_new(ZMQ_ROUTER);
+    if (!self->router)
+        return TELEM_ENOMEM;
+    zsock_set_maxmsgsize(self->router, -1);
+    zsock_set_sndhwm(self->router, 0);
+    zsock_set_rcvhwm(self->router, 0);
+    zsock_set_linger(self->router, S_LINGER_MS);
+    if (zsock_bind(self->router, "%s", self->ipc_ep) < 0)
+        return TELEM_EIO;
+    snprintf(self->endpoint, sizeof self->endpoint, "%s", self->ipc_ep);
+    if (self->cfg.tcp) {
+        if (zsock_bind(self->router, "%s", self->cfg.tcp) < 0)
+            return TELEM_EIO;
+        char *last = zsock_last_endpoint(self->router);
+        snprintf(self->endpoint, sizeof self->endpoint, "%s",
+                 last ? last : self->cfg.tcp);
+        free(last);
+    }
+    return 0;
+}
+
+static int
+s_start(ddict_actor_t *self)
+{
+    int rc;
+    if ((rc = telem_node_path(self->node_dir, sizeof self->node_dir,
+                              self->cfg.rundir, self->cfg.node, "")) != 0
+        || (rc = telem_rundir_prepare(self->cfg.rundir)) != 0
+        || (rc = telem_rundir_prepare(self->node_dir)) != 0
+        || (rc = s_lock(self)) != 0)
+        return rc;
+    if ((rc = telem_node_path(self->log_path, sizeof self->log_path,
+                              self->cfg.rundir, self->cfg.node, "dict.log")))
+        return rc;
+    self->cfg.server.node = self->cfg.node;
+    self->cfg.server.log_path = self->log_path;
+    if (!(self->poller = zpoller_new(NULL)))
+        return TELEM_ENOMEM;
+    self->server = ddict_server_new(&self->cfg.server, s_out, self, &rc);
+    if (!self->server)
+        return rc;
+    if ((rc = s_bind(self)) != 0)
+        return rc;
+    zpoller_add(self->poller, self->router);
+    if ((rc = telem_nodefile_register(self->nodefile, self->cfg.node,
+                                      self->endpoint)) != 0)
+        return rc;
+    self->actor = zactor_new(s_actor, self);
+    return self->actor ? 0 : TELEM_ENOMEM;
+}
+
+ddict_actor_t *
+ddict_actor_new(const ddict_actor_config_t *cfg, int *err)
+{
+    ddict_actor_t *self = calloc(1, sizeof *self);
+    int rc = TELEM_ENOMEM;
+    if (self) {
+        self->cfg = *cfg;
+        self->lock_fd = -1;
+        snprintf(self->nodefile, sizeof self->nodefile, "%s", cfg->nodefile);
+        self->cfg.nodefile = self->nodefile;
+        rc = s_start(self);
+    }
+    if (err)
+        *err = rc;
+    if (rc)
+        ddict_actor_destroy(&self);
+    return self;
+}
+
+void
+ddict_actor_destroy(ddict_actor_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    ddict_actor_t *self = *self_p;
+    zactor_destroy(&self->actor);
+    ddict_server_destroy(&self->server);
+    zpoller_destroy(&self->poller);
+    for (int i = 0; i < self->npeers; i++)
+        zsock_destroy(&self->peers[i].sock);
+    free(self->peers);
+    zsock_destroy(&self->router);
+    free(self->frames);
+    if (self->lock_fd >= 0)
+        close(self->lock_fd);
+    free(self);
+    *self_p = NULL;
+}
+
+const char *
+ddict_actor_endpoint(const ddict_actor_t *self)
+{
+    return self->endpoint;
+}
+
+void *
+ddict_actor_pipe(ddict_actor_t *self)
+{
+    return self->actor;
+}

@@ -1,0 +1,41 @@
+/* ddict_actor.h - a dictionary server's sockets and event loop (czmq actor).
+ *
+ * ddict_actor_new() prepares the node directory, binds the server's ROUTER
+ * (ipc in the node directory, and TCP when asked), registers the endpoint
+ * in the dictionary node file, opens the server (replaying its log) and
+ * runs the loop in an actor thread.  The loop drains the ROUTER and the
+ * peer sockets in bursts and ends each burst with ddict_server_flush()
+ * (one log sync per burst, then the replies).  Peer sockets (DEALERs to
+ * the other servers, for replication and re-forming) are made on first
+ * use from the node file.
+ */
+#ifndef DDICT_ACTOR_H
+#define DDICT_ACTOR_H
+
+#include "ddict_server.h"
+
+typedef struct {
+    const char *node;
+    const char *rundir;
+    const char *nodefile;       /* dictionary node file to register in */
+    const char *tcp;            /* "tcp://127.0.0.1:0" or NULL for ipc only */
+    ddict_server_config_t server;  /* node and log_path are filled in */
+} ddict_actor_config_t;
+
+typedef struct ddict_actor ddict_actor_t;
+
+/* Starts the server.  Returns NULL and sets *err on failure (TELEM_ESTATE:
+ * another server holds this node's lock). */
+ddict_actor_t *ddict_actor_new(const ddict_actor_config_t *cfg, int *err);
+
+/* Stops the loop, syncs the log, closes everything; accepts NULL. */
+void ddict_actor_destroy(ddict_actor_t **self_p);
+
+/* The endpoint clients and peers use (TCP if bound, else ipc). */
+const char *ddict_actor_endpoint(const ddict_actor_t *self);
+
+/* The actor's pipe: it sends "DONE" when the loop ended on its own
+ * (shutdown request or interrupt). */
+void *ddict_actor_pipe(ddict_actor_t *self);
+
+#endif

@@ -1,0 +1,363 @@
+/* ddict_batch.c - batches of dictionary operations and the engine that
+ * executes them (see ddict_client_int.h).
+ *
+ * A batch keeps parallel arrays (ops, borrowed values, results) that grow
+ * by doubling and are reused across executions, so a pipelined workload
+ * allocates nothing per operation once warm.  Results of gets keep the
+ * received ZeroMQ frame itself: the value is never copied on its way from
+ * the socket to the caller.
+ */
+#include "ddict_client_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "telem_time.h"
+
+typedef struct {
+    uint64_t id;
+    int node;
+    size_t first, n;          /* range in the index list */
+    int answered;
+} s_req_t;
+
+ddict_batch_t *
+ddict_batch_new(void)
+{
+    return calloc(1, sizeof (ddict_batch_t));
+}
+
+void
+ddict_batch_clear(ddict_batch_t *self)
+{
+    for (size_t i = 0; i < self->n; i++)
+        zmq_msg_close(&self->rvals[i]);
+    self->n = 0;
+}
+
+void
+ddict_batch_destroy(ddict_batch_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    ddict_batch_t *self = *self_p;
+    ddict_batch_clear(self);
+    free(self->ops);
+    free(self->vals);
+    free(self->vlens);
+    free(self->target);
+    free(self->codes);
+    free(self->versions);
+    free(self->rvals);
+    free(self->done);
+    free(self);
+    *self_p = NULL;
+}
+
+#define S_GROW(p, cap) do {                                             \
+        void *q_ = realloc((p), (cap) * sizeof *(p));                   \
+        if (!q_)                                                        \
+            return TELEM_ENOMEM;                                        \
+        (p) = q_;                                                       \
+    } while (0)
+
+static int
+s_grow(ddict_batch_t *b)
+{
+    size_t cap = b->cap ? b->cap * 2 : 64;
+    S_GROW(b->ops, cap);
+    S_GROW(b->vals, cap);
+    S_GROW(b->vlens, cap);
+    S_GROW(b->target, cap);
+    S_GROW(b->codes, cap);
+    S_GROW(b->versions, cap);
+    S_GROW(b->rvals, cap);
+    S_GROW(b->done, cap);
+    b->cap = cap;
+    return 0;
+}
+
+int
+dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
+             uint64_t arg, const void *val, size_t vlen, int target)
+{
+    if (klen > TELEM_DICT_KEY_MAX || vlen > DDICT_VALUE_LIMIT
+        || (klen && !key) || (vlen && !val) || b->n >= TELEM_DICT_OPS_MAX * 16)
+        return TELEM_EINVAL;
+    if (b->n == b->cap && s_grow(b) != 0)
+        return TELEM_ENOMEM;
+    size_t i = b->n++;
+    telem_dict_op_t o = { op, val != NULL, 0, key, (uint32_t) klen, arg };
+    b->ops[i] = o;
+    b->vals[i] = val;
+    b->vlens[i] = vlen;
+    b->target[i] = target;
+    zmq_msg_init(&b->rvals[i]);
+    return 0;
+}
+
+int
+ddict_batch_put(ddict_batch_t *self, const void *key, size_t klen,
+                const void *val, size_t vlen)
+{
+    return dc_batch_add(self, TELEM_DOP_PUT, key, klen, 0, val ? val : "",
+                        vlen, -1);
+}
+
+int
+ddict_batch_get(ddict_batch_t *self, const void *key, size_t klen)
+{
+    return dc_batch_add(self, TELEM_DOP_GET, key, klen, 0, NULL, 0, -1);
+}
+
+int
+ddict_batch_del(ddict_batch_t *self, const void *key, size_t klen)
+{
+    return dc_batch_add(self, TELEM_DOP_DEL, key, klen, 0, NULL, 0, -1);
+}
+
+size_t
+ddict_batch_size(const ddict_batch_t *self)
+{
+    return self->n;
+}
+
+int
+ddict_batch_result(const ddict_batch_t *b, size_t i, const void **val,
+                   size_t *vlen, uint64_t *version)
+{
+    if (i >= b->n)
+        return TELEM_EINVAL;
+    if (val)
+        *val = zmq_msg_data((zmq_msg_t *) &b->rvals[i]);
+    if (vlen)
+        *vlen = zmq_msg_size((zmq_msg_t *) &b->rvals[i]);
+    if (version)
+        *version = b->versions[i];
+    return b->codes[i];
+}
+
+/* ---------------------------------------------------------------- engine */
+
+typedef struct {
+    ddict_t *d;
+    ddict_batch_t *b;
+    const char *ns;
+    s_req_t *reqs;
+    size_t nreqs, capreqs;
+    size_t *idx;              /* op indexes, grouped per request */
+    telem_dict_op_t *tmp;     /* ops of the request being encoded */
+    int retry;
+} s_run_t;
+
+static int
+s_target(s_run_t *r, size_t i)
+{
+    ddict_batch_t *b = r->b;
+    if (b->target[i] >= 0)
+        return b->target[i] < r->d->nnodes ? b->target[i] : -1;
+    int owners[DDICT_REPLICAS_MAX];
+    uint32_t shard = b->target[i] == -2
+                         ? (uint32_t) b->ops[i].arg
+                         : ddict_shard_of(b->ops[i].key, b->ops[i].klen);
+    ddict_map_owners(r->d->map, shard, owners);
+    return owners[0];
+}
+
+/* Sends ops idx[first .. first+n) to node as one request. */
+static int
+s_send(s_run_t *r, int node, size_t first, size_t n)
+{
+    ddict_t *d = r->d;
+    ddict_batch_t *b = r->b;
+    zsock_t *s = dc_sock(d, node);
+    for (size_t k = 0; k < n; k++)
+        r->tmp[k] = b->ops[r->idx[first + k]];
+    telem_dict_req_t m = { ++d->next_id, d->epoch, r->ns, r->tmp,
+                           (uint32_t) n };
+    const void *data;
+    size_t size;
+    int rc = telem_encode_dict_req(d->enc, TELEM_MSG_DICT_REQ, &m, &data,
+                                   &size);
+    if (rc || !s)
+        return rc ? rc : TELEM_ECONN;
+    size_t nvals = 0;
+    for (size_t k = 0; k < n; k++)
+        nvals += r->tmp[k].val;
+    rc = dc_send_frame(s, data, size, nvals > 0);
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        size_t i = r->idx[first + k];
+        if (b->ops[i].val)
+            rc = dc_send_frame(s, b->vals[i], b->vlens[i], --nvals > 0);
+    }
+    if (rc)
+        return rc;
+    if (r->nreqs == r->capreqs) {
+        size_t cap = r->capreqs ? r->capreqs * 2 : 16;
+        s_req_t *q = realloc(r->reqs, cap * sizeof *q);
+        if (!q)
+            return TELEM_ENOMEM;
+        r->reqs = q;
+        r->capreqs = cap;
+    }
+    s_req_t q = { m.id, node, first, n, 0 };
+    r->reqs[r->nreqs++] = q;
+    return 0;
+}
+
+/* Groups the undone ops by node and sends them. */
+static int
+s_send_all(s_run_t *r)
+{
+    ddict_batch_t *b = r->b;
+    size_t nidx = 0;
+    r->nreqs = 0;
+    for (int node = 0; node < r->d->nnodes; node++) {
+        size_t first = nidx;
+        for (size_t i = 0; i < b->n; i++)
+            if (!b->done[i] && s_target(r, i) == node)
+                r->idx[nidx++] = i;
+        for (size_t at = first; at < nidx; at += DC_CHUNK_OPS) {
+            size_t n = nidx - at < DC_CHUNK_OPS ? nidx - at : DC_CHUNK_OPS;
+            int rc = s_send(r, node, at, n);
+            if (rc == TELEM_ENOMEM)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Takes one reply message off socket s and applies it. */
+static void
+s_take(s_run_t *r, zsock_t *s)
+{
+    void *raw = zsock_resolve(s);
+    zmq_msg_t head;
+    zmq_msg_init(&head);
+    if (zmq_msg_recv(&head, raw, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&head);
+        return;
+    }
+    int more = zmq_msg_more(&head);
+    telem_msg_t m;
+    s_req_t *q = NULL;
+    if (telem_proto_decode(r->d->dec, zmq_msg_data(&head),
+                           zmq_msg_size(&head), &m) == 0
+        && (int) m.type == TELEM_MSG_DICT_REP)
+        for (size_t k = 0; k < r->nreqs && !q; k++)
+            if (r->reqs[k].id == m.u.dict_rep.id && !r->reqs[k].answered)
+                q = &r->reqs[k];
+    ddict_batch_t *b = r->b;
+    const telem_dict_rep_t *rep = q ? &m.u.dict_rep : NULL;
+    if (q && !rep->code && rep->nres != q->n)
+        q = NULL;
+    for (size_t k = 0; q && k < q->n; k++) {
+        size_t i = r->idx[q->first + k];
+        int32_t code = rep->code ? rep->code : rep->res[k].code;
+        if (code == TELEM_ESTATE) {
+            r->retry = 1;
+            continue;
+        }
+        b->codes[i] = code;
+        b->done[i] = 1;
+        if (!rep->code) {
+            b->versions[i] = rep->res[k].version;
+            if (rep->res[k].val && more) {
+                zmq_msg_recv(&b->rvals[i], raw, 0);
+                more = zmq_msg_more(&b->rvals[i]);
+            }
+        }
+    }
+    if (q)
+        q->answered = 1;
+    while (more) {
+        zmq_msg_recv(&head, raw, 0);
+        more = zmq_msg_more(&head);
+    }
+    zmq_msg_close(&head);
+}
+
+/* Polls until every request of this round is answered or the deadline. */
+static int
+s_wait(s_run_t *r, int64_t deadline)
+{
+    zpoller_t *poller = zpoller_new(NULL);
+    if (!poller)
+        return TELEM_ENOMEM;
+    for (int i = 0; i < r->d->nnodes; i++)
+        if (r->d->nodes[i].sock)
+            zpoller_add(poller, r->d->nodes[i].sock);
+    int rc = 0;
+    for (;;) {
+        size_t open = 0;
+        for (size_t k = 0; k < r->nreqs; k++)
+            open += !r->reqs[k].answered;
+        if (!open)
+            break;
+        int64_t left = (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
+        zsock_t *s = left > 0 ? zpoller_wait(poller, (int) left) : NULL;
+        if (!s) {
+            rc = TELEM_ETIMEDOUT;
+            break;
+        }
+        while (zsock_events(s) & ZMQ_POLLIN)
+            s_take(r, s);
+    }
+    zpoller_destroy(&poller);
+    return rc;
+}
+
+/* Replaces the sockets of nodes that did not answer, dropping what is
+ * still queued for them. */
+static void
+s_reset_silent(s_run_t *r)
+{
+    for (size_t k = 0; k < r->nreqs; k++)
+        if (!r->reqs[k].answered)
+            zsock_destroy(&r->d->nodes[r->reqs[k].node].sock);
+}
+
+int
+dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns)
+{
+    int64_t deadline = telem_mono_ns() + self->timeout_ms * TELEM_NS_PER_MS;
+    s_run_t r = { self, b, ns ? ns : self->ns, NULL, 0, 0,
+                  malloc((b->n + 1) * sizeof (size_t)),
+                  malloc((b->n < DC_CHUNK_OPS ? b->n + 1 : DC_CHUNK_OPS)
+                         * sizeof (telem_dict_op_t)), 0 };
+    int rc = r.idx && r.tmp ? 0 : TELEM_ENOMEM;
+    for (size_t i = 0; i < b->n; i++) {
+        b->done[i] = 0;
+        b->codes[i] = TELEM_ETIMEDOUT;
+        b->versions[i] = 0;
+        zmq_msg_close(&b->rvals[i]);
+        zmq_msg_init(&b->rvals[i]);
+    }
+    while (rc == 0) {
+        r.retry = 0;
+        if ((rc = s_send_all(&r)) != 0)
+            break;
+        rc = s_wait(&r, deadline);
+        if (rc) {
+            s_reset_silent(&r);
+            break;
+        }
+        if (!r.retry)
+            break;
+        /* Stale map or re-forming: learn the map again (from a server
+           that serves) and retry. */
+        rc = dc_refresh(self, deadline);
+        if (rc == 0 && telem_mono_ns() >= deadline)
+            rc = TELEM_ETIMEDOUT;
+    }
+    free(r.idx);
+    free(r.tmp);
+    free(r.reqs);
+    return rc;
+}
+
+int
+ddict_batch_exec(ddict_t *self, ddict_batch_t *b)
+{
+    return dc_exec(self, b, NULL);
+}

@@ -1,0 +1,74 @@
+/* ddict_client_int.h - PRIVATE to the dictionary client (ddict*.c).
+ *
+ *   ddict.c        handle, node file, map discovery, the request engine
+ *   ddict_api.c    the operations of ddict.h built on the engine
+ *   ddict_batch.c  batches
+ */
+#ifndef DDICT_CLIENT_INT_H
+#define DDICT_CLIENT_INT_H
+
+#include <czmq.h>
+
+#include "ddict.h"
+#include "ddict_shard.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_proto_dict.h"
+
+#define DC_CHUNK_OPS 4096          /* operations per request message */
+
+typedef struct {
+    char name[TELEM_NAME_MAX + 1];
+    char endpoint[TELEM_PATH_MAX];
+    zsock_t *sock;                 /* DEALER, connected lazily */
+} dc_node_t;
+
+struct ddict {
+    char nodefile[TELEM_PATH_MAX];
+    char ns[DDICT_NS_LIMIT + 8];
+    int64_t timeout_ms;
+    ddict_map_t *map;
+    uint64_t epoch;
+    dc_node_t *nodes;              /* in map order */
+    int nnodes;
+    telem_encoder_t *enc;
+    telem_decoder_t *dec;
+    uint64_t next_id;
+    ddict_batch_t *one;            /* scratch batch for single calls */
+};
+
+struct ddict_batch {
+    telem_dict_op_t *ops;
+    const void **vals;             /* borrowed value bytes of puts */
+    size_t *vlens;
+    int *target;                   /* node index, -1: primary of the key */
+    int32_t *codes;
+    uint64_t *versions;
+    zmq_msg_t *rvals;              /* values of gets (zero-length if none) */
+    uint8_t *done;
+    size_t n, cap;
+};
+
+/* Adds an operation; val (vlen bytes) goes in a value frame when non-NULL. */
+int dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
+                 uint64_t arg, const void *val, size_t vlen, int target);
+
+/* Executes the batch against the handle's namespace `ns` (NULL: the
+ * handle's), retrying what meets a re-forming or stale map until the
+ * deadline.  0 or TELEM_ETIMEDOUT / TELEM_ENOMEM. */
+int dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns);
+
+/* Asks servers for the current map and installs it. */
+int dc_refresh(ddict_t *self, int64_t deadline);
+
+/* A DEALER connected to endpoint (linger 0, no size limits). */
+zsock_t *dc_connect(const char *endpoint);
+/* The socket of map node i, connected on first use; NULL if unknown. */
+zsock_t *dc_sock(ddict_t *self, int i);
+/* Sends one frame (a copy of data); more: ZMQ_SNDMORE. */
+int dc_send_frame(zsock_t *s, const void *data, size_t size, int more);
+
+/* Endpoint of `name` from the node file, or TELEM_ENOTFOUND. */
+int dc_lookup(ddict_t *self, const char *name, char *ep, size_t size);
+
+#endif

@@ -1,0 +1,100 @@
+/* ddict_reform.c - the coordinator of a re-form (ddict_reform()).
+ *
+ * Three phases, each sent to every server of the new node list and
+ * complete only when all of them answered OK: PREPARE (new map and epoch,
+ * stop serving, wipe if not part of the last map), TRANSFER (each server
+ * sends every shard it holds to the shard's new owners and answers when
+ * they acknowledged), COMMIT (drop foreign shards, serve).  A server
+ * that does not answer a phase within the deadline fails the re-form with
+ * TELEM_ETIMEDOUT; running it again with a list without that server is
+ * safe, because PREPARE of a later epoch supersedes an unfinished one and
+ * transfers only ever merge newer versions.
+ */
+#include "ddict_client_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "telem_time.h"
+
+/* Sends m to every socket and waits for every reply. */
+static int
+s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
+        int64_t deadline)
+{
+    m->id = ++self->next_id;
+    const void *data;
+    size_t size;
+    int rc = telem_encode_dict_admin(self->enc, m, &data, &size);
+    if (rc)
+        return rc;
+    zpoller_t *poller = zpoller_new(NULL);
+    if (!poller)
+        return TELEM_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        zpoller_add(poller, socks[i]);
+        if ((rc = dc_send_frame(socks[i], data, size, 0)) != 0)
+            break;
+    }
+    int left = n;
+    while (rc == 0 && left > 0) {
+        int64_t ms = (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
+        zsock_t *s = ms > 0 ? zpoller_wait(poller, (int) ms) : NULL;
+        if (!s) {
+            rc = TELEM_ETIMEDOUT;
+            break;
+        }
+        zmsg_t *msg = zmsg_recv(s);
+        zframe_t *f = msg ? zmsg_first(msg) : NULL;
+        telem_msg_t r;
+        if (f && telem_proto_decode(self->dec, zframe_data(f), zframe_size(f),
+                                    &r) == 0
+            && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
+            && r.u.dict_admin_rep.id == m->id) {
+            left--;
+            rc = r.u.dict_admin_rep.code;
+        }
+        zmsg_destroy(&msg);
+    }
+    zpoller_destroy(&poller);
+    return rc;
+}
+
+int
+ddict_reform(ddict_t *self, const char *const *nodes, int n, int replicas)
+{
+    ddict_map_t *check = ddict_map_new(nodes, n, replicas);
+    if (!check)
+        return TELEM_EINVAL;
+    ddict_map_destroy(&check);
+    int64_t deadline = telem_mono_ns() + self->timeout_ms * TELEM_NS_PER_MS;
+    int rc = dc_refresh(self, deadline);
+    zsock_t **socks = calloc((size_t) n, sizeof *socks);
+    if (rc || !socks) {
+        free(socks);
+        return rc ? rc : TELEM_ENOMEM;
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        char ep[TELEM_PATH_MAX];
+        rc = dc_lookup(self, nodes[i], ep, sizeof ep);
+        if (rc == 0 && !(socks[i] = dc_connect(ep)))
+            rc = TELEM_ECONN;
+    }
+    uint64_t epoch = self->epoch;
+    telem_dict_admin_t m = { 0, TELEM_DADM_PREPARE, epoch + 1, epoch,
+                             replicas, nodes, (uint32_t) n };
+    if (rc == 0)
+        rc = s_phase(self, socks, n, &m, deadline);
+    m.op = TELEM_DADM_TRANSFER;
+    if (rc == 0)
+        rc = s_phase(self, socks, n, &m, deadline);
+    m.op = TELEM_DADM_COMMIT;
+    if (rc == 0)
+        rc = s_phase(self, socks, n, &m, deadline);
+    for (int i = 0; i < n; i++)
+        zsock_destroy(&socks[i]);
+    free(socks);
+    if (rc == 0)
+        rc = dc_refresh(self, deadline);
+    return rc;
+}

@@ -1,0 +1,487 @@
+/* ddict_server.c - the dictionary server's life cycle: log replay into the
+ * store, the shard map, decoding and dispatch of incoming messages, the
+ * held-reply outbox with its group commit, and log compaction.
+ *
+ * Replay applies records in file order exactly as they were applied live
+ * (puts with their versions, deletes, checkpoint copies, dropped shards,
+ * map changes), so a restarted server holds what it acknowledged.  The map
+ * is itself logged: the last MAP record wins over the command line.
+ */
+#include "ddict_server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "telem_error.h"
+#include "telem_time.h"
+
+#define S_COMPACT_MIN (64ull << 20)
+
+/* ---------------------------------------------------------------- helpers */
+
+void
+ds_close_frames(zmq_msg_t *frames, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        zmq_msg_close(&frames[i]);
+}
+
+int
+ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
+       const ddict_key_t *k, const void *val, uint64_t vlen, uint64_t version)
+{
+    ddict_rec_t r = { type, (uint16_t) shard, k ? k->ns : "",
+                      k ? k->nslen : 0, k ? k->key : "", k ? k->klen : 0,
+                      val, vlen, version };
+    int rc = ddict_log_append(self->log, &r);
+    if (rc)
+        self->failed_io = 1;
+    return rc;
+}
+
+int
+ds_reserve(ddict_server_t *self, size_t n)
+{
+    if (n <= self->capops)
+        return 0;
+    size_t cap = self->capops ? self->capops : 64;
+    while (cap < n)
+        cap *= 2;
+    telem_dict_op_t *ops = realloc(self->ops, cap * sizeof *ops);
+    if (ops)
+        self->ops = ops;
+    telem_dict_res_t *res = realloc(self->res, cap * sizeof *res);
+    if (res)
+        self->res = res;
+    zmq_msg_t *vals = realloc(self->vals, cap * sizeof *vals);
+    if (vals)
+        self->vals = vals;
+    if (!ops || !res || !vals)
+        return TELEM_ENOMEM;
+    self->capops = cap;
+    return 0;
+}
+
+int
+ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
+           int replicas, uint64_t epoch, int log_it)
+{
+    ddict_map_t *map = ddict_map_new(nodes, n, replicas);
+    if (!map)
+        return TELEM_EINVAL;
+    if (log_it) {
+        size_t len = 0;
+        for (int i = 0; i < n; i++)
+            len += strlen(nodes[i]) + 1;
+        char *list = malloc(len + 1);
+        if (!list) {
+            ddict_map_destroy(&map);
+            return TELEM_ENOMEM;
+        }
+        size_t off = 0;
+        for (int i = 0; i < n; i++)
+            off += (size_t) sprintf(list + off, "%s%s", i ? "\n" : "",
+                                    nodes[i]);
+        ds_log(self, DDICT_REC_MAP, (uint32_t) ddict_map_replicas(map), NULL,
+               list, off, epoch);
+        free(list);
+    }
+    ddict_map_destroy(&self->map);
+    self->map = map;
+    self->epoch = epoch;
+    self->self_idx = ddict_map_index(map, self->node);
+    return 0;
+}
+
+/* Parses a logged node list ("a\nb\nc") and installs it. */
+static int
+s_map_from_log(ddict_server_t *self, const ddict_rec_t *r)
+{
+    char *list = malloc(r->vlen + 1);
+    const char **names = calloc(r->vlen / 2 + 2, sizeof *names);
+    int rc = TELEM_ENOMEM;
+    if (list && names) {
+        memcpy(list, r->val, r->vlen);
+        list[r->vlen] = '\0';
+        int n = 0;
+        for (char *save = NULL, *t = strtok_r(list, "\n", &save); t;
+             t = strtok_r(NULL, "\n", &save))
+            names[n++] = t;
+        rc = ds_set_map(self, names, n, r->shard, r->version, 0);
+    }
+    free(names);
+    free(list);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- replay */
+
+static int
+s_replay(void *arg, const ddict_rec_t *r)
+{
+    ddict_server_t *self = arg;
+    ddict_key_t k = { r->ns, r->nslen, r->key, r->klen };
+    uint32_t shard = r->shard % DDICT_SHARDS;
+    switch (r->type) {
+    case DDICT_REC_PUT: {
+        zmq_msg_t v;
+        if (zmq_msg_init_size(&v, r->vlen) != 0)
+            return TELEM_ENOMEM;
+        if (r->vlen)
+            memcpy(zmq_msg_data(&v), r->val, r->vlen);
+        int rc = ddict_store_put(self->store, shard, &k, &v, r->version);
+        zmq_msg_close(&v);
+        return rc;
+    }
+    case DDICT_REC_DEL:
+        ddict_store_del(self->store, shard, &k);
+        return 0;
+    case DDICT_REC_CKPT:
+        return r->vlen > DDICT_NS_MAX ? TELEM_EPROTO
+               : ddict_store_copy_ns(self->store, shard, r->val,
+                                     (uint8_t) r->vlen, r->ns, r->nslen);
+    case DDICT_REC_CLEAR:
+        ddict_store_clear_ns(self->store, shard, r->ns, r->nslen);
+        return 0;
+    case DDICT_REC_DROP:
+        ddict_store_drop(self->store, shard);
+        return 0;
+    case DDICT_REC_MAP:
+        /* A damaged map record must not stop recovery of the data. */
+        if (s_map_from_log(self, r) != 0)
+            telem_log(TELEM_LOG_WARN, "log: unusable map record skipped");
+        return 0;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- compact */
+
+static int
+s_dump_entry(void *arg, uint32_t shard, ddict_entry_t *e)
+{
+    ddict_log_t *out = arg;
+    ddict_key_t k = ddict_entry_key(e);
+    zmq_msg_t *v = ddict_entry_value(e);
+    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k.ns, k.nslen, k.key,
+                      k.klen, zmq_msg_data(v), zmq_msg_size(v),
+                      ddict_entry_version(e) };
+    return ddict_log_append(out, &r);
+}
+
+int
+ds_dump(void *arg, ddict_log_t *out)
+{
+    ddict_server_t *self = arg;
+    ddict_log_t *live = self->log;
+    self->log = out;
+    const char *names[DDICT_NODES_MAX];
+    int n = ddict_map_size(self->map);
+    for (int i = 0; i < n; i++)
+        names[i] = ddict_map_node(self->map, i);
+    /* Rebuild the map record through the same path as live changes. */
+    ddict_map_t *keep = self->map;
+    self->map = NULL;
+    int rc = ds_set_map(self, names, n, ddict_map_replicas(keep), self->epoch,
+                        1);
+    ddict_map_destroy(&keep);
+    self->log = live;
+    for (uint32_t s = 0; rc == 0 && s < DDICT_SHARDS; s++)
+        rc = ddict_store_foreach(self->store, s, NULL, 0, s_dump_entry, out);
+    return rc;
+}
+
+static void
+s_maybe_compact(ddict_server_t *self)
+{
+    uint64_t size = ddict_log_size(self->log);
+    uint64_t min = self->cfg.compact_min ? self->cfg.compact_min
+                                         : S_COMPACT_MIN;
+    if (size < min || size < 2 * ddict_store_bytes(self->store) + min / 2)
+        return;
+    int64_t t0 = telem_mono_ns();
+    int rc = ddict_log_compact(self->log, ds_dump, self);
+    if (rc)
+        telem_log(TELEM_LOG_WARN, "log compaction failed: %s",
+                  telem_strerror(rc));
+    else
+        telem_log(TELEM_LOG_INFO, "log compacted from %llu to %llu bytes "
+                  "in %.1f ms", (unsigned long long) size,
+                  (unsigned long long) ddict_log_size(self->log),
+                  (double) (telem_mono_ns() - t0) / 1e6);
+}
+
+/* ---------------------------------------------------------------- life */
+
+static int
+s_init(ddict_server_t *self, const ddict_server_config_t *cfg)
+{
+    if (!cfg->node || !telem_node_valid(cfg->node) || !cfg->log_path)
+        return TELEM_EINVAL;
+    snprintf(self->node, sizeof self->node, "%s", cfg->node);
+    self->cfg = *cfg;
+    self->cfg.node = self->node;
+    self->cfg.nodes = NULL;
+    telem_ratelimit_t rl = TELEM_RATELIMIT_INIT(10, 5);
+    self->rl = rl;
+    self->next_id = self->oldest_id = 1;
+    self->self_idx = -1;
+    if (!(self->store = ddict_store_new()) || !(self->enc = telem_encoder_new())
+        || !(self->dec = telem_decoder_new()) || ds_reserve(self, 64))
+        return TELEM_ENOMEM;
+    int rc = ddict_log_open(cfg->log_path, s_replay, self, &self->log,
+                            &self->replay);
+    if (rc)
+        return rc;
+    if (!self->map) {
+        const char *me[1] = { self->node };
+        const char *const *nodes = cfg->nodes && cfg->nnodes ? cfg->nodes : me;
+        int n = cfg->nodes && cfg->nnodes ? cfg->nnodes : 1;
+        if ((rc = ds_set_map(self, nodes, n, cfg->replicas, 1, 1)) != 0)
+            return rc;
+        ddict_log_sync(self->log);
+    }
+    return 0;
+}
+
+ddict_server_t *
+ddict_server_new(const ddict_server_config_t *cfg, ddict_out_fn out,
+                 void *out_arg, int *err)
+{
+    ddict_server_t *self = calloc(1, sizeof *self);
+    int rc = self ? 0 : TELEM_ENOMEM;
+    if (self) {
+        self->out = out;
+        self->out_arg = out_arg;
+        rc = s_init(self, cfg);
+    }
+    if (err)
+        *err = rc;
+    if (rc)
+        ddict_server_destroy(&self);
+    return self;
+}
+
+void
+ddict_server_destroy(ddict_server_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    ddict_server_t *self = *self_p;
+    ds_pending_fail_all(self, TELEM_ECONN);
+    ds_waiters_expire(self, 0, 1, TELEM_ECONN);
+    if (self->log && self->nout)
+        ddict_server_flush(self);
+    for (size_t i = 0; i < self->nout; i++) {
+        zmq_msg_close(&self->outbox[i].route);
+        ds_close_frames(self->outbox[i].frames, self->outbox[i].n);
+        free(self->outbox[i].frames);
+    }
+    if (self->xfer_active)
+        zmq_msg_close(&self->xfer_route);
+    if (self->log)
+        ddict_log_sync(self->log);
+    ddict_log_destroy(&self->log);
+    ddict_store_destroy(&self->store);
+    ddict_map_destroy(&self->map);
+    telem_encoder_destroy(&self->enc);
+    telem_decoder_destroy(&self->dec);
+    free(self->outbox);
+    free(self->pend);
+    free(self->waiters);
+    free(self->ops);
+    free(self->res);
+    free(self->vals);
+    free(self);
+    *self_p = NULL;
+}
+
+/* ---------------------------------------------------------------- output */
+
+int
+ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames, size_t n)
+{
+    if (self->nout == self->capout) {
+        size_t cap = self->capout ? self->capout * 2 : 64;
+        ds_out_t *o = realloc(self->outbox, cap * sizeof *o);
+        if (!o)
+            goto fail;
+        self->outbox = o;
+        self->capout = cap;
+    }
+    ds_out_t *o = &self->outbox[self->nout];
+    if (!(o->frames = malloc(n * sizeof *frames)))
+        goto fail;
+    zmq_msg_init(&o->route);
+    zmq_msg_move(&o->route, route);
+    for (size_t i = 0; i < n; i++) {
+        zmq_msg_init(&o->frames[i]);
+        zmq_msg_move(&o->frames[i], &frames[i]);
+    }
+    o->n = n;
+    self->nout++;
+    return 0;
+fail:
+    zmq_msg_close(route);
+    ds_close_frames(frames, n);
+    return TELEM_ENOMEM;
+}
+
+int
+ds_send_peer(ddict_server_t *self, const char *peer, zmq_msg_t *frames,
+             size_t n)
+{
+    return self->out(self->out_arg, NULL, peer, frames, n);
+}
+
+/* Encodes a reply with no results and a whole-request code, and holds it. */
+int
+ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type, uint64_t id,
+              int32_t code)
+{
+    telem_dict_rep_t rep = { id, self->epoch, code, NULL, 0 };
+    const void *data;
+    size_t size;
+    zmq_msg_t f;
+    if (telem_encode_dict_rep(self->enc, type, &rep, &data, &size) != 0
+        || zmq_msg_init_size(&f, size) != 0) {
+        zmq_msg_close(route);
+        return TELEM_ENOMEM;
+    }
+    memcpy(zmq_msg_data(&f), data, size);
+    return ds_hold(self, route, &f, 1);
+}
+
+int
+ddict_server_flush(ddict_server_t *self)
+{
+    int rc = self->cfg.sync == DDICT_SYNC_BATCH ? ddict_log_sync(self->log)
+                                                : ddict_log_flush(self->log);
+    if (rc || self->failed_io) {
+        /* Nothing is acknowledged that may not be on disk. */
+        telem_log_limited(&self->rl, TELEM_LOG_ERROR,
+                          "log write failed: replies withheld");
+        self->failed_io = 0;
+        rc = TELEM_EIO;
+    }
+    size_t n = self->nout;
+    self->nout = 0;
+    for (size_t i = 0; i < n; i++) {
+        ds_out_t *o = &self->outbox[i];
+        if (rc == 0) {
+            self->out(self->out_arg, &o->route, NULL, o->frames, o->n);
+        } else {
+            zmq_msg_close(&o->route);
+            ds_close_frames(o->frames, o->n);
+        }
+        free(o->frames);
+    }
+    if (rc == 0)
+        s_maybe_compact(self);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- input */
+
+int
+ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
+                     zmq_msg_t *frames, size_t n)
+{
+    telem_msg_t m;
+    int rc = n ? telem_proto_decode(self->dec, zmq_msg_data(&frames[0]),
+                                    zmq_msg_size(&frames[0]), &m)
+               : TELEM_EPROTO;
+    if (rc == 0) {
+        switch ((int) m.type) {
+        case TELEM_MSG_DICT_REQ:
+            rc = ds_client_request(self, route, &m.u.dict_req, frames + 1,
+                                   n - 1);
+            break;
+        case TELEM_MSG_DICT_REPL:
+            rc = ds_repl_request(self, route, &m.u.dict_req, frames + 1,
+                                 n - 1);
+            break;
+        case TELEM_MSG_DICT_ADMIN:
+            rc = ds_admin(self, route, &m.u.dict_admin);
+            break;
+        default:
+            rc = TELEM_EPROTO;
+        }
+        if (rc == 0) {
+            ds_close_frames(frames, n);
+            return 0;
+        }
+    }
+    self->bad_messages++;
+    telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad request: %s (%s)",
+                      telem_strerror(rc), rc == TELEM_EPROTO || n == 0 ? ""
+                      : telem_decoder_error(self->dec));
+    zmq_msg_close(route);
+    ds_close_frames(frames, n);
+    return rc;
+}
+
+int
+ddict_server_peer_reply(ddict_server_t *self, const char *peer,
+                        zmq_msg_t *frames, size_t n)
+{
+    telem_msg_t m;
+    int rc = n ? telem_proto_decode(self->dec, zmq_msg_data(&frames[0]),
+                                    zmq_msg_size(&frames[0]), &m)
+               : TELEM_EPROTO;
+    if (rc == 0 && (int) m.type == TELEM_MSG_DICT_ACK)
+        rc = ds_ack(self, &m.u.dict_rep);
+    else if (rc == 0)
+        rc = TELEM_EPROTO;
+    if (rc) {
+        self->bad_messages++;
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad reply from %s: %s",
+                          peer, telem_strerror(rc));
+    }
+    ds_close_frames(frames, n);
+    return rc;
+}
+
+int64_t
+ddict_server_tick(ddict_server_t *self, int64_t now)
+{
+    ds_waiters_expire(self, now, 0, TELEM_ETIMEDOUT);
+    while (self->oldest_id < self->next_id) {
+        ds_pending_t *p = &self->pend[self->oldest_id % self->cappend];
+        if (p->id == self->oldest_id && p->deadline > now)
+            break;
+        if (p->id == self->oldest_id) {
+            p->code = TELEM_ETIMEDOUT;
+            p->waiting = 0;
+            ds_pending_done(self, p);
+        } else {
+            self->oldest_id++;
+        }
+    }
+    int64_t next = now + 100 * TELEM_NS_PER_MS;
+    for (size_t i = 0; i < self->nwait; i++)
+        if (self->waiters[i].deadline < next)
+            next = self->waiters[i].deadline;
+    return next;
+}
+
+int
+ddict_server_stopping(const ddict_server_t *self)
+{
+    return self->stopping;
+}
+
+void
+ddict_server_stats(const ddict_server_t *self, ddict_server_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    st->epoch = self->epoch;
+    st->reforming = self->reforming;
+    for (uint32_t s = 0; s < DDICT_SHARDS; s++)
+        st->keys += ddict_store_size(self->store, s);
+    st->bytes = ddict_store_bytes(self->store);
+    st->log_bytes = ddict_log_size(self->log);
+    st->bad_messages = self->bad_messages;
+    st->replayed = self->replay.records;
+    st->dropped_bytes = self->replay.dropped_bytes;
+}

@@ -1,0 +1,139 @@
+/* ddict_server_int.h - PRIVATE to the dictionary server (ddict_server*.c).
+ *
+ * The server is split by responsibility:
+ *   ddict_server.c       life cycle, log replay and compaction, flush, tick
+ *   ddict_server_ops.c   client operations on the primary, replication out
+ *   ddict_server_repl.c  replication in, acknowledgements, events, re-form
+ */
+#ifndef DDICT_SERVER_INT_H
+#define DDICT_SERVER_INT_H
+
+#include "ddict.h"
+#include "ddict_log.h"
+#include "ddict_server.h"
+#include "ddict_shard.h"
+#include "ddict_store.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_proto_dict.h"
+
+#define DS_ECONFLICT DDICT_ECONFLICT
+#define DS_EV_NS "\001ev"          /* namespace of events */
+#define DS_ECONFLICT DDICT_ECONFLICT
+#define DS_EV_NSLEN 3
+#define DS_PENDING_TTL_NS (30 * INT64_C(1000000000))
+#define DS_XFER_OPS 1024           /* entries per transfer message */
+#define DS_XFER_BYTES (8u << 20)
+
+/* A reply waiting for the end of the burst (route set) or a message to a
+ * peer (peer set). */
+typedef struct {
+    zmq_msg_t route;
+    zmq_msg_t *frames;
+    size_t n;
+} ds_out_t;
+
+/* Something waiting for acknowledgements from peers: a client write (its
+ * reply is ready and held here) or a re-form transfer (an admin reply). */
+typedef struct {
+    uint64_t id;               /* 0: free slot */
+    uint64_t reply_id;         /* the client's request id */
+    int waiting;               /* acknowledgements still due */
+    int32_t code;              /* first failure reported by a peer */
+    int64_t deadline;
+    ds_out_t reply;
+    int is_event;              /* wake waiters of ev_key when done */
+    char *ev_key;
+    uint32_t ev_klen;
+    int transfer;              /* counts towards xfer_left */
+} ds_pending_t;
+
+typedef struct {
+    zmq_msg_t route;
+    uint64_t id;
+    uint64_t epoch;
+    char *key;
+    uint32_t klen;
+    int64_t deadline;
+} ds_waiter_t;
+
+struct ddict_server {
+    ddict_server_config_t cfg;
+    char node[TELEM_NAME_MAX + 1];
+    ddict_out_fn out;
+    void *out_arg;
+    ddict_store_t *store;
+    ddict_log_t *log;
+    ddict_map_t *map;
+    int self_idx;
+    uint64_t epoch;
+    int reforming;
+    int stopping;
+    telem_encoder_t *enc;
+    telem_decoder_t *dec;
+    telem_ratelimit_t rl;
+    /* held replies */
+    ds_out_t *outbox;
+    size_t nout, capout;
+    /* pending acknowledgements: ring indexed by id */
+    ds_pending_t *pend;
+    size_t cappend;
+    uint64_t next_id, oldest_id;
+    /* event waiters */
+    ds_waiter_t *waiters;
+    size_t nwait, capwait;
+    /* re-form transfer in progress */
+    int xfer_left;             /* transfer messages not yet acknowledged */
+    int xfer_active;
+    int32_t xfer_code;         /* first failure of the transfer */
+    uint64_t xfer_id;          /* the TRANSFER request's id */
+    zmq_msg_t xfer_route;      /* and who asked */
+    /* scratch for building messages */
+    telem_dict_op_t *ops;
+    telem_dict_res_t *res;
+    zmq_msg_t *vals;
+    size_t capops;
+    int failed_io;
+    uint64_t bad_messages;
+    ddict_log_stats_t replay;
+};
+
+/* ddict_server.c */
+int ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
+           const ddict_key_t *k, const void *val, uint64_t vlen,
+           uint64_t version);
+int ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
+               int replicas, uint64_t epoch, int log_it);
+int ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames,
+            size_t n);
+int ds_send_peer(ddict_server_t *self, const char *peer, zmq_msg_t *frames,
+                 size_t n);
+int ds_reserve(ddict_server_t *self, size_t n);
+void ds_close_frames(zmq_msg_t *frames, size_t n);
+int ds_dump(void *arg, ddict_log_t *out);
+int ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type,
+                  uint64_t id, int32_t code);
+
+/* ddict_server_ops.c */
+int ds_client_request(ddict_server_t *self, zmq_msg_t *route,
+                      const telem_dict_req_t *req, zmq_msg_t *vals,
+                      size_t nvals);
+
+/* ddict_server_repl.c */
+ds_pending_t *ds_pending_new(ddict_server_t *self);
+void ds_pending_done(ddict_server_t *self, ds_pending_t *p);
+void ds_pending_fail_all(ddict_server_t *self, int32_t code);
+int ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
+                    const telem_dict_req_t *req, zmq_msg_t *vals,
+                    size_t nvals);
+int ds_ack(ddict_server_t *self, const telem_dict_rep_t *rep);
+int ds_admin(ddict_server_t *self, zmq_msg_t *route,
+             const telem_dict_admin_t *m);
+int ds_event_wait(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
+                  const telem_dict_op_t *op);
+void ds_event_wake(ddict_server_t *self, const void *key, uint32_t klen);
+void ds_waiters_expire(ddict_server_t *self, int64_t now, int all,
+                       int32_t code);
+
+#endif

@@ -1,0 +1,201 @@
+/* telem_dict.c - command-line client of the distributed dictionary, for
+ * scripts and tests: one operation per run, through ddict.h only.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddict.h"
+
+static const char s_usage[] =
+"Usage: telem_dict [OPTIONS] COMMAND [ARGS]\n"
+"Client of telem's distributed dictionary (telem_dictd).\n"
+"\n"
+"Commands:\n"
+"  put KEY VALUE        store a value          get KEY    print a value\n"
+"  del KEY              remove a key           len        count keys\n"
+"  keys                 list keys, one a line\n"
+"  fill N [PREFIX]      put keys PREFIXi = 'value-i' for i < N (batched)\n"
+"  check N [PREFIX]     verify those keys; prints how many are right\n"
+"  event-set NAME | event-wait NAME MS | event-is-set NAME\n"
+"  checkpoint ID | restore\n"
+"  reform NODE,NODE,... re-form the dictionary on this node list\n"
+"\n"
+"Options:\n"
+"  -N, --nodefile FILE  dictionary node file (default: $TELEM_DICT_NODEFILE,\n"
+"                       else RUNDIR/dict_nodes)\n"
+"  -s, --ns NAME        namespace (default \"\")\n"
+"  -t, --timeout MS     deadline of each call (default 10000)\n"
+"  -R, --replicas N     replicas for reform (default 0: automatic)\n"
+"  -h, --help           show this help\n"
+"Exit status: 0 ok, 1 operation failed (message on stderr), 2 bad usage,\n"
+"3 key or event not found / not set.\n";
+
+static int
+s_fail(const char *what, int rc)
+{
+    fprintf(stderr, "telem_dict: %s: %s\n", what, ddict_strerror(rc));
+    return rc == TELEM_ENOTFOUND ? 3 : 1;
+}
+
+static int
+s_print_key(void *arg, const void *key, size_t klen)
+{
+    (void) arg;
+    fwrite(key, 1, klen, stdout);
+    putchar('\n');
+    return 0;
+}
+
+static int
+s_fill(ddict_t *d, long n, const char *prefix, int check)
+{
+    ddict_batch_t *b = ddict_batch_new();
+    char (*keys)[64] = malloc((size_t) (n ? n : 1) * 64);
+    char (*vals)[64] = malloc((size_t) (n ? n : 1) * 64);
+    for (long i = 0; i < n; i++) {
+        snprintf(keys[i], 64, "%s%ld", prefix, i);
+        snprintf(vals[i], 64, "value-%ld", i);
+        if (check)
+            ddict_batch_get(b, keys[i], strlen(keys[i]));
+        else
+            ddict_batch_put(b, keys[i], strlen(keys[i]), vals[i],
+                            strlen(vals[i]));
+    }
+    int rc = ddict_batch_exec(d, b);
+    long good = 0;
+    for (long i = 0; i < n; i++) {
+        const void *v;
+        size_t vlen;
+        int code = ddict_batch_result(b, (size_t) i, &v, &vlen, NULL);
+        if (code == 0 && (!check || (vlen == strlen(vals[i])
+                                     && memcmp(v, vals[i], vlen) == 0)))
+            good++;
+        else if (rc == 0)
+            rc = code;
+    }
+    if (check)
+        printf("%ld\n", good);
+    free(keys);
+    free(vals);
+    ddict_batch_destroy(&b);
+    return rc;
+}
+
+static int
+s_run(ddict_t *d, int argc, char **argv, int replicas)
+{
+    const char *cmd = argv[0];
+    int rc;
+    if (!strcmp(cmd, "put") && argc == 3)
+        return ddict_put(d, argv[1], strlen(argv[1]), argv[2],
+                         strlen(argv[2]), NULL);
+    if (!strcmp(cmd, "get") && argc == 2) {
+        void *v;
+        size_t n;
+        if ((rc = ddict_get(d, argv[1], strlen(argv[1]), &v, &n, NULL)) == 0) {
+            fwrite(v, 1, n, stdout);
+            putchar('\n');
+            free(v);
+        }
+        return rc;
+    }
+    if (!strcmp(cmd, "del") && argc == 2)
+        return ddict_del(d, argv[1], strlen(argv[1]));
+    if (!strcmp(cmd, "len") && argc == 1) {
+        uint64_t n;
+        if ((rc = ddict_len(d, &n)) == 0)
+            printf("%" PRIu64 "\n", n);
+        return rc;
+    }
+    if (!strcmp(cmd, "keys") && argc == 1)
+        return ddict_keys(d, s_print_key, NULL);
+    if ((!strcmp(cmd, "fill") || !strcmp(cmd, "check")) && argc >= 2)
+        return s_fill(d, atol(argv[1]), argc > 2 ? argv[2] : "k",
+                      !strcmp(cmd, "check"));
+    if (!strcmp(cmd, "event-set") && argc == 2)
+        return ddict_event_set(d, argv[1]);
+    if (!strcmp(cmd, "event-wait") && argc == 3)
+        return ddict_event_wait(d, argv[1], atol(argv[2]));
+    if (!strcmp(cmd, "event-is-set") && argc == 2) {
+        rc = ddict_event_is_set(d, argv[1]);
+        return rc == 1 ? 0 : rc == 0 ? TELEM_ENOTFOUND : rc;
+    }
+    if (!strcmp(cmd, "checkpoint") && argc == 2)
+        return ddict_checkpoint(d, strtoull(argv[1], NULL, 10));
+    if (!strcmp(cmd, "restore") && argc == 1) {
+        uint64_t id;
+        if ((rc = ddict_restore(d, &id)) == 0)
+            printf("%" PRIu64 "\n", id);
+        return rc;
+    }
+    if (!strcmp(cmd, "reform") && argc == 2) {
+        char *list = strdup(argv[1]);
+        const char *names[1024];
+        int n = 0;
+        for (char *sv = NULL, *t = strtok_r(list, ",", &sv); t && n < 1024;
+             t = strtok_r(NULL, ",", &sv))
+            names[n++] = t;
+        rc = ddict_reform(d, names, n, replicas);
+        free(list);
+        return rc;
+    }
+    return 1000;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "nodefile", 1, NULL, 'N' }, { "ns", 1, NULL, 's' },
+        { "timeout", 1, NULL, 't' }, { "replicas", 1, NULL, 'R' },
+        { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+    const char *nodefile = NULL, *ns = "";
+    long timeout = 10000, replicas = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "N:s:t:R:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'N': nodefile = optarg; break;
+        case 's': ns = optarg; break;
+        case 't':
+            timeout = strtol(optarg, &end, 10);
+            if (*end || timeout <= 0) {
+                fprintf(stderr, "telem_dict: invalid --timeout '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'R':
+            replicas = strtol(optarg, &end, 10);
+            if (*end || replicas < 0 || replicas > 4) {
+                fprintf(stderr, "telem_dict: invalid --replicas '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h': fputs(s_usage, stdout); return 0;
+        default:
+            fputs("Try 'telem_dict --help'.\n", stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fputs("telem_dict: a command is required\nTry 'telem_dict --help'.\n",
+              stderr);
+        return 2;
+    }
+    int err;
+    ddict_t *d = ddict_open(nodefile, ns, timeout, &err);
+    if (!d)
+        return s_fail("open", err);
+    int rc = s_run(d, argc - optind, argv + optind, (int) replicas);
+    ddict_close(&d);
+    if (rc == 1000) {
+        fprintf(stderr, "telem_dict: unknown command or wrong arguments: %s\n"
+                "Try 'telem_dict --help'.\n", argv[optind]);
+        return 2;
+    }
+    return rc ? s_fail(argv[optind], rc) : 0;
+}

@@ -1,0 +1,229 @@
+/* telem_dictd.c - the dictionary server's command line: parse flags, start
+ * the actor, wait for a signal or a shutdown request.
+ *
+ * Everything else lives in ddict_actor.c (sockets, loop) and
+ * ddict_server*.c (what messages mean).
+ */
+#include <czmq.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddict_actor.h"
+#include "ddict_shard.h"
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+
+static const char s_usage[] =
+"Usage: telem_dictd [OPTIONS]\n"
+"telem's distributed dictionary server: one per node of a job.  Holds the\n"
+"shards of the job's key-value store that the shard map gives this node,\n"
+"replicates writes to the other owners of each shard before acknowledging\n"
+"them, and keeps an append-only checksummed log to restart from.\n"
+"\n"
+"Options:\n"
+"  -n, --node NAME        node name (default: $TELEM_NODE, $SLURMD_NODENAME,\n"
+"                         or the host name)\n"
+"  -r, --rundir DIR       run directory (default: $TELEM_RUNDIR, ...)\n"
+"  -N, --nodefile FILE    dictionary node file to register in (default:\n"
+"                         $TELEM_DICT_NODEFILE, else RUNDIR/dict_nodes)\n"
+"  -a, --nodes LIST       comma-separated node list of the first map\n"
+"                         (default: this node only; the log's map wins)\n"
+"  -R, --replicas N       copies of each shard, 1-4 (default 2 with >= 2\n"
+"                         nodes)\n"
+"  -s, --sync MODE        batch (fdatasync once per burst, before replies;\n"
+"                         default) or none (no fdatasync)\n"
+"  -b, --bind ADDR        also listen on TCP at ADDR (e.g. 127.0.0.1)\n"
+"  -p, --port PORT        TCP port (default 0: ephemeral)\n"
+"  -l, --log-level LVL    error, warn, info (default) or debug\n"
+"  -h, --help             show this help\n"
+"  -V, --version          show the version\n"
+"\n"
+"On start it prints 'endpoint<TAB>EP' and 'ready'.  The log is\n"
+"RUNDIR/NODE/dict.log.  It stops on SIGINT, SIGTERM or a shutdown request.\n"
+"Exit status: 0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n";
+
+typedef struct {
+    ddict_actor_config_t cfg;
+    char node[TELEM_NAME_MAX + 1];
+    char rundir[TELEM_PATH_MAX];
+    char nodefile[TELEM_PATH_MAX];
+    char tcp[200];
+    char *list;
+    const char *names[DDICT_NODES_MAX];
+    const char *bind;
+    long port;
+    telem_log_level_t level;
+} s_args_t;
+
+static int
+s_bad(const char *flag, const char *value, const char *why)
+{
+    fprintf(stderr, "telem_dictd: invalid %s '%s': %s\n"
+            "Try 'telem_dictd --help'.\n", flag, value, why);
+    return 2;
+}
+
+static int
+s_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int
+s_nodes(s_args_t *a, const char *arg)
+{
+    free(a->list);
+    a->list = strdup(arg);
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(a->list, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        if (n == DDICT_NODES_MAX || !telem_node_valid(t))
+            return -1;
+        a->names[n++] = t;
+    }
+    a->cfg.server.nodes = a->names;
+    a->cfg.server.nnodes = n;
+    return n > 0 ? 0 : -1;
+}
+
+static int
+s_option(s_args_t *a, int c, const char *arg)
+{
+    long v;
+    switch (c) {
+    case 'n':
+        if (!telem_node_valid(arg))
+            return s_bad("--node", arg, "not a valid node name");
+        snprintf(a->node, sizeof a->node, "%s", arg);
+        return 0;
+    case 'r':
+        return snprintf(a->rundir, sizeof a->rundir, "%s", arg)
+                       >= (int) sizeof a->rundir
+                   ? s_bad("--rundir", arg, "too long") : 0;
+    case 'N':
+        return snprintf(a->nodefile, sizeof a->nodefile, "%s", arg)
+                       >= (int) sizeof a->nodefile
+                   ? s_bad("--nodefile", arg, "too long") : 0;
+    case 'a':
+        return s_nodes(a, arg) ? s_bad("--nodes", arg, "not a list of node "
+                                       "names") : 0;
+    case 'R':
+        if (s_long(arg, 1, DDICT_REPLICAS_MAX, &v))
+            return s_bad("--replicas", arg, "expected 1-4");
+        a->cfg.server.replicas = (int) v;
+        return 0;
+    case 's':
+        if (strcmp(arg, "batch") && strcmp(arg, "none"))
+            return s_bad("--sync", arg, "expected batch or none");
+        a->cfg.server.sync = strcmp(arg, "none") ? DDICT_SYNC_BATCH
+                                                 : DDICT_SYNC_NONE;
+        return 0;
+    case 'b':
+        a->bind = arg;
+        return 0;
+    case 'p':
+        if (s_long(arg, 0, 65535, &a->port))
+            return s_bad("--port", arg, "expected 0-65535");
+        return 0;
+    case 'l':
+        if (!strcmp(arg, "error")) a->level = TELEM_LOG_ERROR;
+        else if (!strcmp(arg, "warn")) a->level = TELEM_LOG_WARN;
+        else if (!strcmp(arg, "info")) a->level = TELEM_LOG_INFO;
+        else if (!strcmp(arg, "debug")) a->level = TELEM_LOG_DEBUG;
+        else return s_bad("--log-level", arg, "expected error, warn, info "
+                          "or debug");
+        return 0;
+    }
+    return 2;
+}
+
+static int
+s_parse(s_args_t *a, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "node", 1, NULL, 'n' }, { "rundir", 1, NULL, 'r' },
+        { "nodefile", 1, NULL, 'N' }, { "nodes", 1, NULL, 'a' },
+        { "replicas", 1, NULL, 'R' }, { "sync", 1, NULL, 's' },
+        { "bind", 1, NULL, 'b' }, { "port", 1, NULL, 'p' },
+        { "log-level", 1, NULL, 'l' }, { "help", 0, NULL, 'h' },
+        { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "n:r:N:a:R:s:b:p:l:hV", opts, NULL))
+           != -1) {
+        if (c == 'h') {
+            fputs(s_usage, stdout);
+            exit(0);
+        }
+        if (c == 'V') {
+            puts("telem_dictd 0.1.0");
+            exit(0);
+        }
+        if (c == '?')
+            return 2;
+        int rc = s_option(a, c, optarg);
+        if (rc)
+            return rc;
+    }
+    if (optind < argc)
+        return s_bad("argument", argv[optind], "no arguments are taken");
+    if (!a->node[0] && telem_node_default(a->node, sizeof a->node))
+        return s_bad("--node", "", "no usable default");
+    if (!a->rundir[0] && telem_rundir_default(a->rundir, sizeof a->rundir))
+        return s_bad("--rundir", "", "no usable default");
+    if (!a->nodefile[0]) {
+        const char *env = getenv("TELEM_DICT_NODEFILE");
+        if (snprintf(a->nodefile, sizeof a->nodefile, "%s/dict_nodes",
+                     a->rundir) >= (int) sizeof a->nodefile)
+            return s_bad("--rundir", a->rundir, "too long");
+        if (env && *env)
+            snprintf(a->nodefile, sizeof a->nodefile, "%s", env);
+    }
+    if (a->bind)
+        snprintf(a->tcp, sizeof a->tcp, "tcp://%s:%ld", a->bind, a->port);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    s_args_t a;
+    memset(&a, 0, sizeof a);
+    a.level = TELEM_LOG_INFO;
+    a.cfg.server.sync = DDICT_SYNC_BATCH;
+    int rc = s_parse(&a, argc, argv);
+    if (rc) {
+        free(a.list);
+        return rc;
+    }
+    telem_log_init("telem_dictd", a.level);
+    zsys_init();
+    zsys_handler_set(NULL);
+    zsys_catch_interrupts();
+    a.cfg.node = a.node;
+    a.cfg.rundir = a.rundir;
+    a.cfg.nodefile = a.nodefile;
+    a.cfg.tcp = a.tcp[0] ? a.tcp : NULL;
+    int err = 0;
+    ddict_actor_t *actor = ddict_actor_new(&a.cfg, &err);
+    if (!actor) {
+        telem_log(TELEM_LOG_ERROR, "cannot start: %s", telem_strerror(err));
+        free(a.list);
+        return 1;
+    }
+    printf("endpoint\t%s\nready\n", ddict_actor_endpoint(actor));
+    fflush(stdout);
+    char *msg = zstr_recv(ddict_actor_pipe(actor));
+    zstr_free(&msg);
+    ddict_actor_destroy(&actor);
+    free(a.list);
+    return 0;
+}

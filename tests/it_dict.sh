@@ -1,0 +1,88 @@
+# it_dict.sh - the distributed dictionary with several real telem_dictd on
+# one machine (ipc sockets in a private run directory): put/get/keys/len,
+# events (a waiter is woken by a set), checkpoint and restore, kill -9 of a
+# server mid-stream then re-form without it (every acknowledged key readable
+# with its value), restart of every server from its log, and re-form on a
+# new node set with one node excluded and one new node.
+source "$(dirname "$0")/lib.sh"
+export TELEM_DICT_NODEFILE=$T/dict_nodes
+D=$TELEM_BIN/telem_dict
+declare -A DPID=()
+
+start_dict() {   # start_dict NAME [options]
+    local name=$1; shift
+    "$TELEM_BIN/telem_dictd" --node "$name" "$@" >"$T/$name.out" 2>>"$T/$name.log" &
+    DPID[$name]=$!
+    EXTRA_PIDS+=("$!")
+    wait_for grep -qx ready "$T/$name.out" || fail "telem_dictd $name did not start"
+}
+stop_dict() {    # stop_dict NAME [SIGNAL]
+    kill -"${2:-TERM}" "${DPID[$1]}" 2>/dev/null || true
+    wait "${DPID[$1]}" 2>/dev/null || true
+}
+
+expect_rc 2 "$TELEM_BIN/telem_dictd" --replicas 9
+expect_rc 2 "$TELEM_BIN/telem_dictd" --sync sometimes
+expect_rc 2 "$D"
+"$TELEM_BIN/telem_dictd" --help | grep -q Usage || fail "--help"
+
+for n in n1 n2 n3; do start_dict $n --nodes n1,n2,n3; done
+
+# Basic operations.
+$D put hello world || fail "put"
+[ "$($D get hello)" = world ] || fail "get"
+expect_rc 3 $D get missing
+$D fill 2000 k || fail "fill"
+[ "$($D check 2000 k)" = 2000 ] || fail "check after fill"
+[ "$($D len)" = 2001 ] || fail "len"
+[ "$($D keys | wc -l)" = 2001 ] || fail "keys"
+$D del hello || fail "del"
+expect_rc 3 $D del hello
+[ "$($D -s other len)" = 0 ] || fail "namespaces are separate"
+
+# Events: a waiter blocks until the set, then returns 0.
+expect_rc 3 $D event-is-set stop
+$D event-wait stop 20000 >"$T/wait.out" 2>&1 &
+WAITER=$!
+EXTRA_PIDS+=("$WAITER")
+expect_rc 1 $D event-wait other 200      # times out
+kill -0 $WAITER || fail "waiter returned before the event was set"
+$D event-set stop || fail "event-set"
+wait $WAITER || fail "waiter did not return 0"
+$D event-is-set stop || fail "event-is-set after set"
+
+# Checkpoint and restore.
+$D -s app put a 1 && $D -s app checkpoint 7 || fail "checkpoint"
+$D -s app put a 2 && $D -s app put b 3 || fail "puts after checkpoint"
+[ "$($D -s app restore)" = 7 ] || fail "restore id"
+[ "$($D -s app get a)" = 1 ] || fail "restored value"
+expect_rc 3 $D -s app get b
+
+# kill -9 one server while a writer is in the middle of a stream.
+( for i in $(seq 50); do $D -t 2000 put "s$i" "v$i" && echo "s$i" >>"$T/acked"; done ) &
+WRITER=$!
+wait_for test -s "$T/acked" || fail "writer made no progress"
+stop_dict n2 KILL
+wait $WRITER || true
+expect_rc 1 $D -t 500 check 2000 k     # some shards lost their primary: timeout, not a hang
+$D -t 10000 reform n1,n3 || fail "reform without n2"
+[ "$($D check 2000 k)" = 2000 ] || fail "keys lost after reform"
+while read -r k; do
+    [ "$($D get "$k")" = "v${k#s}" ] || fail "acknowledged $k lost"
+done <"$T/acked"
+[ "$($D -s app get a)" = 1 ] || fail "namespace app after reform"
+
+# Restart every server from its log.
+stop_dict n1; stop_dict n3
+start_dict n1; start_dict n3
+[ "$($D check 2000 k)" = 2000 ] || fail "keys lost after restart"
+$D event-is-set stop || fail "event lost after restart"
+
+# Re-form on a new node set: n1 excluded, n4 new.
+start_dict n4
+$D -t 10000 reform n3,n4 || fail "reform n3,n4"
+stop_dict n1
+[ "$($D check 2000 k)" = 2000 ] || fail "keys lost after reform onto n3,n4"
+[ "$($D -s app get a)" = 1 ] || fail "namespace app after second reform"
+$D put after reform || fail "put after reform"
+echo "it_dict: ok"
