@@ -1,0 +1,209 @@
+/* launch_files.c - what the launcher writes where others find it, and the
+ * environment each process of the job gets.
+ *
+ * Files (all in the run directory, mode 0700):
+ *   <nodefile>                 active nodes, "<name>\t<query endpoint>",
+ *                              rank order: what ac_connect() reads
+ *   <rundir>/launch/job        every node: "<name>\t<state>\t<rank>\t
+ *                              <endpoint>", after a '#' header with the
+ *                              launcher's pid, restart endpoint and count
+ *   <rundir>/launch/restarts.log   one line per restart
+ *   <rundir>/launch/launch.lock    flock held while the launcher runs
+ *   <rundir>/launch/<node>.<role>.log   a daemon's standard error
+ * The node file and the job file are replaced atomically (write a temporary
+ * file, rename), so a reader never sees half of one.
+ */
+#include "launch_job_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+
+int
+tl_job_files_open(tl_job_t *self, char *why, size_t why_size)
+{
+    char path[TELEM_PATH_MAX + 32];
+    if (mkdir(self->launch_dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, why_size, "cannot create %s: %s", self->launch_dir,
+                 strerror(errno));
+        return TELEM_EIO;
+    }
+    snprintf(path, sizeof path, "%s/launch.lock", self->launch_dir);
+    self->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (self->lock_fd < 0) {
+        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
+        return TELEM_EIO;
+    }
+    if (flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(why, why_size, "another telem_launch runs in %s; give this "
+                 "job its own run directory (--rundir or TELEM_RUNDIR)",
+                 self->rundir);
+        close(self->lock_fd);
+        self->lock_fd = -1;
+        return TELEM_ESTATE;
+    }
+    snprintf(path, sizeof path, "%s/restarts.log", self->launch_dir);
+    self->restart_log = fopen(path, "ae");
+    if (!self->restart_log) {
+        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
+        return TELEM_EIO;
+    }
+    return 0;
+}
+
+/* Writes `path` atomically from the lines fill() prints into a FILE. */
+static int
+s_write_atomic(const char *path, void (*fill)(const tl_job_t *, FILE *),
+               const tl_job_t *self)
+{
+    char tmp[TELEM_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long) getpid());
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        goto fail;
+    fill(self, f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        goto fail;
+    }
+    return 0;
+fail:
+    telem_log(TELEM_LOG_ERROR, "cannot write %s: %s", path, strerror(errno));
+    return TELEM_EIO;
+}
+
+static void
+s_fill_nodefile(const tl_job_t *self, FILE *f)
+{
+    fprintf(f, "# active nodes of the job, written by telem_launch[%ld]\n",
+            (long) getpid());
+    for (size_t i = 0; i < self->n; i++)      /* allocation order = ranks */
+        if (tl_state_node(self->state, i) == TL_NODE_ACTIVE)
+            fprintf(f, "%s\t%s\n", tl_state_name(self->state, i),
+                    self->nodes[i].endpoint);
+}
+
+static void
+s_fill_jobfile(const tl_job_t *self, FILE *f)
+{
+    fprintf(f, "# telem_launch pid %ld restart %s restarts %ld\n",
+            (long) getpid(), self->restart_ep,
+            tl_state_restarts(self->state));
+    for (size_t i = 0; i < self->n; i++)
+        fprintf(f, "%s\t%s\t%ld\t%s\n", tl_state_name(self->state, i),
+                tl_node_state_name(tl_state_node(self->state, i)),
+                tl_state_rank(self->state, i),
+                *self->nodes[i].endpoint ? self->nodes[i].endpoint : "-");
+}
+
+int
+tl_job_files_write(tl_job_t *self)
+{
+    char path[TELEM_PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/job", self->launch_dir);
+    int rc = s_write_atomic(self->nodefile, s_fill_nodefile, self);
+    int rc2 = s_write_atomic(path, s_fill_jobfile, self);
+    return rc ? rc : rc2;
+}
+
+void
+tl_job_files_close(tl_job_t *self)
+{
+    char path[TELEM_PATH_MAX + 8];
+    if (self->lock_fd >= 0) {
+        unlink(self->nodefile);
+        snprintf(path, sizeof path, "%s/job", self->launch_dir);
+        unlink(path);
+        close(self->lock_fd);
+        self->lock_fd = -1;
+    }
+    if (self->restart_log)
+        fclose(self->restart_log);
+    self->restart_log = NULL;
+}
+
+void
+tl_job_files_log_restart(tl_job_t *self, const char *line)
+{
+    if (!self->restart_log)
+        return;
+    char ts[40];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    fprintf(self->restart_log, "%s %s\n", ts, line);
+    fflush(self->restart_log);
+}
+
+/* Sets KEY=value in env and records "KEY=value" in kv. */
+static int
+s_put(tl_env_t *env, tl_argv_t *kv, const char *key, const char *fmt, ...)
+{
+    char value[TELEM_PATH_MAX + 64], pair[TELEM_PATH_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof value, fmt, ap);
+    va_end(ap);
+    snprintf(pair, sizeof pair, "%s=%s", key, value);
+    return tl_env_set(env, key, value) || tl_argv_add(kv, pair);
+}
+
+/* The dictionary's endpoints for the program: TELEM_DICT_ENDPOINTS will
+ * list every telem_dictd of the job here once the dictionary exists
+ * (issue 4); until then nothing is set. */
+static int
+s_env_dict(const tl_job_t *self, tl_env_t *env, tl_argv_t *kv)
+{
+    (void) self;
+    (void) env;
+    (void) kv;
+    return 0;
+}
+
+static int
+s_env_program(const tl_job_t *self, size_t i, tl_env_t *env, tl_argv_t *kv)
+{
+    long restarts = tl_state_restarts(self->state);
+    int rc = s_put(env, kv, "TELEM_RANK", "%ld", tl_state_rank(self->state, i))
+          || s_put(env, kv, "TELEM_NNODES", "%zu",
+                   tl_state_count(self->state, TL_NODE_ACTIVE))
+          || s_put(env, kv, "TELEM_RESTART_COUNT", "%ld", restarts)
+          || (restarts > 0 && s_put(env, kv, "TELEM_RESTARTED", "1"));
+    return rc || s_env_dict(self, env, kv);
+}
+
+tl_env_t *
+tl_job_env(const tl_job_t *self, size_t i, tl_role_t role, tl_argv_t *kv)
+{
+    extern char **environ;
+    static const char *const drop[] = {
+        "TELEM_NODE", "TELEM_RANK", "TELEM_NNODES", "TELEM_RESTART_COUNT",
+        "TELEM_RESTARTED", "TELEM_DICT_ENDPOINTS", NULL
+    };
+    tl_env_t *env = tl_env_new(environ);
+    if (!env)
+        return NULL;
+    for (size_t k = 0; drop[k]; k++)
+        tl_env_unset(env, drop[k]);
+    int rc = s_put(env, kv, "TELEM_RUNDIR", "%s", self->rundir)
+          || s_put(env, kv, "TELEM_LEVEL", "%d", self->cfg.level)
+          || s_put(env, kv, "TELEM_NODEFILE", "%s", self->nodefile)
+          || s_put(env, kv, "TELEM_LAUNCH_ENDPOINT", "%s", self->restart_ep);
+    /* Under Slurm telemd names itself from SLURMD_NODENAME. */
+    if (!rc && (role != TL_ROLE_TELEMD
+                || !tl_source_daemon_names_itself(self->source)))
+        rc = s_put(env, kv, "TELEM_NODE", "%s", tl_state_name(self->state, i));
+    if (!rc && role == TL_ROLE_PROGRAM)
+        rc = s_env_program(self, i, env, kv);
+    if (rc)
+        tl_env_destroy(&env);
+    return env;
+}

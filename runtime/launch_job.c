@@ -1,0 +1,484 @@
+/* launch_job.c - the job supervisor's life cycle: start, run, fail,
+ * restart, end (see launch_job.h).
+ *
+ * Everything happens in one czmq zloop: a signalfd (SIGCHLD, SIGINT,
+ * SIGTERM, SIGHUP, blocked and read here, so no signal races with the
+ * loop), telemd's output pipes, the restart request socket, the heartbeat
+ * timer and one timer per phase.  The job moves through phases
+ * (STARTING -> RUNNING -> STOPPING -> BACKOFF -> STARTING ..., ENDING at
+ * any point); after every event s_advance() checks whether the phase is
+ * complete, so nothing waits by sleeping and every wait has a deadline.
+ */
+#include "launch_job_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_time.h"
+
+#define S_GIVE_UP_NS (5 * TELEM_NS_PER_SEC) /* after SIGKILL, stop waiting */
+
+static void s_advance(tl_job_t *self);
+
+void
+tl_job_config_defaults(tl_job_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    tl_config_defaults(&cfg->nodes);
+    cfg->level = 2;
+    cfg->grace_ns = 5 * TELEM_NS_PER_SEC;
+    cfg->heartbeat_ns = TELEM_NS_PER_SEC;
+    cfg->heartbeat_timeout_ns = TELEM_NS_PER_SEC;
+    cfg->heartbeat_misses = 3;
+    cfg->start_timeout_ns = 30 * TELEM_NS_PER_SEC;
+}
+
+static size_t
+s_ms(int64_t ns)
+{
+    return ns <= 0 ? 1 : (size_t) ((ns + TELEM_NS_PER_MS - 1) / TELEM_NS_PER_MS);
+}
+
+static double
+s_sec(int64_t ns)
+{
+    return (double) ns / 1e9;
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+static void
+s_timer_cancel(tl_job_t *self)
+{
+    if (self->timer >= 0)
+        zloop_timer_end(self->loop, self->timer);
+    self->timer = -1;
+}
+
+static void
+s_timer_set(tl_job_t *self, int64_t ns, zloop_timer_fn *fn)
+{
+    s_timer_cancel(self);
+    self->timer = zloop_timer(self->loop, s_ms(ns), 1, fn, self);
+}
+
+int
+tl_job_loop_result(const tl_job_t *self)
+{
+    return self->phase == TL_PHASE_ENDING && self->nprocs == 0 ? -1 : 0;
+}
+
+static int
+s_on_kill_due(zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    tl_job_t *self = arg;
+    tl_job_kill_due(self, telem_mono_ns());
+    return tl_job_loop_result(self);
+}
+
+/* Stops processes and arms the timer that kills what is left after the
+ * grace period. */
+static void
+s_stop(tl_job_t *self, int role, long node)
+{
+    if (tl_job_stop(self, role, node))
+        zloop_timer(self->loop, s_ms(self->cfg.grace_ns) + 1, 1,
+                    s_on_kill_due, self);
+}
+
+/* ---- ending ------------------------------------------------------------ */
+
+static int
+s_on_give_up(zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    tl_job_t *self = arg;
+    telem_log(TELEM_LOG_ERROR, "%zu process(es) did not end after SIGKILL; "
+              "giving up on them", self->nprocs);
+    return -1;
+}
+
+void
+tl_job_end(tl_job_t *self, int code, const char *why)
+{
+    if (self->phase == TL_PHASE_ENDING)
+        return;
+    self->phase = TL_PHASE_ENDING;
+    self->exit_code = code;
+    telem_log(code ? TELEM_LOG_WARN : TELEM_LOG_INFO,
+              "job ends (exit %d): %s", code, why);
+    s_stop(self, -1, -1);
+    s_timer_set(self, self->cfg.grace_ns + S_GIVE_UP_NS, s_on_give_up);
+    /* With nothing left to reap, no exit event would end the loop. */
+    zloop_timer(self->loop, 1, 1, s_on_kill_due, self);
+}
+
+/* ---- starting the program ---------------------------------------------- */
+
+/* Prints and logs the line of a restart that has completed (or been
+ * refused, with `verdict` saying why). */
+static void
+s_restart_line(tl_job_t *self, const char *verdict)
+{
+    tl_restart_t *r = &self->rs;
+    char line[2560], budget[32] = "unlimited", active[512] = "";
+    if (self->cfg.nodes.max_restarts >= 0)
+        snprintf(budget, sizeof budget, "%ld", self->cfg.nodes.max_restarts);
+    for (size_t i = 0; i < self->n; i++)
+        if (tl_state_node(self->state, i) == TL_NODE_ACTIVE
+            && strlen(active) + strlen(tl_state_name(self->state, i)) + 2
+                   < sizeof active)
+            strcat(strcat(active, *active ? "," : ""),
+                   tl_state_name(self->state, i));
+    if (verdict)
+        snprintf(line, sizeof line, "restart refused (%s): trigger %s; "
+                 "nodes %s; why: %s; %ld of %s restarts done; job ends",
+                 verdict, r->trigger, *r->nodes ? r->nodes : "none", r->why,
+                 tl_state_restarts(self->state), budget);
+    else
+        snprintf(line, sizeof line, "restart %ld (of at most %s): trigger "
+                 "%s; nodes %s; promoted %s; why: %s; stop %.3f s, re-form "
+                 "%.3f s, "
+                 "back-off %.3f s, start %.3f s; active %s", r->number,
+                 budget, r->trigger, *r->nodes ? r->nodes : "none",
+                 *r->promoted ? r->promoted : "none", r->why,
+                 s_sec(r->t_stopped - r->t0),
+                 s_sec(r->t_reformed - r->t_stopped),
+                 s_sec(r->t_backoff_end - r->t_reformed),
+                 s_sec(telem_mono_ns() - r->t_backoff_end), active);
+    telem_log(TELEM_LOG_WARN, "%s", line);
+    tl_job_files_log_restart(self, line);
+}
+
+static void
+s_start_programs(tl_job_t *self)
+{
+    size_t first = self->n;
+    for (size_t i = 0; i < self->n; i++) {
+        if (tl_state_node(self->state, i) != TL_NODE_ACTIVE)
+            continue;
+        first = first < i ? first : i;
+        tl_argv_t kv = { 0 };
+        tl_env_t *env = tl_job_env(self, i, TL_ROLE_PROGRAM, &kv);
+        self->nodes[i].done = 0;
+        self->nodes[i].program =
+            env ? tl_job_spawn(self, i, TL_ROLE_PROGRAM, self->cfg.program,
+                               env, (const char *const *) kv.v)
+                : NULL;
+        tl_env_destroy(&env);
+        tl_argv_clear(&kv);
+        if (!self->nodes[i].program) {
+            tl_job_end(self, TL_EXIT_PROGRAM, "the program could not be "
+                       "started");
+            return;
+        }
+    }
+    tl_job_start_observers(self, first);
+    self->phase = TL_PHASE_RUNNING;
+    if (self->runs++ > 0)
+        s_restart_line(self, NULL);
+    else
+        telem_log(TELEM_LOG_INFO, "program started on %zu node(s), %zu in "
+                  "reserve", tl_state_count(self->state, TL_NODE_ACTIVE),
+                  tl_state_count(self->state, TL_NODE_IDLE));
+}
+
+/* Starts the program when every active node's telemd is ready. */
+static void
+s_try_start(tl_job_t *self)
+{
+    for (size_t i = 0; i < self->n; i++)
+        if (tl_state_node(self->state, i) == TL_NODE_ACTIVE
+            && !self->nodes[i].ready)
+            return;
+    s_timer_cancel(self);
+    tl_job_files_write(self);
+    s_start_programs(self);
+}
+
+static int
+s_on_start_timeout(zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    tl_job_t *self = arg;
+    self->timer = -1;
+    char why[128];
+    snprintf(why, sizeof why, "telemd was not ready within %.0f s",
+             s_sec(self->cfg.start_timeout_ns));
+    for (size_t i = 0; i < self->n && self->phase == TL_PHASE_STARTING; i++)
+        if (tl_state_node(self->state, i) != TL_NODE_DOWN
+            && !self->nodes[i].ready)
+            tl_job_node_failed(self, i, "start", why);
+    return tl_job_loop_result(self);
+}
+
+static void
+s_enter_starting(tl_job_t *self)
+{
+    self->phase = TL_PHASE_STARTING;
+    s_timer_set(self, self->cfg.start_timeout_ns, s_on_start_timeout);
+    s_try_start(self);
+}
+
+void
+tl_job_on_ready(tl_job_t *self, size_t i)
+{
+    self->ac_stale = 1;
+    telem_log(TELEM_LOG_DEBUG, "telemd on %s ready at %s",
+              tl_state_name(self->state, i), self->nodes[i].endpoint);
+    if (self->phase == TL_PHASE_STARTING)
+        s_try_start(self);
+}
+
+/* ---- restarting -------------------------------------------------------- */
+
+/* Re-forms the distributed dictionary on the new node set.  This is where
+ * the dictionary's membership change (issue 4) will be called; until
+ * telem_dictd exists there is nothing to re-form, and the step is still
+ * timed and reported so that restart timings keep their shape. */
+static int
+s_dict_reform(tl_job_t *self)
+{
+    (void) self;
+    return 0;
+}
+
+static int
+s_on_backoff_end(zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    tl_job_t *self = arg;
+    self->timer = -1;
+    self->rs.t_backoff_end = telem_mono_ns();
+    s_enter_starting(self);
+    return tl_job_loop_result(self);
+}
+
+static void
+s_advance(tl_job_t *self)
+{
+    if (self->phase != TL_PHASE_STOPPING
+        || tl_job_count(self, TL_ROLE_PROGRAM)
+        || tl_job_count(self, TL_ROLE_WATCH)
+        || tl_job_count(self, TL_ROLE_COLLECT))
+        return;
+    self->rs.t_stopped = telem_mono_ns();
+    s_dict_reform(self);
+    self->rs.t_reformed = telem_mono_ns();
+    self->ac_stale = 1;
+    tl_job_files_write(self);
+    if (self->rs.backoff_ns > 0) {
+        self->phase = TL_PHASE_BACKOFF;
+        s_timer_set(self, self->rs.backoff_ns, s_on_backoff_end);
+        return;
+    }
+    self->rs.t_backoff_end = self->rs.t_reformed;
+    s_enter_starting(self);
+}
+
+/* Appends "name" to a comma-separated list in buf. */
+static void
+s_list_add(char *buf, size_t size, const char *name)
+{
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, "%s%s", len ? "," : "", name);
+}
+
+/* Notes, in the restart record, which nodes went down and which came up,
+ * comparing with the states before the failure; stops the daemons of
+ * nodes that went down. */
+static void
+s_note_changes(tl_job_t *self, const tl_node_state_t *before)
+{
+    self->rs.nodes[0] = self->rs.promoted[0] = '\0';
+    for (size_t i = 0; i < self->n; i++) {
+        tl_node_state_t now = tl_state_node(self->state, i);
+        const char *name = tl_state_name(self->state, i);
+        if (before[i] != TL_NODE_DOWN && now == TL_NODE_DOWN) {
+            s_list_add(self->rs.nodes, sizeof self->rs.nodes, name);
+            s_stop(self, -1, (long) i);
+            self->nodes[i].ready = 0;
+        } else if (before[i] == TL_NODE_IDLE && now == TL_NODE_ACTIVE) {
+            s_list_add(self->rs.promoted, sizeof self->rs.promoted, name);
+        }
+    }
+    self->ac_stale = 1;
+}
+
+static int
+s_verdict_exit(tl_verdict_t v)
+{
+    return v == TL_VERDICT_UNRECOVERABLE ? TL_EXIT_UNRECOVERABLE
+                                         : TL_EXIT_BUDGET;
+}
+
+/* The failure of nodes idx[0..n) (n may be 0), detected by `trigger`. */
+static void
+s_fail(tl_job_t *self, const size_t *idx, size_t n, const char *trigger,
+       const char *why, int allowed, int not_allowed_code)
+{
+    if (self->phase == TL_PHASE_ENDING)
+        return;
+    if (!allowed) {
+        tl_job_end(self, not_allowed_code, why);
+        return;
+    }
+    tl_node_state_t before[self->n ? self->n : 1];
+    for (size_t i = 0; i < self->n; i++)
+        before[i] = tl_state_node(self->state, i);
+    tl_outcome_t o;
+    tl_state_fail(self->state, idx, n, &o);
+    if (self->phase == TL_PHASE_STOPPING || self->phase == TL_PHASE_BACKOFF
+        || (self->phase == TL_PHASE_STARTING && self->runs > 0))
+        telem_log(TELEM_LOG_INFO, "restart %ld is superseded", self->rs.number);
+    snprintf(self->rs.trigger, sizeof self->rs.trigger, "%s", trigger);
+    snprintf(self->rs.why, sizeof self->rs.why, "%s", why);
+    s_note_changes(self, before);
+    if (o.verdict == TL_VERDICT_NONE) {
+        telem_log(TELEM_LOG_WARN, "reserve node %s lost (%s): %s; %zu "
+                  "reserve(s) left", self->rs.nodes, trigger, why,
+                  tl_state_count(self->state, TL_NODE_IDLE));
+        tl_job_files_write(self);
+        return;
+    }
+    if (o.verdict != TL_VERDICT_RESTART) {
+        s_restart_line(self, tl_verdict_name(o.verdict));
+        tl_job_end(self, s_verdict_exit(o.verdict), "no restart possible");
+        return;
+    }
+    self->rs.number = o.restart;
+    self->rs.backoff_ns = o.backoff_ns;
+    self->rs.t0 = telem_mono_ns();
+    self->phase = TL_PHASE_STOPPING;
+    s_timer_cancel(self);
+    s_stop(self, TL_ROLE_PROGRAM, -1);
+    s_stop(self, TL_ROLE_WATCH, -1);
+    s_stop(self, TL_ROLE_COLLECT, -1);
+    s_advance(self);
+}
+
+void
+tl_job_nodes_failed(tl_job_t *self, const size_t *idx, size_t n,
+                    const char *trigger, const char *why)
+{
+    s_fail(self, idx, n, trigger, why, self->cfg.resilient,
+           self->runs ? TL_EXIT_UNRECOVERABLE : TL_EXIT_START);
+}
+
+void
+tl_job_begin(tl_job_t *self)
+{
+    for (size_t i = 0; i < self->n; i++) {
+        if (tl_job_start_telemd(self, i)) {
+            tl_job_end(self, TL_EXIT_START, "telemd could not be started");
+            return;
+        }
+        tl_job_start_helpers(self, i);
+    }
+    s_enter_starting(self);
+}
+
+void
+tl_job_node_failed(tl_job_t *self, size_t i, const char *trigger,
+                   const char *why)
+{
+    char line[768];
+    snprintf(line, sizeof line, "%s: %s", tl_state_name(self->state, i), why);
+    s_fail(self, &i, 1, trigger, line, self->cfg.resilient,
+           self->runs ? TL_EXIT_UNRECOVERABLE : TL_EXIT_START);
+}
+
+int
+tl_job_request_restart(tl_job_t *self, const char *const *names, size_t n,
+                       const char *trigger, const char *why)
+{
+    if (self->phase == TL_PHASE_ENDING)
+        return TELEM_ESTATE;
+    size_t idx[n ? n : 1];
+    for (size_t k = 0; k < n; k++) {
+        long i = tl_state_find(self->state, names[k]);
+        if (i < 0)
+            return TELEM_ENOTFOUND;
+        idx[k] = (size_t) i;
+    }
+    s_fail(self, idx, n, trigger, why, self->cfg.resilient,
+           TL_EXIT_UNRECOVERABLE);
+    return 0;
+}
+
+/* ---- process exits ----------------------------------------------------- */
+
+static void
+s_program_exit(tl_job_t *self, tl_proc_t *p, const char *how, int ok)
+{
+    tl_node_t *nd = &self->nodes[p->node];
+    if (nd->program == p)
+        nd->program = NULL;
+    if (self->phase != TL_PHASE_RUNNING || p->stopping) {
+        s_advance(self);
+        return;
+    }
+    if (ok) {
+        nd->done = 1;
+        for (size_t i = 0; i < self->n; i++)
+            if (tl_state_node(self->state, i) == TL_NODE_ACTIVE
+                && !self->nodes[i].done)
+                return;
+        tl_job_end(self, TL_EXIT_OK, "the program finished on every node");
+        return;
+    }
+    char line[768];
+    if (self->cfg.restart_on_failure) {
+        snprintf(line, sizeof line, "%s: program %s",
+                 tl_state_name(self->state, p->node), how);
+        s_fail(self, &p->node, 1, "crash", line, 1, TL_EXIT_PROGRAM);
+        return;
+    }
+    snprintf(line, sizeof line, "the program on %s %s",
+             tl_state_name(self->state, p->node), how);
+    tl_job_end(self, TL_EXIT_PROGRAM, line);
+}
+
+void
+tl_job_on_exit(tl_job_t *self, tl_proc_t *p, int status)
+{
+    char how[128];
+    tl_status_describe(status, how, sizeof how);
+    tl_node_t *nd = &self->nodes[p->node];
+    const char *node = tl_state_name(self->state, p->node);
+    if (p->role == TL_ROLE_PROGRAM) {
+        s_program_exit(self, p, how, WIFEXITED(status)
+                                     && WEXITSTATUS(status) == 0);
+        return;
+    }
+    if (p->role == TL_ROLE_TELEMD && nd->telemd == p) {
+        nd->telemd = NULL;
+        nd->ready = 0;
+        self->ac_stale = 1;
+    }
+    if (p->stopping || self->phase == TL_PHASE_ENDING) {
+        s_advance(self);
+        return;
+    }
+    if (p->role == TL_ROLE_TELEMD) {
+        char why[256];
+        snprintf(why, sizeof why, "telemd %s", how);
+        tl_job_node_failed(self, p->node, "daemon", why);
+        return;
+    }
+    telem_log(TELEM_LOG_WARN, "%s on %s %s; it is not restarted",
+              tl_role_name(p->role), node, how);
+    s_advance(self);
+}

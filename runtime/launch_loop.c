@@ -1,0 +1,372 @@
+/* launch_loop.c - the job's creation, its event loop and the events that
+ * come from outside: signals, heartbeats, restart requests.
+ *
+ * Signals are blocked before any thread exists (czmq's and libzmq's
+ * threads inherit the mask) and read from a signalfd in the loop: a child
+ * that exits or a Ctrl-C is an ordinary event, never a handler racing the
+ * loop.  The heartbeat asks every ready telemd for its status through the
+ * analysis client, with one deadline for all nodes, so one hung node costs
+ * one deadline per period and is named in the result.
+ */
+#include "launch_job_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_time.h"
+
+#define S_REQUEST_MAX (1 << 20)      /* bytes of one restart request */
+
+static const int s_signals[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
+
+/* ---- signals ----------------------------------------------------------- */
+
+static int
+s_signals_block(tl_job_t *self)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof s_signals / sizeof *s_signals; i++)
+        sigaddset(&set, s_signals[i]);
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+        return TELEM_EIO;
+    self->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return self->sigfd < 0 ? TELEM_EIO : 0;
+}
+
+static int
+s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    (void) loop;
+    (void) item;
+    tl_job_t *self = arg;
+    struct signalfd_siginfo si;
+    while (read(self->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+        if (si.ssi_signo == SIGCHLD)
+            continue;
+        char why[96];
+        snprintf(why, sizeof why, "%s received: stopping every node",
+                 strsignal((int) si.ssi_signo));
+        tl_job_end(self, 128 + (int) si.ssi_signo, why);
+    }
+    tl_job_reap(self);
+    return tl_job_loop_result(self);
+}
+
+/* ---- heartbeat --------------------------------------------------------- */
+
+/* Reconnects the analysis client to the nodes whose telemd is ready. */
+static int
+s_heartbeat_connect(tl_job_t *self)
+{
+    const char *names[self->n ? self->n : 1], *eps[self->n ? self->n : 1];
+    size_t k = 0;
+    for (size_t i = 0; i < self->n; i++)
+        if (tl_state_node(self->state, i) != TL_NODE_DOWN
+            && self->nodes[i].ready && self->nodes[i].telemd
+            && *self->nodes[i].endpoint) {
+            names[k] = tl_state_name(self->state, i);
+            eps[k++] = self->nodes[i].endpoint;
+        }
+    ac_close(&self->ac);
+    self->ac_stale = 0;
+    if (k == 0)
+        return 0;
+    int err = 0;
+    int ms = (int) (self->cfg.heartbeat_timeout_ns / TELEM_NS_PER_MS);
+    self->ac = ac_connect_nodes(names, eps, k, ms > 0 ? ms : 1, &err);
+    if (!self->ac)
+        telem_log(TELEM_LOG_ERROR, "heartbeat: cannot connect: %s",
+                  telem_strerror(err));
+    return self->ac ? 0 : err;
+}
+
+static int
+s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    tl_job_t *self = arg;
+    if (self->phase == TL_PHASE_ENDING)
+        return tl_job_loop_result(self);
+    if ((self->ac_stale || !self->ac) && s_heartbeat_connect(self))
+        return 0;
+    ac_status_result_t *r = NULL;
+    if (!self->ac || (ac_status(self->ac, &r), !r))
+        return 0;
+    size_t failed[self->n ? self->n : 1], nf = 0;
+    char why[1024] = "";
+    for (size_t j = 0; j < ac_status_result_count(r); j++) {
+        long i = tl_state_find(self->state, ac_status_result_node(r, j));
+        if (i < 0 || tl_state_node(self->state, (size_t) i) == TL_NODE_DOWN)
+            continue;
+        tl_node_t *nd = &self->nodes[i];
+        if (ac_status_result_code(r, j) == 0) {
+            nd->misses = 0;
+        } else if (++nd->misses >= self->cfg.heartbeat_misses) {
+            size_t len = strlen(why);
+            snprintf(why + len, sizeof why - len, "%s%s: telemd missed %d "
+                     "status requests in a row (deadline %.3f s): %s",
+                     len ? "; " : "", ac_status_result_node(r, j), nd->misses,
+                     (double) self->cfg.heartbeat_timeout_ns / 1e9,
+                     ac_status_result_message(r, j));
+            failed[nf++] = (size_t) i;
+        }
+    }
+    ac_status_result_destroy(&r);
+    if (nf)
+        tl_job_nodes_failed(self, failed, nf, "heartbeat", why);
+    return tl_job_loop_result(self);
+}
+
+/* ---- restart requests -------------------------------------------------- */
+
+/* Turns one decoded request into a restart.  This is the one place that
+ * will read the watcher's restart request (a message of the codec's
+ * watcher range, types 8-15, defined with telem_watch) and call
+ * tl_job_request_restart() with its nodes, detector and reason.  Until
+ * that message exists every message is refused with TELEM_EUNSUPPORTED. */
+static int
+s_restart_request(tl_job_t *self, const telem_msg_t *msg, const char **why)
+{
+    (void) self;
+    *why = "this launcher does not know this message type "
+           "(restart requests are not in the protocol yet)";
+    (void) msg;
+    return TELEM_EUNSUPPORTED;
+}
+
+static void
+s_reply_error(tl_job_t *self, zmsg_t *envelope, int code, const char *text)
+{
+    telem_error_msg_t e = { 0, code, text };
+    const void *data;
+    size_t size;
+    if (telem_encode_error(self->enc, &e, &data, &size) == 0
+        && zmsg_addmem(envelope, data, size) == 0)
+        zmsg_send(&envelope, self->restart_sock);
+    zmsg_destroy(&envelope);
+}
+
+static int
+s_on_request(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    (void) loop;
+    tl_job_t *self = arg;
+    zmsg_t *m = zmsg_recv(sock);
+    if (!m)
+        return 0;
+    zframe_t *payload = zmsg_last(m);
+    if (zmsg_size(m) < 2) {
+        zmsg_destroy(&m);
+        return 0;
+    }
+    zmsg_remove(m, payload);
+    telem_msg_t msg;
+    const char *why = NULL;
+    int rc = telem_proto_decode(self->dec, zframe_data(payload),
+                                zframe_size(payload), &msg);
+    if (rc)
+        why = telem_decoder_error(self->dec);
+    else
+        rc = s_restart_request(self, &msg, &why);
+    zframe_destroy(&payload);
+    if (rc)
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "restart socket: %s: %s",
+                          telem_strerror(rc), why);
+    s_reply_error(self, m, rc, rc ? why : "");
+    return tl_job_loop_result(self);
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+static int
+s_paths(tl_job_t *self, char *why, size_t why_size)
+{
+    const tl_job_config_t *c = &self->cfg;
+    int rc = 0;
+    if (c->rundir)
+        rc = snprintf(self->rundir, sizeof self->rundir, "%s", c->rundir)
+                 >= (int) sizeof self->rundir ? TELEM_ETOOBIG : 0;
+    else
+        rc = telem_rundir_default(self->rundir, sizeof self->rundir);
+    if (!rc && c->nodefile)
+        rc = snprintf(self->nodefile, sizeof self->nodefile, "%s",
+                      c->nodefile) >= (int) sizeof self->nodefile
+                 ? TELEM_ETOOBIG : 0;
+    else if (!rc)
+        rc = telem_nodefile_default(self->nodefile, sizeof self->nodefile);
+    if (rc) {
+        snprintf(why, why_size, "run directory or node file path too long");
+        return TELEM_EINVAL;
+    }
+    if ((rc = telem_rundir_prepare(self->rundir)) != 0) {
+        snprintf(why, why_size, "run directory %s: %s", self->rundir,
+                 rc == TELEM_EIO ? strerror(errno)
+                 : "exists but is not a private directory of this user");
+        return rc;
+    }
+    snprintf(self->launch_dir, sizeof self->launch_dir, "%.*s/launch",
+             (int) sizeof self->launch_dir - 8, self->rundir);
+    snprintf(self->restart_ep, sizeof self->restart_ep,
+             "ipc://%.*s/restart.sock", TELEM_PATH_MAX - 1, self->launch_dir);
+    const char *bin = c->bindir ? c->bindir : ".";
+    snprintf(self->bin_telemd, TELEM_PATH_MAX, "%.400s/telemd", bin);
+    snprintf(self->bin_dictd, TELEM_PATH_MAX, "%.400s/telem_dictd", bin);
+    snprintf(self->bin_collect, TELEM_PATH_MAX, "%.400s/telem_collect", bin);
+    snprintf(self->bin_watch, TELEM_PATH_MAX, "%.400s/telem_watch", bin);
+    return 0;
+}
+
+/* Checks the binaries the job needs where they can be checked (on this
+ * machine: the local source; elsewhere they must be at the same path). */
+static int
+s_binaries(tl_job_t *self, char *why, size_t why_size)
+{
+    int local = tl_source_kind(self->source) == TL_SOURCE_LOCAL;
+    if (local && access(self->bin_telemd, X_OK) != 0) {
+        snprintf(why, why_size, "%s: %s", self->bin_telemd, strerror(errno));
+        return TELEM_EINVAL;
+    }
+    if (local && self->cfg.collect && access(self->bin_collect, X_OK) != 0) {
+        snprintf(why, why_size, "collectors asked for, but %s: %s",
+                 self->bin_collect, strerror(errno));
+        return TELEM_EINVAL;
+    }
+    if (self->cfg.ndetectors && access(self->bin_watch, X_OK) != 0)
+        telem_log(TELEM_LOG_WARN, "%s is not available: --detector has no "
+                  "effect", self->bin_watch);
+    return 0;
+}
+
+static int
+s_sockets(tl_job_t *self, char *why, size_t why_size)
+{
+    self->enc = telem_encoder_new();
+    self->dec = telem_decoder_new();
+    self->loop = zloop_new();
+    self->restart_sock = zsock_new(ZMQ_ROUTER);
+    if (!self->enc || !self->dec || !self->loop || !self->restart_sock) {
+        snprintf(why, why_size, "out of memory");
+        return TELEM_ENOMEM;
+    }
+    zsock_set_maxmsgsize(self->restart_sock, S_REQUEST_MAX);
+    zsock_set_linger(self->restart_sock, 0);
+    zsock_set_sndtimeo(self->restart_sock, 0);
+    if (zsock_bind(self->restart_sock, "%s", self->restart_ep) < 0) {
+        snprintf(why, why_size, "cannot bind %s: %s", self->restart_ep,
+                 zmq_strerror(zmq_errno()));
+        return TELEM_EIO;
+    }
+    return 0;
+}
+
+static int
+s_setup(tl_job_t *self, char *why, size_t why_size)
+{
+    size_t alloc = tl_source_count(self->source);
+    int rc = tl_config_check(&self->cfg.nodes, alloc, why, why_size);
+    if (rc)
+        return rc;
+    self->state = tl_state_new(tl_source_names(self->source), alloc,
+                               &self->cfg.nodes, &rc);
+    if (!self->state)
+        return rc;
+    self->n = tl_state_size(self->state);
+    if (!(self->nodes = calloc(self->n, sizeof *self->nodes)))
+        return TELEM_ENOMEM;
+    if ((rc = s_paths(self, why, why_size)) != 0
+        || (rc = s_binaries(self, why, why_size)) != 0
+        || (rc = tl_job_files_open(self, why, why_size)) != 0)
+        return rc;
+    zsys_handler_set(NULL);     /* signals are read from the signalfd */
+    if ((rc = s_signals_block(self)) != 0) {
+        snprintf(why, why_size, "cannot set up signals: %s", strerror(errno));
+        return rc;
+    }
+    return s_sockets(self, why, why_size);
+}
+
+tl_job_t *
+tl_job_new(const tl_job_config_t *cfg, tl_source_t **source_p, char *why,
+           size_t why_size, int *err)
+{
+    int dummy;
+    err = err ? err : &dummy;
+    tl_source_t *source = source_p ? *source_p : NULL;
+    if (source_p)
+        *source_p = NULL;
+    tl_job_t *self = calloc(1, sizeof *self);
+    if (!self || !source || !cfg || !cfg->program || !cfg->program[0]) {
+        *err = self ? TELEM_EINVAL : TELEM_ENOMEM;
+        snprintf(why, why_size, "%s", self ? "no program to run" : "no memory");
+        tl_source_destroy(&source);
+        free(self);
+        return NULL;
+    }
+    self->cfg = *cfg;
+    self->source = source;
+    self->timer = -1;
+    self->sigfd = self->lock_fd = -1;
+    self->rl = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
+    if ((*err = s_setup(self, why, why_size)) != 0)
+        tl_job_destroy(&self);
+    return self;
+}
+
+int
+tl_job_run(tl_job_t *self)
+{
+    zmq_pollitem_t item = { NULL, self->sigfd, ZMQ_POLLIN, 0 };
+    zloop_poller(self->loop, &item, s_on_signal, self);
+    zloop_reader(self->loop, self->restart_sock, s_on_request, self);
+    if (self->cfg.heartbeat_ns > 0)
+        zloop_timer(self->loop,
+                    (size_t) (self->cfg.heartbeat_ns / TELEM_NS_PER_MS) + 1, 0,
+                    s_on_heartbeat, self);
+    telem_log(TELEM_LOG_INFO, "job of %zu %s node(s): %zu active, %zu in "
+              "reserve; restart requests at %s", self->n,
+              tl_source_kind_name(self->source),
+              tl_state_count(self->state, TL_NODE_ACTIVE),
+              tl_state_count(self->state, TL_NODE_IDLE), self->restart_ep);
+    tl_job_begin(self);
+    zloop_start(self->loop);
+    tl_job_reap(self);
+    tl_job_files_close(self);
+    return self->exit_code;
+}
+
+void
+tl_job_destroy(tl_job_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    tl_job_t *self = *self_p;
+    for (size_t i = 0; i < self->nprocs; i++) {
+        tl_signal_group(self->procs[i]->pid, SIGKILL);
+        if (self->procs[i]->out_fd >= 0)
+            close(self->procs[i]->out_fd);
+        free(self->procs[i]);
+    }
+    free(self->procs);
+    tl_job_files_close(self);
+    ac_close(&self->ac);
+    zloop_destroy(&self->loop);
+    zsock_destroy(&self->restart_sock);
+    telem_encoder_destroy(&self->enc);
+    telem_decoder_destroy(&self->dec);
+    if (self->sigfd >= 0)
+        close(self->sigfd);
+    tl_state_destroy(&self->state);
+    tl_source_destroy(&self->source);
+    free(self->nodes);
+    free(self);
+    *self_p = NULL;
+}

@@ -1,0 +1,367 @@
+/* launch_procs.c - the job's process table: starting the daemons and the
+ * program on a node, reading telemd's start-up lines, stopping, reaping.
+ *
+ * Each process is started through the node source (directly, srun, or a
+ * remote-shell template) into a process group of its own; signals go to
+ * the whole group.  telemd's standard output comes back through a pipe
+ * polled by the job's loop: it prints its endpoints and "ready", which is
+ * how the launcher learns, on every kind of node, where to reach it and
+ * that it is up (and, under Slurm, which node it really runs on).
+ */
+#include "launch_job_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_time.h"
+
+const char *
+tl_role_name(tl_role_t role)
+{
+    static const char *const names[] = { "telemd", "dictd", "collect",
+                                         "watch", "program" };
+    return (unsigned) role < 5 ? names[role] : "process";
+}
+
+static tl_proc_t *
+s_find_fd(tl_job_t *self, int fd)
+{
+    for (size_t i = 0; i < self->nprocs; i++)
+        if (self->procs[i]->out_fd == fd)
+            return self->procs[i];
+    return NULL;
+}
+
+static void
+s_close_output(tl_job_t *self, tl_proc_t *p)
+{
+    if (p->out_fd < 0)
+        return;
+    zmq_pollitem_t item = { NULL, p->out_fd, ZMQ_POLLIN, 0 };
+    zloop_poller_end(self->loop, &item);
+    close(p->out_fd);
+    p->out_fd = -1;
+}
+
+/* One line of telemd's start-up output. */
+static void
+s_telemd_line(tl_job_t *self, tl_proc_t *p, const char *line)
+{
+    tl_node_t *nd = &self->nodes[p->node];
+    const char *tab = strchr(line, '\t');
+    if (strcmp(line, "ready") == 0) {
+        const char *want = tl_state_name(self->state, p->node);
+        if (tl_source_daemon_names_itself(self->source)
+            && strcmp(nd->reported, want) != 0) {
+            char why[TELEM_NAME_MAX * 2 + 64];
+            snprintf(why, sizeof why, "telemd sent to %s runs as node '%s'",
+                     want, nd->reported);
+            tl_job_node_failed(self, p->node, "start", why);
+            return;
+        }
+        nd->ready = 1;
+        tl_job_on_ready(self, p->node);
+        return;
+    }
+    if (!tab)
+        return;
+    size_t klen = (size_t) (tab - line);
+    if (klen == 4 && strncmp(line, "node", 4) == 0)
+        snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
+    else if (klen == 5 && strncmp(line, "query", 5) == 0)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
+    else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
+}
+
+static int
+s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    (void) loop;
+    tl_job_t *self = arg;
+    tl_proc_t *p = s_find_fd(self, item->fd);
+    if (!p)
+        return 0;
+    ssize_t r = read(p->out_fd, p->line + p->len, sizeof p->line - 1 - p->len);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (r <= 0) {
+        s_close_output(self, p);
+        return 0;
+    }
+    p->len += (size_t) r;
+    p->line[p->len] = '\0';
+    char *start = p->line, *nl;
+    while ((nl = strchr(start, '\n')) != NULL) {
+        *nl = '\0';
+        s_telemd_line(self, p, start);
+        start = nl + 1;
+        if (p->stopping)            /* failed its identity check */
+            return 0;
+    }
+    p->len = strlen(start);
+    memmove(p->line, start, p->len + 1);
+    if (p->len == sizeof p->line - 1)      /* a line too long: drop it */
+        p->len = 0;
+    return 0;
+}
+
+/* Opens <launch_dir>/<node>.<role>.log for a daemon's stderr. */
+static int
+s_log_fd(tl_job_t *self, size_t node, tl_role_t role)
+{
+    char path[TELEM_PATH_MAX * 2];
+    snprintf(path, sizeof path, "%s/%s.%s.log", self->launch_dir,
+             tl_state_name(self->state, node), tl_role_name(role));
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+static int
+s_table_add(tl_job_t *self, tl_proc_t *p)
+{
+    if (self->nprocs == self->cap) {
+        size_t cap = self->cap ? self->cap * 2 : 16;
+        tl_proc_t **v = realloc(self->procs, cap * sizeof *v);
+        if (!v)
+            return TELEM_ENOMEM;
+        self->procs = v;
+        self->cap = cap;
+    }
+    self->procs[self->nprocs++] = p;
+    return 0;
+}
+
+/* Spawns the wrapped command with the given descriptors. */
+static int
+s_spawn_cmd(tl_job_t *self, size_t node, tl_role_t role,
+            const char *const *argv, const tl_env_t *env,
+            const char *const *telem_kv, int out_fd, int err_fd, pid_t *pid)
+{
+    tl_argv_t cmd = { 0 };
+    int rc = tl_source_command(self->source, tl_state_name(self->state, node),
+                               tl_role_name(role), argv, telem_kv, &cmd);
+    if (rc == 0) {
+        tl_spawn_t s = { cmd.v, tl_env_array(env), -1, out_fd, err_fd };
+        rc = tl_spawn(&s, pid);
+        if (rc)
+            telem_log(TELEM_LOG_ERROR, "cannot start %s for node %s (%s): %s",
+                      tl_role_name(role), tl_state_name(self->state, node),
+                      cmd.v[0], strerror(errno));
+    }
+    tl_argv_clear(&cmd);
+    return rc;
+}
+
+tl_proc_t *
+tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
+             const char *const *argv, const tl_env_t *env,
+             const char *const *telem_kv)
+{
+    int pipefd[2] = { -1, -1 }, err_fd = -1;
+    tl_proc_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->node = node;
+    p->role = role;
+    p->out_fd = -1;
+    if (role == TL_ROLE_TELEMD && pipe2(pipefd, O_CLOEXEC) != 0)
+        goto fail;
+    if ((role == TL_ROLE_TELEMD || role == TL_ROLE_DICTD)
+        && (err_fd = s_log_fd(self, node, role)) < 0)
+        goto fail;
+    if (s_spawn_cmd(self, node, role, argv, env, telem_kv, pipefd[1], err_fd,
+                    &p->pid))
+        goto fail;
+    if (err_fd >= 0)
+        close(err_fd);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (s_table_add(self, p)) {
+        tl_signal_group(p->pid, SIGKILL);  /* reaped as an unknown child */
+        goto fail_spawned;
+    }
+    if (pipefd[0] >= 0) {
+        fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+        p->out_fd = pipefd[0];
+        zmq_pollitem_t item = { NULL, p->out_fd, ZMQ_POLLIN, 0 };
+        zloop_poller(self->loop, &item, s_on_output, self);
+    }
+    return p;
+fail:
+    if (err_fd >= 0)
+        close(err_fd);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+fail_spawned:
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    free(p);
+    return NULL;
+}
+
+/* Spawns a daemon for node i with the environment tl_job_env() gives. */
+static tl_proc_t *
+s_spawn_role(tl_job_t *self, size_t i, tl_role_t role,
+             const char *const *argv)
+{
+    tl_argv_t kv = { 0 };
+    tl_env_t *env = tl_job_env(self, i, role, &kv);
+    tl_proc_t *p = env ? tl_job_spawn(self, i, role, argv, env,
+                                      (const char *const *) kv.v)
+                       : NULL;
+    tl_env_destroy(&env);
+    tl_argv_clear(&kv);
+    return p;
+}
+
+int
+tl_job_start_telemd(tl_job_t *self, size_t i)
+{
+    char level[16];
+    snprintf(level, sizeof level, "%d", self->cfg.level);
+    const char *argv[12];
+    size_t k = 0;
+    argv[k++] = self->bin_telemd;
+    if (!tl_source_daemon_names_itself(self->source)) {
+        argv[k++] = "--node";
+        argv[k++] = tl_state_name(self->state, i);
+    }
+    argv[k++] = "--rundir";
+    argv[k++] = self->rundir;
+    argv[k++] = "--level";
+    argv[k++] = level;
+    if (self->cfg.bind_addr) {
+        argv[k++] = "--bind";
+        argv[k++] = self->cfg.bind_addr;
+    }
+    argv[k] = NULL;
+    tl_node_t *nd = &self->nodes[i];
+    nd->ready = 0;
+    nd->misses = 0;
+    nd->endpoint[0] = nd->reported[0] = '\0';
+    nd->started_ns = telem_mono_ns();
+    nd->telemd = s_spawn_role(self, i, TL_ROLE_TELEMD, argv);
+    return nd->telemd ? 0 : TELEM_EIO;
+}
+
+void
+tl_job_start_helpers(tl_job_t *self, size_t i)
+{
+    if (access(self->bin_dictd, X_OK) != 0)
+        return;
+    tl_argv_t argv = { 0 };
+    char *list = NULL;
+    size_t len = 1;
+    for (size_t k = 0; k < self->n; k++)
+        if (tl_state_node(self->state, k) != TL_NODE_DOWN)
+            len += strlen(tl_state_name(self->state, k)) + 1;
+    if ((list = calloc(1, len)) != NULL) {
+        for (size_t k = 0; k < self->n; k++)
+            if (tl_state_node(self->state, k) != TL_NODE_DOWN)
+                strcat(strcat(list, *list ? "," : ""),
+                       tl_state_name(self->state, k));
+        const char *words[] = { self->bin_dictd, "--node",
+                                tl_state_name(self->state, i), "--rundir",
+                                self->rundir, "--nodes", list, NULL };
+        if (tl_argv_addv(&argv, words) == 0
+            && (!self->cfg.bind_addr || (tl_argv_add(&argv, "--bind") == 0
+                && tl_argv_add(&argv, self->cfg.bind_addr) == 0)))
+            s_spawn_role(self, i, TL_ROLE_DICTD, (const char *const *) argv.v);
+    }
+    free(list);
+    tl_argv_clear(&argv);
+}
+
+void
+tl_job_start_observers(tl_job_t *self, size_t i)
+{
+    tl_argv_t argv = { 0 };
+    if (self->cfg.collect && tl_argv_add(&argv, self->bin_collect) == 0
+        && tl_argv_split(&argv, self->cfg.collect, NULL) == 0)
+        s_spawn_role(self, i, TL_ROLE_COLLECT, (const char *const *) argv.v);
+    tl_argv_clear(&argv);
+    if (self->cfg.ndetectors == 0 || access(self->bin_watch, X_OK) != 0)
+        return;
+    int rc = tl_argv_add(&argv, self->bin_watch);
+    for (size_t d = 0; !rc && d < self->cfg.ndetectors; d++)
+        rc = tl_argv_add(&argv, "--detector")
+             || tl_argv_add(&argv, self->cfg.detectors[d]);
+    if (!rc)
+        s_spawn_role(self, i, TL_ROLE_WATCH, (const char *const *) argv.v);
+    tl_argv_clear(&argv);
+}
+
+size_t
+tl_job_stop(tl_job_t *self, int role, long node)
+{
+    size_t n = 0;
+    int64_t deadline = telem_mono_ns() + self->cfg.grace_ns;
+    for (size_t i = 0; i < self->nprocs; i++) {
+        tl_proc_t *p = self->procs[i];
+        if ((role >= 0 && (int) p->role != role)
+            || (node >= 0 && p->node != (size_t) node))
+            continue;
+        if (!p->stopping) {
+            p->stopping = 1;
+            p->kill_at_ns = deadline;
+        }
+        tl_signal_group(p->pid, SIGTERM);
+        n++;
+    }
+    return n;
+}
+
+void
+tl_job_kill_due(tl_job_t *self, int64_t now_ns)
+{
+    for (size_t i = 0; i < self->nprocs; i++) {
+        tl_proc_t *p = self->procs[i];
+        if (p->stopping && p->kill_at_ns <= now_ns) {
+            if (!p->killed)
+                telem_log(TELEM_LOG_WARN, "%s on %s did not stop in time: "
+                          "SIGKILL", tl_role_name(p->role),
+                          tl_state_name(self->state, p->node));
+            p->killed = 1;
+            tl_signal_group(p->pid, SIGKILL);
+        }
+    }
+}
+
+size_t
+tl_job_count(const tl_job_t *self, int role)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < self->nprocs; i++)
+        n += role < 0 || (int) self->procs[i]->role == role;
+    return n;
+}
+
+void
+tl_job_reap(tl_job_t *self)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        tl_proc_t *p = NULL;
+        for (size_t i = 0; i < self->nprocs; i++)
+            if (self->procs[i]->pid == pid) {
+                p = self->procs[i];
+                self->procs[i] = self->procs[--self->nprocs];
+                break;
+            }
+        /* Whatever the process left in its group goes with it. */
+        tl_signal_group(pid, SIGKILL);
+        if (!p)
+            continue;
+        s_close_output(self, p);
+        tl_job_on_exit(self, p, status);
+        free(p);
+    }
+}

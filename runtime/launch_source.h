@@ -1,0 +1,80 @@
+/* launch_source.h - where a job's nodes come from and how a command is run
+ * on one of them.
+ *
+ * Three sources, one interface:
+ *   local     N virtual nodes "n1".."nN" on this machine; a command runs
+ *             directly.  The default when there is no allocation.
+ *   slurm     the nodes of the Slurm allocation ($SLURM_JOB_NODELIST,
+ *             expanded by `scontrol show hostnames`); a command runs as
+ *             `srun --nodes=1 --ntasks=1 --nodelist=NODE --overlap ... CMD`,
+ *             which carries the launcher's environment to the node.  On
+ *             the node, telemd takes its name from SLURMD_NODENAME (several
+ *             slurmd may share one host name), and the launcher checks that
+ *             the name it reports is the node it was sent to.
+ *   template  a user list of hosts and a command template such as
+ *             "ssh {node}": the template's words (split as a shell would,
+ *             "{node}" replaced by the host) are put in front of
+ *             `env KEY=VALUE... CMD`, because a remote shell does not carry
+ *             the environment.  A remote shell joins its arguments into one
+ *             command line: arguments with spaces need quoting there.
+ *
+ * Thread safety: none; one owner.
+ */
+#ifndef LAUNCH_SOURCE_H
+#define LAUNCH_SOURCE_H
+
+#include <stddef.h>
+
+#include "launch_proc.h"
+
+typedef enum {
+    TL_SOURCE_LOCAL = 0,
+    TL_SOURCE_SLURM = 1,
+    TL_SOURCE_TEMPLATE = 2
+} tl_source_kind_t;
+
+typedef struct tl_source tl_source_t;
+
+/* `n` local virtual nodes (1-4096).  NULL with TELEM_EINVAL or
+ * TELEM_ENOMEM in *err. */
+tl_source_t *tl_source_local(size_t n, int *err);
+
+/* The nodes of the Slurm allocation `nodelist` (a Slurm host list such as
+ * "n[1-3]"), expanded with `scontrol show hostnames`.  NULL with a sentence
+ * in `why` and TELEM_EIO (scontrol failed), TELEM_EINVAL (an empty list or
+ * a bad node name) or TELEM_ENOMEM in *err. */
+tl_source_t *tl_source_slurm(const char *nodelist, char *why,
+                             size_t why_size, int *err);
+
+/* Hosts from the comma-separated list `hosts`, commands run through
+ * `template` (which must split into at least one word).  NULL with a
+ * sentence in `why` and TELEM_EINVAL or TELEM_ENOMEM in *err. */
+tl_source_t *tl_source_template(const char *template_, const char *hosts,
+                                char *why, size_t why_size, int *err);
+
+/* Frees; accepts NULL or a pointer to NULL; nulls the pointer. */
+void tl_source_destroy(tl_source_t **self_p);
+
+tl_source_kind_t tl_source_kind(const tl_source_t *self);
+
+/* "local", "slurm" or "template". */
+const char *tl_source_kind_name(const tl_source_t *self);
+
+/* Node names, in allocation order (owned by the source). */
+size_t tl_source_count(const tl_source_t *self);
+const char *const *tl_source_names(const tl_source_t *self);
+
+/* 1 if telemd on this source names itself (Slurm: SLURMD_NODENAME) and
+ * must not be given --node. */
+int tl_source_daemon_names_itself(const tl_source_t *self);
+
+/* Appends to `out` the command that runs `argv` on node `node` in the
+ * role `role` (a short word used in job step names), with `env_kv` (a
+ * NULL-terminated "KEY=VALUE" list, may be NULL) reaching the command
+ * where the source does not carry the environment.  Returns 0,
+ * TELEM_EINVAL or TELEM_ENOMEM. */
+int tl_source_command(const tl_source_t *self, const char *node,
+                      const char *role, const char *const *argv,
+                      const char *const *env_kv, tl_argv_t *out);
+
+#endif

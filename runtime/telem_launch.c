@@ -1,0 +1,392 @@
+/* telem_launch.c - the launcher's command line: parse and validate flags,
+ * pick the node source, run the job, return its exit code.
+ *
+ * Everything the job does lives in launch_job.c and its siblings; this
+ * file only turns words into a tl_job_config_t, so that every flag is
+ * checked in one place with a message that names it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch_job.h"
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_paths.h"
+#include "telem_proto.h"
+#include "telem_time.h"
+
+#define S_DETECTORS_MAX 16
+
+static const char s_usage[] =
+"Usage: telem_launch [OPTIONS] [--] PROGRAM [ARGS...]\n"
+"Runs PROGRAM once on every active node of a job under telem: starts and\n"
+"supervises telemd (and telem_dictd, collectors, telem_watch where asked for\n"
+"and built) on every node, and with --resilient restarts the program on the\n"
+"remaining and reserve nodes when a node fails.\n"
+"\n"
+"Nodes:\n"
+"  -l, --local N            N virtual nodes n1..nN on this machine (default\n"
+"                           outside a Slurm allocation; N defaults to\n"
+"                           --nodes plus --idle, else 1)\n"
+"      --slurm              the nodes of the Slurm allocation (default when\n"
+"                           SLURM_JOB_NODELIST is set); commands run by srun\n"
+"  -x, --exec-template T    run commands on a host through template T, e.g.\n"
+"                           'ssh {node}' ({node}: the host); needs --hosts\n"
+"      --hosts LIST         comma-separated hosts for --exec-template\n"
+"  -n, --nodes N            nodes that run the program (default: all but idle)\n"
+"  -i, --idle K             reserve nodes (default: allocation minus N)\n"
+"\n"
+"Resilience:\n"
+"  -r, --resilient          restart around a failed node instead of ending\n"
+"  -e, --exhaust-resources  with no reserve left, go on with fewer nodes,\n"
+"                           down to one\n"
+"  -R, --max-restarts R     restart budget (default 10; -1: unlimited)\n"
+"      --backoff SECONDS    delay before the 2nd restart, doubling after it,\n"
+"                           at most 30 s (default 1; 0: none)\n"
+"  -f, --restart-on-failure a program exiting non-zero fails its node\n"
+"      --grace SECONDS      SIGTERM to SIGKILL when stopping (default 5)\n"
+"      --heartbeat SECONDS  telemd status request period (default 1; 0: off)\n"
+"      --heartbeat-timeout SECONDS  deadline of one request (default 1)\n"
+"      --heartbeat-misses M misses in a row that fail a node (default 3)\n"
+"      --start-timeout SECONDS  for telemd to be ready (default 30)\n"
+"\n"
+"Telemetry:\n"
+"  -L, --telemetry-level L  0-4 (default: $TELEM_LEVEL, else 2)\n"
+"  -d, --detector NAME      run telem_watch with this detector on the first\n"
+"                           active node (repeatable; needs telem_watch)\n"
+"      --collect ARGS       run 'telem_collect ARGS' on every node\n"
+"      --bind ADDR          telemd's TCP query address (default 127.0.0.1)\n"
+"      --rundir DIR         run directory (default: $TELEM_RUNDIR,\n"
+"                           $XDG_RUNTIME_DIR/telem or /tmp/telem-UID)\n"
+"      --bindir DIR         where telemd and friends are (default: the\n"
+"                           directory of telem_launch)\n"
+"      --log-level LVL      error, warn, info (default) or debug\n"
+"  -h, --help, -V, --version\n"
+"\n"
+"The program gets TELEM_LEVEL, TELEM_NODE, TELEM_RANK, TELEM_NNODES,\n"
+"TELEM_RESTART_COUNT, TELEM_RESTARTED=1 (after a restart), TELEM_NODEFILE,\n"
+"TELEM_RUNDIR and TELEM_LAUNCH_ENDPOINT.  Every restart prints one line:\n"
+"trigger, nodes, why, restart number and the time of each step.\n"
+"SIGINT/SIGTERM stop the whole job on every node.\n"
+"\n"
+"Exit status:\n"
+"  0    the program ended 0 on every active node\n"
+"  1    the program failed (and is not restarted)\n"
+"  2    bad command line\n"
+"  3    unrecoverable: a node failed and no restart is possible (not\n"
+"       --resilient, or fewer nodes left than needed)\n"
+"  4    restart budget spent (--max-restarts), or a second restart with no\n"
+"       node to blame (boot-loop brake)\n"
+"  5    the job could not start (run directory, daemons)\n"
+"  128+S  stopped by signal S (130: SIGINT, 143: SIGTERM)\n";
+
+typedef struct {
+    tl_job_config_t job;
+    long local;              /* 0: not given */
+    int slurm;
+    const char *template_;
+    const char *hosts;
+    const char *detectors[S_DETECTORS_MAX];
+    char bindir[PATH_MAX];
+    telem_log_level_t loglevel;
+} s_args_t;
+
+static int
+s_bad(const char *flag, const char *value, const char *why)
+{
+    fprintf(stderr, "telem_launch: invalid %s '%s': %s\n"
+            "Try 'telem_launch --help'.\n", flag, value, why);
+    return TL_EXIT_USAGE;
+}
+
+static int
+s_number(const char *s, double lo, double hi, int integer, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi
+        || (integer && v != floor(v)))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parses a count into *out, or explains the flag's range. */
+static int
+s_count(const char *flag, const char *v, double lo, double hi, long *out)
+{
+    double d;
+    if (s_number(v, lo, hi, 1, &d)) {
+        char why[96];
+        snprintf(why, sizeof why, "an integer from %.0f to %.0f", lo, hi);
+        return s_bad(flag, v, why);
+    }
+    *out = (long) d;
+    return 0;
+}
+
+static int
+s_seconds(const char *flag, const char *v, double lo, int64_t *out)
+{
+    double d;
+    if (s_number(v, lo, 86400.0 * 365, 0, &d)) {
+        char why[96];
+        snprintf(why, sizeof why, "seconds, at least %g", lo);
+        return s_bad(flag, v, why);
+    }
+    *out = (int64_t) (d * 1e9);
+    return 0;
+}
+
+enum {
+    O_SLURM = 256, O_HOSTS, O_BACKOFF, O_GRACE, O_HB, O_HB_TIMEOUT,
+    O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_RUNDIR, O_BINDIR,
+    O_LOGLEVEL
+};
+
+static int
+s_log_level(const char *v, telem_log_level_t *out)
+{
+    static const char *const names[] = { "error", "warn", "info", "debug" };
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = (telem_log_level_t) i;
+            return 0;
+        }
+    return s_bad("--log-level", v, "one of error, warn, info, debug");
+}
+
+static int
+s_option_nodes(s_args_t *a, int c, const char *v)
+{
+    tl_job_config_t *j = &a->job;
+    long n;
+    int rc;
+    switch (c) {
+    case 'l':
+        rc = s_count("--local", v, 1, 4096, &a->local);
+        return rc;
+    case 'n':
+        if ((rc = s_count("--nodes", v, 1, 1e6, &n)) == 0) {
+            j->nodes.nodes = n;
+            j->nodes.nodes_given = 1;
+        }
+        return rc;
+    case 'i':
+        if ((rc = s_count("--idle", v, 0, 1e6, &n)) == 0) {
+            j->nodes.idle = n;
+            j->nodes.idle_given = 1;
+        }
+        return rc;
+    case 'R':
+        return s_count("--max-restarts", v, -1, 1e9, &j->nodes.max_restarts);
+    case O_BACKOFF:
+        if ((rc = s_seconds("--backoff", v, 0, &j->nodes.backoff_ns)) == 0
+            && j->nodes.backoff_ns > j->nodes.backoff_max_ns)
+            j->nodes.backoff_max_ns = j->nodes.backoff_ns;
+        return rc;
+    case O_SLURM: a->slurm = 1; return 0;
+    case 'x': a->template_ = v; return 0;
+    case O_HOSTS: a->hosts = v; return 0;
+    default: return -1;
+    }
+}
+
+static int
+s_option(s_args_t *a, int c, const char *v)
+{
+    tl_job_config_t *j = &a->job;
+    long n;
+    int rc = s_option_nodes(a, c, v);
+    if (rc >= 0)
+        return rc;
+    switch (c) {
+    case 'r': j->resilient = 1; return 0;
+    case 'e': j->nodes.exhaust = 1; return 0;
+    case 'f': j->restart_on_failure = 1; return 0;
+    case O_GRACE: return s_seconds("--grace", v, 0, &j->grace_ns);
+    case O_HB: return s_seconds("--heartbeat", v, 0, &j->heartbeat_ns);
+    case O_HB_TIMEOUT:
+        return s_seconds("--heartbeat-timeout", v, 0.001,
+                         &j->heartbeat_timeout_ns);
+    case O_HB_MISSES:
+        if ((rc = s_count("--heartbeat-misses", v, 1, 1000, &n)) == 0)
+            j->heartbeat_misses = (int) n;
+        return rc;
+    case O_START_TIMEOUT:
+        return s_seconds("--start-timeout", v, 0.001, &j->start_timeout_ns);
+    case 'L':
+        if ((rc = s_count("--telemetry-level", v, 0, 4, &n)) == 0)
+            j->level = (int) n;
+        return rc;
+    case 'd':
+        if (j->ndetectors == S_DETECTORS_MAX)
+            return s_bad("--detector", v, "too many detectors (16 at most)");
+        a->detectors[j->ndetectors++] = v;
+        return 0;
+    case O_COLLECT: j->collect = v; return 0;
+    case O_BIND: j->bind_addr = v; return 0;
+    case O_RUNDIR: j->rundir = v; return 0;
+    case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
+    case O_LOGLEVEL: return s_log_level(v, &a->loglevel);
+    default: return TL_EXIT_USAGE;
+    }
+}
+
+static const struct option s_opts[] = {
+    { "local", 1, 0, 'l' }, { "slurm", 0, 0, O_SLURM },
+    { "exec-template", 1, 0, 'x' }, { "hosts", 1, 0, O_HOSTS },
+    { "nodes", 1, 0, 'n' }, { "idle", 1, 0, 'i' },
+    { "resilient", 0, 0, 'r' }, { "exhaust-resources", 0, 0, 'e' },
+    { "max-restarts", 1, 0, 'R' }, { "backoff", 1, 0, O_BACKOFF },
+    { "restart-on-failure", 0, 0, 'f' }, { "grace", 1, 0, O_GRACE },
+    { "heartbeat", 1, 0, O_HB }, { "heartbeat-timeout", 1, 0, O_HB_TIMEOUT },
+    { "heartbeat-misses", 1, 0, O_HB_MISSES },
+    { "start-timeout", 1, 0, O_START_TIMEOUT },
+    { "telemetry-level", 1, 0, 'L' }, { "detector", 1, 0, 'd' },
+    { "collect", 1, 0, O_COLLECT }, { "bind", 1, 0, O_BIND },
+    { "rundir", 1, 0, O_RUNDIR }, { "bindir", 1, 0, O_BINDIR },
+    { "log-level", 1, 0, O_LOGLEVEL }, { "help", 0, 0, 'h' },
+    { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
+};
+
+/* Returns 0 to go on, -1 after --help/--version, or an exit code. */
+static int
+s_parse(s_args_t *a, int argc, char **argv)
+{
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "+l:x:n:i:reR:fL:d:hV", s_opts,
+                            NULL)) != -1) {
+        if (c == 'h' || c == 'V') {
+            if (c == 'h')
+                fputs(s_usage, stdout);
+            else
+                printf("telem_launch 0.1.0 (protocol %d)\n",
+                       TELEM_PROTO_VERSION);
+            return -1;
+        }
+        if (c == '?') {
+            fputs("Try 'telem_launch --help'.\n", stderr);
+            return TL_EXIT_USAGE;
+        }
+        if ((rc = s_option(a, c, optarg)) != 0)
+            return rc;
+    }
+    if (optind >= argc) {
+        fputs("telem_launch: no program to run\n"
+              "Try 'telem_launch --help'.\n", stderr);
+        return TL_EXIT_USAGE;
+    }
+    a->job.program = (const char *const *) &argv[optind];
+    a->job.detectors = a->detectors;
+    return 0;
+}
+
+static int
+s_check_sources(const s_args_t *a)
+{
+    int n = (a->local > 0) + a->slurm + (a->template_ != NULL);
+    if (n > 1) {
+        fputs("telem_launch: choose one of --local, --slurm and "
+              "--exec-template\nTry 'telem_launch --help'.\n", stderr);
+        return TL_EXIT_USAGE;
+    }
+    if (!a->template_ != !a->hosts) {
+        fputs("telem_launch: --exec-template and --hosts go together\n"
+              "Try 'telem_launch --help'.\n", stderr);
+        return TL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Picks the node source: the flags, else Slurm inside an allocation,
+ * else local nodes. */
+static tl_source_t *
+s_source(const s_args_t *a, int *code)
+{
+    char why[512] = "";
+    int err = 0;
+    const char *nodelist = getenv("SLURM_JOB_NODELIST");
+    tl_source_t *src;
+    *code = TL_EXIT_USAGE;
+    if (a->template_) {
+        src = tl_source_template(a->template_, a->hosts, why, sizeof why,
+                                 &err);
+    } else if (a->slurm || (!a->local && nodelist && *nodelist)) {
+        src = tl_source_slurm(nodelist, why, sizeof why, &err);
+        if (!src && err != TELEM_EINVAL)
+            *code = TL_EXIT_START;
+    } else {
+        const tl_config_t *c = &a->job.nodes;
+        long n = a->local;
+        if (!n)
+            n = (c->nodes_given ? c->nodes : 1) + (c->idle_given ? c->idle : 0);
+        src = tl_source_local((size_t) n, &err);
+        if (!src)
+            snprintf(why, sizeof why, "cannot make %ld local nodes", n);
+    }
+    if (!src)
+        fprintf(stderr, "telem_launch: %s\n", why);
+    return src;
+}
+
+static void
+s_default_bindir(s_args_t *a, const char *argv0)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(exe, sizeof exe, "%s", argv0);
+        n = (ssize_t) strlen(exe);
+    }
+    exe[n] = '\0';
+    snprintf(a->bindir, sizeof a->bindir, "%s", dirname(exe));
+}
+
+static void
+s_defaults(s_args_t *a, const char *argv0)
+{
+    memset(a, 0, sizeof *a);
+    tl_job_config_defaults(&a->job);
+    const char *env = getenv("TELEM_LEVEL");
+    double v;
+    if (env && s_number(env, 0, 4, 1, &v) == 0)
+        a->job.level = (int) v;
+    a->loglevel = TELEM_LOG_INFO;
+    s_default_bindir(a, argv0);
+}
+
+int
+main(int argc, char **argv)
+{
+    s_args_t a;
+    s_defaults(&a, argv[0]);
+    int rc = s_parse(&a, argc, argv);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if ((rc = s_check_sources(&a)) != 0)
+        return rc;
+    telem_log_init("telem_launch", a.loglevel);
+    a.job.bindir = a.bindir;
+    tl_source_t *src = s_source(&a, &rc);
+    if (!src)
+        return rc;
+    char why[1024] = "";
+    int err = 0;
+    tl_job_t *job = tl_job_new(&a.job, &src, why, sizeof why, &err);
+    if (!job) {
+        fprintf(stderr, "telem_launch: %s\n", why);
+        return err == TELEM_EINVAL ? TL_EXIT_USAGE : TL_EXIT_START;
+    }
+    rc = tl_job_run(job);
+    tl_job_destroy(&job);
+    return rc;
+}
