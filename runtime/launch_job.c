@@ -185,9 +185,11 @@ s_start_programs(tl_job_t *self)
     }
     tl_job_start_observers(self, first);
     self->phase = TL_PHASE_RUNNING;
-    if (self->runs++ > 0)
+    self->runs++;
+    if (self->rs.pending) {
+        self->rs.pending = 0;
         s_restart_line(self, NULL);
-    else
+    } else
         telem_log(TELEM_LOG_INFO, "program started on %zu node(s), %zu in "
                   "reserve", tl_state_count(self->state, TL_NODE_ACTIVE),
                   tl_state_count(self->state, TL_NODE_IDLE));
@@ -340,9 +342,9 @@ s_fail(tl_job_t *self, const size_t *idx, size_t n, const char *trigger,
         before[i] = tl_state_node(self->state, i);
     tl_outcome_t o;
     tl_state_fail(self->state, idx, n, &o);
-    if (self->phase == TL_PHASE_STOPPING || self->phase == TL_PHASE_BACKOFF
-        || (self->phase == TL_PHASE_STARTING && self->runs > 0))
-        telem_log(TELEM_LOG_INFO, "restart %ld is superseded", self->rs.number);
+    if (self->rs.pending && o.verdict != TL_VERDICT_NONE)
+        telem_log(TELEM_LOG_INFO, "restart %ld is superseded by a new "
+                  "failure", self->rs.number);
     snprintf(self->rs.trigger, sizeof self->rs.trigger, "%s", trigger);
     snprintf(self->rs.why, sizeof self->rs.why, "%s", why);
     s_note_changes(self, before);
@@ -358,6 +360,7 @@ s_fail(tl_job_t *self, const size_t *idx, size_t n, const char *trigger,
         tl_job_end(self, s_verdict_exit(o.verdict), "no restart possible");
         return;
     }
+    self->rs.pending = 1;
     self->rs.number = o.restart;
     self->rs.backoff_ns = o.backoff_ns;
     self->rs.t0 = telem_mono_ns();

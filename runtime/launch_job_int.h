@@ -61,6 +61,7 @@ typedef enum {
 
 /* The restart in progress, for its one line. */
 typedef struct {
+    int pending;                /* started, its line not printed yet */
     long number;
     char trigger[64];
     char nodes[512];

@@ -87,6 +87,14 @@ envval 0 n1 TELEM_LAUNCH_ENDPOINT | grep -q '^ipc://.*restart.sock$' \
     || fail "TELEM_LAUNCH_ENDPOINT"
 [ ! -e "$TELEM_RUNDIR/n1/ctl.sock" ] || fail "telemd of n1 left running"
 
+# --- a command template: every command goes through it ------------------
+reset_out
+MODE=quick launch tmpl --exec-template "env TELEM_VIA={node}" --hosts "h1,h 2"
+finish 0
+[ "$(envval 0 h1 TELEM_VIA)" = h1 ] || fail "template not used for h1"
+[ "$(envval 0 'h 2' TELEM_VIA)" = "h 2" ] || fail "template not used for 'h 2'"
+[ "$(envval 0 'h 2' TELEM_RANK)" = 1 ] || fail "template: rank of 'h 2'"
+
 # --- kill -9 one node's telemd mid-run: restart on the reserve ------------
 reset_out
 MODE=wait launch kill --local 3 --nodes 2 --resilient
