@@ -50,6 +50,19 @@ s_close_output(tl_job_t *self, tl_proc_t *p)
     p->out_fd = -1;
 }
 
+/* Keeps telemd's query endpoint; one bound to every address (--bind
+ * 0.0.0.0) is reached through the node's name. */
+static void
+s_query_endpoint(tl_node_t *nd, const char *node, const char *ep)
+{
+    static const char any[] = "tcp://0.0.0.0:";
+    if (strncmp(ep, any, sizeof any - 1) == 0)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "tcp://%s:%s", node,
+                 ep + sizeof any - 1);
+    else
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
+}
+
 /* One line of telemd's start-up output. */
 static void
 s_telemd_line(tl_job_t *self, tl_proc_t *p, const char *line)
@@ -76,7 +89,7 @@ s_telemd_line(tl_job_t *self, tl_proc_t *p, const char *line)
     if (klen == 4 && strncmp(line, "node", 4) == 0)
         snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
     else if (klen == 5 && strncmp(line, "query", 5) == 0)
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
+        s_query_endpoint(nd, tl_state_name(self->state, p->node), tab + 1);
     else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
         snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
 }
