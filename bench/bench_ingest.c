@@ -12,6 +12,8 @@
  *   raw:   msgpack_pack_* of the same map -> PUSH -> PULL thread:
  *          msgpack_unpack() into a reused zone, walk, append ts/value to a
  *          plain array -> clock stops when the final empty batch is read.
+ *          The raw producer's frames are checked, at start, to be byte for
+ *          byte the ones telem_encode_batch() makes.
  *
  * Both start their clock before the first encode.  Then, to show which
  * stage limits, each stage alone on one thread without sockets.
@@ -84,17 +86,20 @@ s_pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, n);
 }
 
-/* The same map telem_encode_batch writes, by hand: v, t, src, tg, s. */
+/* The same map telem_encode_batch writes, by hand: v, t, src, fin, tg, s
+ * (s_check_same_frames() checks that the bytes are the same). */
 static void
 s_pack_raw(msgpack_packer *pk, const s_work_t *w, uint64_t batch, int n)
 {
-    msgpack_pack_map(pk, 5);
+    msgpack_pack_map(pk, 6);
     s_pack_str(pk, "v");
     msgpack_pack_uint8(pk, 1);
     s_pack_str(pk, "t");
     msgpack_pack_uint8(pk, 1);
     s_pack_str(pk, "src");
     s_pack_str(pk, "bench");
+    s_pack_str(pk, "fin");
+    msgpack_pack_uint8(pk, 0);
     s_pack_str(pk, "tg");
     msgpack_pack_map(pk, 2);
     for (int i = 0; i < 2; i++) {
@@ -111,6 +116,32 @@ s_pack_raw(msgpack_packer *pk, const s_work_t *w, uint64_t batch, int n)
         msgpack_pack_double(pk, (double) k);
         msgpack_pack_uint8(pk, 1);
     }
+}
+
+/* Exits unless the raw producer's frames are byte for byte telem's: both
+ * consumers must be given the same messages. */
+static void
+s_check_same_frames(const s_work_t *w)
+{
+    telem_encoder_t *enc = telem_encoder_new();
+    telem_sample_t buf[S_BATCH];
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    for (uint64_t b = 0; b < 3; b++) {
+        const void *data;
+        size_t size;
+        if (s_encode(enc, w, b * 7919, buf, &data, &size) != 0)
+            bench_die("encode", "failed");
+        msgpack_sbuffer_clear(&sb);
+        s_pack_raw(&pk, w, b * 7919, S_BATCH);
+        if (sb.size != size || memcmp(sb.data, data, size) != 0)
+            bench_die("bench_ingest", "raw and telem frames differ "
+                      "(%zu and %zu bytes)", sb.size, size);
+    }
+    msgpack_sbuffer_destroy(&sb);
+    telem_encoder_destroy(&enc);
 }
 
 /* ---- raw consumer ------------------------------------------------------- */
@@ -289,7 +320,7 @@ s_run_telem(const s_work_t *w, const char *dir, uint64_t token)
 /* ---- stages alone --------------------------------------------------------- */
 
 typedef struct {
-    double enc_telem, enc_raw, dec_telem, dec_raw, agent, store;
+    double enc_telem, enc_raw, dec_telem, dec_raw, agent, store, store_tags;
 } s_stages_t;
 
 typedef struct {
@@ -421,26 +452,44 @@ s_stage_agent(const s_frames_t *f, const char *dir, s_stages_t *st)
     telemd_agent_destroy(&a);
 }
 
-static void
-s_stage_store(const s_work_t *w, s_stages_t *st)
+/* telem_store_append() of 1M samples over the 1k series with the three
+ * tags telemd gives them, to a fresh store: plain (tags canonicalised per
+ * sample) or with the tags prepared once (what telemd does per batch). */
+static double
+s_store_run(const s_work_t *w, int prepared)
 {
     telem_store_config_t cfg;
     telem_store_config_default(&cfg);
     cfg.mem_cap_bytes = (size_t) 1 << 30;
     telem_store_t *s = telem_store_new(&cfg);
-    if (!s)
-        bench_die("telem_store_new", "failed");
+    telem_store_tags_t *set = telem_store_tags_new();
     telem_tag_t tags[3] = { w->btags[0], w->btags[1], { "host", S_NODE } };
+    if (!s || !set || telem_store_tags_set(set, tags, 3) != 0)
+        bench_die("telem_store_new", "failed");
     const uint64_t n = (uint64_t) S_MICRO_NBATCH * S_BATCH;
     int64_t now = telem_now_ns();
     int64_t t0 = bench_now_ns();
-    for (uint64_t k = 0; k < n; k++)
-        if (telem_store_append(s, w->names[k % S_SERIES], tags, 3,
-                               w->ts0 + (int64_t) k, (double) k, now) != 0)
+    for (uint64_t k = 0; k < n; k++) {
+        const char *metric = w->names[k % S_SERIES];
+        int64_t ts = w->ts0 + (int64_t) k;
+        int rc = prepared
+                 ? telem_store_append_tags(s, metric, set, ts, (double) k, now)
+                 : telem_store_append(s, metric, tags, 3, ts, (double) k, now);
+        if (rc != 0)
             bench_die("store append", "failed at %llu",
                       (unsigned long long) k);
-    st->store = s_rate_since(t0, (double) n);
+    }
+    double rate = s_rate_since(t0, (double) n);
+    telem_store_tags_destroy(&set);
     telem_store_destroy(&s);
+    return rate;
+}
+
+static void
+s_stage_store(const s_work_t *w, s_stages_t *st)
+{
+    st->store = s_store_run(w, 0);
+    st->store_tags = s_store_run(w, 1);
 }
 
 /* ---- report ----------------------------------------------------------------- */
@@ -478,6 +527,8 @@ s_report(double raw, double telem, const double *raws, const double *telems,
     ROW("consumer: telemd_agent_ingest (decode, gate, tag, store)",
         st->agent);
     ROW("consumer: telem_store_append alone (3 tags, 1k series)", st->store);
+    ROW("consumer: telem_store_append_tags alone (prepared, 1k series)",
+        st->store_tags);
 #undef ROW
 
     printf("\ntargets\n");
@@ -495,6 +546,7 @@ main(void)
     if (!w)
         bench_die("bench_ingest", "out of memory");
     s_work_init(w);
+    s_check_same_frames(w);
     char dir[256];
     bench_tmpdir(dir, sizeof dir, "ingest");
 

@@ -5,6 +5,11 @@
  * key; deletion shifts the rest of a run back instead of leaving
  * tombstones, so lookups stay short however many series come and go.
  *
+ * Hashing reads whole words only (a short key's tail too), and keys are
+ * compared inline in two parts, so that looking up "metric" + a prepared
+ * tag set never builds the key it looks for.  A tag set is sorted by
+ * insertion (a sample has a handful of tags), then copied into one buffer.
+ *
  * Ring: timestamps and values sit in two parallel arrays inside one
  * allocation, so a range of points is two contiguous runs at most and a
  * query can hand them out without copying when the range does not wrap.
@@ -31,23 +36,55 @@ s_rotl(uint64_t x, int r)
     return (x << r) | (x >> (64 - r));
 }
 
+static inline uint64_t
+s_load64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint64_t
+s_load32(const unsigned char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The last 1-8 bytes of a key of `len` bytes ending at `end`, as one word,
+ * read with whole loads: byte-wise copies into a word stall the load that
+ * follows them (store forwarding), which cost as much as the rest of the
+ * hash of a short key.  Bytes already hashed may be read again; the word
+ * depends only on the key's bytes and length. */
+static inline uint64_t
+s_tail(const unsigned char *end, size_t rest, size_t len)
+{
+    if (len >= 8)
+        return s_load64(end - 8);
+    if (rest >= 4)
+        return s_load32(end - rest) << 32 | s_load32(end - 4);
+    if (rest == 0)
+        return 0;
+    return (uint64_t) end[-(ptrdiff_t) rest] << 16
+           | (uint64_t) end[-(ptrdiff_t) (rest / 2) - 1] << 8 | end[-1];
+}
+
 /* 64-bit hash, eight bytes per step, with a final avalanche. */
 uint64_t
 telem_series_hash(const void *data, size_t len)
 {
     const unsigned char *p = data;
+    const unsigned char *end = p + len;
     const uint64_t k1 = UINT64_C(0x9e3779b97f4a7c15);
     const uint64_t k2 = UINT64_C(0xc2b2ae3d27d4eb4f);
     uint64_t h = k1 ^ (len * UINT64_C(0xff51afd7ed558ccd));
-    uint64_t w;
-    for (; len >= 8; p += 8, len -= 8) {
-        memcpy(&w, p, 8);
-        h ^= s_rotl(w * k2, 31) * k1;
+    size_t rest = len;
+    for (; rest > 8; p += 8, rest -= 8) {
+        h ^= s_rotl(s_load64(p) * k2, 31) * k1;
         h = s_rotl(h, 27) * 5 + UINT64_C(0x52dce729);
     }
-    w = 0;
-    memcpy(&w, p, len);
-    h ^= s_rotl(w * k2, 31) * k1;
+    h ^= s_rotl(s_tail(end, rest, len) * k2, 31) * k1;
     h ^= h >> 33;
     h *= UINT64_C(0xff51afd7ed558ccd);
     h ^= h >> 33;
@@ -56,18 +93,30 @@ telem_series_hash(const void *data, size_t len)
     return h;
 }
 
+uint64_t
+telem_series_hash_pair(uint64_t first, uint64_t second)
+{
+    uint64_t h = first ^ s_rotl(second * UINT64_C(0x9e3779b97f4a7c15), 29);
+    h ^= h >> 32;
+    h *= UINT64_C(0xd6e8feb86659fd93);
+    h ^= h >> 32;
+    return h;
+}
+
 telem_series_key_t *
 telem_series_index_find(const telem_series_index_t *t, uint64_t hash,
-                        const char *bytes, uint32_t len)
+                        const char *a, uint32_t alen, const char *b,
+                        uint32_t blen)
 {
     if (t->cap == 0)
         return NULL;
     uint32_t mask = t->cap - 1;
+    uint32_t len = alen + blen;
     for (uint32_t i = (uint32_t) hash & mask; t->slots[i].key;
          i = (i + 1) & mask) {
         telem_series_key_t *k = t->slots[i].key;
         if (t->slots[i].hash == hash && k->len == len
-            && memcmp(k->bytes, bytes, len) == 0)
+            && telem_series_key_is(k, a, alen, b, blen))
             return k;
     }
     return NULL;
@@ -185,6 +234,86 @@ telem_series_index_release(telem_series_index_t *t)
     free(t->slots);
     t->slots = NULL;
     t->cap = t->n = 0;
+}
+
+/* --- tag sets ------------------------------------------------------------- */
+
+int
+telem_series_name_ok(const char *s, int allow_empty, uint32_t *len)
+{
+    if (!s)
+        return 0;
+    size_t n = strnlen(s, TELEM_NAME_MAX + 1);
+    if (n > TELEM_NAME_MAX || (n == 0 && !allow_empty))
+        return 0;
+    *len = (uint32_t) n;
+    return 1;
+}
+
+/* One tag while the set is being sorted. */
+typedef struct {
+    const char *key;
+    const char *value;
+    uint32_t klen;
+    uint32_t vlen;
+} s_tagref_t;
+
+/* Inserts t into the sorted refs[0..*n); a repeated key replaces the
+ * earlier value (the last one wins). */
+static void
+s_tag_insert(s_tagref_t *refs, uint32_t *n, const s_tagref_t *t)
+{
+    uint32_t j = *n;
+    int cmp = 1;
+    while (j > 0 && (cmp = strcmp(refs[j - 1].key, t->key)) > 0)
+        j--;
+    if (j > 0 && cmp == 0) {
+        refs[j - 1] = *t;
+        return;
+    }
+    memmove(refs + j + 1, refs + j, (*n - j) * sizeof *refs);
+    refs[j] = *t;
+    (*n)++;
+}
+
+static int
+s_tags_refuse(telem_series_tags_t *set)
+{
+    set->rc = TELEM_EINVAL;
+    set->ntags = set->len = 0;
+    set->hash = telem_series_hash("", 0);
+    return TELEM_EINVAL;
+}
+
+int
+telem_series_tags_set(telem_series_tags_t *set, const telem_tag_t *tags,
+                      uint32_t ntags)
+{
+    if (ntags > TELEM_TAGS_MAX || (ntags > 0 && !tags))
+        return s_tags_refuse(set);
+    s_tagref_t refs[TELEM_TAGS_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ntags; i++) {
+        s_tagref_t t = { tags[i].key, tags[i].value, 0, 0 };
+        if (!telem_series_name_ok(t.key, 0, &t.klen)
+            || !telem_series_name_ok(t.value, 1, &t.vlen))
+            return s_tags_refuse(set);
+        s_tag_insert(refs, &n, &t);
+    }
+    char *p = set->bytes;
+    for (uint32_t i = 0; i < n; i++) {
+        set->off[i] = (uint32_t) (p - set->bytes);
+        set->klen[i] = refs[i].klen;
+        memcpy(p, refs[i].key, refs[i].klen + 1);
+        p += refs[i].klen + 1;
+        memcpy(p, refs[i].value, refs[i].vlen + 1);
+        p += refs[i].vlen + 1;
+    }
+    set->rc = 0;
+    set->ntags = n;
+    set->len = (uint32_t) (p - set->bytes);
+    set->hash = telem_series_hash(set->bytes, set->len);
+    return 0;
 }
 
 /* --- ring ----------------------------------------------------------------- */

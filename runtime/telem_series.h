@@ -17,6 +17,13 @@
  *
  * The ring never grows on its own: the store decides capacities (it keeps
  * the memory accounting) and calls telem_series_ring_resize().
+ *
+ * A tag set (telem_series_tags_t) is the canonical form of a sample's
+ * tags: validated, sorted by key, a repeated key keeping its last value,
+ * laid out as the part of a series key that follows "metric\0", with its
+ * own hash.  A series key's hash combines the metric name's hash with the
+ * tag set's, so a caller that prepares a tag set once (one per batch) pays
+ * per sample only for hashing and comparing the metric name and the set.
  * Not thread-safe; owned by one store.
  */
 #ifndef TELEM_SERIES_H
@@ -24,6 +31,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "telem_proto.h"
 
 /* --- index ------------------------------------------------------------ */
 
@@ -49,10 +59,42 @@ typedef struct {
 /* 64-bit hash of len bytes (not stable across machines; in-process only). */
 uint64_t telem_series_hash(const void *data, size_t len);
 
-/* The key with these bytes, or NULL. */
+/* Hash of a key made of two parts, from the parts' hashes: a series key's
+ * is telem_series_hash_pair(hash of "metric\0", tag set's hash). */
+uint64_t telem_series_hash_pair(uint64_t first, uint64_t second);
+
+/* memcmp(a, b, n) == 0, inline: for the short keys of an index a call to
+ * memcmp per part of a key cost more than the comparison itself. */
+static inline int
+telem_series_bytes_eq(const char *a, const char *b, uint32_t n)
+{
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+    }
+    for (; n > 0; a++, b++, n--)
+        if (*a != *b)
+            return 0;
+    return 1;
+}
+
+/* True when k's bytes are a[0..alen) followed by b[0..blen). */
+static inline int
+telem_series_key_is(const telem_series_key_t *k, const char *a, uint32_t alen,
+                    const char *b, uint32_t blen)
+{
+    return k->len == alen + blen && telem_series_bytes_eq(k->bytes, a, alen)
+           && telem_series_bytes_eq(k->bytes + alen, b, blen);
+}
+
+/* The key whose bytes are a[0..alen) followed by b[0..blen), or NULL. */
 telem_series_key_t *telem_series_index_find(const telem_series_index_t *t,
-                                            uint64_t hash, const char *bytes,
-                                            uint32_t len);
+                                            uint64_t hash, const char *a,
+                                            uint32_t alen, const char *b,
+                                            uint32_t blen);
 
 /* Bytes that inserting one more key would allocate (0 if it fits). */
 size_t telem_series_index_growth(const telem_series_index_t *t);
@@ -71,6 +113,33 @@ void telem_series_index_shrink(telem_series_index_t *t, uint64_t *mem);
 
 /* Frees the slots (not the keys). */
 void telem_series_index_release(telem_series_index_t *t);
+
+/* --- tag sets --------------------------------------------------------- */
+
+/* Room for the largest canonical tag set: TELEM_TAGS_MAX keys and values
+ * of TELEM_NAME_MAX bytes, each with its NUL. */
+#define TELEM_SERIES_TAGS_BYTES (2 * TELEM_TAGS_MAX * (TELEM_NAME_MAX + 1))
+
+typedef struct {
+    int rc;                           /* 0, or why the tags were refused */
+    uint32_t ntags;
+    uint32_t len;                     /* bytes used in `bytes` */
+    uint64_t hash;                    /* telem_series_hash of those bytes */
+    uint32_t off[TELEM_TAGS_MAX];     /* offset of tag i's key in bytes */
+    uint32_t klen[TELEM_TAGS_MAX];    /* its value follows at off+klen+1 */
+    char bytes[TELEM_SERIES_TAGS_BYTES];  /* "k1\0v1\0k2\0v2\0..." */
+} telem_series_tags_t;
+
+/* True when a name (metric, tag key or value) is non-NULL, at most
+ * TELEM_NAME_MAX bytes and, unless allow_empty, not empty; sets *len. */
+int telem_series_name_ok(const char *s, int allow_empty, uint32_t *len);
+
+/* Builds the canonical set of tags[0..ntags) in *set (copying the
+ * strings).  Returns 0, or TELEM_EINVAL (more than TELEM_TAGS_MAX tags,
+ * tags NULL with ntags > 0, a NULL or empty key, a NULL value, a name over
+ * TELEM_NAME_MAX), which is also left in set->rc with an empty set. */
+int telem_series_tags_set(telem_series_tags_t *set, const telem_tag_t *tags,
+                          uint32_t ntags);
 
 /* --- ring ------------------------------------------------------------- */
 

@@ -4,8 +4,15 @@
  * backward-shift deletion, full 64-bit hashes kept in the slots) map a
  * series' canonical key to the series and a metric name to its metric
  * entry.  The canonical key is "metric\0k1\0v1\0k2\0v2\0..." with the tags
- * sorted by key and deduplicated; it is built in a scratch buffer inside the
- * store, so an append to an existing series allocates nothing.
+ * sorted by key and deduplicated.  The tag part is a telem_series.c tag set,
+ * hashed on its own; a key's hash combines it with the metric name's hash,
+ * and lookups compare the two parts in place, so the key is never built per
+ * sample and an append to an existing series allocates nothing.  Callers
+ * that append many samples with the same tags (telemd, per batch) prepare
+ * the set once (telem_store_tags_t); telem_store_append() prepares it in a
+ * scratch set inside the store.  The series of the last append is
+ * remembered and compared first, so a run of samples of one series costs
+ * no hashing; freeing that series forgets it.
  *
  * A metric entry holds the metric's meta and a list of its series; the
  * metric entries form a list too.  Expiry and unfiltered queries walk these
@@ -19,7 +26,6 @@
  */
 #include "telem_store.h"
 
-#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +34,6 @@
 
 #define S_DEFAULT_WINDOW_NS (INT64_C(300) * INT64_C(1000000000))
 #define S_RING_MIN 16u                 /* first ring capacity, in points */
-#define S_KEY_MAX ((2 * TELEM_TAGS_MAX + 1) * (TELEM_NAME_MAX + 1))
 
 typedef struct s_metric s_metric_t;
 typedef struct s_series s_series_t;
@@ -57,13 +62,19 @@ struct s_metric {
     char name[];
 };
 
-/* One tag of the sample being appended, after sorting. */
+/* The series a sample belongs to, as looked up: its name, tag set and
+ * hashes (mhash of "metric\0", hash of the whole key). */
 typedef struct {
-    const char *key;
-    const char *value;
-    uint32_t klen;
-    uint32_t vlen;
-} s_tagref_t;
+    const char *metric;
+    uint32_t mlen;
+    uint64_t mhash;
+    uint64_t hash;
+    const telem_series_tags_t *tags;
+} s_lookup_t;
+
+struct telem_store_tags {
+    telem_series_tags_t set;
+};
 
 struct telem_store {
     telem_store_config_t cfg;
@@ -75,10 +86,8 @@ struct telem_store {
     int64_t *q_ts;          /* query scratch for ranges that wrap */
     double *q_val;
     size_t q_cap;
-    uint32_t klen, mlen, ntags;    /* the key in `key` */
-    s_tagref_t tags[TELEM_TAGS_MAX];
-    uint32_t tag_off[TELEM_TAGS_MAX];   /* offset of tag i's key in `key` */
-    char key[S_KEY_MAX];
+    s_series_t *hot;                /* series of the last append, or NULL */
+    telem_series_tags_t scratch;    /* tags of telem_store_append */
 };
 
 /* --- metric entries and series -------------------------------------------- */
@@ -88,7 +97,15 @@ s_metric_find(const telem_store_t *self, const char *name, uint32_t len,
               uint64_t hash)
 {
     return (s_metric_t *) telem_series_index_find(&self->metric_tab, hash,
-                                                  name, len);
+                                                  name, len, "", 0);
+}
+
+/* Hash of a metric name with its NUL: the first part of its series keys,
+ * and the key of its metric entry. */
+static uint64_t
+s_metric_hash(const char *name, uint32_t len)
+{
+    return telem_series_hash(name, (size_t) len + 1);
 }
 
 static size_t
@@ -153,6 +170,8 @@ static void
 s_series_free(telem_store_t *self, s_series_t *s)
 {
     s_metric_t *m = s->metric;
+    if (self->hot == s)
+        self->hot = NULL;
     telem_series_index_remove(&self->series_tab, &s->key);
     if (s->prev)
         s->prev->next = s->next;
@@ -168,25 +187,35 @@ s_series_free(telem_store_t *self, s_series_t *s)
     free(s);
 }
 
-/* Allocates a series for the key in the scratch buffer and links it. */
+/* Bytes of a series' own allocation: struct, tags and key. */
+static size_t
+s_series_bytes(const s_lookup_t *l)
+{
+    return sizeof(s_series_t) + l->tags->ntags * sizeof(telem_tag_t)
+           + l->mlen + 1 + l->tags->len;
+}
+
+/* Allocates the series `l` names (key "metric\0" + tag set) and links it. */
 static int
-s_series_alloc(telem_store_t *self, s_metric_t *m, uint64_t hash,
+s_series_alloc(telem_store_t *self, s_metric_t *m, const s_lookup_t *l,
                uint32_t ring_cap, s_series_t **out)
 {
-    size_t bytes = sizeof(s_series_t) + self->ntags * sizeof(telem_tag_t)
-                   + self->klen;
+    const telem_series_tags_t *ts = l->tags;
+    size_t bytes = s_series_bytes(l);
     s_series_t *s = calloc(1, bytes);
     if (!s)
         return TELEM_ENOMEM;
-    char *kb = (char *) (s->tags + self->ntags);
-    memcpy(kb, self->key, self->klen);
+    char *kb = (char *) (s->tags + ts->ntags);
+    memcpy(kb, l->metric, l->mlen + 1);
+    char *tb = kb + l->mlen + 1;
+    memcpy(tb, ts->bytes, ts->len);
     s->key.bytes = kb;
-    s->key.len = self->klen;
-    s->key.hash = hash;
-    s->ntags = self->ntags;
-    for (uint32_t i = 0; i < self->ntags; i++) {
-        s->tags[i].key = kb + self->tag_off[i];
-        s->tags[i].value = kb + self->tag_off[i] + self->tags[i].klen + 1;
+    s->key.len = l->mlen + 1 + ts->len;
+    s->key.hash = l->hash;
+    s->ntags = ts->ntags;
+    for (uint32_t i = 0; i < ts->ntags; i++) {
+        s->tags[i].key = tb + ts->off[i];
+        s->tags[i].value = tb + ts->off[i] + ts->klen[i] + 1;
     }
     s->metric = m;
     s->last_ts = INT64_MIN;
@@ -211,101 +240,32 @@ s_series_alloc(telem_store_t *self, s_metric_t *m, uint64_t hash,
     return 0;
 }
 
-/* Creates the series whose key is in the scratch buffer, after checking
- * the series and memory caps for everything it will allocate. */
+/* Creates the series `l` names, after checking the series and memory caps
+ * for everything it will allocate. */
 static int
-s_series_create(telem_store_t *self, uint64_t hash, s_series_t **out)
+s_series_create(telem_store_t *self, const s_lookup_t *l, s_series_t **out)
 {
     if (self->nseries >= self->cfg.max_series)
         return TELEM_EFULL;
-    uint64_t mhash = telem_series_hash(self->key, self->mlen);
-    s_metric_t *m = s_metric_find(self, self->key, self->mlen, mhash);
+    s_metric_t *m = s_metric_find(self, l->metric, l->mlen, l->mhash);
     uint32_t ring_cap = self->cfg.max_points_per_series < S_RING_MIN
                         ? self->cfg.max_points_per_series : S_RING_MIN;
-    uint64_t need = sizeof(s_series_t) + self->ntags * sizeof(telem_tag_t)
-                    + self->klen
+    uint64_t need = s_series_bytes(l)
                     + (uint64_t) ring_cap * TELEM_SERIES_POINT_BYTES
                     + telem_series_index_growth(&self->series_tab);
     if (!m)
-        need += s_metric_bytes(self->mlen)
+        need += s_metric_bytes(l->mlen)
                 + telem_series_index_growth(&self->metric_tab);
     if (self->mem + need > self->cfg.mem_cap_bytes)
         return TELEM_EFULL;
     int rc = 0;
     if (!m)
-        rc = s_metric_create(self, self->key, self->mlen, mhash, &m);
+        rc = s_metric_create(self, l->metric, l->mlen, l->mhash, &m);
     if (!rc)
-        rc = s_series_alloc(self, m, hash, ring_cap, out);
+        rc = s_series_alloc(self, m, l, ring_cap, out);
     if (rc)
         s_metric_release_if_unused(self, m);
     return rc;
-}
-
-/* --- keys ----------------------------------------------------------------- */
-
-static bool
-s_name_ok(const char *s, uint32_t *len, bool allow_empty)
-{
-    if (!s)
-        return false;
-    size_t n = strnlen(s, TELEM_NAME_MAX + 1);
-    if (n > TELEM_NAME_MAX || (n == 0 && !allow_empty))
-        return false;
-    *len = (uint32_t) n;
-    return true;
-}
-
-/* Inserts one tag into the sorted scratch list; a repeated key replaces
- * the earlier value (the last one wins). */
-static void
-s_tag_insert(telem_store_t *self, const s_tagref_t *t)
-{
-    uint32_t j = self->ntags;
-    int cmp = 1;
-    while (j > 0 && (cmp = strcmp(self->tags[j - 1].key, t->key)) > 0)
-        j--;
-    if (j > 0 && cmp == 0) {
-        self->tags[j - 1] = *t;
-        return;
-    }
-    for (uint32_t k = self->ntags; k > j; k--)
-        self->tags[k] = self->tags[k - 1];
-    self->tags[j] = *t;
-    self->ntags++;
-}
-
-/* Validates a sample's names and writes its canonical key into the
- * scratch buffer.  Returns 0 or TELEM_EINVAL. */
-static int
-s_build_key(telem_store_t *self, const char *metric, const telem_tag_t *tags,
-            uint32_t ntags)
-{
-    uint32_t mlen;
-    if (!s_name_ok(metric, &mlen, false) || ntags > TELEM_TAGS_MAX
-        || (ntags > 0 && !tags))
-        return TELEM_EINVAL;
-    self->ntags = 0;
-    for (uint32_t i = 0; i < ntags; i++) {
-        s_tagref_t t = { tags[i].key, tags[i].value, 0, 0 };
-        if (!s_name_ok(t.key, &t.klen, false)
-            || !s_name_ok(t.value, &t.vlen, true))
-            return TELEM_EINVAL;
-        s_tag_insert(self, &t);
-    }
-    char *p = self->key;
-    memcpy(p, metric, mlen + 1);
-    p += mlen + 1;
-    for (uint32_t i = 0; i < self->ntags; i++) {
-        const s_tagref_t *t = &self->tags[i];
-        self->tag_off[i] = (uint32_t) (p - self->key);
-        memcpy(p, t->key, t->klen + 1);
-        p += t->klen + 1;
-        memcpy(p, t->value, t->vlen + 1);
-        p += t->vlen + 1;
-    }
-    self->mlen = mlen;
-    self->klen = (uint32_t) (p - self->key);
-    return 0;
 }
 
 /* --- life cycle ----------------------------------------------------------- */
@@ -437,25 +397,47 @@ s_series_room(telem_store_t *self, s_series_t *s, int64_t ts, bool *discard)
     return rc;
 }
 
-int
-telem_store_append(telem_store_t *self, const char *metric,
-                   const telem_tag_t *tags, uint32_t ntags,
-                   int64_t ts_ns, double value, int64_t now_ns)
+/* Finds or creates the series `l` names (l->mlen set).  The series of the
+ * previous append is checked first: runs of samples of one series (one
+ * metric from one process) then skip the hashing and the index. */
+static int
+s_series_get(telem_store_t *self, s_lookup_t *l, s_series_t **out)
 {
-    if (!self)
-        return TELEM_EINVAL;
-    int rc = s_build_key(self, metric, tags, ntags);
-    if (rc)
+    const telem_series_tags_t *tags = l->tags;
+    s_series_t *s = self->hot;
+    if (!s || !telem_series_key_is(&s->key, l->metric, l->mlen + 1,
+                                   tags->bytes, tags->len)) {
+        l->mhash = s_metric_hash(l->metric, l->mlen);
+        l->hash = telem_series_hash_pair(l->mhash, tags->hash);
+        s = (s_series_t *) telem_series_index_find(
+            &self->series_tab, l->hash, l->metric, l->mlen + 1, tags->bytes,
+            tags->len);
+        int rc = s ? 0 : s_series_create(self, l, &s);
+        if (rc)
+            return rc;
+        self->hot = s;
+    }
+    *out = s;
+    return 0;
+}
+
+/* Appends one point to the series of metric and the canonical `tags`. */
+static int
+s_append(telem_store_t *self, const char *metric,
+         const telem_series_tags_t *tags, int64_t ts_ns, double value,
+         int64_t now_ns)
+{
+    s_lookup_t l = { .metric = metric, .tags = tags };
+    int rc = TELEM_EINVAL;
+    if (tags->rc || !telem_series_name_ok(metric, 0, &l.mlen))
         goto refused;
     int64_t horizon = s_horizon(self, now_ns);
     if (ts_ns < horizon) {
         self->dropped++;            /* late on arrival: not an error */
         return 0;
     }
-    uint64_t hash = telem_series_hash(self->key, self->klen);
-    s_series_t *s = (s_series_t *) telem_series_index_find(
-        &self->series_tab, hash, self->key, self->klen);
-    if (!s && (rc = s_series_create(self, hash, &s)))
+    s_series_t *s;
+    if ((rc = s_series_get(self, &l, &s)))
         goto refused;
     s_series_expire(self, s, horizon);
     bool discard;
@@ -472,6 +454,58 @@ telem_store_append(telem_store_t *self, const char *metric,
 refused:
     self->dropped++;
     return rc;
+}
+
+int
+telem_store_append(telem_store_t *self, const char *metric,
+                   const telem_tag_t *tags, uint32_t ntags,
+                   int64_t ts_ns, double value, int64_t now_ns)
+{
+    if (!self)
+        return TELEM_EINVAL;
+    telem_series_tags_set(&self->scratch, tags, ntags);
+    return s_append(self, metric, &self->scratch, ts_ns, value, now_ns);
+}
+
+telem_store_tags_t *
+telem_store_tags_new(void)
+{
+    telem_store_tags_t *self = malloc(sizeof *self);
+    if (self)
+        telem_series_tags_set(&self->set, NULL, 0);
+    return self;
+}
+
+void
+telem_store_tags_destroy(telem_store_tags_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free(*self_p);
+    *self_p = NULL;
+}
+
+int
+telem_store_tags_set(telem_store_tags_t *self, const telem_tag_t *tags,
+                     uint32_t ntags)
+{
+    if (!self)
+        return TELEM_EINVAL;
+    return telem_series_tags_set(&self->set, tags, ntags);
+}
+
+int
+telem_store_append_tags(telem_store_t *self, const char *metric,
+                        const telem_store_tags_t *tags, int64_t ts_ns,
+                        double value, int64_t now_ns)
+{
+    if (!self)
+        return TELEM_EINVAL;
+    if (!tags) {
+        self->dropped++;
+        return TELEM_EINVAL;
+    }
+    return s_append(self, metric, &tags->set, ts_ns, value, now_ns);
 }
 
 /* After expiry: frees an empty ring, or halves a mostly empty one. */
@@ -523,7 +557,7 @@ static int
 s_meta_check(const telem_meta_t *meta, uint32_t *mlen, size_t *ulen,
              size_t *dlen)
 {
-    if (!meta || !s_name_ok(meta->metric, mlen, false)
+    if (!meta || !telem_series_name_ok(meta->metric, 0, mlen)
         || (meta->type != TELEM_METRIC_GAUGE
             && meta->type != TELEM_METRIC_COUNTER))
         return TELEM_EINVAL;
@@ -541,7 +575,7 @@ telem_store_describe(telem_store_t *self, const telem_meta_t *meta)
     size_t ulen, dlen;
     if (!self || s_meta_check(meta, &mlen, &ulen, &dlen))
         return TELEM_EINVAL;
-    uint64_t hash = telem_series_hash(meta->metric, mlen);
+    uint64_t hash = s_metric_hash(meta->metric, mlen);
     s_metric_t *m = s_metric_find(self, meta->metric, mlen, hash);
     size_t sbytes = ulen + dlen + 2;
     uint64_t need = sbytes;
@@ -579,10 +613,10 @@ const telem_meta_t *
 telem_store_meta(const telem_store_t *self, const char *metric)
 {
     uint32_t mlen;
-    if (!self || !s_name_ok(metric, &mlen, false))
+    if (!self || !telem_series_name_ok(metric, 0, &mlen))
         return NULL;
     const s_metric_t *m = s_metric_find(self, metric, mlen,
-                                        telem_series_hash(metric, mlen));
+                                        s_metric_hash(metric, mlen));
     return m && m->has_meta ? &m->meta : NULL;
 }
 
@@ -712,9 +746,9 @@ s_query_lookup(const telem_store_t *self, const telem_query_t *q, uint32_t i)
         if (strcmp(q->metrics[j], name) == 0)
             return NULL;
     uint32_t len;
-    if (!s_name_ok(name, &len, false))
+    if (!telem_series_name_ok(name, 0, &len))
         return NULL;
-    return s_metric_find(self, name, len, telem_series_hash(name, len));
+    return s_metric_find(self, name, len, s_metric_hash(name, len));
 }
 
 int

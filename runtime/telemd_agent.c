@@ -1,11 +1,16 @@
 /* telemd_agent.c - what telemd does with a message once it has the bytes.
  *
  * Ingest: decode a batch, drop samples above the node's level, add the
- * host tag, append to the store.  Requests: queries walk the store and are
- * answered with one reply frame (cut, and marked truncated, before the
- * protocol's size limit); control requests read or change the agent's
- * state.  End-of-stream tokens from batches are kept in a small ring so a
- * process can confirm, with TELEM_CTL_SYNC, that all it sent has arrived.
+ * host tag, append to the store.  The batch's tags with host are put into
+ * the store's canonical form once per batch (a prepared tag set) and every
+ * sample without tags of its own is appended with that set, so the common
+ * case pays for sorting and copying tags once per batch, not per sample; a
+ * sample with tags of its own has them merged with the batch's, per sample.
+ * Requests: queries walk the store and are answered with one reply frame
+ * (cut, and marked truncated, before the protocol's size limit); control
+ * requests read or change the agent's state.  End-of-stream tokens from
+ * batches are kept in a small ring so a process can confirm, with
+ * TELEM_CTL_SYNC, that all it sent has arrived.
  */
 #include "telemd_agent.h"
 
@@ -53,6 +58,7 @@ struct telemd_agent {
     telem_store_t *store;
     telem_decoder_t *dec;
     telem_encoder_t *enc;
+    telem_store_tags_t *batch_tags;    /* batch tags + host, per batch */
     void *sampler_state[S_NSAMPLERS];
     int64_t sample_now;                /* timestamp for emitted samples */
     uint64_t bad_messages;
@@ -127,7 +133,9 @@ telemd_agent_new(const telemd_config_t *cfg)
     self->store = telem_store_new(&scfg);
     self->dec = telem_decoder_new();
     self->enc = telem_encoder_new();
-    if (!self->node || !self->store || !self->dec || !self->enc) {
+    self->batch_tags = telem_store_tags_new();
+    if (!self->node || !self->store || !self->dec || !self->enc
+        || !self->batch_tags) {
         telemd_agent_destroy(&self);
         return NULL;
     }
@@ -167,24 +175,32 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     telem_store_destroy(&self->store);
     telem_decoder_destroy(&self->dec);
     telem_encoder_destroy(&self->enc);
+    telem_store_tags_destroy(&self->batch_tags);
     free(self->node);
     free(self);
     *self_p = NULL;
 }
 
-/* Appends one sample with the batch's tags, the sample's tags and host. */
+/* Copies the tags other than host to out[*n...]; the node sets host. */
 static void
-s_append(telemd_agent_t *self, const telem_batch_t *b, const telem_sample_t *s,
-         int64_t now)
+s_add_tags(telem_tag_t *out, uint32_t *n, const telem_tag_t *tags,
+           uint32_t ntags)
+{
+    for (uint32_t i = 0; i < ntags; i++)
+        if (strcmp(tags[i].key, "host") != 0)
+            out[(*n)++] = tags[i];
+}
+
+/* Appends one sample that has tags of its own: the batch's tags, then the
+ * sample's (a repeated key keeps the sample's value), then host. */
+static void
+s_append_tagged(telemd_agent_t *self, const telem_batch_t *b,
+                const telem_sample_t *s, int64_t now)
 {
     telem_tag_t tags[2 * TELEM_TAGS_MAX + 1];
     uint32_t n = 0;
-    for (uint32_t i = 0; i < b->ntags; i++)
-        if (strcmp(b->tags[i].key, "host") != 0)
-            tags[n++] = b->tags[i];
-    for (uint32_t i = 0; i < s->ntags; i++)
-        if (strcmp(s->tags[i].key, "host") != 0)
-            tags[n++] = s->tags[i];
+    s_add_tags(tags, &n, b->tags, b->ntags);
+    s_add_tags(tags, &n, s->tags, s->ntags);
     if (n >= TELEM_TAGS_MAX) {
         telem_store_count_dropped(self->store, 1);
         return;
@@ -194,21 +210,51 @@ s_append(telemd_agent_t *self, const telem_batch_t *b, const telem_sample_t *s,
                        now);
 }
 
+/* Prepares self->batch_tags from the batch's tags and host.  Returns 0, or
+ * TELEM_ETOOBIG when they leave no room for host (every sample without
+ * tags of its own is then dropped, as the store would refuse it). */
+static int
+s_prepare_batch_tags(telemd_agent_t *self, const telem_batch_t *b)
+{
+    telem_tag_t tags[TELEM_TAGS_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < b->ntags && n < TELEM_TAGS_MAX; i++)
+        if (strcmp(b->tags[i].key, "host") != 0)
+            tags[n++] = b->tags[i];
+    if (n >= TELEM_TAGS_MAX)
+        return TELEM_ETOOBIG;
+    tags[n++] = (telem_tag_t) { "host", self->node };
+    /* Tags the store refuses leave the set refused: appends count them. */
+    telem_store_tags_set(self->batch_tags, tags, n);
+    return 0;
+}
+
 static void
 s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
 {
     int64_t now = telem_now_ns();
-    uint64_t gated = 0;
+    uint64_t dropped = 0;          /* above the level, or no room for host */
+    int batch_rc = 1;              /* 1: batch tags not prepared yet */
     for (uint32_t i = 0; i < b->nsamples; i++) {
         const telem_sample_t *s = &b->samples[i];
         if (self->level == 0 || s->level > self->level) {
-            gated++;
+            dropped++;
             continue;
         }
-        s_append(self, b, s, now);
+        if (s->ntags > 0) {
+            s_append_tagged(self, b, s, now);
+            continue;
+        }
+        if (batch_rc == 1)
+            batch_rc = s_prepare_batch_tags(self, b);
+        if (batch_rc)
+            dropped++;
+        else
+            telem_store_append_tags(self->store, s->metric, self->batch_tags,
+                                    s->ts_ns, s->value, now);
     }
-    if (gated)
-        telem_store_count_dropped(self->store, gated);
+    if (dropped)
+        telem_store_count_dropped(self->store, dropped);
     if (b->fin_token) {
         self->tokens[self->token_next] = b->fin_token;
         self->token_next = (self->token_next + 1) % S_TOKENS;

@@ -1,9 +1,11 @@
-/* test_store.c - unit tests for the in-memory time-series store.
+/* test_store.c - unit tests for the in-memory time-series store: appends
+ * and queries.
  *
  * Drives telem_store_* directly (no sockets): appends and queries, tag
- * canonicalisation, filters, time ranges, retention, memory and series caps,
- * eviction, out-of-order points (against a simple sorted-array model), metas,
- * counters and invalid input.  No assertion depends on timing.
+ * canonicalisation, prepared tag sets (telem_store_append_tags) against
+ * plain appends, filters, time ranges, metas, counters and invalid input.
+ * Retention, caps, eviction and ordering are in test_store_retention.c.
+ * No assertion depends on timing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -11,139 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "telem_error.h"
-#include "telem_store.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
-
-#define SEC INT64_C(1000000000)
-
-/* --- a query callback that records what it sees ------------------------ */
-
-#define CAP_SERIES 64
-
-typedef struct {
-    char metric[300];
-    char tags[1200];        /* "k=v,k=v" */
-    telem_metric_type_t type;
-    char unit[300];
-    char doc[300];
-    uint32_t npoints;
-    int ts_null;
-    int64_t *ts;
-    double *values;
-} cap_series_t;
-
-typedef struct {
-    int calls;
-    int stop_after;         /* return 7 after this many calls; 0 = never */
-    int n;
-    cap_series_t s[CAP_SERIES];
-} capture_t;
-
-static int
-s_capture_fn(void *arg, const telem_series_t *s)
-{
-    capture_t *c = arg;
-    c->calls++;
-    if (c->n < CAP_SERIES) {
-        cap_series_t *o = &c->s[c->n++];
-        snprintf(o->metric, sizeof o->metric, "%s", s->metric);
-        o->tags[0] = '\0';
-        for (uint32_t i = 0; i < s->ntags; i++) {
-            size_t len = strlen(o->tags);
-            snprintf(o->tags + len, sizeof o->tags - len, "%s%s=%s",
-                     i ? "," : "", s->tags[i].key, s->tags[i].value);
-        }
-        o->type = s->type;
-        snprintf(o->unit, sizeof o->unit, "%s", s->unit);
-        snprintf(o->doc, sizeof o->doc, "%s", s->doc);
-        o->npoints = s->npoints;
-        o->ts_null = s->ts == NULL && s->values == NULL;
-        o->ts = calloc(s->npoints + 1, sizeof(int64_t));
-        o->values = calloc(s->npoints + 1, sizeof(double));
-        if (s->npoints) {
-            memcpy(o->ts, s->ts, s->npoints * sizeof(int64_t));
-            memcpy(o->values, s->values, s->npoints * sizeof(double));
-        }
-    }
-    return c->stop_after && c->calls >= c->stop_after ? 7 : 0;
-}
-
-static void
-s_capture_reset(capture_t *c)
-{
-    for (int i = 0; i < c->n; i++) {
-        free(c->s[i].ts);
-        free(c->s[i].values);
-    }
-    memset(c, 0, sizeof *c);
-}
-
-static const cap_series_t *
-s_capture_find(const capture_t *c, const char *metric, const char *tags)
-{
-    for (int i = 0; i < c->n; i++)
-        if (strcmp(c->s[i].metric, metric) == 0
-            && strcmp(c->s[i].tags, tags) == 0)
-            return &c->s[i];
-    return NULL;
-}
-
-static int
-s_query(telem_store_t *st, const telem_query_t *q, int64_t now, capture_t *c)
-{
-    s_capture_reset(c);
-    return telem_store_query(st, q, now, s_capture_fn, c);
-}
-
-static void
-s_check_stats(const telem_store_t *st)
-{
-    telem_store_stats_t s;
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == s.appended - s.expired - s.evicted);
-    CHECK(s.mem_bytes <= s.mem_cap_bytes);
-}
-
-/* A store with the defaults, except the non-zero arguments. */
-static telem_store_t *
-s_store(int64_t window, size_t cap, uint32_t max_series, uint32_t max_points)
-{
-    telem_store_config_t cfg;
-    telem_store_config_default(&cfg);
-    cfg.window_ns = window ? window : cfg.window_ns;
-    cfg.mem_cap_bytes = cap ? cap : cfg.mem_cap_bytes;
-    cfg.max_series = max_series ? max_series : cfg.max_series;
-    cfg.max_points_per_series = max_points ? max_points
-                                           : cfg.max_points_per_series;
-    telem_store_t *st = telem_store_new(&cfg);
-    if (!st) {
-        fprintf(stderr, "telem_store_new failed\n");
-        exit(1);
-    }
-    return st;
-}
-
-/* End of a test: counters consistent, everything freed. */
-static void
-s_done(telem_store_t **st, capture_t *c)
-{
-    s_check_stats(*st);
-    if (c)
-        s_capture_reset(c);
-    telem_store_destroy(st);
-    CHECK(*st == NULL);
-}
+#include "store_test.h"
 
 /* --- tests ------------------------------------------------------------- */
 
@@ -393,273 +263,6 @@ test_list(void)
 }
 
 static void
-test_retention(void)
-{
-    telem_store_t *st = s_store(10 * SEC, 0, 0, 0);
-    int64_t now = 100 * SEC;
-    telem_store_stats_t s;
-    /* Late on arrival: dropped (counted), not an error. */
-    CHECK(telem_store_append(st, "m", NULL, 0, 85 * SEC, 1, now) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.dropped == 1 && s.appended == 0 && s.nseries == 0);
-    /* The window edge itself is kept. */
-    CHECK(telem_store_append(st, "m", NULL, 0, 90 * SEC, 1, now) == 0);
-    for (int i = 91; i <= 100; i++)
-        CHECK(telem_store_append(st, "m", NULL, 0, i * SEC, i, now) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == 11 && s.appended == 11);
-    CHECK(telem_store_expire(st, now) == 0);
-    CHECK(telem_store_expire(st, 105 * SEC) == 5);
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == 6 && s.expired == 5);
-
-    /* Lazy expiry on append, without calling expire. */
-    CHECK(telem_store_append(st, "m", NULL, 0, 108 * SEC, 108, 108 * SEC) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == 4 && s.expired == 8);   /* 95..97 went */
-
-    /* A window change applies to queries at once, to points at expiry. */
-    CHECK(telem_store_set_window(st, 0) == TELEM_EINVAL);
-    CHECK(telem_store_set_window(st, -1) == TELEM_EINVAL);
-    CHECK(telem_store_set_window(st, 2 * SEC) == 0);
-    CHECK(telem_store_window(st) == 2 * SEC);
-    capture_t c = { 0 };
-    telem_query_t q = { 0 };
-    CHECK(s_query(st, &q, 108 * SEC, &c) == 0 && c.n == 1);
-    CHECK(c.s[0].npoints == 1 && c.s[0].values[0] == 108);
-    CHECK(telem_store_expire(st, 108 * SEC) == 3);
-    s_done(&st, &c);
-}
-
-static void
-test_series_freed(void)
-{
-    telem_store_t *st = s_store(2 * SEC, 0, 0, 0);
-    telem_store_stats_t s;
-    capture_t c = { 0 };
-    telem_query_t q = { 0 };
-    CHECK(telem_store_append(st, "m", NULL, 0, 108 * SEC, 1, 108 * SEC) == 0);
-    /* The series stays while empty for less than a window, then goes. */
-    CHECK(telem_store_expire(st, 111 * SEC) == 1);
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == 0 && s.nseries == 1);
-    CHECK(telem_store_expire(st, 112 * SEC) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 1);
-    CHECK(telem_store_expire(st, 112 * SEC + 1) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 0 && s.npoints == 0);
-    CHECK(s.mem_bytes == 0);     /* everything given back */
-    CHECK(s_query(st, &q, 113 * SEC, &c) == 0 && c.n == 0);
-    /* An empty series that gets a point again is reused. */
-    CHECK(telem_store_append(st, "m", NULL, 0, 200 * SEC, 1, 200 * SEC) == 0);
-    CHECK(telem_store_expire(st, 203 * SEC) == 1);
-    CHECK(telem_store_append(st, "m", NULL, 0, 204 * SEC, 2, 204 * SEC) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 1 && s.npoints == 1);
-    s_done(&st, &c);
-}
-
-/* Many series, half of them freed by expiry: the rest must still be found
- * (exercises deletion from the hash index). */
-static void
-test_index_churn(void)
-{
-    telem_store_t *st = s_store(10 * SEC, 0, 0, 0);
-    char v[32];
-    telem_tag_t t[] = { { "id", v } };
-    telem_store_stats_t s;
-    int bad = 0;
-    for (int i = 0; i < 5000; i++) {
-        snprintf(v, sizeof v, "%d", i);
-        bad += telem_store_append(st, i % 3 ? "a" : "b", t, 1, 100 * SEC, i,
-                                  100 * SEC) != 0;
-    }
-    /* Refresh the odd ones only; their old point goes lazily. */
-    for (int i = 1; i < 5000; i += 2) {
-        snprintf(v, sizeof v, "%d", i);
-        bad += telem_store_append(st, i % 3 ? "a" : "b", t, 1, 115 * SEC, i,
-                                  115 * SEC) != 0;
-    }
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 5000 && s.npoints == 5000 && s.expired == 2500);
-    /* The even ones have been empty for a window: freed. */
-    CHECK(telem_store_expire(st, 131 * SEC) == 5000);
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 2500 && s.npoints == 0);
-    /* Every odd one is still found (no new series), then the even ones
-     * come back as new series. */
-    for (int i = 1; i < 5000; i += 2) {
-        snprintf(v, sizeof v, "%d", i);
-        bad += telem_store_append(st, i % 3 ? "a" : "b", t, 1, 131 * SEC, i,
-                                  131 * SEC) != 0;
-    }
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 2500 && s.npoints == 2500);
-    for (int i = 0; i < 5000; i += 2) {
-        snprintf(v, sizeof v, "%d", i);
-        bad += telem_store_append(st, i % 3 ? "a" : "b", t, 1, 131 * SEC, i,
-                                  131 * SEC) != 0;
-    }
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 5000 && s.npoints == 5000);
-    CHECK(bad == 0);
-    s_done(&st, NULL);
-}
-
-static void
-test_mem_cap(void)
-{
-    const size_t cap = 64 * 1024;
-    telem_store_t *st = s_store(10 * SEC, cap, 0, 0);
-    char v[32];
-    telem_tag_t t[] = { { "id", v } };
-    int64_t now = 100 * SEC;
-    int ok = 0, full = 0;
-    for (int i = 0; i < 10000 && full < 10; i++) {
-        snprintf(v, sizeof v, "%d", i);
-        int rc = telem_store_append(st, "m", t, 1, now, i, now);
-        CHECK(rc == 0 || rc == TELEM_EFULL);
-        ok += rc == 0;
-        full += rc == TELEM_EFULL;
-    }
-    telem_store_stats_t s;
-    telem_store_stats(st, &s);
-    CHECK(full == 10 && ok > 10);
-    CHECK(s.dropped == 10 && s.nseries == (uint64_t) ok);
-    CHECK(s.mem_bytes <= cap && s.mem_cap_bytes == cap);
-    /* Existing series still take points while their rings have room. */
-    snprintf(v, sizeof v, "%d", 0);
-    CHECK(telem_store_append(st, "m", t, 1, now, 1, now) == 0);
-    /* Once every series is gone, memory is back and appends work. */
-    telem_store_expire(st, now + 100 * SEC);
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 0 && s.mem_bytes == 0);
-    snprintf(v, sizeof v, "%d", 99999);
-    CHECK(telem_store_append(st, "m", t, 1, now + 100 * SEC, 1,
-                             now + 100 * SEC) == 0);
-    s_done(&st, NULL);
-
-    /* One series growing its ring until the cap refuses a doubling. */
-    st = s_store(1000 * SEC, cap, 0, 0);
-    int rc = 0;
-    int i;
-    for (i = 0; i < 100000 && rc == 0; i++)
-        rc = telem_store_append(st, "g", NULL, 0, now + i, i, now);
-    CHECK(rc == TELEM_EFULL);
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == (uint64_t) i - 1 && s.dropped == 1);
-    CHECK(s.npoints >= 1024 && s.npoints < cap / 16);
-    CHECK(s.mem_bytes <= cap);
-    /* After most points expire the ring shrinks and takes points again. */
-    telem_store_expire(st, now + 1000 * SEC + (int64_t) s.npoints - 10);
-    CHECK(telem_store_append(st, "g", NULL, 0, now + 1000 * SEC + i, 1,
-                             now + 1000 * SEC + i) == 0);
-    s_done(&st, NULL);
-}
-
-static void
-test_max_series(void)
-{
-    telem_store_t *st = s_store(0, 0, 3, 0);
-    int64_t now = 100 * SEC;
-    CHECK(telem_store_append(st, "a", NULL, 0, now, 1, now) == 0);
-    CHECK(telem_store_append(st, "b", NULL, 0, now, 1, now) == 0);
-    CHECK(telem_store_append(st, "c", NULL, 0, now, 1, now) == 0);
-    CHECK(telem_store_append(st, "d", NULL, 0, now, 1, now) == TELEM_EFULL);
-    CHECK(telem_store_append(st, "a", NULL, 0, now, 2, now) == 0);
-    telem_store_stats_t s;
-    telem_store_stats(st, &s);
-    CHECK(s.nseries == 3 && s.dropped == 1 && s.npoints == 4);
-    s_done(&st, NULL);
-}
-
-static void
-test_eviction(void)
-{
-    telem_store_t *st = s_store(0, 0, 0, 10);
-    int64_t now = 1000 * SEC;
-    for (int i = 0; i < 25; i++)
-        CHECK(telem_store_append(st, "m", NULL, 0, now - 100 + i, i, now) == 0);
-    telem_store_stats_t s;
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == 10 && s.evicted == 15 && s.dropped == 0);
-    capture_t c = { 0 };
-    telem_query_t q = { 0 };
-    CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1 && c.s[0].npoints == 10);
-    for (uint32_t k = 0; k < c.s[0].npoints; k++)
-        CHECK(c.s[0].values[k] == 15 + k && c.s[0].ts[k] == now - 85 + k);
-    /* Older than everything in a full series: overwritten at once. */
-    CHECK(telem_store_append(st, "m", NULL, 0, now - 100, -1, now) == 0);
-    /* In the middle: the oldest goes, the new point is kept in order. */
-    CHECK(telem_store_append(st, "m", NULL, 0, now - 80, -2, now) == 0);
-    telem_store_stats(st, &s);
-    CHECK(s.npoints == 10 && s.evicted == 17);
-    CHECK(s_query(st, &q, now, &c) == 0 && c.s[0].npoints == 10);
-    CHECK(c.s[0].ts[0] == now - 84 && c.s[0].ts[4] == now - 80);
-    CHECK(c.s[0].values[4] == 20 && c.s[0].values[5] == -2);
-    for (uint32_t k = 1; k < c.s[0].npoints; k++)
-        CHECK(c.s[0].ts[k - 1] <= c.s[0].ts[k]);
-    s_done(&st, &c);
-}
-
-/* Out-of-order and equal timestamps against a sorted-array model, with
- * expiry and eviction, so the ring wraps and shifts both ways. */
-static int
-s_cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-    return (x > y) - (x < y);
-}
-
-static void
-test_order_model(void)
-{
-    enum { MAXP = 200 };
-    const int64_t window = 1000;
-    telem_store_t *st = s_store(window, 0, 0, MAXP);
-    int64_t model[MAXP + 1];
-    uint32_t n = 0;
-    uint64_t seed = 12345;
-    int64_t now = 5000;
-    capture_t c = { 0 };
-    telem_query_t q = { 0 };
-    int mismatches = 0;
-    for (int step = 0; step < 20000; step++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint32_t r = (uint32_t) (seed >> 33);
-        now += r % 3;
-        int64_t ts = r % 10 < 7 ? now : now - (int64_t) (r % 997);
-        CHECK(telem_store_append(st, "m", NULL, 0, ts, (double) ts, now) == 0);
-        /* The model: drop expired, keep the newest MAXP, sorted. */
-        uint32_t keep = 0;
-        for (uint32_t k = 0; k < n; k++)
-            if (model[k] >= now - window)
-                model[keep++] = model[k];
-        n = keep;
-        if (ts >= now - window) {
-            model[n++] = ts;
-            qsort(model, n, sizeof model[0], s_cmp_i64);
-            if (n > MAXP)
-                memmove(model, model + 1, --n * sizeof model[0]);
-        }
-        if (step % 7 == 0)
-            telem_store_expire(st, now);
-        if (s_query(st, &q, now, &c) != 0 || c.n != 1
-            || c.s[0].npoints != n)
-            mismatches++;
-        else
-            for (uint32_t k = 0; k < n; k++)
-                if (c.s[0].ts[k] != model[k] || c.s[0].values[k] != model[k]) {
-                    mismatches++;
-                    break;
-                }
-    }
-    CHECK(mismatches == 0);
-    s_done(&st, &c);
-}
-
-static void
 test_metas(void)
 {
     telem_store_t *st = s_store(10 * SEC, 0, 0, 0);
@@ -835,6 +438,265 @@ test_many(void)
     s_done(&st, &c);
 }
 
+/* --- prepared tag sets ------------------------------------------------- */
+
+/* Tags arriving unsorted, with repeated keys and empty values, prepared
+ * once: the same series as plain appends of the same tags. */
+static void
+test_prepared_tags(void)
+{
+    telem_store_t *st = s_store(0, 0, 0, 0);
+    telem_store_tags_t *set = telem_store_tags_new();
+    CHECK(set);
+    int64_t now = 1000 * SEC;
+    char host[8] = "a";
+    telem_tag_t t1[] = { { "rank", "3" }, { "host", host }, { "gpu", "0" },
+                         { "rank", "3" } };
+    CHECK(telem_store_tags_set(set, t1, 4) == 0);
+    host[0] = 'z';          /* the set holds copies */
+    CHECK(telem_store_append_tags(st, "m", set, now - 3, 1, now) == 0);
+    CHECK(telem_store_append_tags(st, "m", set, now - 2, 2, now) == 0);
+    telem_tag_t sorted[] = { { "gpu", "0" }, { "host", "a" },
+                             { "rank", "3" } };
+    CHECK(telem_store_append(st, "m", sorted, 3, now - 1, 3, now) == 0);
+    /* The last of repeated keys wins, as in telem_store_append. */
+    telem_tag_t t2[] = { { "x", "1" }, { "e", "" }, { "x", "2" } };
+    CHECK(telem_store_tags_set(set, t2, 3) == 0);
+    CHECK(telem_store_append_tags(st, "d", set, now, 4, now) == 0);
+    /* A fresh set holds no tags. */
+    telem_store_tags_t *empty = telem_store_tags_new();
+    CHECK(telem_store_append_tags(st, "d", empty, now, 5, now) == 0);
+    CHECK(telem_store_append(st, "d", NULL, 0, now, 6, now) == 0);
+
+    capture_t c = { 0 };
+    telem_query_t q = { 0 };
+    CHECK(s_query(st, &q, now, &c) == 0 && c.n == 3);
+    const cap_series_t *m = s_capture_find(&c, "m", "gpu=0,host=a,rank=3");
+    CHECK(m && m->npoints == 3);
+    if (m && m->npoints == 3)
+        CHECK(m->values[0] == 1 && m->values[1] == 2 && m->values[2] == 3);
+    const cap_series_t *d = s_capture_find(&c, "d", "e=,x=2");
+    CHECK(d && d->npoints == 1 && d->values[0] == 4);
+    d = s_capture_find(&c, "d", "");
+    CHECK(d && d->npoints == 2 && d->values[0] == 5 && d->values[1] == 6);
+    telem_store_tags_destroy(&empty);
+    telem_store_tags_destroy(&set);
+    CHECK(set == NULL);
+    telem_store_tags_destroy(&set);
+    telem_store_tags_destroy(NULL);
+    s_done(&st, &c);
+}
+
+/* One metric with several tag sets, and several metrics with one set,
+ * interleaved sample by sample: each point lands in its own series (the
+ * store's last-series cache must not carry a point to the wrong one). */
+static void
+test_prepared_interleaved(void)
+{
+    telem_store_t *st = s_store(0, 0, 0, 0);
+    telem_store_tags_t *a = telem_store_tags_new();
+    telem_store_tags_t *b = telem_store_tags_new();
+    telem_tag_t ta[] = { { "rank", "0" } };
+    telem_tag_t tb[] = { { "rank", "1" } };
+    CHECK(telem_store_tags_set(a, ta, 1) == 0);
+    CHECK(telem_store_tags_set(b, tb, 1) == 0);
+    int64_t now = 1000 * SEC;
+    /* "ab" without tags and "a" with tag b=... have different keys. */
+    const char *metrics[] = { "m", "m", "mm", "m", "ab", "a" };
+    const telem_store_tags_t *sets[] = { a, b, a, a, a, b };
+    for (int i = 0; i < 60; i++)
+        CHECK(telem_store_append_tags(st, metrics[i % 6], sets[i % 6],
+                                      now - 60 + i, i, now) == 0);
+    telem_tag_t tab[] = { { "b", "" } };
+    CHECK(telem_store_append(st, "a", tab, 1, now, -1, now) == 0);
+    CHECK(telem_store_append(st, "ab", NULL, 0, now, -2, now) == 0);
+
+    capture_t c = { 0 };
+    telem_query_t q = { 0 };
+    CHECK(s_query(st, &q, now, &c) == 0 && c.n == 7);
+    const cap_series_t *s0 = s_capture_find(&c, "m", "rank=0");
+    const cap_series_t *s1 = s_capture_find(&c, "m", "rank=1");
+    const cap_series_t *s2 = s_capture_find(&c, "mm", "rank=0");
+    CHECK(s0 && s0->npoints == 20 && s1 && s1->npoints == 10);
+    CHECK(s2 && s2->npoints == 10);
+    int wrong = 0;
+    for (uint32_t k = 0; s0 && k < s0->npoints; k++) {
+        int i = (int) s0->values[k];
+        wrong += i % 6 != 0 && i % 6 != 3;
+    }
+    for (uint32_t k = 0; s1 && k < s1->npoints; k++)
+        wrong += (int) s1->values[k] % 6 != 1;
+    CHECK(wrong == 0);
+    CHECK(s_capture_find(&c, "ab", "rank=0") && s_capture_find(&c, "ab", ""));
+    CHECK(s_capture_find(&c, "a", "rank=1") && s_capture_find(&c, "a", "b="));
+    telem_store_tags_destroy(&a);
+    telem_store_tags_destroy(&b);
+    s_done(&st, &c);
+}
+
+/* TELEM_TAGS_MAX + 1 tags k0..k16 = "v". */
+static void
+s_many_tags(telem_tag_t *many, char (*keys)[16])
+{
+    for (int i = 0; i <= TELEM_TAGS_MAX; i++) {
+        snprintf(keys[i], 16, "k%d", i);
+        many[i].key = keys[i];
+        many[i].value = "v";
+    }
+}
+
+/* A refused set refuses every append until it is set again. */
+static void
+test_prepared_invalid(void)
+{
+    telem_store_t *st = s_store(0, 0, 0, 0);
+    telem_store_tags_t *set = telem_store_tags_new();
+    int64_t now = 1000 * SEC;
+    telem_tag_t many[TELEM_TAGS_MAX + 1];
+    char keys[TELEM_TAGS_MAX + 1][16];
+    s_many_tags(many, keys);
+    telem_tag_t nullkey[] = { { NULL, "v" } };
+    telem_tag_t emptykey[] = { { "", "v" } };
+    telem_tag_t nullval[] = { { "k", NULL } };
+    telem_tag_t ok[] = { { "k", "v" } };
+    CHECK(telem_store_tags_set(NULL, ok, 1) == TELEM_EINVAL);
+    int n = 0;
+#define BAD_SET(tags, ntags)                                               \
+    do {                                                                   \
+        CHECK(telem_store_tags_set(set, tags, ntags) == TELEM_EINVAL);     \
+        CHECK(telem_store_append_tags(st, "m", set, now, 1, now)           \
+              == TELEM_EINVAL);                                            \
+        CHECK(telem_store_append_tags(st, "m", set, now, 1, now)           \
+              == TELEM_EINVAL);                                            \
+        n += 2;                                                            \
+    } while (0)
+    BAD_SET(many, TELEM_TAGS_MAX + 1);
+    BAD_SET(NULL, 1);
+    BAD_SET(nullkey, 1);
+    BAD_SET(emptykey, 1);
+    BAD_SET(nullval, 1);
+#undef BAD_SET
+    CHECK(telem_store_append_tags(st, "m", NULL, now, 1, now) == TELEM_EINVAL);
+    CHECK(telem_store_tags_set(set, ok, 1) == 0);
+    CHECK(telem_store_append_tags(st, NULL, set, now, 1, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_tags(st, "", set, now, 1, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_tags(NULL, "m", set, now, 1, now)
+          == TELEM_EINVAL);
+    telem_store_stats_t s;
+    telem_store_stats(st, &s);
+    CHECK(s.dropped == (uint64_t) n + 3 && s.nseries == 0
+          && s.appended == 0);
+    telem_store_tags_destroy(&set);
+    s_done(&st, NULL);
+}
+
+/* A set that was refused works once set again; TELEM_TAGS_MAX tags are
+ * fine; a point late on arrival is dropped, not an error. */
+static void
+test_prepared_recovers(void)
+{
+    telem_store_t *st = s_store(0, 0, 0, 0);
+    telem_store_tags_t *set = telem_store_tags_new();
+    int64_t now = 1000 * SEC;
+    telem_tag_t many[TELEM_TAGS_MAX + 1];
+    char keys[TELEM_TAGS_MAX + 1][16];
+    s_many_tags(many, keys);
+    CHECK(telem_store_tags_set(set, many, TELEM_TAGS_MAX + 1)
+          == TELEM_EINVAL);
+    CHECK(telem_store_append_tags(st, "m", set, now, 1, now) == TELEM_EINVAL);
+    CHECK(telem_store_tags_set(set, many, TELEM_TAGS_MAX) == 0);
+    CHECK(telem_store_append_tags(st, "m", set, now, 1, now) == 0);
+    CHECK(telem_store_append_tags(st, "m", set, 0, 1, now) == 0);
+    telem_store_stats_t s;
+    telem_store_stats(st, &s);
+    CHECK(s.dropped == 2 && s.nseries == 1 && s.appended == 1);
+    capture_t c = { 0 };
+    telem_query_t q = { 0 };
+    CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1);
+    CHECK(strncmp(c.s[0].tags, "k0=v,k1=v,k10=v,", 16) == 0);
+    telem_store_tags_destroy(&set);
+    s_done(&st, &c);
+}
+
+/* The same random stream into two stores, one with plain appends and one
+ * with prepared sets (reused across samples, as telemd does per batch):
+ * same return codes, counters, memory and contents.  The small window
+ * frees and recreates series on the way. */
+static const telem_tag_t s_m_t0[] = { { "host", "a" } };
+static const telem_tag_t s_m_t1[] = { { "rank", "1" }, { "host", "a" } };
+static const telem_tag_t s_m_t2[] = { { "host", "a" }, { "rank", "1" } };
+static const telem_tag_t s_m_t3[] = { { "x", "1" }, { "x", "" } };
+static const telem_tag_t s_m_t4[] = { { "", "bad" } };
+static const struct {
+    const telem_tag_t *tags;
+    uint32_t n;
+} s_m_lists[] = { { NULL, 0 }, { s_m_t0, 1 }, { s_m_t1, 2 }, { s_m_t2, 2 },
+                  { s_m_t3, 2 }, { s_m_t4, 1 } };
+#define S_M_LISTS (sizeof s_m_lists / sizeof s_m_lists[0])
+
+static int
+s_same_contents(telem_store_t *a, telem_store_t *b, int64_t now)
+{
+    static capture_t ca, cb;
+    telem_query_t q = { 0 };
+    int same = s_query(a, &q, now, &ca) == 0 && s_query(b, &q, now, &cb) == 0
+               && ca.n == cb.n && ca.n < CAP_SERIES;
+    for (int i = 0; same && i < ca.n; i++) {
+        const cap_series_t *x = &ca.s[i];
+        const cap_series_t *y = s_capture_find(&cb, x->metric, x->tags);
+        same = y && y->npoints == x->npoints
+               && memcmp(x->ts, y->ts, x->npoints * sizeof *x->ts) == 0
+               && memcmp(x->values, y->values,
+                         x->npoints * sizeof *x->values) == 0;
+    }
+    s_capture_reset(&ca);
+    s_capture_reset(&cb);
+    return same;
+}
+
+static void
+test_prepared_model(void)
+{
+    telem_store_t *a = s_store(50, 0, 0, 8);
+    telem_store_t *b = s_store(50, 0, 0, 8);
+    telem_store_tags_t *sets[S_M_LISTS];
+    for (size_t i = 0; i < S_M_LISTS; i++) {
+        sets[i] = telem_store_tags_new();
+        telem_store_tags_set(sets[i], s_m_lists[i].tags, s_m_lists[i].n);
+    }
+    const char *metrics[] = { "cpu", "mem", "cpu.user", "", NULL };
+    uint64_t seed = 99;
+    int64_t now = 1000;
+    int diff = 0;
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t r = (uint32_t) (seed >> 33);
+        now += r % 2;
+        const char *metric = metrics[(r >> 3) % 5];
+        size_t l = (r >> 7) % S_M_LISTS;
+        int64_t ts = now - (int64_t) ((r >> 11) % 64);
+        int ra = telem_store_append(a, metric, s_m_lists[l].tags,
+                                    s_m_lists[l].n, ts, step, now);
+        int rb = telem_store_append_tags(b, metric, sets[l], ts, step, now);
+        diff += ra != rb;
+        if (step % 97 == 0) {
+            diff += telem_store_expire(a, now) != telem_store_expire(b, now);
+            diff += !s_same_contents(a, b, now);
+        }
+    }
+    CHECK(diff == 0);
+    telem_store_stats_t sa, sb;
+    telem_store_stats(a, &sa);
+    telem_store_stats(b, &sb);
+    CHECK(memcmp(&sa, &sb, sizeof sa) == 0);
+    CHECK(sa.appended > 0 && sa.dropped > 0 && sa.expired > 0);
+    CHECK(sa.evicted > 0);
+    for (size_t i = 0; i < S_M_LISTS; i++)
+        telem_store_tags_destroy(&sets[i]);
+    s_done(&a, NULL);
+    s_done(&b, NULL);
+}
+
 int
 main(void)
 {
@@ -842,20 +704,18 @@ main(void)
     test_tags_canonical();
     test_filters();
     test_metric_lists();
-    test_list();
     test_ranges();
-    test_retention();
-    test_series_freed();
-    test_index_churn();
-    test_mem_cap();
-    test_max_series();
-    test_eviction();
-    test_order_model();
+    test_list();
     test_metas();
     test_meta_limits();
     test_invalid();
     test_invalid_query();
     test_many();
+    test_prepared_tags();
+    test_prepared_interleaved();
+    test_prepared_invalid();
+    test_prepared_recovers();
+    test_prepared_model();
     if (g_failures) {
         fprintf(stderr, "test_store: %d check(s) failed\n", g_failures);
         return 1;
