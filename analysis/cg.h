@@ -39,8 +39,9 @@
  * each collector's command line is the template's words ({node} replaced
  * by the node name, words split at blanks, no quoting) followed by the
  * collector's arguments; a word that is exactly "{cmd}" is replaced instead
- * by the whole collector command as one shell-quoted string (for commands
- * that hand it to a shell).  Remote collectors run on device i itself,
+ * by the whole collector command as one shell string, "exec 'prog' 'arg'
+ * ...", for commands that hand it to a shell ("ssh {node} {cmd}",
+ * "bash -c {cmd}"); the exec makes the shell become the collector.  Remote collectors run on device i itself,
  * phase 0.  The default device list of remote nodes is this machine's (as
  * for homogeneous nodes); pass cg_set_devices() otherwise.
  *

@@ -124,7 +124,7 @@ s_collector_args(const cg_t *g, const cg__coll_t *c, const char *prog,
         s_add(a, "--rundir"), s_add(a, "%s", rundir);
 }
 
-/* Appends `s` to `out` quoted for a POSIX shell: '...' with '\''. */
+/* Writes `s` quoted for a POSIX shell: '...' with '\''. */
 static void
 s_quote(const char *s, FILE *f)
 {
@@ -138,6 +138,8 @@ s_quote(const char *s, FILE *f)
     fputc('\'', f);
 }
 
+/* "exec 'prog' 'arg' ...": one word for a shell, which then becomes the
+ * collector (exec), so signals sent to the spawned process reach it. */
 static void
 s_add_shell(s_argv_t *a, const s_argv_t *cmd)
 {
@@ -148,9 +150,9 @@ s_add_shell(s_argv_t *a, const s_argv_t *cmd)
         a->oom = 1;
         return;
     }
+    fputs("exec", f);
     for (size_t i = 0; i < cmd->n; i++) {
-        if (i)
-            fputc(' ', f);
+        fputc(' ', f);
         s_quote(cmd->v[i], f);
     }
     fclose(f);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,19 @@ s_integer(const char *s, double lo, double hi, double *out)
     return s_number(s, lo, hi, out) || *out != floor(*out) ? -1 : 0;
 }
 
+/* Exact 64-bit integers (a realtime epoch does not fit a double). */
+static int
+s_int64(const char *s, long long lo, long long hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int64_t) v;
+    return 0;
+}
+
 static int
 s_log_level(s_args_t *a, const char *v)
 {
@@ -155,14 +169,12 @@ s_option(s_args_t *a, int c, const char *v)
         cfg->reps = (int) d;
         return 0;
     case 'e':
-        if (s_integer(v, 0, 9.2e18, &d))
+        if (s_int64(v, 0, INT64_MAX, &cfg->epoch_ns))
             return s_bad(a, "--epoch", v, "realtime nanoseconds, >= 0");
-        cfg->epoch_ns = (int64_t) d;
         return 0;
     case 'H':
-        if (s_integer(v, 0, 8.64e13, &d))
+        if (s_int64(v, 0, 86400 * TELEM_NS_PER_SEC, &cfg->phase_ns))
             return s_bad(a, "--phase", v, "nanoseconds, >= 0");
-        cfg->phase_ns = (int64_t) d;
         return 0;
     case 'g':
         if (!*v || strlen(v) > 255)

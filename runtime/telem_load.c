@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "telem_time.h"
 
 #define S_CYCLE_NS (10 * TELEM_NS_PER_MS)
+#define S_THREADS_MAX 64
 
 static const char s_usage[] =
 "Usage: telem_load --device J [OPTIONS]\n"
@@ -39,6 +41,9 @@ static const char s_usage[] =
 "  -b, --backend B      cpu (default) or cuda\n"
 "  -u, --duty D         fraction of every 10 ms the device is kept busy,\n"
 "                       0-1 (default 1)\n"
+"  -n, --threads N      contending threads on the device, 1-64 (default\n"
+"                       1); on cpu, N busy threads leave a collector on\n"
+"                       that core about 1/(N+1) of it\n"
 "  -t, --duration S     stop after S seconds (default: run until a signal)\n"
 "  -l, --log-level LVL  error, warn, info (default) or debug\n"
 "  -h, --help           show this help\n"
@@ -51,6 +56,7 @@ typedef struct {
     const char *backend;
     long device;
     double duty;
+    int threads;
     int64_t duration_ns;
     telem_log_level_t loglevel;
 } s_args_t;
@@ -95,6 +101,11 @@ s_option(s_args_t *a, int c, const char *v)
         if (s_number(v, 0, 1, &a->duty))
             return s_bad("--duty", v, "a fraction from 0 to 1");
         return 0;
+    case 'n':
+        if (s_number(v, 1, S_THREADS_MAX, &d) || d != floor(d))
+            return s_bad("--threads", v, "an integer from 1 to 64");
+        a->threads = (int) d;
+        return 0;
     case 't':
         if (s_number(v, 0.001, 1e7, &d))
             return s_bad("--duration", v, "seconds, above 0");
@@ -119,10 +130,11 @@ s_parse(s_args_t *a, int argc, char **argv)
     static const struct option opts[] = {
         { "device", 1, 0, 'd' }, { "backend", 1, 0, 'b' },
         { "duty", 1, 0, 'u' }, { "duration", 1, 0, 't' },
+        { "threads", 1, 0, 'n' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
     int c, rc;
-    while ((c = getopt_long(argc, argv, "d:b:u:t:l:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:u:n:t:l:h", opts, NULL)) != -1) {
         if (c == 'h') {
             fputs(s_usage, stdout);
             return 1;
@@ -160,25 +172,61 @@ s_idle_until(int sfd, int64_t target)
     return n > 0 || (n < 0 && errno != EINTR);
 }
 
-static int
-s_cycles(const s_args_t *a, telem_load_t *load, int sfd)
+typedef struct {
+    const s_args_t *args;
+    telem_load_t *load;
+    int sfd;
+    int rc;
+} s_worker_t;
+
+/* One contending thread: busy/idle cycles on an absolute schedule until
+ * the duration ends or a stop signal makes the signalfd readable (nobody
+ * reads it, so every worker sees it). */
+static void *
+s_cycles(void *p)
 {
-    int64_t busy = (int64_t) llround(a->duty * (double) S_CYCLE_NS);
+    s_worker_t *w = p;
+    int64_t busy = (int64_t) llround(w->args->duty * (double) S_CYCLE_NS);
     int64_t t0 = telem_mono_ns();
     for (int64_t k = 0;; k++) {
         int64_t start = t0 + k * S_CYCLE_NS;
-        if (a->duration_ns && start - t0 >= a->duration_ns)
-            return 0;
-        if (busy > 0 && telem_load_run(load, busy)) {
+        if (w->args->duration_ns && start - t0 >= w->args->duration_ns)
+            return NULL;
+        if (busy > 0 && telem_load_run(w->load, busy)) {
             telem_log(TELEM_LOG_ERROR, "the device failed under load");
-            return 1;
+            w->rc = 1;
+            return NULL;
         }
         int64_t late = telem_mono_ns() - (start + S_CYCLE_NS);
         if (late > 0)
             k += late / S_CYCLE_NS;         /* overran: skip, do not drift */
-        if (s_idle_until(sfd, t0 + (k + 1) * S_CYCLE_NS))
-            return 0;
+        if (s_idle_until(w->sfd, t0 + (k + 1) * S_CYCLE_NS))
+            return NULL;
     }
+}
+
+/* Runs the workers (threads created after the pinning inherit it). */
+static int
+s_workers(const s_args_t *a, s_worker_t *w)
+{
+    pthread_t tid[S_THREADS_MAX];
+    int started = 0, rc = 0;
+    for (int i = 1; i < a->threads; i++, started++)
+        if (pthread_create(&tid[i], NULL, s_cycles, &w[i])) {
+            telem_log(TELEM_LOG_ERROR, "cannot start a load thread");
+            rc = 1;
+            break;
+        }
+    if (rc == 0) {
+        printf("ready\n");
+        fflush(stdout);
+        s_cycles(&w[0]);
+    }
+    for (int i = 1; i <= started; i++)
+        pthread_join(tid[i], NULL);
+    for (int i = 0; i < a->threads; i++)
+        rc |= w[i].rc;
+    return rc ? 1 : 0;
 }
 
 static int
@@ -186,7 +234,8 @@ s_run(const s_args_t *a, int sfd)
 {
     char why[256];
     int err, rc = 1;
-    telem_load_t *load = NULL;
+    s_worker_t w[S_THREADS_MAX];
+    memset(w, 0, sizeof w);
     telem_backend_t *b = telem_backend_open(a->backend, &err, why, sizeof why);
     if (!b) {
         telem_log(TELEM_LOG_WARN, "backend %s skipped: %s", a->backend, why);
@@ -198,20 +247,25 @@ s_run(const s_args_t *a, int sfd)
         rc = 2;
         goto out;
     }
-    if ((err = telem_backend_bind(b, (size_t) a->device, why, sizeof why))
-        || !(load = telem_load_new(b, (size_t) a->device, &err, why,
-                                   sizeof why))) {
-        telem_log(TELEM_LOG_ERROR, "%s", why);
-        goto out;
+    if ((err = telem_backend_bind(b, (size_t) a->device, why, sizeof why)))
+        goto fail;
+    for (int i = 0; i < a->threads; i++) {
+        w[i] = (s_worker_t) { .args = a, .sfd = sfd };
+        if (!(w[i].load = telem_load_new(b, (size_t) a->device, &err, why,
+                                         sizeof why)))
+            goto fail;
     }
-    telem_log(TELEM_LOG_INFO, "loading %s device %ld (id %s) at duty %.2f",
-              a->backend, a->device,
-              telem_backend_device(b, (size_t) a->device)->id, a->duty);
-    printf("ready\n");
-    fflush(stdout);
-    rc = s_cycles(a, load, sfd);
+    telem_log(TELEM_LOG_INFO, "loading %s device %ld (id %s) at duty %.2f "
+              "with %d thread(s)", a->backend, a->device,
+              telem_backend_device(b, (size_t) a->device)->id, a->duty,
+              a->threads);
+    rc = s_workers(a, w);
+    goto out;
+fail:
+    telem_log(TELEM_LOG_ERROR, "%s", why);
 out:
-    telem_load_destroy(&load);
+    for (int i = 0; i < a->threads; i++)
+        telem_load_destroy(&w[i].load);
     telem_backend_close(&b);
     return rc;
 }
@@ -220,7 +274,7 @@ int
 main(int argc, char **argv)
 {
     s_args_t a = { .backend = "cpu", .device = -1, .duty = 1.0,
-                   .loglevel = TELEM_LOG_INFO };
+                   .threads = 1, .loglevel = TELEM_LOG_INFO };
     int rc = s_parse(&a, argc, argv);
     if (rc)
         return rc == 1 ? 0 : rc;
