@@ -62,7 +62,7 @@ typedef struct {
     int level;                  /* telemetry level 0-4 */
     const char *bindir;         /* where telemd and friends are */
     const char *rundir;         /* NULL: telem_rundir_default() */
-    const char *nodefile;       /* NULL: telem_nodefile_default() */
+    const char *nodefile;       /* NULL: $TELEM_NODEFILE, else RUNDIR/nodes */
     const char *bind_addr;      /* telemd --bind; NULL: telemd's default */
     const char *const *detectors;  /* for telem_watch, may be NULL */
     size_t ndetectors;

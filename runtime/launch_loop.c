@@ -201,8 +201,12 @@ s_paths(tl_job_t *self, char *why, size_t why_size)
         rc = snprintf(self->nodefile, sizeof self->nodefile, "%s",
                       c->nodefile) >= (int) sizeof self->nodefile
                  ? TELEM_ETOOBIG : 0;
-    else if (!rc)
+    else if (!rc && getenv("TELEM_NODEFILE"))
         rc = telem_nodefile_default(self->nodefile, sizeof self->nodefile);
+    else if (!rc)
+        rc = snprintf(self->nodefile, sizeof self->nodefile, "%s/nodes",
+                      self->rundir) >= (int) sizeof self->nodefile
+                 ? TELEM_ETOOBIG : 0;
     if (rc) {
         snprintf(why, why_size, "run directory or node file path too long");
         return TELEM_EINVAL;

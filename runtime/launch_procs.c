@@ -189,7 +189,8 @@ tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
     if ((role == TL_ROLE_TELEMD || role == TL_ROLE_DICTD)
         && (err_fd = s_log_fd(self, node, role)) < 0)
         goto fail;
-    if (s_spawn_cmd(self, node, role, argv, env, telem_kv, pipefd[1], err_fd,
+    int out_fd = role == TL_ROLE_DICTD ? err_fd : pipefd[1];
+    if (s_spawn_cmd(self, node, role, argv, env, telem_kv, out_fd, err_fd,
                     &p->pid))
         goto fail;
     if (err_fd >= 0)

@@ -1,0 +1,86 @@
+# it_slurm.sh - telem_launch inside a real Slurm allocation: a three-node
+# cluster on this machine (tests/slurm/cluster.sh: slurmctld, one
+# `slurmd -N nX` per node, a private munged), `salloc -N 3 telem_launch`.
+# Checks that every daemon and every program ran as its Slurm node (the
+# name telemd takes from SLURMD_NODENAME, the program's SLURMD_NODENAME),
+# that the job answers queries while it runs, and that a node whose telemd
+# is killed is replaced by the reserve through srun.
+#
+# Skipped, with the reason, where it cannot run: not root, or slurm-wlm and
+# munge missing (CI=true or TELEM_SLURM_INSTALL=1 installs them).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+CLUSTER=${TELEM_SRC:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/slurm/cluster.sh
+
+rc=0
+why=$(bash "$CLUSTER" check) || rc=$?
+if [ "$rc" != 0 ]; then
+    echo "it_slurm: skipped: $why"
+    exit 0
+fi
+
+S=$(mktemp -d /tmp/telem-slurm.XXXXXX)
+slurm_cleanup() {
+    bash "$CLUSTER" down "$S" >/dev/null 2>&1 || true
+    cleanup
+}
+trap slurm_cleanup EXIT
+bash "$CLUSTER" up "$S" >"$T/cluster.log" 2>&1 || fail "cluster did not start: $(cat "$T/cluster.log")"
+source "$S/env"
+unset TELEM_NODE TELEM_LEVEL || true
+
+OUT=$T/out
+mkdir -m 755 "$OUT"
+export OUT
+cat >"$T/prog.sh" <<'EOF'
+#!/usr/bin/env bash
+run=$OUT/run-$TELEM_RESTART_COUNT-$TELEM_NODE
+{ env | grep -E '^(TELEM|SLURMD_NODENAME|SLURM_STEP_ID)=|^TELEM_' | sort; } >"$run.tmp"
+mv "$run.tmp" "$run.env"
+[ "$MODE" = quick ] && exit 0
+while [ ! -e "$OUT/go-$TELEM_RESTART_COUNT" ]; do sleep 0.05; done
+EOF
+chmod +x "$T/prog.sh"
+
+envval() { sed -n "s/^$3=//p" "$OUT/run-$1-$2.env"; }
+
+# --- every daemon and program runs as its Slurm node ----------------------
+MODE=wait salloc -N 3 "$TELEM_BIN/telem_launch" --rundir "$TELEM_RUNDIR" \
+    --nodes 2 --resilient --grace 2 -- "$T/prog.sh" \
+    >"$T/launch.out" 2>"$T/launch.log" &
+LPID=$!
+EXTRA_PIDS+=("$LPID")
+wait_for test -f "$OUT/run-0-n1.env" -a -f "$OUT/run-0-n2.env" \
+    || fail "the program did not start on n1 and n2"
+for n in n1 n2; do
+    [ "$(envval 0 $n SLURMD_NODENAME)" = "$n" ] || fail "program for $n ran on $(envval 0 $n SLURMD_NODENAME)"
+    [ -n "$(envval 0 $n SLURM_STEP_ID)" ] || fail "program for $n is not a Slurm step"
+done
+[ "$(envval 0 n2 TELEM_RANK)" = 1 ] || fail "rank of n2"
+for n in n1 n2 n3; do
+    # telemd was not told its name: it took it from SLURMD_NODENAME.
+    grep -q "node $n ready" "$TELEM_RUNDIR/launch/$n.telemd.log" \
+        || fail "telemd for $n did not run as $n: $(cat "$TELEM_RUNDIR/launch/$n.telemd.log")"
+done
+"$TELEM_BIN/telem_client" status \
+    >"$T/status.txt" || fail "the job's nodes do not answer"
+grep -q n2 "$T/status.txt" || fail "status: $(cat "$T/status.txt")"
+[ "$(squeue -h -s | wc -l)" -ge 5 ] || fail "expected a step per daemon and program: $(squeue -s)"
+
+# --- n2's telemd dies: the job goes on on n1 and n3 -----------------------
+kill -9 "$(sed -n 's/^pid\t//p' "$TELEM_RUNDIR/n2/endpoints")"
+wait_for test -f "$OUT/run-1-n1.env" -a -f "$OUT/run-1-n3.env" \
+    || fail "no restart on n1, n3: $(grep -v '^$' "$T/launch.log" | tail -n 5)"
+[ "$(envval 1 n3 SLURMD_NODENAME)" = n3 ] || fail "restarted program not on n3"
+[ "$(envval 1 n3 TELEM_RESTARTED)" = 1 ] || fail "TELEM_RESTARTED under Slurm"
+touch "$OUT/go-1"
+rc=0
+wait "$LPID" || rc=$?
+[ "$rc" = 0 ] || fail "salloc telem_launch exited $rc"
+grep -q "trigger daemon; nodes n2; promoted n3" "$T/launch.log" \
+    || fail "restart line: $(grep restart "$T/launch.log")"
+# The allocation completes (CG) shortly after salloc returns.
+wait_for bash -c '[ -z "$(squeue -h)" ]' || fail "jobs left: $(squeue)"
+if pgrep -f "$T/" >"$T/left.txt"; then
+    fail "processes left behind: $(xargs -r ps -o pid,args -p <"$T/left.txt")"
+fi
+echo "it_slurm: ok"
