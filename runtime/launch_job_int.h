@@ -108,10 +108,10 @@ struct tl_job {
 
 /* Starts `argv` in role `role` for node `node` through the source, with
  * env `env` (and its TELEM_* keys `telem_kv` for sources that do not carry
- * the environment).  telemd's stdout is piped into the loop; telemd's and
- * telem_dictd's stderr go to <launch_dir>/<node>.<role>.log; the program,
- * the collectors and the watcher write to the launcher's own output.  Returns the
- * process, or NULL with a log line. */
+ * the environment).  telemd's stdout is piped into the loop; telemd's
+ * stderr and telem_dictd's output go to <launch_dir>/<node>.<role>.log;
+ * the program, the collectors and the watcher write to the launcher's own
+ * output.  Returns the process, or NULL with a log line. */
 tl_proc_t *tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
                         const char *const *argv, const tl_env_t *env,
                         const char *const *telem_kv);
