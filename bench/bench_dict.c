@@ -1,0 +1,451 @@
+/* bench_dict.c - telem's distributed dictionary against a real Redis server,
+ * the same workload driven from C the same way, in one run.
+ *
+ * Cells: SET and GET, 64 B and 64 KiB values, 1 and 8 concurrent clients
+ * (one thread and one connection each), one request per round trip or
+ * pipelined 64 deep.  Every cell runs for a fixed time per system, the
+ * systems alternate within each repetition (Redis, telem with replication
+ * off, telem with replication 2 when a second node file is given) so that
+ * drift on a shared machine hits all of them alike, and the median of the
+ * repetitions is reported with the ratio telem / Redis.
+ *
+ * telem is driven through its public client API (ddict.h): ddict_put /
+ * ddict_get for single requests, ddict_batch_* for pipelines.  Redis is
+ * driven through hiredis: redisCommand for single requests,
+ * redisAppendCommand + redisGetReply for pipelines.  Every reply is
+ * checked (status, value length); any error ends the benchmark.
+ *
+ * The servers are started by bench/dict_vs_redis.sh; this program only
+ * connects to them: Redis at --redis HOST:PORT, telem through node files.
+ */
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <getopt.h>
+
+#include "bench_common.h"
+#include "ddict.h"
+
+#define S_KEYS_SMALL 10000
+#define S_KEYS_LARGE 256
+#define S_DEPTH 64
+#define S_MAX_CLIENTS 64
+#define S_REPS_MAX 9
+
+enum { SYS_REDIS, SYS_TELEM1, SYS_TELEM2, SYS_N };
+static const char *const s_sys_name[SYS_N] = { "redis", "telem r=1",
+                                               "telem r=2" };
+
+typedef struct {
+    const char *redis_host;
+    int redis_port;
+    const char *nodefile[SYS_N];   /* [SYS_TELEM1], [SYS_TELEM2] */
+    double seconds;
+    int reps;
+    int clients_max;
+} s_opts_t;
+
+typedef struct {
+    int sys;
+    int is_get;
+    size_t vsize;
+    int clients;
+    int depth;
+} s_cell_t;
+
+typedef struct {
+    const s_opts_t *o;
+    const s_cell_t *cell;
+    int tid;
+    const uint8_t *val;
+    pthread_barrier_t *start;
+    _Atomic int64_t *t0;
+    int64_t seconds_ns;
+    uint64_t ops;
+    int64_t t_end;
+    char err[200];
+} s_thread_t;
+
+/* ---------------------------------------------------------------- keys */
+
+static int
+s_nkeys(size_t vsize)
+{
+    return vsize > 1024 ? S_KEYS_LARGE : S_KEYS_SMALL;
+}
+
+static int
+s_key(char *buf, int tid, uint64_t i, size_t vsize)
+{
+    uint64_t k = ((uint64_t) tid * 7919u + i) % (uint64_t) s_nkeys(vsize);
+    return snprintf(buf, 32, "b%zu:%06llu", vsize, (unsigned long long) k);
+}
+
+/* ---------------------------------------------------------------- redis */
+
+static redisContext *
+s_redis_connect(const s_opts_t *o, char *err, size_t size)
+{
+    struct timeval tv = { 10, 0 };
+    redisContext *c = redisConnectWithTimeout(o->redis_host, o->redis_port,
+                                              tv);
+    if (!c || c->err) {
+        snprintf(err, size, "redis connect: %s", c ? c->errstr : "no memory");
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+/* Checks one reply of a SET (status OK) or GET (string of vsize bytes). */
+static int
+s_redis_check(redisReply *r, const s_cell_t *cell, char *err, size_t size)
+{
+    int ok = r && (cell->is_get ? r->type == REDIS_REPLY_STRING
+                                      && r->len == cell->vsize
+                                : r->type == REDIS_REPLY_STATUS);
+    if (!ok)
+        snprintf(err, size, "redis: unexpected reply (%s)",
+                 r && r->type == REDIS_REPLY_ERROR ? r->str : "type/size");
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* One round: `depth` requests, then their replies. */
+static int
+s_redis_round(redisContext *c, s_thread_t *t, uint64_t *i)
+{
+    const s_cell_t *cell = t->cell;
+    char key[32];
+    for (int d = 0; d < cell->depth; d++) {
+        int kl = s_key(key, t->tid, (*i)++, cell->vsize);
+        int rc = cell->is_get
+                     ? redisAppendCommand(c, "GET %b", key, (size_t) kl)
+                     : redisAppendCommand(c, "SET %b %b", key, (size_t) kl,
+                                          t->val, cell->vsize);
+        if (rc != REDIS_OK) {
+            snprintf(t->err, sizeof t->err, "redis append: %s", c->errstr);
+            return -1;
+        }
+    }
+    for (int d = 0; d < cell->depth; d++) {
+        void *r = NULL;
+        if (redisGetReply(c, &r) != REDIS_OK) {
+            snprintf(t->err, sizeof t->err, "redis: %s", c->errstr);
+            return -1;
+        }
+        if (s_redis_check(r, cell, t->err, sizeof t->err))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- telem */
+
+static int
+s_telem_single(ddict_t *d, s_thread_t *t, uint64_t *i)
+{
+    const s_cell_t *cell = t->cell;
+    char key[32];
+    int kl = s_key(key, t->tid, (*i)++, cell->vsize);
+    int rc;
+    if (cell->is_get) {
+        void *v = NULL;
+        size_t vl = 0;
+        rc = ddict_get(d, key, (size_t) kl, &v, &vl, NULL);
+        if (rc == 0 && vl != cell->vsize)
+            rc = TELEM_EPROTO;
+        free(v);
+    } else {
+        rc = ddict_put(d, key, (size_t) kl, t->val, cell->vsize, NULL);
+    }
+    if (rc)
+        snprintf(t->err, sizeof t->err, "telem: %s", ddict_strerror(rc));
+    return rc;
+}
+
+static int
+s_telem_round(ddict_t *d, ddict_batch_t *b, s_thread_t *t, uint64_t *i)
+{
+    const s_cell_t *cell = t->cell;
+    if (cell->depth == 1)
+        return s_telem_single(d, t, i);
+    char keys[S_DEPTH][32];
+    ddict_batch_clear(b);
+    for (int k = 0; k < cell->depth; k++) {
+        int kl = s_key(keys[k], t->tid, (*i)++, cell->vsize);
+        if (cell->is_get)
+            ddict_batch_get(b, keys[k], (size_t) kl);
+        else
+            ddict_batch_put(b, keys[k], (size_t) kl, t->val, cell->vsize);
+    }
+    int rc = ddict_batch_exec(d, b);
+    for (int k = 0; rc == 0 && k < cell->depth; k++) {
+        size_t vl = 0;
+        rc = ddict_batch_result(b, (size_t) k, NULL, &vl, NULL);
+        if (rc == 0 && cell->is_get && vl != cell->vsize)
+            rc = TELEM_EPROTO;
+    }
+    if (rc)
+        snprintf(t->err, sizeof t->err, "telem batch: %s",
+                 ddict_strerror(rc));
+    return rc;
+}
+
+/* ---------------------------------------------------------------- cells */
+
+/* Runs rounds until the shared clock passes seconds_ns; 0 or -1. */
+static int
+s_loop(s_thread_t *t, redisContext *rc, ddict_t *d, ddict_batch_t *b)
+{
+    pthread_barrier_wait(t->start);
+    int64_t expect = 0;
+    int64_t now = bench_now_ns();
+    atomic_compare_exchange_strong(t->t0, &expect, now);
+    int64_t stop = atomic_load(t->t0) + t->seconds_ns;
+    uint64_t i = 0;
+    int r = 0;
+    while (r == 0 && bench_now_ns() < stop) {
+        r = rc ? s_redis_round(rc, t, &i) : s_telem_round(d, b, t, &i);
+        if (r == 0)
+            t->ops += (uint64_t) t->cell->depth;
+    }
+    t->t_end = bench_now_ns();
+    return r;
+}
+
+static void *
+s_thread(void *arg)
+{
+    s_thread_t *t = arg;
+    redisContext *rc = NULL;
+    ddict_t *d = NULL;
+    ddict_batch_t *b = ddict_batch_new();
+    int err = 0;
+    if (t->cell->sys == SYS_REDIS)
+        rc = s_redis_connect(t->o, t->err, sizeof t->err);
+    else if (!(d = ddict_open(t->o->nodefile[t->cell->sys], "bench", 10000,
+                              &err)))
+        snprintf(t->err, sizeof t->err, "ddict_open: %s",
+                 ddict_strerror(err));
+    if (rc || d)
+        s_loop(t, rc, d, b);
+    else
+        pthread_barrier_wait(t->start);   /* the error is in t->err */
+    redisFree(rc);
+    ddict_close(&d);
+    ddict_batch_destroy(&b);
+    return NULL;
+}
+
+/* Runs one cell once; returns ops/s.  Exits on any error. */
+static double
+s_run_cell(const s_opts_t *o, const s_cell_t *cell, const uint8_t *val)
+{
+    s_thread_t t[S_MAX_CLIENTS];
+    pthread_t th[S_MAX_CLIENTS];
+    pthread_barrier_t start;
+    _Atomic int64_t t0 = 0;
+    pthread_barrier_init(&start, NULL, (unsigned) cell->clients);
+    for (int k = 0; k < cell->clients; k++) {
+        memset(&t[k], 0, sizeof t[k]);
+        t[k].o = o;
+        t[k].cell = cell;
+        t[k].tid = k;
+        t[k].val = val;
+        t[k].start = &start;
+        t[k].t0 = &t0;
+        t[k].seconds_ns = (int64_t) (o->seconds * 1e9);
+        pthread_create(&th[k], NULL, s_thread, &t[k]);
+    }
+    uint64_t ops = 0;
+    int64_t end = 0;
+    for (int k = 0; k < cell->clients; k++) {
+        pthread_join(th[k], NULL);
+        if (t[k].err[0])
+            bench_die("bench_dict", "%s, client %d: %s",
+                      s_sys_name[cell->sys], k, t[k].err);
+        ops += t[k].ops;
+        if (t[k].t_end > end)
+            end = t[k].t_end;
+    }
+    pthread_barrier_destroy(&start);
+    return (double) ops / ((double) (end - t0) / 1e9);
+}
+
+/* Writes every key a GET cell reads, on one system; exits on error. */
+static void
+s_fill_one(const s_opts_t *o, int sys, size_t vsize, const uint8_t *val)
+{
+    s_cell_t cell = { sys, 0, vsize, 1, S_DEPTH };
+    s_thread_t t;
+    memset(&t, 0, sizeof t);
+    t.o = o;
+    t.cell = &cell;
+    t.val = val;
+    int err = 0;
+    redisContext *rc = NULL;
+    ddict_t *d = NULL;
+    if (sys == SYS_REDIS)
+        rc = s_redis_connect(o, t.err, sizeof t.err);
+    else
+        d = ddict_open(o->nodefile[sys], "bench", 10000, &err);
+    ddict_batch_t *b = ddict_batch_new();
+    uint64_t i = 0;
+    int r = rc || d ? 0 : -1;
+    while (r == 0 && i < (uint64_t) s_nkeys(vsize))
+        r = rc ? s_redis_round(rc, &t, &i) : s_telem_round(d, b, &t, &i);
+    if (r)
+        bench_die("bench_dict", "fill %s: %s", s_sys_name[sys],
+                  t.err[0] ? t.err : ddict_strerror(err));
+    redisFree(rc);
+    ddict_close(&d);
+    ddict_batch_destroy(&b);
+}
+
+static void
+s_fill(const s_opts_t *o, size_t vsize, const uint8_t *val)
+{
+    for (int sys = 0; sys < SYS_N; sys++)
+        if (sys == SYS_REDIS || o->nodefile[sys])
+            s_fill_one(o, sys, vsize, val);
+}
+
+/* ---------------------------------------------------------------- report */
+
+static void
+s_print_row(const s_opts_t *o, const s_cell_t *cell, double med[SYS_N])
+{
+    printf("%-4s %6s %7d %5d %12.0f", cell->is_get ? "GET" : "SET",
+           cell->vsize > 1024 ? "64KiB" : "64B", cell->clients, cell->depth,
+           med[SYS_REDIS]);
+    for (int sys = SYS_TELEM1; sys < SYS_N; sys++) {
+        if (!o->nodefile[sys]) {
+            printf(" %12s %6s %5s", "-", "-", "-");
+            continue;
+        }
+        double ratio = med[sys] / med[SYS_REDIS];
+        double target = sys == SYS_TELEM1 ? 1.0 : 0.5;
+        printf(" %12.0f %6.2f %5s", med[sys], ratio,
+               ratio >= target ? "met" : "MISS");
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static void
+s_cell_all(const s_opts_t *o, s_cell_t *cell, const uint8_t *val)
+{
+    double v[SYS_N][S_REPS_MAX];
+    double med[SYS_N] = { 0, 0, 0 };
+    for (int rep = 0; rep < o->reps; rep++)
+        for (int sys = 0; sys < SYS_N; sys++) {
+            if (sys != SYS_REDIS && !o->nodefile[sys])
+                continue;
+            cell->sys = sys;
+            v[sys][rep] = s_run_cell(o, cell, val);
+        }
+    for (int sys = 0; sys < SYS_N; sys++)
+        if (sys == SYS_REDIS || o->nodefile[sys])
+            med[sys] = bench_median_d(v[sys], (size_t) o->reps);
+    s_print_row(o, cell, med);
+}
+
+static void
+s_run_all(const s_opts_t *o)
+{
+    static const size_t sizes[2] = { 64, 65536 };
+    const int clients[2] = { 1, o->clients_max };
+    static const int depths[2] = { 1, S_DEPTH };
+    printf("%-4s %6s %7s %5s %12s %12s %6s %5s %12s %6s %5s\n", "op", "value",
+           "clients", "depth", "redis op/s", "telem r=1", "ratio", "1.0?",
+           "telem r=2", "ratio", "0.5?");
+    for (int s = 0; s < 2; s++) {
+        uint8_t *val = malloc(sizes[s]);
+        if (!val)
+            bench_die("bench_dict", "out of memory");
+        for (size_t k = 0; k < sizes[s]; k++)
+            val[k] = (uint8_t) (k * 131u + 7u);
+        s_fill(o, sizes[s], val);
+        for (int g = 0; g < 2; g++)
+            for (int c = 0; c < 2; c++)
+                for (int dp = 0; dp < 2; dp++) {
+                    s_cell_t cell = { 0, g, sizes[s], clients[c], depths[dp] };
+                    s_cell_all(o, &cell, val);
+                }
+        free(val);
+    }
+}
+
+/* ---------------------------------------------------------------- main */
+
+static const char s_usage[] =
+"Usage: bench_dict --redis HOST:PORT --nodefile FILE [--nodefile2 FILE]\n"
+"                  [--seconds S] [--reps N] [--clients N]\n"
+"Compares telem's dictionary with Redis, same workload, same run.\n"
+"  --redis HOST:PORT  a running redis-server\n"
+"  --nodefile FILE    node file of a telem dictionary with replication off\n"
+"  --nodefile2 FILE   node file of one with replication 2 (optional)\n"
+"  --seconds S        time per cell and system (default 1.0)\n"
+"  --reps N           repetitions, the median is reported (default 3)\n"
+"  --clients N        concurrent clients of the wide cells (default 8)\n"
+"Normally started by bench/dict_vs_redis.sh, which starts the servers.\n";
+
+static int
+s_parse(int argc, char **argv, s_opts_t *o)
+{
+    static const struct option longs[] = {
+        { "redis", 1, 0, 'r' }, { "nodefile", 1, 0, 'n' },
+        { "nodefile2", 1, 0, 'm' }, { "seconds", 1, 0, 's' },
+        { "reps", 1, 0, 'k' }, { "clients", 1, 0, 'c' },
+        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+    static char host[256];
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        char *colon;
+        switch (c) {
+        case 'r':
+            colon = strrchr(optarg, ':');
+            if (!colon || colon - optarg >= (long) sizeof host)
+                return 2;
+            snprintf(host, sizeof host, "%.*s", (int) (colon - optarg), optarg);
+            o->redis_host = host;
+            o->redis_port = atoi(colon + 1);
+            break;
+        case 'n': o->nodefile[SYS_TELEM1] = optarg; break;
+        case 'm': o->nodefile[SYS_TELEM2] = optarg; break;
+        case 's': o->seconds = atof(optarg); break;
+        case 'k': o->reps = atoi(optarg); break;
+        case 'c': o->clients_max = atoi(optarg); break;
+        case 'h': fputs(s_usage, stdout); exit(0);
+        default: return 2;
+        }
+    }
+    if (optind != argc || !o->redis_host || o->redis_port <= 0
+        || o->redis_port > 65535 || !o->nodefile[SYS_TELEM1]
+        || o->seconds <= 0 || o->seconds > 60 || o->reps < 1
+        || o->reps > S_REPS_MAX || o->clients_max < 1
+        || o->clients_max > S_MAX_CLIENTS)
+        return 2;
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    s_opts_t o = { NULL, 0, { NULL, NULL, NULL }, 1.0, 3, 8 };
+    if (s_parse(argc, argv, &o) != 0) {
+        fprintf(stderr, "bench_dict: bad command line\n%s", s_usage);
+        return 2;
+    }
+    bench_print_machine("bench_dict (telem dictionary vs Redis)");
+    printf("# %.1f s per cell and system, median of %d, pipeline depth %d,"
+           " keys %d (64 B) / %d (64 KiB)\n", o.seconds, o.reps, S_DEPTH,
+           S_KEYS_SMALL, S_KEYS_LARGE);
+    s_run_all(&o);
+    return 0;
+}

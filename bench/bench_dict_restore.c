@@ -1,0 +1,295 @@
+/* bench_dict_restore.c - how fast a job gets its checkpoint back from
+ * telem's dictionary: 1 GiB of large values on one node.
+ *
+ * One in-process telem_dictd (ddict_actor, ipc, replication 1, --sync
+ * batch) in a private run directory.  The client writes the values
+ * (4 MiB each by default) into a namespace and marks a checkpoint; then:
+ *   1. restore in place: ddict_restore() and a read of every value back
+ *      through the client API (what a job restarted on live servers does);
+ *   2. log replay: the server is stopped, and a new server object replays
+ *      its log (what a restarted telem_dictd does before it serves), once
+ *      with the log in the page cache and once after the cache was told to
+ *      drop the file (posix_fadvise DONTNEED), i.e. read from the disk;
+ *   3. restart and restore: a new actor (replay), ddict_open, ddict_restore
+ *      and the read of every value, end to end.
+ * Each step runs --reps times; the median is printed in GB/s (10^9 B/s) of
+ * value bytes, against the 1 GB/s target.  Every value read is checked.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "ddict.h"
+#include "ddict_actor.h"
+#include "ddict_server.h"
+#include "telem_error.h"
+#include "telem_paths.h"
+
+#define S_BATCH 16
+#define S_REPS_MAX 9
+
+typedef struct {
+    uint64_t total;          /* value bytes */
+    size_t vsize;
+    int nvals;
+    int reps;
+    char rundir[TELEM_PATH_MAX];
+    char nodefile[TELEM_PATH_MAX + 16];
+    char log[TELEM_PATH_MAX + 16];
+} s_ctx_t;
+
+static void
+s_check(int rc, const char *what)
+{
+    if (rc)
+        bench_die("bench_dict_restore", "%s: %s", what, ddict_strerror(rc));
+}
+
+static ddict_actor_t *
+s_start(s_ctx_t *c)
+{
+    ddict_actor_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.node = "n1";
+    cfg.rundir = c->rundir;
+    cfg.nodefile = c->nodefile;
+    cfg.server.replicas = 1;
+    cfg.server.sync = DDICT_SYNC_BATCH;
+    int err = 0;
+    ddict_actor_t *a = ddict_actor_new(&cfg, &err);
+    s_check(a ? 0 : err, "ddict_actor_new");
+    return a;
+}
+
+static int
+s_key(char *buf, int i)
+{
+    return snprintf(buf, 32, "ckpt-%06d", i);
+}
+
+static void
+s_write_all(s_ctx_t *c, ddict_t *d, uint8_t *val)
+{
+    ddict_batch_t *b = ddict_batch_new();
+    char keys[S_BATCH][32];
+    for (int i = 0; i < c->nvals;) {
+        ddict_batch_clear(b);
+        for (int k = 0; k < S_BATCH && i < c->nvals; k++, i++) {
+            int kl = s_key(keys[k], i);
+            ddict_batch_put(b, keys[k], (size_t) kl, val, c->vsize);
+        }
+        s_check(ddict_batch_exec(d, b), "write");
+        for (size_t k = 0; k < ddict_batch_size(b); k++)
+            s_check(ddict_batch_result(b, k, NULL, NULL, NULL), "put");
+    }
+    ddict_batch_destroy(&b);
+}
+
+/* Reads every value back and checks its size and bytes. */
+static void
+s_read_all(s_ctx_t *c, ddict_t *d, const uint8_t *val)
+{
+    ddict_batch_t *b = ddict_batch_new();
+    char keys[S_BATCH][32];
+    for (int i = 0; i < c->nvals;) {
+        ddict_batch_clear(b);
+        for (int k = 0; k < S_BATCH && i < c->nvals; k++, i++) {
+            int kl = s_key(keys[k], i);
+            ddict_batch_get(b, keys[k], (size_t) kl);
+        }
+        s_check(ddict_batch_exec(d, b), "read");
+        for (size_t k = 0; k < ddict_batch_size(b); k++) {
+            const void *v;
+            size_t vl;
+            s_check(ddict_batch_result(b, k, &v, &vl, NULL), "get");
+            if (vl != c->vsize || memcmp(v, val, 64) != 0
+                || memcmp((const uint8_t *) v + vl - 64, val + vl - 64, 64))
+                bench_die("bench_dict_restore", "value %zu is wrong", k);
+        }
+    }
+    ddict_batch_destroy(&b);
+}
+
+static double
+s_gbps(const s_ctx_t *c, int64_t ns)
+{
+    return (double) c->total / (double) ns;
+}
+
+/* Step 1: restore on the running server and read everything. */
+static double
+s_restore_in_place(s_ctx_t *c, ddict_t *d, const uint8_t *val)
+{
+    int64_t t0 = bench_now_ns();
+    uint64_t id = 0;
+    s_check(ddict_restore(d, &id), "restore");
+    if (id != 1)
+        bench_die("bench_dict_restore", "restored checkpoint %llu, not 1",
+                  (unsigned long long) id);
+    s_read_all(c, d, val);
+    return s_gbps(c, bench_now_ns() - t0);
+}
+
+static int
+s_discard(void *arg, zmq_msg_t *route, const char *peer, zmq_msg_t *frames,
+          size_t n)
+{
+    (void) arg;
+    (void) peer;
+    if (route)
+        zmq_msg_close(route);
+    for (size_t i = 0; i < n; i++)
+        zmq_msg_close(&frames[i]);
+    return 0;
+}
+
+static void
+s_drop_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        bench_die("bench_dict_restore", "cannot open %s", path);
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+/* Step 2: a server object replays the log (no sockets). */
+static double
+s_replay(s_ctx_t *c, int cold, uint64_t *log_bytes)
+{
+    if (cold)
+        s_drop_cache(c->log);
+    ddict_server_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.node = "n1";
+    cfg.log_path = c->log;
+    cfg.replicas = 1;
+    cfg.sync = DDICT_SYNC_BATCH;
+    int err = 0;
+    int64_t t0 = bench_now_ns();
+    ddict_server_t *s = ddict_server_new(&cfg, s_discard, NULL, &err);
+    int64_t ns = bench_now_ns() - t0;
+    s_check(s ? 0 : err, "ddict_server_new (replay)");
+    ddict_server_stats_t st;
+    ddict_server_stats(s, &st);
+    *log_bytes = st.log_bytes;
+    ddict_server_destroy(&s);
+    return s_gbps(c, ns);
+}
+
+/* Step 3: restart the server, open, restore, read everything. */
+static double
+s_restart(s_ctx_t *c, const uint8_t *val)
+{
+    s_drop_cache(c->log);
+    int64_t t0 = bench_now_ns();
+    ddict_actor_t *a = s_start(c);
+    int err = 0;
+    ddict_t *d = ddict_open(c->nodefile, "job", 60000, &err);
+    s_check(d ? 0 : err, "ddict_open");
+    uint64_t id = 0;
+    s_check(ddict_restore(d, &id), "restore");
+    s_read_all(c, d, val);
+    int64_t ns = bench_now_ns() - t0;
+    ddict_close(&d);
+    ddict_actor_destroy(&a);
+    return s_gbps(c, ns);
+}
+
+static void
+s_parse(int argc, char **argv, s_ctx_t *c)
+{
+    static const struct option longs[] = {
+        { "mib", 1, 0, 'm' }, { "value-mib", 1, 0, 'v' },
+        { "reps", 1, 0, 'k' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+    long mib = 1024, vmib = 4;
+    int o;
+    while ((o = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        if (o == 'm')
+            mib = atol(optarg);
+        else if (o == 'v')
+            vmib = atol(optarg);
+        else if (o == 'k')
+            c->reps = atoi(optarg);
+        else if (o == 'h') {
+            puts("Usage: bench_dict_restore [--mib N (1024)] "
+                 "[--value-mib N (4)] [--reps N (3)]");
+            exit(0);
+        } else {
+            exit(2);
+        }
+    }
+    if (optind != argc || mib < 1 || mib > 65536 || vmib < 1 || vmib > 256
+        || vmib > mib || c->reps < 1 || c->reps > S_REPS_MAX) {
+        fprintf(stderr, "bench_dict_restore: bad command line\n");
+        exit(2);
+    }
+    c->vsize = (size_t) vmib << 20;
+    c->nvals = (int) (mib / vmib);
+    c->total = (uint64_t) c->nvals * c->vsize;
+}
+
+static void
+s_report(const char *what, double *v, int reps)
+{
+    double m = bench_median_d(v, (size_t) reps);
+    printf("%-44s %8.2f GB/s  (min %.2f, max %.2f)  %s\n", what, m, v[0],
+           v[reps - 1], m >= 1.0 ? "met" : "MISS");
+}
+
+int
+main(int argc, char **argv)
+{
+    s_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.reps = 3;
+    s_parse(argc, argv, &c);
+    bench_print_machine("bench_dict_restore (checkpoint restore)");
+    bench_tmpdir(c.rundir, sizeof c.rundir, "dictrestore");
+    snprintf(c.nodefile, sizeof c.nodefile, "%s/dict_nodes", c.rundir);
+    snprintf(c.log, sizeof c.log, "%s/n1/dict.log", c.rundir);
+    uint8_t *val = malloc(c.vsize);
+    if (!val)
+        bench_die("bench_dict_restore", "out of memory");
+    for (size_t i = 0; i < c.vsize; i++)
+        val[i] = (uint8_t) (i * 2654435761u >> 13);
+    ddict_actor_t *a = s_start(&c);
+    int err = 0;
+    ddict_t *d = ddict_open(c.nodefile, "job", 60000, &err);
+    s_check(d ? 0 : err, "ddict_open");
+    int64_t t0 = bench_now_ns();
+    s_write_all(&c, d, val);
+    double wr = s_gbps(&c, bench_now_ns() - t0);
+    t0 = bench_now_ns();
+    s_check(ddict_checkpoint(d, 1), "checkpoint");
+    double ck_ms = (double) (bench_now_ns() - t0) / 1e6;
+    printf("# %llu MiB in %d values of %zu MiB, one node, sync batch\n",
+           (unsigned long long) (c.total >> 20), c.nvals, c.vsize >> 20);
+    printf("%-44s %8.2f GB/s\n", "write (batches of 16 puts, synced)", wr);
+    printf("%-44s %8.1f ms\n", "ddict_checkpoint (values shared)", ck_ms);
+    double v[3][S_REPS_MAX];
+    for (int r = 0; r < c.reps; r++)
+        v[0][r] = s_restore_in_place(&c, d, val);
+    ddict_close(&d);
+    ddict_actor_destroy(&a);
+    uint64_t log_bytes = 0;
+    double warm[S_REPS_MAX];
+    for (int r = 0; r < c.reps; r++) {
+        warm[r] = s_replay(&c, 0, &log_bytes);
+        v[1][r] = s_replay(&c, 1, &log_bytes);
+        v[2][r] = s_restart(&c, val);
+    }
+    printf("# log %llu MiB\n", (unsigned long long) (log_bytes >> 20));
+    s_report("restore in place + read all (client API)", v[0], c.reps);
+    s_report("log replay, file in page cache", warm, c.reps);
+    s_report("log replay, file dropped from cache", v[1], c.reps);
+    s_report("restart: replay + open + restore + read all", v[2], c.reps);
+    free(val);
+    bench_rmtree(c.rundir);
+    return 0;
+}
