@@ -87,8 +87,10 @@ void tl_job_config_defaults(tl_job_config_t *cfg);
  * another launcher runs), binds the restart request socket, blocks the
  * signals above.  Takes the source (nulls *source_p) in every case.  The
  * strings of `cfg` must outlive the job.  Returns the job, or NULL with a
- * sentence in `why` and *err: TELEM_EINVAL (configuration), TELEM_ESTATE
- * (another launcher), TELEM_EIO or TELEM_ENOMEM. */
+ * sentence in `why` and *err: TELEM_EINVAL (configuration), TELEM_ENOTFOUND
+ * (telemd, or telem_collect when asked for, missing from bindir; checked
+ * for local nodes), TELEM_ESTATE (another launcher), TELEM_EIO or
+ * TELEM_ENOMEM. */
 tl_job_t *tl_job_new(const tl_job_config_t *cfg, tl_source_t **source_p,
                      char *why, size_t why_size, int *err);
 

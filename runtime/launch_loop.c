@@ -237,12 +237,12 @@ s_binaries(tl_job_t *self, char *why, size_t why_size)
     int local = tl_source_kind(self->source) == TL_SOURCE_LOCAL;
     if (local && access(self->bin_telemd, X_OK) != 0) {
         snprintf(why, why_size, "%s: %s", self->bin_telemd, strerror(errno));
-        return TELEM_EINVAL;
+        return TELEM_ENOTFOUND;
     }
     if (local && self->cfg.collect && access(self->bin_collect, X_OK) != 0) {
         snprintf(why, why_size, "collectors asked for, but %s: %s",
                  self->bin_collect, strerror(errno));
-        return TELEM_EINVAL;
+        return TELEM_ENOTFOUND;
     }
     if (self->cfg.ndetectors && access(self->bin_watch, X_OK) != 0)
         telem_log(TELEM_LOG_WARN, "%s is not available: --detector has no "

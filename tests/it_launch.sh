@@ -68,6 +68,7 @@ expect_rc 2 "$L" --nodes 0 -- true 2>/dev/null
 expect_rc 2 "$L" --local 2 2>/dev/null
 expect_rc 2 "$L" --telemetry-level 9 -- true 2>/dev/null
 expect_rc 2 "$L" --local 2 --exec-template "ssh {node}" -- true 2>/dev/null
+expect_rc 5 "$L" --bindir "$T/none" --local 1 -- true 2>/dev/null
 
 # --- environment on every node -------------------------------------------
 MODE=quick launch env --local 3 --nodes 2 --telemetry-level 1
@@ -168,6 +169,9 @@ MODE=wait launch int --local 3 --nodes 2
 wait_for test -f "$OUT/run-0-n1.env" -a -f "$OUT/run-0-n2.env" \
     || fail "did not start"
 wait_for pgrep -f "$OUT/helper" || fail "helper did not start"
+# A second launcher in the same run directory is refused.
+expect_rc 5 "$L" --rundir "$TELEM_RUNDIR" --local 1 -- true 2>"$T/second.err"
+grep -q "another telem_launch runs" "$T/second.err" || fail "second launcher"
 kill -INT "$LPID"
 finish 130
 if pgrep -f "$T/" >"$T/left.txt"; then
