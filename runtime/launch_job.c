@@ -298,25 +298,48 @@ s_list_add(char *buf, size_t size, const char *name)
     snprintf(buf + len, size - len, "%s%s", len ? "," : "", name);
 }
 
-/* Notes, in the restart record, which nodes went down and which came up,
- * comparing with the states before the failure; stops the daemons of
- * nodes that went down. */
+/* Lists, comparing with the states before the failure, the nodes that
+ * went down (whose processes it stops) and the reserves promoted. */
 static void
-s_note_changes(tl_job_t *self, const tl_node_state_t *before)
+s_note_changes(tl_job_t *self, const tl_node_state_t *before, char *down,
+               char *promoted, size_t size)
 {
-    self->rs.nodes[0] = self->rs.promoted[0] = '\0';
+    down[0] = promoted[0] = '\0';
     for (size_t i = 0; i < self->n; i++) {
         tl_node_state_t now = tl_state_node(self->state, i);
         const char *name = tl_state_name(self->state, i);
         if (before[i] != TL_NODE_DOWN && now == TL_NODE_DOWN) {
-            s_list_add(self->rs.nodes, sizeof self->rs.nodes, name);
+            s_list_add(down, size, name);
             s_stop(self, -1, (long) i);
             self->nodes[i].ready = 0;
         } else if (before[i] == TL_NODE_IDLE && now == TL_NODE_ACTIVE) {
-            s_list_add(self->rs.promoted, sizeof self->rs.promoted, name);
+            s_list_add(promoted, size, name);
         }
     }
     self->ac_stale = 1;
+}
+
+/* Fills the restart record; a restart still pending (a failure during a
+ * restart) is merged into the new one, so its line names everything. */
+static void
+s_record(tl_job_t *self, const char *trigger, const char *why,
+         const char *down, const char *promoted)
+{
+    tl_restart_t *r = &self->rs;
+    if (!r->pending)
+        r->trigger[0] = r->why[0] = r->nodes[0] = r->promoted[0] = '\0';
+    else
+        telem_log(TELEM_LOG_INFO, "restart %ld is merged into the next one "
+                  "(a failure during the restart)", r->number);
+    snprintf(r->trigger + strlen(r->trigger),
+             sizeof r->trigger - strlen(r->trigger), "%s%s",
+             *r->trigger ? "+" : "", trigger);
+    snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "%s%s",
+             *r->why ? "; " : "", why);
+    if (*down)
+        s_list_add(r->nodes, sizeof r->nodes, down);
+    if (*promoted)
+        s_list_add(r->promoted, sizeof r->promoted, promoted);
 }
 
 static int
@@ -341,20 +364,17 @@ s_fail(tl_job_t *self, const size_t *idx, size_t n, const char *trigger,
     for (size_t i = 0; i < self->n; i++)
         before[i] = tl_state_node(self->state, i);
     tl_outcome_t o;
+    char down[256], promoted[256];
     tl_state_fail(self->state, idx, n, &o);
-    if (self->rs.pending && o.verdict != TL_VERDICT_NONE)
-        telem_log(TELEM_LOG_INFO, "restart %ld is superseded by a new "
-                  "failure", self->rs.number);
-    snprintf(self->rs.trigger, sizeof self->rs.trigger, "%s", trigger);
-    snprintf(self->rs.why, sizeof self->rs.why, "%s", why);
-    s_note_changes(self, before);
+    s_note_changes(self, before, down, promoted, sizeof down);
     if (o.verdict == TL_VERDICT_NONE) {
         telem_log(TELEM_LOG_WARN, "reserve node %s lost (%s): %s; %zu "
-                  "reserve(s) left", self->rs.nodes, trigger, why,
+                  "reserve(s) left", down, trigger, why,
                   tl_state_count(self->state, TL_NODE_IDLE));
         tl_job_files_write(self);
         return;
     }
+    s_record(self, trigger, why, down, promoted);
     if (o.verdict != TL_VERDICT_RESTART) {
         s_restart_line(self, tl_verdict_name(o.verdict));
         tl_job_end(self, s_verdict_exit(o.verdict), "no restart possible");

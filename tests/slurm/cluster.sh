@@ -28,8 +28,9 @@ check() {
     for p in "${NEEDED[@]}"; do command -v "$p" >/dev/null || missing+=("$p"); done
     if ((${#missing[@]})); then
         if [ "${CI:-}" = true ] || [ "${TELEM_SLURM_INSTALL:-0}" = 1 ]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-                --no-install-recommends slurm-wlm munge >/dev/null 2>&1 \
+            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+                apt-get install -y -qq --no-install-recommends slurm-wlm \
+                munge; } >/dev/null 2>&1 \
                 || { echo "installing slurm-wlm and munge failed"; return 77; }
         else
             echo "missing ${missing[*]} (apt-get install slurm-wlm munge, or" \
