@@ -46,6 +46,7 @@ typedef struct {
     double seconds;
     int reps;
     int clients_max;
+    const char *only;              /* "OP:SIZE:CLIENTS:DEPTH" or NULL */
 } s_opts_t;
 
 typedef struct {
@@ -355,6 +356,26 @@ s_cell_all(const s_opts_t *o, s_cell_t *cell, const uint8_t *val)
     s_print_row(o, cell, med);
 }
 
+/* 1 if the cell passes --only (e.g. "SET:65536:1:64", "*" any field). */
+static int
+s_selected(const s_opts_t *o, const s_cell_t *cell)
+{
+    if (!o->only)
+        return 1;
+    char want[4][32] = { "*", "*", "*", "*" };
+    sscanf(o->only, "%31[^:]:%31[^:]:%31[^:]:%31s", want[0], want[1],
+           want[2], want[3]);
+    char have[4][32];
+    snprintf(have[0], 32, "%s", cell->is_get ? "GET" : "SET");
+    snprintf(have[1], 32, "%zu", cell->vsize);
+    snprintf(have[2], 32, "%d", cell->clients);
+    snprintf(have[3], 32, "%d", cell->depth);
+    for (int i = 0; i < 4; i++)
+        if (strcmp(want[i], "*") != 0 && strcmp(want[i], have[i]) != 0)
+            return 0;
+    return 1;
+}
+
 static void
 s_run_all(const s_opts_t *o)
 {
@@ -375,7 +396,8 @@ s_run_all(const s_opts_t *o)
             for (int c = 0; c < 2; c++)
                 for (int dp = 0; dp < 2; dp++) {
                     s_cell_t cell = { 0, g, sizes[s], clients[c], depths[dp] };
-                    s_cell_all(o, &cell, val);
+                    if (s_selected(o, &cell))
+                        s_cell_all(o, &cell, val);
                 }
         free(val);
     }
@@ -393,6 +415,8 @@ static const char s_usage[] =
 "  --seconds S        time per cell and system (default 1.0)\n"
 "  --reps N           repetitions, the median is reported (default 3)\n"
 "  --clients N        concurrent clients of the wide cells (default 8)\n"
+"  --only OP:SIZE:CLIENTS:DEPTH  run only matching cells (* matches any),\n"
+"                     e.g. SET:65536:*:64\n"
 "Normally started by bench/dict_vs_redis.sh, which starts the servers.\n";
 
 static int
@@ -402,7 +426,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         { "redis", 1, 0, 'r' }, { "nodefile", 1, 0, 'n' },
         { "nodefile2", 1, 0, 'm' }, { "seconds", 1, 0, 's' },
         { "reps", 1, 0, 'k' }, { "clients", 1, 0, 'c' },
-        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "only", 1, 0, 'o' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     static char host[256];
     int c;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -421,6 +445,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case 's': o->seconds = atof(optarg); break;
         case 'k': o->reps = atoi(optarg); break;
         case 'c': o->clients_max = atoi(optarg); break;
+        case 'o': o->only = optarg; break;
         case 'h': fputs(s_usage, stdout); exit(0);
         default: return 2;
         }
@@ -437,7 +462,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
 int
 main(int argc, char **argv)
 {
-    s_opts_t o = { NULL, 0, { NULL, NULL, NULL }, 1.0, 3, 8 };
+    s_opts_t o = { NULL, 0, { NULL, NULL, NULL }, 1.0, 3, 8, NULL };
     if (s_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "bench_dict: bad command line\n%s", s_usage);
         return 2;

@@ -12,8 +12,11 @@
  */
 #include "ddict_log.h"
 
+#include "ddict_crc.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +24,13 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "telem_error.h"
 #include "telem_paths.h"
 
 #define S_MAGIC 0x4c444454u        /* "TDDL" little-endian */
 #define S_BUF (1u << 20)
-#define S_DIRECT (64u << 10)
+#define S_DIRECT (16u << 10)
 
 struct ddict_log {
     char path[TELEM_PATH_MAX];
@@ -71,28 +73,7 @@ s_get64(const uint8_t *p)
 uint32_t
 ddict_log_crc(const void *data, size_t size)
 {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    const Bytef *p = data;
-    while (size > 0) {
-        uInt n = size > (1u << 30) ? (1u << 30) : (uInt) size;
-        crc = crc32(crc, p, n);
-        p += n;
-        size -= n;
-    }
-    return (uint32_t) crc;
-}
-
-static uint32_t
-s_crc_more(uint32_t crc, const void *data, size_t size)
-{
-    const Bytef *p = data;
-    while (size > 0) {
-        uInt n = size > (1u << 30) ? (1u << 30) : (uInt) size;
-        crc = (uint32_t) crc32(crc, p, n);
-        p += n;
-        size -= n;
-    }
-    return crc;
+    return ddict_crc32c(0, data, size);
 }
 
 /* Fills the 32-byte header of `rec`, CRC included. */
@@ -108,9 +89,9 @@ s_header(uint8_t *h, const ddict_rec_t *rec)
     s_put64(h + 16, rec->vlen);
     s_put64(h + 24, rec->version);
     uint32_t crc = ddict_log_crc(h + 8, DDICT_LOG_HDR - 8);
-    crc = s_crc_more(crc, rec->ns, rec->nslen);
-    crc = s_crc_more(crc, rec->key, rec->klen);
-    crc = s_crc_more(crc, rec->val, rec->vlen);
+    crc = ddict_crc32c(crc, rec->ns, rec->nslen);
+    crc = ddict_crc32c(crc, rec->key, rec->klen);
+    crc = ddict_crc32c(crc, rec->val, rec->vlen);
     s_put32(h + 4, crc);
 }
 

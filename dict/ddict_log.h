@@ -3,14 +3,14 @@
  * Every change a server applies (put, delete, checkpoint copy, restore,
  * dropped shard, new shard map) is appended as one record; a restarted
  * server rebuilds its memory by replaying the file.  Records are framed
- * with a magic number, their lengths and a CRC-32 (zlib) over everything
+ * with a magic number, their lengths and a CRC-32C (ddict_crc.h) over everything
  * after the CRC, so a record cut short by a crash (a torn tail) or damaged
  * on disk is detected: replay stops at the first bad record, truncates the
  * file there and reports how many bytes it dropped.  Nothing past a bad
  * record is ever handed out as data.
  *
  * Record layout (little-endian, 32-byte header then three byte strings):
- *   u32 magic "TDDL"   u32 crc32(bytes 8 .. end of record)
+ *   u32 magic "TDDL"   u32 crc32c(bytes 8 .. end of record)
  *   u8 type  u8 nslen  u16 shard  u32 klen  u64 vlen  u64 version
  *   ns[nslen] key[klen] value[vlen]
  *
@@ -109,7 +109,7 @@ uint64_t ddict_log_size(const ddict_log_t *self);
 typedef int (*ddict_log_dump_fn)(void *arg, ddict_log_t *out);
 int ddict_log_compact(ddict_log_t *self, ddict_log_dump_fn dump, void *arg);
 
-/* CRC-32 of a record's bytes as the log computes it (exposed for tests). */
+/* CRC-32C of a record's bytes as the log computes it (exposed for tests). */
 uint32_t ddict_log_crc(const void *data, size_t size);
 
 #endif
