@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ac.h"
 #include "telem_paths.h"
@@ -58,8 +59,11 @@ cg_destroy(cg_t **g_p)
     cg_t *g = *g_p;
     if (g->started)
         cg_stop(g, CG_STOP_DEFAULT_MS);
-    for (size_t i = 0; i < g->ncolls; i++)
+    for (size_t i = 0; i < g->ncolls; i++) {
+        if (g->colls[i].pidfd >= 0)
+            close(g->colls[i].pidfd);       /* one that could not be killed */
         free(g->colls[i].node);
+    }
     free(g->colls);
     s_free_nodes(&g->nodes, g->nnodes);
     free(g->name);

@@ -58,8 +58,9 @@ static const char s_usage[] =
 "line per collector, then 'ready'.\n"
 "Samples: cg_<kernel>_seconds and cg_<kernel>_seconds_spread, tags gpu,\n"
 "backend, group, host, pid; see docs/collectors.md.\n"
-"Exit status: 0 after a clean stop, 1 on a start-up error or when every\n"
-"collector died, 2 on bad usage, 3 when no listed backend is present.\n";
+"Exit status: 0 after a clean stop (every collector exited 0), 1 on a\n"
+"start-up error, when every collector died or when one did not end\n"
+"cleanly, 2 on bad usage, 3 when no listed backend is present.\n";
 
 typedef struct {
     char *backends;
@@ -287,6 +288,25 @@ s_report_exits(const cg_t *g, unsigned char *reported)
     }
 }
 
+/* Collectors that did not exit 0 (logs each one). */
+static size_t
+s_unclean(const cg_t *g)
+{
+    cg_info_t in;
+    size_t n = 0;
+    for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
+        if (in.state == CG_EXITED && in.signal == 0 && in.exit_code == 0)
+            continue;
+        n++;
+        telem_log(TELEM_LOG_WARN, "collector of node %s device %d (pid %ld) "
+                  "did not end cleanly: %s %d", in.node, in.device,
+                  (long) in.pid, in.state != CG_EXITED ? "still running"
+                  : in.signal ? "signal" : "exit status",
+                  in.signal ? in.signal : in.exit_code);
+    }
+    return n;
+}
+
 /* Runs until a stop signal (returns 0) or every collector died (1). */
 static int
 s_watch(cg_t *g, int sfd)
@@ -340,9 +360,13 @@ main(int argc, char **argv)
         s_print_map(g);
         rc = s_watch(g, sfd);
         int stop = cg_stop(g, a.stop_ms);
-        telem_log(stop ? TELEM_LOG_WARN : TELEM_LOG_INFO, "group %s stopped%s",
-                  cg_name(g), stop ? "; some collectors had to be killed"
-                                   : " cleanly");
+        size_t unclean = s_unclean(g);
+        telem_log(stop || unclean ? TELEM_LOG_WARN : TELEM_LOG_INFO,
+                  "group %s stopped%s; %zu of %zu collectors did not end "
+                  "cleanly", cg_name(g), stop ? " (some had to be killed)"
+                  : "", unclean, cg_count(g));
+        if (rc == 0 && (stop || unclean))
+            rc = 1;
         cg_destroy(&g);
     }
     close(sfd);

@@ -149,6 +149,15 @@ assert len(clean) >= 8 and len(loaded) >= 8, (len(clean), len(loaded))
 rc, rl = statistics.median(clean), statistics.median(loaded)
 print(f"n2 / max(n1, n3): clean {rc:.2f} ({len(clean)} rounds), "
       f"loaded {rl:.2f} ({len(loaded)} rounds)")
+# n2 against its own clean rounds: the load must slow it whatever the
+# other cores do.
+n2 = med["n2"]
+own = (statistics.median(v for ts, v in n2.items()
+                         if load_start + 2 * period <= ts < load_end)
+       / statistics.median(v for ts, v in n2.items()
+                           if epoch + period <= ts < clean_end))
+print(f"n2 loaded / n2 clean: {own:.2f}")
+assert own > 1.3, f"the load did not slow its device: {own:.2f}"
 if rl <= 1.3 and busy:
     print("ratio not asserted: the machine was oversubscribed before the "
           "load started (/proc/loadavg above 1.5 x cores)")
