@@ -78,10 +78,11 @@ static const char *const s_mode_help[] = {
     [M_GET] = "telem_client -g a,b [--tag k=v]: the newest point of every series\n"
         "of metrics a and b, as for -v.  Exit 1 if a metric has no series.\n",
     [M_TRACK_ALL] = "telem_client -t [-F HZ] [-d SECONDS]: at each tick (default\n"
-        "1 Hz), the series whose newest value or time changed since the last\n"
-        "tick (all of them at the first).  Stops after -d seconds or on\n"
-        "Ctrl-C/SIGTERM, leaving a complete document.  Each tick waits at\n"
-        "most --timeout ms (default: the tick period, within 100-2000 ms).\n",
+        "1 Hz), the series whose newest value differs from the value last\n"
+        "written for them (all of them at the first tick).  Stops after -d\n"
+        "seconds or on Ctrl-C/SIGTERM, leaving a complete document.  Each\n"
+        "tick waits at most --timeout ms (default: the tick period, within\n"
+        "100-2000 ms).  Exit 3 if some node missed a tick.\n",
     [M_TRACK] = "telem_client -T a,b [-F HZ] [-d SECONDS]: as -t for metrics a, b.\n",
     [M_QUERY] = "telem_client query [METRIC[,METRIC]] [--tag k=v ...] [--start T]\n"
         "    [--end T] [--max-points N]\n"
@@ -353,11 +354,18 @@ s_validate(const s_cli_t *cli)
         return s_bad("%s", "--tag goes with -l, -v, -g, -t, -T and query");
     if (m == M_LEVEL && cli->level < 0)
         return s_bad("%s", "level needs a level, 0 to 4");
+    /* The range as the query will see it, defaults included, so that an
+     * empty one is a usage error here rather than a refusal later. */
     int64_t now = telem_now_ns();
-    int64_t s = cli->start_ns < 0 ? now + cli->start_ns : cli->start_ns;
-    int64_t e = cli->end_ns < 0 ? now + cli->end_ns : cli->end_ns;
-    if (s && e && s > e)
-        return s_bad("%s", "--start is after --end");
+    int64_t s = cli->start_ns < 0 ? now + cli->start_ns
+              : cli->start_ns ? cli->start_ns : now - AC_WINDOW_DEFAULT_NS;
+    int64_t e = cli->end_ns < 0 ? now + cli->end_ns
+              : cli->end_ns ? cli->end_ns : now;
+    if (m == M_QUERY && (s < 0 || e < 0))
+        return s_bad("%s", "--start and --end must not be before 1970");
+    if (m == M_QUERY && s > e)
+        return s_bad("%s", "--start is after --end (default start: 300 s "
+                     "ago; default end: now)");
     return 0;
 }
 
@@ -438,9 +446,10 @@ s_query(ac_t *ac, const ac_query_t *q, ac_result_t **r)
     return rc;
 }
 
-/* Names asked-for metrics that no node has; returns how many. */
+/* Names asked-for metrics that no node has (in the range, for a query
+ * with points); returns how many. */
 static size_t
-s_absent(const tc_opts_t *o, const ac_result_t *r)
+s_absent(const tc_opts_t *o, const ac_result_t *r, int latest)
 {
     size_t absent = 0;
     for (size_t m = 0; r && m < o->nmetrics; m++) {
@@ -449,7 +458,9 @@ s_absent(const tc_opts_t *o, const ac_result_t *r)
                && strcmp(ac_result_series(r, i)->metric, o->metrics[m]) != 0)
             i++;
         if (i == ac_result_nseries(r)) {
-            fprintf(stderr, S_PROG ": no series for metric '%s'\n",
+            fprintf(stderr, latest
+                    ? S_PROG ": no series for metric '%s'\n"
+                    : S_PROG ": no points of metric '%s' in the time range\n",
                     o->metrics[m]);
             absent++;
         }
@@ -496,9 +507,10 @@ s_run_series(ac_t *ac, const tc_opts_t *o, const ac_query_t *q)
     }
     /* A get (-g) of a metric nobody has is an error; an empty window of a
      * query is an answer. */
-    size_t absent = s_absent(o, r);
+    int latest = (q->flags & TELEM_QUERY_LATEST) != 0;
+    size_t absent = s_absent(o, r, latest);
     int code = s_finish(f, r, rc);
-    if (absent && (q->flags & TELEM_QUERY_LATEST))
+    if (absent && latest)
         code = 1;
     tc_fmt_destroy(&f);
     ac_result_destroy(&r);

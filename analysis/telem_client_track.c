@@ -4,8 +4,10 @@
  * loop sleeps to an absolute time, so the rate does not drift with the
  * time a query takes; a tick missed while a query was slow is skipped,
  * not made up in a burst.  Each tick asks every node for the newest point
- * of each series and writes only series whose value or timestamp differs
- * from what was written before (every series at the first tick).  SIGINT
+ * of each series and writes only series whose value differs from the value
+ * last written for it (every series at the first tick): a sampler that
+ * records the same value again makes a new point but no change, so no
+ * series ever shows the same value twice in a row.  SIGINT
  * and SIGTERM only set tc_stop; the loop ends, the document is closed and
  * flushed, so a stopped run still leaves valid JSON/YAML.  Missing nodes
  * are reported on stderr when the set of missing nodes changes.
@@ -20,8 +22,7 @@
 #include <time.h>
 
 typedef struct {
-    int64_t ts;
-    double v;
+    double v;                /* the value last written */
     uint64_t seen;           /* last tick the series was in a reply */
 } s_last_t;
 
@@ -74,15 +75,16 @@ s_key(char *buf, size_t size, const char *node, const telem_series_t *s)
                       s->tags[i].value);
 }
 
-/* 1 if (ts, v) differs from what was last written for key (and records
- * it), 0 if not, -1 when out of memory. */
+/* 1 if v differs from the value last written for key (and records it), 0
+ * if not, -1 when out of memory.  Values are compared bit for bit, so 0.0
+ * and -0.0 differ. */
 static int
-s_changed(s_track_t *t, const char *key, int64_t ts, double v)
+s_changed(s_track_t *t, const char *key, double v)
 {
     s_last_t *l = zhashx_lookup(t->last, key);
     if (l) {
         l->seen = t->tick;
-        if (l->ts == ts && memcmp(&l->v, &v, sizeof v) == 0)
+        if (memcmp(&l->v, &v, sizeof v) == 0)
             return 0;
     } else {
         if (!(l = malloc(sizeof *l)))
@@ -93,7 +95,6 @@ s_changed(s_track_t *t, const char *key, int64_t ts, double v)
             return -1;
         }
     }
-    l->ts = ts;
     l->v = v;
     return 1;
 }
@@ -189,8 +190,7 @@ s_tick(s_track_t *t)
             continue;   /* null: nothing to track */
         const char *node = ac_result_series_node(r, i);
         s_key(t->key, sizeof t->key, node, s);
-        int ch = s_changed(t, t->key, s->ts[s->npoints - 1],
-                           s->values[s->npoints - 1]);
+        int ch = s_changed(t, t->key, s->values[s->npoints - 1]);
         if (ch < 0) {
             rc = TELEM_ENOMEM;
             break;
