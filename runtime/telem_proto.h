@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "telem_error.h"
+#include "telem_proto_dict.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,15 @@ extern "C" {
 #define TELEM_QUERY_METRICS_MAX 256        /* metric names in one query */
 #define TELEM_TEXT_MAX 4096                /* doc strings, error messages */
 
+/* Message types.  Numbers are assigned in ranges, one per message family
+ * (docs/protocol.md, "Message types"):
+ *     1-7    this header: ingest (1-2) and request/reply (3-7)
+ *     8-15   reserved: watcher events and restart requests
+ *    16-31   unassigned
+ *    32-63   reserved: distributed-dictionary messages
+ *    64-255  unassigned
+ * A family's messages are declared in its own header; the decoder learns
+ * them through the codec's internal registration. */
 typedef enum {
     TELEM_MSG_BATCH = 1,        /* samples from a process to telemd */
     TELEM_MSG_META = 2,         /* a metric's type, unit and doc */
@@ -186,6 +196,10 @@ typedef struct {
         telem_control_t control;
         telem_control_reply_t control_reply;
         telem_error_msg_t error;
+        telem_dict_req_t dict_req;          /* dict_req, dict_repl */
+        telem_dict_rep_t dict_rep;          /* dict_rep, dict_ack */
+        telem_dict_admin_t dict_admin;
+        telem_dict_admin_rep_t dict_admin_rep;
     } u;
 } telem_msg_t;
 

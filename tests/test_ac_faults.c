@@ -1,0 +1,204 @@
+/* test_ac_faults.c - the analysis client against misbehaving fake nodes
+ * (tests/ac_fake.h): a node that never answers, none that answers, late
+ * and stale replies, error replies, garbage and oversized replies.  The
+ * checks are on behaviour (who is missing, which data came, that a call
+ * returns within a generous multiple of its deadline), not on tight
+ * timings.
+ */
+#include "ac_fake.h"
+
+/* ---- tests ------------------------------------------------------------- */
+
+/* Waits (bounded) until the late node has sent its late reply. */
+static int
+s_wait_late(fake_t *f)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&f->mu);
+    int rc = 0;
+    while (!f->late_sent && rc == 0)
+        rc = pthread_cond_timedwait(&f->cond, &f->mu, &until);
+    int sent = f->late_sent;
+    pthread_mutex_unlock(&f->mu);
+    return sent;
+}
+
+static void
+test_silent_node_is_partial(void *ctx)
+{
+    const int deadline_ms = 300;
+    fake_t f[3];
+    s_fake_start(&f[0], ctx, "n1", FAKE_OK);
+    s_fake_start(&f[1], ctx, "n2", FAKE_SILENT);
+    s_fake_start(&f[2], ctx, "n3", FAKE_OK);
+    ac_t *ac = s_client(f, 3, deadline_ms);
+    for (int round = 0; round < 2; round++) {
+        ac_result_t *r = NULL;
+        int64_t t0 = telem_mono_ns();
+        CHECK_INT(ac_query(ac, NULL, &r), TELEM_EPARTIAL);
+        int64_t ms = s_elapsed_ms(t0);
+        CHECK(ms < 5 * deadline_ms);
+        CHECK_INT(ac_result_nseries(r), 4);
+        CHECK_INT(ac_result_nmissing(r), 1);
+        CHECK_STR(ac_result_missing(r, 0), "n2");
+        CHECK_INT(ac_result_missing_code(r, 0), TELEM_ETIMEDOUT);
+        CHECK(strlen(ac_result_missing_message(r, 0)) > 0);
+        CHECK_INT(s_count_from(r, "n2"), 0);
+        ac_result_destroy(&r);
+    }
+    /* Asking only the answering nodes is complete. */
+    const char *two[] = { "n3", "n1" };
+    ac_query_t q = { .nodes = two, .nnodes = 2 };
+    ac_result_t *r = NULL;
+    CHECK_INT(ac_query(ac, &q, &r), 0);
+    CHECK_INT(ac_result_nseries(r), 4);
+    ac_result_destroy(&r);
+    ac_close(&ac);
+    for (int i = 0; i < 3; i++)
+        s_fake_stop(&f[i]);
+}
+
+static void
+test_nobody_answers(void *ctx)
+{
+    const int deadline_ms = 300;
+    fake_t f[1];
+    s_fake_start(&f[0], ctx, "quiet", FAKE_SILENT);
+    /* An endpoint where nothing listens: bind, note it, close. */
+    void *tmp = zmq_socket(ctx, ZMQ_ROUTER);
+    int zero = 0;
+    zmq_setsockopt(tmp, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_bind(tmp, "tcp://127.0.0.1:*");
+    char dead[128];
+    size_t len = sizeof dead;
+    zmq_getsockopt(tmp, ZMQ_LAST_ENDPOINT, dead, &len);
+    zmq_close(tmp);
+
+    const char *names[] = { "quiet", "dead" };
+    const char *eps[] = { f[0].endpoint, dead };
+    int err;
+    ac_t *ac = ac_connect_nodes(names, eps, 2, deadline_ms, &err);
+    CHECK(ac != NULL);
+    ac_result_t *r = NULL;
+    int64_t t0 = telem_mono_ns();
+    CHECK_INT(ac_query(ac, NULL, &r), TELEM_ETIMEDOUT);
+    CHECK(s_elapsed_ms(t0) < 5 * deadline_ms);
+    CHECK(r != NULL);
+    CHECK_INT(ac_result_nseries(r), 0);
+    CHECK_INT(ac_result_nmissing(r), 2);
+    CHECK_STR(ac_result_missing(r, 0), "quiet");
+    CHECK_INT(ac_result_missing_code(r, 0), TELEM_ETIMEDOUT);
+    CHECK_STR(ac_result_missing(r, 1), "dead");
+    CHECK_INT(ac_result_missing_code(r, 1), TELEM_ECONN);
+    ac_result_destroy(&r);
+
+    ac_status_result_t *st = NULL;
+    t0 = telem_mono_ns();
+    CHECK_INT(ac_status(ac, &st), TELEM_ETIMEDOUT);
+    CHECK(s_elapsed_ms(t0) < 5 * deadline_ms);
+    CHECK_INT(ac_status_result_nmissing(st), 2);
+    ac_status_result_destroy(&st);
+    ac_close(&ac);
+    s_fake_stop(&f[0]);
+}
+
+static void
+test_stale_replies(void *ctx)
+{
+    fake_t f[3];
+    s_fake_start(&f[0], ctx, "ok", FAKE_OK);
+    s_fake_start(&f[1], ctx, "late", FAKE_LATE_FIRST);
+    s_fake_start(&f[2], ctx, "stale", FAKE_STALE_FIRST);
+    ac_t *ac = s_client(f, 3, 10000);
+    ac_result_t *r = NULL;
+
+    /* First call gives up on "late"; its answer comes after the deadline. */
+    ac_query_t q1 = { .timeout_ms = 200 };
+    CHECK_INT(ac_query(ac, &q1, &r), TELEM_EPARTIAL);
+    CHECK_INT(ac_result_nmissing(r), 1);
+    CHECK_STR(ac_result_missing(r, 0), "late");
+    /* "stale" sent a wrong-id reply first: dropped, the right one kept. */
+    CHECK_INT(s_count_from(r, "stale"), 2);
+    for (size_t i = 0; i < ac_result_nseries(r); i++)
+        CHECK(ac_result_series(r, i)->values[0] >= 0);
+    ac_result_destroy(&r);
+    CHECK(s_wait_late(&f[1]));
+
+    /* The next call sees the answers to its own request only. */
+    CHECK_INT(ac_query(ac, NULL, &r), 0);
+    CHECK_INT(ac_result_nmissing(r), 0);
+    CHECK_INT(s_count_from(r, "late"), 2);
+    CHECK_INT(s_count_from(r, "stale"), 2);
+    for (size_t i = 0; i < ac_result_nseries(r); i++) {
+        const telem_series_t *s = ac_result_series(r, i);
+        if (strcmp(ac_result_series_node(r, i), "late") == 0)
+            CHECK(s->values[0] == 2000 + 0.5);   /* its 2nd request */
+        CHECK(s->values[0] >= 0);
+    }
+    ac_result_destroy(&r);
+    ac_close(&ac);
+    for (int i = 0; i < 3; i++)
+        s_fake_stop(&f[i]);
+}
+
+static void
+test_error_replies(void *ctx)
+{
+    fake_t f[5];
+    s_fake_start(&f[0], ctx, "good", FAKE_OK);
+    s_fake_start(&f[1], ctx, "err", FAKE_ERROR);
+    s_fake_start(&f[2], ctx, "empty", FAKE_NOTFOUND);
+    s_fake_start(&f[3], ctx, "junk", FAKE_GARBAGE);
+    s_fake_start(&f[4], ctx, "huge", FAKE_BIG);
+    ac_t *ac = s_client(f, 5, 500);
+    CHECK_INT(ac_set_max_reply(ac, 16384), 0);
+    CHECK_INT(ac_set_max_reply(ac, 0), TELEM_EINVAL);
+    ac_result_t *r = NULL;
+    CHECK_INT(ac_query(ac, NULL, &r), TELEM_EPARTIAL);
+    CHECK_INT(ac_result_nseries(r), 2);
+    CHECK_INT(s_count_from(r, "good"), 2);
+    CHECK_INT(ac_result_nmissing(r), 3);   /* "empty" counts as answered */
+    CHECK_STR(ac_result_missing(r, 0), "err");
+    CHECK_INT(ac_result_missing_code(r, 0), TELEM_EINVAL);
+    CHECK_STR(ac_result_missing_message(r, 0), "bad query");
+    CHECK_STR(ac_result_missing(r, 1), "junk");
+    CHECK_INT(ac_result_missing_code(r, 1), TELEM_EPROTO);
+    CHECK_STR(ac_result_missing(r, 2), "huge");
+    CHECK(ac_result_missing(r, 3) == NULL);
+    ac_result_destroy(&r);
+
+    /* Only errors: the node's code comes back, with a result. */
+    const char *e[] = { "err" };
+    ac_query_t q = { .nodes = e, .nnodes = 1 };
+    CHECK_INT(ac_query(ac, &q, &r), TELEM_EINVAL);
+    CHECK(r != NULL);
+    CHECK_INT(ac_result_nmissing(r), 1);
+    ac_result_destroy(&r);
+
+    /* With the default limit the big reply is fine. */
+    CHECK_INT(ac_set_max_reply(ac, TELEM_PROTO_MAX_MSG), 0);
+    const char *h[] = { "huge" };
+    ac_query_t qh = { .nodes = h, .nnodes = 1, .timeout_ms = 10000 };
+    CHECK_INT(ac_query(ac, &qh, &r), 0);
+    CHECK_INT(ac_result_nseries(r), 2);
+    CHECK_INT(ac_result_series(r, 0)->npoints, BIG_PTS);
+    ac_result_destroy(&r);
+    ac_close(&ac);
+    for (int i = 0; i < 5; i++)
+        s_fake_stop(&f[i]);
+}
+
+int
+main(void)
+{
+    void *ctx = zmq_ctx_new();
+    test_silent_node_is_partial(ctx);
+    test_nobody_answers(ctx);
+    test_stale_replies(ctx);
+    test_error_replies(ctx);
+    zmq_ctx_term(ctx);
+    printf("test_ac_faults: %d checks, %d failed\n", s_checks, s_failures);
+    return s_failures ? 1 : 0;
+}
