@@ -4,8 +4,9 @@
  * simulated timing: it contends for the device a collector measures.  On
  * cpu it is a busy loop pinned to the device's core; on cuda, the backend's
  * kernel launched back to back.  A duty cycle grades the slowdown: in every
- * 10 ms cycle the device is kept busy for duty x 10 ms and left alone for
- * the rest.  Cycles follow an absolute schedule; the idle part is a
+ * cycle (10 ms unless --cycle-ms says otherwise) the device is kept busy
+ * for duty x cycle and left alone for the rest; several threads contend
+ * harder.  Cycles follow an absolute schedule; the idle part is a
  * ppoll() on a signalfd, so SIGTERM/SIGINT stop it at once.
  */
 #include <errno.h>
@@ -25,7 +26,7 @@
 #include "telem_log.h"
 #include "telem_time.h"
 
-#define S_CYCLE_NS (10 * TELEM_NS_PER_MS)
+#define S_CYCLE_DEFAULT_NS (10 * TELEM_NS_PER_MS)
 #define S_THREADS_MAX 64
 
 static const char s_usage[] =
@@ -39,8 +40,11 @@ static const char s_usage[] =
 "                       telem_collector --list-devices (required); the\n"
 "                       mapping telem_collect prints names it per node\n"
 "  -b, --backend B      cpu (default) or cuda\n"
-"  -u, --duty D         fraction of every 10 ms the device is kept busy,\n"
+"  -u, --duty D         fraction of every cycle the device is kept busy,\n"
 "                       0-1 (default 1)\n"
+"  -c, --cycle-ms MS    the duty cycle's length, 0.1-1000 ms (default 10);\n"
+"                       cycles shorter than the measured kernel spread\n"
+"                       the contention evenly over every repetition\n"
 "  -n, --threads N      contending threads on the device, 1-64 (default\n"
 "                       1); on cpu, N busy threads leave a collector on\n"
 "                       that core about 1/(N+1) of it\n"
@@ -56,6 +60,7 @@ typedef struct {
     const char *backend;
     long device;
     double duty;
+    int64_t cycle_ns;
     int threads;
     int64_t duration_ns;
     telem_log_level_t loglevel;
@@ -101,6 +106,11 @@ s_option(s_args_t *a, int c, const char *v)
         if (s_number(v, 0, 1, &a->duty))
             return s_bad("--duty", v, "a fraction from 0 to 1");
         return 0;
+    case 'c':
+        if (s_number(v, 0.1, 1000, &d))
+            return s_bad("--cycle-ms", v, "milliseconds, 0.1 to 1000");
+        a->cycle_ns = (int64_t) llround(d * 1e6);
+        return 0;
     case 'n':
         if (s_number(v, 1, S_THREADS_MAX, &d) || d != floor(d))
             return s_bad("--threads", v, "an integer from 1 to 64");
@@ -130,11 +140,11 @@ s_parse(s_args_t *a, int argc, char **argv)
     static const struct option opts[] = {
         { "device", 1, 0, 'd' }, { "backend", 1, 0, 'b' },
         { "duty", 1, 0, 'u' }, { "duration", 1, 0, 't' },
-        { "threads", 1, 0, 'n' },
+        { "threads", 1, 0, 'n' }, { "cycle-ms", 1, 0, 'c' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
     int c, rc;
-    while ((c = getopt_long(argc, argv, "d:b:u:n:t:l:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:u:c:n:t:l:h", opts, NULL)) != -1) {
         if (c == 'h') {
             fputs(s_usage, stdout);
             return 1;
@@ -186,10 +196,11 @@ static void *
 s_cycles(void *p)
 {
     s_worker_t *w = p;
-    int64_t busy = (int64_t) llround(w->args->duty * (double) S_CYCLE_NS);
+    const int64_t cycle = w->args->cycle_ns;
+    int64_t busy = (int64_t) llround(w->args->duty * (double) cycle);
     int64_t t0 = telem_mono_ns();
     for (int64_t k = 0;; k++) {
-        int64_t start = t0 + k * S_CYCLE_NS;
+        int64_t start = t0 + k * cycle;
         if (w->args->duration_ns && start - t0 >= w->args->duration_ns)
             return NULL;
         if (busy > 0 && telem_load_run(w->load, busy)) {
@@ -197,10 +208,10 @@ s_cycles(void *p)
             w->rc = 1;
             return NULL;
         }
-        int64_t late = telem_mono_ns() - (start + S_CYCLE_NS);
+        int64_t late = telem_mono_ns() - (start + cycle);
         if (late > 0)
-            k += late / S_CYCLE_NS;         /* overran: skip, do not drift */
-        if (s_idle_until(w->sfd, t0 + (k + 1) * S_CYCLE_NS))
+            k += late / cycle;              /* overran: skip, do not drift */
+        if (s_idle_until(w->sfd, t0 + (k + 1) * cycle))
             return NULL;
     }
 }
@@ -274,7 +285,7 @@ int
 main(int argc, char **argv)
 {
     s_args_t a = { .backend = "cpu", .device = -1, .duty = 1.0,
-                   .threads = 1, .loglevel = TELEM_LOG_INFO };
+                   .cycle_ns = S_CYCLE_DEFAULT_NS, .threads = 1, .loglevel = TELEM_LOG_INFO };
     int rc = s_parse(&a, argc, argv);
     if (rc)
         return rc == 1 ? 0 : rc;
