@@ -9,6 +9,12 @@
  * TELEM_ETIMEDOUT; running it again with a list without that server is
  * safe, because PREPARE of a later epoch supersedes an unfinished one and
  * transfers only ever merge newer versions.
+ *
+ * The coordinator learns the epochs from the listed servers themselves
+ * (a HELLO to each, answered by serving and re-forming servers alike), so
+ * a retry works even when a failed re-form left every server re-forming:
+ * the new epoch is above every epoch seen, and prev_epoch is the highest
+ * committed epoch seen (servers below it wipe their data at PREPARE).
  */
 #include "ddict_client_int.h"
 
@@ -17,10 +23,16 @@
 
 #include "telem_time.h"
 
-/* Sends m to every socket and waits for every reply. */
+typedef struct {
+    uint64_t epoch;           /* highest epoch answered */
+    uint64_t committed;       /* highest committed epoch answered */
+} s_seen_t;
+
+/* Sends m to every socket and waits for every reply; *seen (may be NULL)
+ * collects the epochs of the replies. */
 static int
 s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
-        int64_t deadline)
+        int64_t deadline, s_seen_t *seen)
 {
     m->id = ++self->next_id;
     const void *data;
@@ -51,8 +63,13 @@ s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
                                     &r) == 0
             && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
             && r.u.dict_admin_rep.id == m->id) {
+            const telem_dict_admin_rep_t *a = &r.u.dict_admin_rep;
             left--;
-            rc = r.u.dict_admin_rep.code;
+            rc = a->code;
+            if (seen && a->epoch > seen->epoch)
+                seen->epoch = a->epoch;
+            if (seen && a->committed > seen->committed)
+                seen->committed = a->committed;
         }
         zmsg_destroy(&msg);
     }
@@ -68,29 +85,31 @@ ddict_reform(ddict_t *self, const char *const *nodes, int n, int replicas)
         return TELEM_EINVAL;
     ddict_map_destroy(&check);
     int64_t deadline = telem_mono_ns() + self->timeout_ms * TELEM_NS_PER_MS;
-    int rc = dc_refresh(self, deadline);
     zsock_t **socks = calloc((size_t) n, sizeof *socks);
-    if (rc || !socks) {
-        free(socks);
-        return rc ? rc : TELEM_ENOMEM;
-    }
+    if (!socks)
+        return TELEM_ENOMEM;
+    int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         char ep[TELEM_PATH_MAX];
         rc = dc_lookup(self, nodes[i], ep, sizeof ep);
         if (rc == 0 && !(socks[i] = dc_connect(ep)))
             rc = TELEM_ECONN;
     }
-    uint64_t epoch = self->epoch;
-    telem_dict_admin_t m = { 0, TELEM_DADM_PREPARE, epoch + 1, epoch,
+    s_seen_t seen = { self->epoch, 0 };
+    telem_dict_admin_t m = { 0, TELEM_DADM_HELLO, 0, 0, 0, NULL, 0 };
+    if (rc == 0)
+        rc = s_phase(self, socks, n, &m, deadline, &seen);
+    telem_dict_admin_t p = { 0, TELEM_DADM_PREPARE, seen.epoch + 1,
+                             seen.committed ? seen.committed : self->epoch,
                              replicas, nodes, (uint32_t) n };
     if (rc == 0)
-        rc = s_phase(self, socks, n, &m, deadline);
-    m.op = TELEM_DADM_TRANSFER;
+        rc = s_phase(self, socks, n, &p, deadline, NULL);
+    p.op = TELEM_DADM_TRANSFER;
     if (rc == 0)
-        rc = s_phase(self, socks, n, &m, deadline);
-    m.op = TELEM_DADM_COMMIT;
+        rc = s_phase(self, socks, n, &p, deadline, NULL);
+    p.op = TELEM_DADM_COMMIT;
     if (rc == 0)
-        rc = s_phase(self, socks, n, &m, deadline);
+        rc = s_phase(self, socks, n, &p, deadline, NULL);
     for (int i = 0; i < n; i++)
         zsock_destroy(&socks[i]);
     free(socks);

@@ -241,6 +241,7 @@ s_init(ddict_server_t *self, const ddict_server_config_t *cfg)
             return rc;
         ddict_log_sync(self->log);
     }
+    self->committed = self->epoch;
     return 0;
 }
 

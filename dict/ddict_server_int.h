@@ -20,7 +20,6 @@
 
 #define DS_ECONFLICT DDICT_ECONFLICT
 #define DS_EV_NS "\001ev"          /* namespace of events */
-#define DS_ECONFLICT DDICT_ECONFLICT
 #define DS_EV_NSLEN 3
 #define DS_PENDING_TTL_NS (30 * INT64_C(1000000000))
 #define DS_XFER_OPS 1024           /* entries per transfer message */
@@ -33,6 +32,20 @@ typedef struct {
     zmq_msg_t *frames;
     size_t n;
 } ds_out_t;
+
+/* How to undo one write of a client request if its replication fails:
+ * the key (bytes in the request's undo buffer), the value and version it
+ * had before, and the version the write gave it. */
+typedef struct {
+    uint32_t shard;
+    uint8_t nslen;
+    uint32_t klen;
+    const uint8_t *bytes;      /* ns then key */
+    int had;                   /* the key existed before */
+    zmq_msg_t old;
+    uint64_t old_version;
+    uint64_t new_version;      /* 0: the write was a delete */
+} ds_undo_t;
 
 /* Something waiting for acknowledgements from peers: a client write (its
  * reply is ready and held here) or a re-form transfer (an admin reply). */
@@ -47,6 +60,9 @@ typedef struct {
     char *ev_key;
     uint32_t ev_klen;
     int transfer;              /* counts towards xfer_left */
+    ds_undo_t *undo;           /* client writes to roll back on failure */
+    size_t nundo;
+    uint8_t *undo_buf;
 } ds_pending_t;
 
 typedef struct {
@@ -68,6 +84,7 @@ struct ddict_server {
     ddict_map_t *map;
     int self_idx;
     uint64_t epoch;
+    uint64_t committed;        /* epoch of the last map served under */
     int reforming;
     int stopping;
     telem_encoder_t *enc;
@@ -119,6 +136,12 @@ int ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type,
 int ds_client_request(ddict_server_t *self, zmq_msg_t *route,
                       const telem_dict_req_t *req, zmq_msg_t *vals,
                       size_t nvals);
+/* Rolls back the writes of a pending whose replication failed (those no
+ * later write changed), logs that, tells the replicas (unacknowledged),
+ * and frees the undo list. */
+void ds_rollback(ddict_server_t *self, ds_pending_t *p);
+/* Frees an undo list without applying it. */
+void ds_undo_free(ds_pending_t *p);
 
 /* ddict_server_repl.c */
 ds_pending_t *ds_pending_new(ddict_server_t *self);

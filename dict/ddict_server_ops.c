@@ -9,6 +9,11 @@
  * acknowledged write is on every owner of its shard.  Values sent to the
  * replicas and back to readers are zmq_msg_copy()s of the stored message,
  * which share the bytes instead of copying them.
+ *
+ * Each write to a replicated shard also records how to undo it (the
+ * previous value, shared, and its version).  When replication fails the
+ * primary rolls the write back (ds_rollback) and tells the replicas, so a
+ * write that was not acknowledged does not stay on the primary alone.
  */
 #include "ddict_server_int.h"
 
@@ -32,7 +37,35 @@ typedef struct {
     s_fwd_t *fwd;
     size_t nfwd;
     int failed;               /* a replication message could not be sent */
+    ds_undo_t *undo;          /* writes to replicated shards */
+    size_t nundo;
+    uint8_t *ubuf;            /* their keys */
+    size_t uused;
 } s_ctx_t;
+
+/* Records how to undo a write of key k in shard (before it is applied). */
+static void
+s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_key_t *k,
+            ddict_entry_t *e)
+{
+    if (!c->undo)
+        return;
+    ds_undo_t *u = &c->undo[c->nundo++];
+    uint8_t *b = c->ubuf + c->uused;
+    memcpy(b, k->ns, k->nslen);
+    memcpy(b + k->nslen, k->key, k->klen);
+    c->uused += (size_t) k->nslen + k->klen;
+    u->shard = shard;
+    u->nslen = k->nslen;
+    u->klen = k->klen;
+    u->bytes = b;
+    u->had = e != NULL;
+    u->old_version = e ? ddict_entry_version(e) : 0;
+    u->new_version = 0;
+    zmq_msg_init(&u->old);
+    if (e)
+        zmq_msg_copy(&u->old, ddict_entry_value(e));
+}
 
 static void
 s_forward(s_ctx_t *c, uint32_t shard, uint8_t op, const telem_dict_op_t *src,
@@ -68,16 +101,23 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
     if (op->op == TELEM_DOP_DEL) {
         if (!e)
             return TELEM_ENOTFOUND;
+        s_undo_note(c, shard, k, e);
         ddict_store_del(self->store, shard, k);
         ds_log(self, DDICT_REC_DEL, shard, k, NULL, 0, 0);
         s_forward(c, shard, TELEM_DOP_REMOVE, op, 0, NULL);
         return 0;
     }
     *version = cur + 1;
+    s_undo_note(c, shard, k, e);
     ds_log(self, DDICT_REC_PUT, shard, k, zmq_msg_data(val),
            zmq_msg_size(val), *version);
-    if (ddict_store_put(self->store, shard, k, val, *version) != 0)
+    if (ddict_store_put(self->store, shard, k, val, *version) != 0) {
+        if (c->undo)
+            zmq_msg_close(&c->undo[--c->nundo].old);
         return TELEM_ENOMEM;
+    }
+    if (c->undo)
+        c->undo[c->nundo - 1].new_version = *version;
     e = ddict_store_find(self->store, shard, k);
     s_forward(c, shard, TELEM_DOP_SET, op, *version, ddict_entry_value(e));
     return 0;
@@ -305,6 +345,12 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
     p->reply.frames = c->outv;
     p->reply.n = c->nout + 1;
     c->outv = NULL;
+    p->undo = c->undo;
+    p->nundo = c->nundo;
+    p->undo_buf = c->ubuf;
+    c->undo = NULL;
+    c->nundo = 0;
+    c->ubuf = NULL;
     if (c->req->nops == 1 && c->req->ops[0].op == TELEM_DOP_EVSET)
         p->is_event = 1;
     p->waiting = s_replicate(c, p->id);
@@ -339,6 +385,95 @@ s_valid(ddict_server_t *self, const telem_dict_req_t *req, size_t nvals)
                                                             : TELEM_EPROTO;
 }
 
+/* One undo slot per op and one buffer for their keys. */
+static int
+s_undo_alloc(s_ctx_t *c)
+{
+    size_t bytes = 1;
+    for (uint32_t i = 0; i < c->req->nops; i++)
+        bytes += DS_EV_NSLEN + strlen(c->req->ns) + c->req->ops[i].klen;
+    c->undo = malloc(c->req->nops * sizeof *c->undo + 1);
+    c->ubuf = malloc(bytes);
+    if (c->undo && c->ubuf)
+        return 0;
+    free(c->undo);
+    free(c->ubuf);
+    c->undo = NULL;
+    c->ubuf = NULL;
+    return TELEM_ENOMEM;
+}
+
+void
+ds_undo_free(ds_pending_t *p)
+{
+    for (size_t i = 0; i < p->nundo; i++)
+        zmq_msg_close(&p->undo[i].old);
+    free(p->undo);
+    free(p->undo_buf);
+    p->undo = NULL;
+    p->undo_buf = NULL;
+    p->nundo = 0;
+}
+
+/* Tells the replicas of u's shard the restored state; nobody waits for
+ * their acknowledgement (id 0 is never pending). */
+static void
+s_rollback_tell(ddict_server_t *self, ds_undo_t *u, const char *ns)
+{
+    int owners[DDICT_REPLICAS_MAX];
+    int r = ddict_map_owners(self->map, u->shard, owners);
+    telem_dict_op_t op = { u->had ? TELEM_DOP_SET : TELEM_DOP_REMOVE,
+                           (uint8_t) u->had, (uint16_t) u->shard,
+                           u->bytes + u->nslen, u->klen, u->old_version };
+    telem_dict_req_t m = { 0, self->epoch, ns, &op, 1 };
+    for (int i = 1; i < r; i++) {
+        const void *data;
+        size_t size;
+        zmq_msg_t f[2];
+        if (telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m, &data,
+                                  &size) != 0
+            || zmq_msg_init_size(&f[0], size) != 0)
+            return;
+        memcpy(zmq_msg_data(&f[0]), data, size);
+        zmq_msg_init(&f[1]);
+        if (u->had)
+            zmq_msg_copy(&f[1], &u->old);
+        else
+            zmq_msg_close(&f[1]);
+        ds_send_peer(self, ddict_map_node(self->map, owners[i]), f,
+                     u->had ? 2 : 1);
+    }
+}
+
+void
+ds_rollback(ddict_server_t *self, ds_pending_t *p)
+{
+    for (size_t i = p->nundo; i-- > 0;) {
+        ds_undo_t *u = &p->undo[i];
+        char ns[DDICT_NS_MAX + 1];
+        memcpy(ns, u->bytes, u->nslen);
+        ns[u->nslen] = '\0';
+        ddict_key_t k = { ns, u->nslen, u->bytes + u->nslen, u->klen };
+        ddict_entry_t *e = ddict_store_find(self->store, u->shard, &k);
+        if ((e ? ddict_entry_version(e) : 0) != u->new_version)
+            continue;           /* written again since: leave it */
+        if (u->had) {
+            zmq_msg_t v;
+            zmq_msg_init(&v);
+            zmq_msg_copy(&v, &u->old);
+            ds_log(self, DDICT_REC_PUT, u->shard, &k, zmq_msg_data(&v),
+                   zmq_msg_size(&v), u->old_version);
+            ddict_store_put(self->store, u->shard, &k, &v, u->old_version);
+            zmq_msg_close(&v);
+        } else if (e) {
+            ddict_store_del(self->store, u->shard, &k);
+            ds_log(self, DDICT_REC_DEL, u->shard, &k, NULL, 0, 0);
+        }
+        s_rollback_tell(self, u, ns);
+    }
+    ds_undo_free(p);
+}
+
 int
 ds_client_request(ddict_server_t *self, zmq_msg_t *route,
                   const telem_dict_req_t *req, zmq_msg_t *vals, size_t nvals)
@@ -357,7 +492,11 @@ ds_client_request(ddict_server_t *self, zmq_msg_t *route,
         return rc;
     s_ctx_t c = { self, req, malloc((req->nops + 1) * sizeof (zmq_msg_t)),
                   0, malloc(((size_t) req->nops * (size_t) r + 1)
-                            * sizeof (s_fwd_t)), 0, 0 };
+                            * sizeof (s_fwd_t)), 0, 0, NULL, 0, NULL, 0 };
+    if (r > 1 && s_undo_alloc(&c) != 0) {
+        free(c.outv);
+        c.outv = NULL;
+    }
     if (!c.outv || !c.fwd) {
         free(c.outv);
         free(c.fwd);
@@ -377,6 +516,9 @@ ds_client_request(ddict_server_t *self, zmq_msg_t *route,
         zmq_msg_close(&c.fwd[i].val);
     free(c.fwd);
     free(c.outv);
+    ds_pending_t rest = { .undo = c.undo, .nundo = c.nundo,
+                          .undo_buf = c.ubuf };
+    ds_undo_free(&rest);      /* nothing to wait for: nothing to undo */
     if (req->nops == 1 && req->ops[0].op == TELEM_DOP_EVSET && c.nfwd == 0
         && self->res[0].code == 0)
         ds_event_wake(self, req->ops[0].key, req->ops[0].klen);

@@ -7,8 +7,10 @@
  *
  * Re-forming runs in three admin phases driven by a coordinator (the
  * client's ddict_reform()): PREPARE installs the new map and epoch and
- * stops serving clients (a server whose epoch is not the one being replaced
- * was not part of the last map and wipes its data, which may be stale);
+ * stops serving clients (a server whose epoch is below prev_epoch, the
+ * last committed epoch, missed that map and wipes its data, which may be
+ * stale; a PREPARE not above the server's epoch is refused, so a retry
+ * after a failed re-form takes a higher epoch);
  * TRANSFER sends every entry of every shard this server holds to each of
  * the shard's new owners as MERGE operations (kept only where newer than
  * what the owner has) and answers when all of them were acknowledged;
@@ -74,11 +76,13 @@ ds_pending_done(ddict_server_t *self, ds_pending_t *p)
                           self->xfer_code);
         }
     } else if (p->code == 0) {
+        ds_undo_free(p);
         ds_hold(self, &p->reply.route, p->reply.frames, p->reply.n);
         free(p->reply.frames);
         if (p->is_event && p->ev_key)
             ds_event_wake(self, p->ev_key, p->ev_klen);
     } else {
+        ds_rollback(self, p);
         ds_close_frames(p->reply.frames, p->reply.n);
         free(p->reply.frames);
         ds_reply_code(self, &p->reply.route, TELEM_MSG_DICT_REP, p->reply_id,
@@ -278,7 +282,7 @@ s_admin_reply(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
     telem_dict_admin_rep_t m = { id, code, self->node, self->epoch,
                                  ddict_map_replicas(self->map),
                                  self->reforming, st.keys, st.bytes, names,
-                                 (uint32_t) n };
+                                 (uint32_t) n, self->committed };
     const void *data;
     size_t size;
     zmq_msg_t f;
@@ -296,6 +300,8 @@ s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
 {
     if (!m->nnodes || m->epoch <= m->prev_epoch)
         return TELEM_EINVAL;
+    if (m->epoch <= self->epoch)
+        return TELEM_ESTATE;      /* a stale or repeated prepare */
     ddict_map_t *check = ddict_map_new(m->nodes, (int) m->nnodes,
                                        m->replicas);
     int member = check && ddict_map_index(check, self->node) >= 0;
@@ -304,9 +310,11 @@ s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
         return TELEM_EINVAL;
     ds_pending_fail_all(self, TELEM_ESTATE);
     ds_waiters_expire(self, 0, 1, TELEM_ESTATE);
-    if (self->epoch != m->prev_epoch) {
-        /* Not part of the map being replaced: what this server holds may
-           be stale.  The surviving owners have everything. */
+    if (self->epoch < m->prev_epoch) {
+        /* Missed the last committed map (prev_epoch): what this server
+           holds may be stale, and the surviving owners have everything.
+           A server at prev_epoch or past it (a re-form that prepared but
+           never committed) holds valid data: keep it. */
         for (uint32_t s = 0; s < DDICT_SHARDS; s++)
             if (ddict_store_size(self->store, s)) {
                 ddict_store_drop(self->store, s);
@@ -439,6 +447,7 @@ s_commit(ddict_server_t *self)
             ds_log(self, DDICT_REC_DROP, s, NULL, NULL, 0, 0);
         }
     self->reforming = 0;
+    self->committed = self->epoch;
 }
 
 int

@@ -41,7 +41,7 @@ static const tp_field_t s_admin_tab[] = { TP_FV,
     TP_F("rf", TP_K_I32, 0, telem_dict_admin_t, replicas, 0, 64),
     TP_F("nds", TP_K_X, 0, telem_dict_admin_t, nodes, 0, 0) };
 
-enum { AR_NODES = 10 };
+enum { AR_NODES = 11 };
 static const tp_field_t s_arep_tab[] = { TP_FV,
     TP_F("id", TP_K_U64, 1, telem_dict_admin_rep_t, id, 0, 0),
     TP_F("c", TP_K_I32, 0, telem_dict_admin_rep_t, code, INT32_MIN, 0),
@@ -51,6 +51,7 @@ static const tp_field_t s_arep_tab[] = { TP_FV,
     TP_F("st", TP_K_I32, 0, telem_dict_admin_rep_t, state, 0, 1),
     TP_F("k", TP_K_U64, 0, telem_dict_admin_rep_t, keys, 0, 0),
     TP_F("b", TP_K_U64, 0, telem_dict_admin_rep_t, bytes, 0, 0),
+    TP_F("ce", TP_K_U64, 0, telem_dict_admin_rep_t, committed, 0, 0),
     TP_F("nds", TP_K_X, 0, telem_dict_admin_rep_t, nodes, 0, 0) };
 
 /* ---------------------------------------------------------------- decode */

@@ -126,6 +126,9 @@ typedef struct {
     uint64_t bytes;         /* bytes of keys and values held */
     const char *const *nodes; /* the server's current node list */
     uint32_t nnodes;
+    uint64_t committed;     /* epoch of the last map it served under (a
+                               re-form that never committed leaves epoch
+                               ahead of it); 0: unknown */
 } telem_dict_admin_rep_t;
 
 typedef struct telem_encoder telem_encoder_t;

@@ -1,9 +1,10 @@
 # it_dict.sh - the distributed dictionary with several real telem_dictd on
 # one machine (ipc sockets in a private run directory): put/get/keys/len,
 # events (a waiter is woken by a set), checkpoint and restore, kill -9 of a
-# server mid-stream then re-form without it (every acknowledged key readable
-# with its value), restart of every server from its log, and re-form on a
-# new node set with one node excluded and one new node.
+# server mid-stream, a re-form that fails because it lists the dead server,
+# then its retry without it (every acknowledged key readable with its
+# value), restart of every server from its log, and re-form on a new node
+# set with one node excluded and one new node.
 source "$(dirname "$0")/lib.sh"
 export TELEM_DICT_NODEFILE=$T/dict_nodes
 D=$TELEM_BIN/telem_dict
@@ -65,7 +66,10 @@ wait_for test -s "$T/acked" || fail "writer made no progress"
 stop_dict n2 KILL
 wait $WRITER || true
 expect_rc 1 $D -t 500 check 2000 k     # some shards lost their primary: timeout, not a hang
-$D -t 10000 reform n1,n3 || fail "reform without n2"
+# A re-form that lists the dead server fails and leaves n1 and n3
+# re-forming; the retry without it learns their epoch and succeeds.
+expect_rc 1 $D -t 1500 reform n1,n2,n3
+$D -t 10000 reform n1,n3 || fail "reform without n2 after a failed re-form"
 [ "$($D check 2000 k)" = 2000 ] || fail "keys lost after reform"
 while read -r k; do
     [ "$($D get "$k")" = "v${k#s}" ] || fail "acknowledged $k lost"

@@ -1,0 +1,621 @@
+/* test_dict_server.c - the dictionary server's logic without sockets.
+ *
+ * Servers (dict/ddict_server.h) are driven frame by frame: requests are
+ * encoded here and handed to ddict_server_request(); what a server sends
+ * goes through an output function that queues it; a pump delivers queued
+ * peer messages to the other server (replication, acknowledgements) and
+ * client replies to an inbox, and ends each step with
+ * ddict_server_flush() like the actor does after a burst.
+ *
+ * Covered: put/get/cas/del/len/keys on one server; replies held until the
+ * flush (group commit); malformed and inconsistent requests counted and
+ * answered, never crashing; a stale epoch refused with TELEM_ESTATE; two
+ * servers with replication 2, where a put is answered only after the
+ * replica acknowledged and the replica holds the value; a replica that
+ * cannot be reached fails the write and the primary does not keep it;
+ * events (a parked waiter woken by a set, a wait that expires on tick);
+ * restart from the log; re-form admin phases (prepare, transfer, commit)
+ * including a retry after a prepare that was never committed.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "ddict.h"
+#include "ddict_server.h"
+#include "ddict_shard.h"
+#include "telem_error.h"
+#include "telem_proto.h"
+#include "telem_proto_dict.h"
+
+static int g_failures;
+
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
+                    __LINE__, #cond);                                      \
+            g_failures++;                                                  \
+        }                                                                  \
+    } while (0)
+
+#define S_MAXQ 256
+#define S_MAXF 16
+
+/* A queued output: to a client (route) or to peer `to`. */
+typedef struct {
+    int from;
+    char to[32];                  /* peer name, or "" for a route */
+    char route[32];
+    zmq_msg_t f[S_MAXF];
+    size_t n;
+} s_out_t;
+
+typedef struct s_net s_net_t;
+typedef struct {
+    s_net_t *net;
+    int idx;
+} s_port_t;
+
+struct s_net {
+    ddict_server_t *srv[3];
+    const char *name[3];
+    s_port_t port[3];
+    int nsrv;
+    int down[3];                  /* sends to this server fail */
+    s_out_t q[S_MAXQ];
+    int nq;
+    s_out_t inbox[S_MAXQ];        /* replies to the client */
+    int nin;
+    telem_encoder_t *enc;
+    telem_decoder_t *dec;
+    char dir[256];
+};
+
+static int
+s_find(s_net_t *net, const char *name)
+{
+    for (int i = 0; i < net->nsrv; i++)
+        if (strcmp(net->name[i], name) == 0)
+            return i;
+    return -1;
+}
+
+static int
+s_out(void *arg, zmq_msg_t *route, const char *peer, zmq_msg_t *frames,
+      size_t n)
+{
+    s_port_t *p = arg;
+    s_net_t *net = p->net;
+    int target = peer ? s_find(net, peer) : -1;
+    if ((peer && (target < 0 || net->down[target])) || net->nq == S_MAXQ
+        || n > S_MAXF) {
+        if (route)
+            zmq_msg_close(route);
+        for (size_t i = 0; i < n; i++)
+            zmq_msg_close(&frames[i]);
+        return TELEM_ECONN;
+    }
+    s_out_t *o = &net->q[net->nq++];
+    memset(o, 0, sizeof *o);
+    o->from = p->idx;
+    snprintf(o->to, sizeof o->to, "%s", peer ? peer : "");
+    if (route) {
+        snprintf(o->route, sizeof o->route, "%.*s", (int) zmq_msg_size(route),
+                 (const char *) zmq_msg_data(route));
+        zmq_msg_close(route);
+    }
+    for (size_t i = 0; i < n; i++) {
+        zmq_msg_init(&o->f[i]);
+        zmq_msg_move(&o->f[i], &frames[i]);
+    }
+    o->n = n;
+    return 0;
+}
+
+static void
+s_route(zmq_msg_t *m, const char *who)
+{
+    zmq_msg_init_size(m, strlen(who));
+    memcpy(zmq_msg_data(m), who, strlen(who));
+}
+
+/* Delivers everything queued until nothing moves; flushes after each. */
+static void
+s_pump(s_net_t *net)
+{
+    for (int round = 0; round < 100; round++) {
+        for (int i = 0; i < net->nsrv; i++)
+            if (net->srv[i])
+                ddict_server_flush(net->srv[i]);
+        if (net->nq == 0)
+            return;
+        s_out_t o = net->q[0];
+        memmove(net->q, net->q + 1, (size_t) --net->nq * sizeof o);
+        int to = o.to[0] ? s_find(net, o.to) : -1;
+        int back = o.route[0] == '@' ? s_find(net, o.route + 1) : -1;
+        if (to >= 0 && net->srv[to]) {
+            zmq_msg_t r;
+            char who[40];
+            snprintf(who, sizeof who, "@%s", net->name[o.from]);
+            s_route(&r, who);
+            ddict_server_request(net->srv[to], &r, o.f, o.n);
+        } else if (back >= 0 && net->srv[back]) {
+            ddict_server_peer_reply(net->srv[back], net->name[o.from], o.f,
+                                    o.n);
+        } else if (net->nin < S_MAXQ) {
+            net->inbox[net->nin++] = o;
+        } else {
+            for (size_t i = 0; i < o.n; i++)
+                zmq_msg_close(&o.f[i]);
+        }
+        round = 0;
+    }
+}
+
+static ddict_server_t *
+s_start(s_net_t *net, int i, const char *const *nodes, int n, int replicas)
+{
+    char log[300];
+    snprintf(log, sizeof log, "%s/%s.log", net->dir, net->name[i]);
+    ddict_server_config_t cfg = { net->name[i], log, nodes, n, replicas,
+                                  DDICT_SYNC_NONE, 0 };
+    net->port[i].net = net;
+    net->port[i].idx = i;
+    int err = 0;
+    net->srv[i] = ddict_server_new(&cfg, s_out, &net->port[i], &err);
+    CHECK(net->srv[i] != NULL && err == 0);
+    return net->srv[i];
+}
+
+static void
+s_inbox_clear(s_net_t *net)
+{
+    for (int k = 0; k < net->nin; k++)
+        for (size_t i = 0; i < net->inbox[k].n; i++)
+            zmq_msg_close(&net->inbox[k].f[i]);
+    net->nin = 0;
+}
+
+/* Sends one request op to server `to` as client "c"; values in vals. */
+static void
+s_request(s_net_t *net, int to, uint64_t id, uint64_t epoch, const char *ns,
+          const telem_dict_op_t *ops, uint32_t nops, const char *const *vals)
+{
+    const void *data;
+    size_t size;
+    telem_dict_req_t m = { id, epoch, ns, ops, nops };
+    CHECK(telem_encode_dict_req(net->enc, TELEM_MSG_DICT_REQ, &m, &data,
+                                &size) == 0);
+    zmq_msg_t f[S_MAXF], route;
+    size_t n = 1;
+    zmq_msg_init_size(&f[0], size);
+    memcpy(zmq_msg_data(&f[0]), data, size);
+    for (uint32_t i = 0; i < nops && vals; i++)
+        if (ops[i].val)
+            s_route(&f[n++], vals[i]);
+    s_route(&route, "client");
+    ddict_server_request(net->srv[to], &route, f, n);
+}
+
+/* The reply with id `id` in the inbox: result i's code, version, value. */
+static int
+s_result(s_net_t *net, uint64_t id, uint32_t i, uint64_t *version,
+         char *val, size_t size)
+{
+    for (int k = 0; k < net->nin; k++) {
+        s_out_t *o = &net->inbox[k];
+        telem_msg_t m;
+        if (telem_proto_decode(net->dec, zmq_msg_data(&o->f[0]),
+                               zmq_msg_size(&o->f[0]), &m) != 0
+            || (int) m.type != TELEM_MSG_DICT_REP || m.u.dict_rep.id != id)
+            continue;
+        const telem_dict_rep_t *r = &m.u.dict_rep;
+        if (r->code || i >= r->nres)
+            return r->code ? r->code : 1;
+        size_t frame = 1;
+        for (uint32_t j = 0; j < i; j++)
+            frame += r->res[j].val;
+        if (version)
+            *version = r->res[i].version;
+        if (val && r->res[i].val && frame < o->n) {
+            size_t len = zmq_msg_size(&o->f[frame]);
+            len = len < size ? len : size - 1;
+            memcpy(val, zmq_msg_data(&o->f[frame]), len);
+            val[len] = '\0';
+        }
+        return r->res[i].code;
+    }
+    return 1;    /* no such reply */
+}
+
+static telem_dict_op_t
+s_op(uint8_t op, const char *key, uint64_t arg)
+{
+    telem_dict_op_t o = { op, op == TELEM_DOP_PUT || op == TELEM_DOP_CAS, 0,
+                          (const uint8_t *) key, (uint32_t) strlen(key), arg };
+    return o;
+}
+
+/* One op to server `to`, pumped; returns its result code. */
+static int
+s_one(s_net_t *net, int to, uint64_t id, uint8_t op, const char *key,
+      const char *val, uint64_t arg, uint64_t *version, char *out, size_t size)
+{
+    telem_dict_op_t o = s_op(op, key, arg);
+    const char *vals[1] = { val };
+    s_inbox_clear(net);
+    s_request(net, to, id, 0, "ns", &o, 1, vals);
+    s_pump(net);
+    return s_result(net, id, 0, version, out, size);
+}
+
+static void
+s_net_init(s_net_t *net)
+{
+    memset(net, 0, sizeof *net);
+    net->enc = telem_encoder_new();
+    net->dec = telem_decoder_new();
+    snprintf(net->dir, sizeof net->dir, "/tmp/test_dict_server.XXXXXX");
+    CHECK(mkdtemp(net->dir) != NULL);
+    net->name[0] = "n1";
+    net->name[1] = "n2";
+    net->name[2] = "n3";
+    net->nsrv = 3;
+}
+
+static void
+s_net_fini(s_net_t *net)
+{
+    s_inbox_clear(net);
+    for (int k = 0; k < net->nq; k++)
+        for (size_t i = 0; i < net->q[k].n; i++)
+            zmq_msg_close(&net->q[k].f[i]);
+    for (int i = 0; i < net->nsrv; i++) {
+        ddict_server_destroy(&net->srv[i]);
+        char log[300];
+        snprintf(log, sizeof log, "%s/%s.log", net->dir, net->name[i]);
+        unlink(log);
+    }
+    rmdir(net->dir);
+    telem_encoder_destroy(&net->enc);
+    telem_decoder_destroy(&net->dec);
+}
+
+/* An admin request to server `to`; returns the reply's code, *rep (may
+ * be NULL) gets the reply (strings point into the decoder). */
+static int
+s_admin(s_net_t *net, int to, uint64_t id, int op, uint64_t epoch,
+        uint64_t prev, const char *const *nodes, int n,
+        telem_dict_admin_rep_t *rep)
+{
+    telem_dict_admin_t m = { id, op, epoch, prev, 2, nodes, (uint32_t) n };
+    const void *data;
+    size_t size;
+    CHECK(telem_encode_dict_admin(net->enc, &m, &data, &size) == 0);
+    zmq_msg_t f, route;
+    zmq_msg_init_size(&f, size);
+    memcpy(zmq_msg_data(&f), data, size);
+    s_route(&route, "client");
+    s_inbox_clear(net);
+    ddict_server_request(net->srv[to], &route, &f, 1);
+    s_pump(net);
+    for (int k = 0; k < net->nin; k++) {
+        telem_msg_t r;
+        if (telem_proto_decode(net->dec, zmq_msg_data(&net->inbox[k].f[0]),
+                               zmq_msg_size(&net->inbox[k].f[0]), &r) == 0
+            && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
+            && r.u.dict_admin_rep.id == id) {
+            if (rep)
+                *rep = r.u.dict_admin_rep;
+            return r.u.dict_admin_rep.code;
+        }
+    }
+    return 1;
+}
+
+/* A key whose primary under nodes[0..n) with 2 replicas is nodes[want]. */
+static void
+s_key_on(const char *const *nodes, int n, int want, const char *prefix,
+         char *key, size_t size)
+{
+    ddict_map_t *map = ddict_map_new(nodes, n, n > 1 ? 2 : 1);
+    for (int i = 0;; i++) {
+        snprintf(key, size, "%s%d", prefix, i);
+        int owners[DDICT_REPLICAS_MAX];
+        ddict_map_owners(map, ddict_shard_of(key, strlen(key)), owners);
+        if (owners[0] == want)
+            break;
+    }
+    ddict_map_destroy(&map);
+}
+
+static void
+test_single(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    const char *one[1] = { "n1" };
+    s_start(&net, 0, one, 1, 1);
+    /* The reply waits for the flush (group commit). */
+    telem_dict_op_t put = s_op(TELEM_DOP_PUT, "a", 0);
+    const char *vals[1] = { "hello" };
+    s_request(&net, 0, 1, 0, "ns", &put, 1, vals);
+    CHECK(net.nq == 0);
+    s_pump(&net);
+    uint64_t v = 0;
+    char out[64] = "";
+    CHECK(s_result(&net, 1, 0, &v, NULL, 0) == 0 && v == 1);
+    CHECK(s_one(&net, 0, 2, TELEM_DOP_PUT, "a", "hello2", 0, &v, NULL, 0) == 0
+          && v == 2);
+    CHECK(s_one(&net, 0, 3, TELEM_DOP_GET, "a", NULL, 0, &v, out, sizeof out)
+          == 0 && v == 2 && strcmp(out, "hello2") == 0);
+    CHECK(s_one(&net, 0, 4, TELEM_DOP_CAS, "a", "x", 1, &v, NULL, 0)
+          == DDICT_ECONFLICT && v == 2);
+    CHECK(s_one(&net, 0, 5, TELEM_DOP_CAS, "a", "x", 2, &v, NULL, 0) == 0
+          && v == 3);
+    CHECK(s_one(&net, 0, 6, TELEM_DOP_CAS, "new", "n", 0, &v, NULL, 0) == 0
+          && v == 1);
+    CHECK(s_one(&net, 0, 7, TELEM_DOP_DEL, "a", NULL, 0, NULL, NULL, 0) == 0);
+    CHECK(s_one(&net, 0, 8, TELEM_DOP_DEL, "a", NULL, 0, NULL, NULL, 0)
+          == TELEM_ENOTFOUND);
+    CHECK(s_one(&net, 0, 9, TELEM_DOP_GET, "a", NULL, 0, NULL, NULL, 0)
+          == TELEM_ENOTFOUND);
+    CHECK(s_one(&net, 0, 10, TELEM_DOP_LEN, "", NULL, 0, &v, NULL, 0) == 0
+          && v == 1);
+    CHECK(s_one(&net, 0, 11, TELEM_DOP_KEYS, "", NULL,
+                ddict_shard_of("new", 3), NULL, out, sizeof out) == 0);
+    CHECK(out[0] == 3 && out[1] == 0 && strcmp(out + 4, "new") == 0);
+    /* Several ops in one request: results in order, each sees the last. */
+    telem_dict_op_t ops[3] = { s_op(TELEM_DOP_PUT, "x", 0),
+                               s_op(TELEM_DOP_PUT, "y", 0),
+                               s_op(TELEM_DOP_GET, "x", 0) };
+    const char *v3[3] = { "vx", "vy", NULL };
+    s_inbox_clear(&net);
+    s_request(&net, 0, 12, 0, "ns", ops, 3, v3);
+    s_pump(&net);
+    CHECK(s_result(&net, 12, 1, &v, NULL, 0) == 0 && v == 1);
+    CHECK(s_result(&net, 12, 2, &v, out, sizeof out) == 0
+          && strcmp(out, "vx") == 0);
+    s_net_fini(&net);
+}
+
+static void
+test_bad_input(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    const char *one[1] = { "n1" };
+    ddict_server_t *s = s_start(&net, 0, one, 1, 1);
+    zmq_msg_t route, f;
+    s_route(&route, "client");
+    s_route(&f, "not msgpack at all");
+    CHECK(ddict_server_request(s, &route, &f, 1) != 0);
+    s_route(&route, "client");
+    CHECK(ddict_server_request(s, &route, NULL, 0) != 0);
+    /* A value flag without its frame; a replication-only op. */
+    telem_dict_op_t put = s_op(TELEM_DOP_PUT, "a", 0);
+    s_request(&net, 0, 1, 0, "ns", &put, 1, NULL);
+    telem_dict_op_t rm = s_op(TELEM_DOP_REMOVE, "a", 0);
+    s_request(&net, 0, 2, 0, "ns", &rm, 1, NULL);
+    s_pump(&net);
+    ddict_server_stats_t st;
+    ddict_server_stats(s, &st);
+    CHECK(st.bad_messages == 4 && st.keys == 0);
+    /* A stale epoch is refused as a whole, retryably. */
+    telem_dict_op_t get = s_op(TELEM_DOP_GET, "a", 0);
+    s_inbox_clear(&net);
+    s_request(&net, 0, 3, 999, "ns", &get, 1, NULL);
+    s_pump(&net);
+    CHECK(s_result(&net, 3, 0, NULL, NULL, 0) == TELEM_ESTATE);
+    /* An acknowledgement nobody waits for is ignored. */
+    telem_dict_rep_t ack = { 12345, 1, 0, NULL, 0 };
+    const void *data;
+    size_t size;
+    CHECK(telem_encode_dict_rep(net.enc, TELEM_MSG_DICT_ACK, &ack, &data,
+                                &size) == 0);
+    zmq_msg_init_size(&f, size);
+    memcpy(zmq_msg_data(&f), data, size);
+    CHECK(ddict_server_peer_reply(s, "n2", &f, 1) == 0);
+    /* The server still works. */
+    CHECK(s_one(&net, 0, 4, TELEM_DOP_PUT, "a", "v", 0, NULL, NULL, 0) == 0);
+    s_net_fini(&net);
+}
+
+static void
+test_replication(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    net.nsrv = 2;
+    const char *two[2] = { "n1", "n2" };
+    s_start(&net, 0, two, 2, 2);
+    s_start(&net, 1, two, 2, 2);
+    char key[32], other[32];
+    s_key_on(two, 2, 0, "k", key, sizeof key);
+    s_key_on(two, 2, 1, "o", other, sizeof other);
+    /* The primary holds the reply until the replica acknowledged. */
+    telem_dict_op_t put = s_op(TELEM_DOP_PUT, key, 0);
+    const char *vals[1] = { "replicated" };
+    s_request(&net, 0, 1, 0, "ns", &put, 1, vals);
+    ddict_server_flush(net.srv[0]);
+    CHECK(net.nq == 1 && net.q[0].to[0] == 'n');   /* only the REPL */
+    s_pump(&net);
+    CHECK(s_result(&net, 1, 0, NULL, NULL, 0) == 0);
+    ddict_server_stats_t st;
+    ddict_server_stats(net.srv[1], &st);
+    CHECK(st.keys == 1);
+    /* Only the primary serves a key. */
+    CHECK(s_one(&net, 1, 2, TELEM_DOP_GET, key, NULL, 0, NULL, NULL, 0)
+          == TELEM_ESTATE);
+    CHECK(s_one(&net, 1, 3, TELEM_DOP_PUT, other, "o", 0, NULL, NULL, 0) == 0);
+    ddict_server_stats(net.srv[0], &st);
+    CHECK(st.keys == 2);
+    CHECK(s_one(&net, 0, 4, TELEM_DOP_DEL, key, NULL, 0, NULL, NULL, 0) == 0);
+    ddict_server_stats(net.srv[1], &st);
+    CHECK(st.keys == 1);
+    s_net_fini(&net);
+}
+
+static void
+test_replica_down(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    net.nsrv = 2;
+    const char *two[2] = { "n1", "n2" };
+    s_start(&net, 0, two, 2, 2);
+    s_start(&net, 1, two, 2, 2);
+    char key[32], fresh[32];
+    s_key_on(two, 2, 0, "k", key, sizeof key);
+    s_key_on(two, 2, 0, "f", fresh, sizeof fresh);
+    char out[64] = "";
+    uint64_t v = 0;
+    CHECK(s_one(&net, 0, 1, TELEM_DOP_PUT, key, "v1", 0, NULL, NULL, 0) == 0);
+    net.down[1] = 1;
+    CHECK(s_one(&net, 0, 2, TELEM_DOP_PUT, key, "v2", 0, NULL, NULL, 0)
+          == TELEM_ECONN);
+    CHECK(s_one(&net, 0, 3, TELEM_DOP_PUT, fresh, "f", 0, NULL, NULL, 0)
+          == TELEM_ECONN);
+    CHECK(s_one(&net, 0, 4, TELEM_DOP_DEL, key, NULL, 0, NULL, NULL, 0)
+          == TELEM_ECONN);
+    /* The failed writes were rolled back on the primary. */
+    CHECK(s_one(&net, 0, 5, TELEM_DOP_GET, key, NULL, 0, &v, out, sizeof out)
+          == 0 && v == 1 && strcmp(out, "v1") == 0);
+    CHECK(s_one(&net, 0, 6, TELEM_DOP_GET, fresh, NULL, 0, NULL, NULL, 0)
+          == TELEM_ENOTFOUND);
+    /* Also after a restart from the log. */
+    ddict_server_destroy(&net.srv[0]);
+    s_start(&net, 0, two, 2, 2);
+    CHECK(s_one(&net, 0, 7, TELEM_DOP_GET, key, NULL, 0, &v, out, sizeof out)
+          == 0 && v == 1 && strcmp(out, "v1") == 0);
+    CHECK(s_one(&net, 0, 8, TELEM_DOP_GET, fresh, NULL, 0, NULL, NULL, 0)
+          == TELEM_ENOTFOUND);
+    net.down[1] = 0;
+    CHECK(s_one(&net, 0, 9, TELEM_DOP_PUT, key, "v3", 0, &v, NULL, 0) == 0
+          && v == 2);
+    s_net_fini(&net);
+}
+
+static void
+test_events(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    const char *one[1] = { "n1" };
+    ddict_server_t *s = s_start(&net, 0, one, 1, 1);
+    telem_dict_op_t wait = s_op(TELEM_DOP_EVWAIT, "go", 60000);
+    s_inbox_clear(&net);
+    s_request(&net, 0, 1, 0, "", &wait, 1, NULL);
+    s_pump(&net);
+    CHECK(net.nin == 0);                          /* parked */
+    telem_dict_op_t set = s_op(TELEM_DOP_EVSET, "go", 0);
+    s_request(&net, 0, 2, 0, "", &set, 1, NULL);
+    s_pump(&net);
+    CHECK(s_result(&net, 1, 0, NULL, NULL, 0) == 0);   /* woken */
+    CHECK(s_result(&net, 2, 0, NULL, NULL, 0) == 0);
+    /* Already set: answered at once. */
+    s_inbox_clear(&net);
+    s_request(&net, 0, 3, 0, "", &wait, 1, NULL);
+    s_pump(&net);
+    CHECK(s_result(&net, 3, 0, NULL, NULL, 0) == 0);
+    /* A wait that ends on the server's tick. */
+    telem_dict_op_t w2 = s_op(TELEM_DOP_EVWAIT, "never", 5);
+    s_inbox_clear(&net);
+    s_request(&net, 0, 4, 0, "", &w2, 1, NULL);
+    s_pump(&net);
+    CHECK(net.nin == 0);
+    int64_t next = ddict_server_tick(s, INT64_MAX / 2);
+    CHECK(next > 0);
+    s_pump(&net);
+    CHECK(s_result(&net, 4, 0, NULL, NULL, 0) == TELEM_ETIMEDOUT);
+    s_net_fini(&net);
+}
+
+static void
+test_restart(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    const char *one[1] = { "n1" };
+    s_start(&net, 0, one, 1, 1);
+    CHECK(s_one(&net, 0, 1, TELEM_DOP_PUT, "a", "1", 0, NULL, NULL, 0) == 0);
+    CHECK(s_one(&net, 0, 2, TELEM_DOP_PUT, "a", "2", 0, NULL, NULL, 0) == 0);
+    CHECK(s_one(&net, 0, 3, TELEM_DOP_PUT, "b", "3", 0, NULL, NULL, 0) == 0);
+    CHECK(s_one(&net, 0, 4, TELEM_DOP_DEL, "b", NULL, 0, NULL, NULL, 0) == 0);
+    /* Checkpoint "ns" into "slot", then change "ns". */
+    CHECK(s_one(&net, 0, 5, TELEM_DOP_CKPT, "slot", NULL, 0, NULL, NULL, 0)
+          == 0);
+    CHECK(s_one(&net, 0, 6, TELEM_DOP_PUT, "a", "3", 0, NULL, NULL, 0) == 0);
+    ddict_server_destroy(&net.srv[0]);
+    ddict_server_t *s = s_start(&net, 0, one, 1, 1);
+    ddict_server_stats_t st;
+    ddict_server_stats(s, &st);
+    CHECK(st.replayed >= 7 && st.dropped_bytes == 0 && st.keys == 2);
+    char out[16] = "";
+    uint64_t v = 0;
+    CHECK(s_one(&net, 0, 7, TELEM_DOP_GET, "a", NULL, 0, &v, out, sizeof out)
+          == 0 && v == 3 && strcmp(out, "3") == 0);
+    CHECK(s_one(&net, 0, 8, TELEM_DOP_GET, "b", NULL, 0, NULL, NULL, 0)
+          == TELEM_ENOTFOUND);
+    s_net_fini(&net);
+}
+
+static void
+test_reform_retry(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    net.nsrv = 2;
+    const char *two[2] = { "n1", "n2" };
+    s_start(&net, 0, two, 2, 2);
+    s_start(&net, 1, two, 2, 2);
+    char key[32];
+    s_key_on(two, 2, 1, "r", key, sizeof key);
+    CHECK(s_one(&net, 1, 1, TELEM_DOP_PUT, key, "kept", 0, NULL, NULL, 0) == 0);
+    /* A re-form to epoch 2 reaches n1 only, then its coordinator dies. */
+    telem_dict_admin_rep_t rep;
+    CHECK(s_admin(&net, 0, 10, TELEM_DADM_PREPARE, 2, 1, two, 2, &rep) == 0);
+    CHECK(s_admin(&net, 0, 11, TELEM_DADM_HELLO, 0, 0, NULL, 0, &rep) == 0
+          && rep.state == 1 && rep.epoch == 2 && rep.committed == 1);
+    CHECK(s_one(&net, 0, 12, TELEM_DOP_LEN, "", NULL, 0, NULL, NULL, 0)
+          == TELEM_ESTATE);
+    /* A stale prepare is refused; the retry at a later epoch works and
+       keeps the data of both servers. */
+    CHECK(s_admin(&net, 0, 13, TELEM_DADM_PREPARE, 2, 1, two, 2, NULL)
+          == TELEM_ESTATE);
+    for (int i = 0; i < 2; i++)
+        CHECK(s_admin(&net, i, 20 + i, TELEM_DADM_PREPARE, 3, 1, two, 2, NULL)
+              == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(s_admin(&net, i, 30 + i, TELEM_DADM_TRANSFER, 3, 0, NULL, 0,
+                      NULL) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(s_admin(&net, i, 40 + i, TELEM_DADM_COMMIT, 3, 0, NULL, 0,
+                      &rep) == 0 && rep.state == 0 && rep.committed == 3);
+    char out[16] = "";
+    CHECK(s_one(&net, 1, 50, TELEM_DOP_GET, key, NULL, 0, NULL, out,
+                sizeof out) == 0 && strcmp(out, "kept") == 0);
+    s_net_fini(&net);
+}
+
+int
+main(void)
+{
+    test_single();
+    test_bad_input();
+    test_replication();
+    test_replica_down();
+    test_events();
+    test_restart();
+    test_reform_retry();
+    if (g_failures) {
+        fprintf(stderr, "test_dict_server: %d check(s) failed\n", g_failures);
+        return 1;
+    }
+    printf("test_dict_server: ok\n");
+    return 0;
+}
