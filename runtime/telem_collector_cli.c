@@ -128,6 +128,41 @@ s_log_level(s_args_t *a, const char *v)
     return s_bad(a, "--log-level", v, "one of error, warn, info, debug");
 }
 
+/* The schedule's flags. */
+static int
+s_schedule_option(s_args_t *a, int c, const char *v)
+{
+    telem_collector_config_t *cfg = &a->cfg;
+    double d;
+    switch (c) {
+    case 'p':
+        if (s_number(v, 0.001, 86400, &d))
+            return s_bad(a, "--period", v, "seconds, from 0.001 to 86400");
+        cfg->period_ns = (int64_t) llround(d * 1e9);
+        return 0;
+    case 'R':
+        if (s_integer(v, 1, 1000, &d))
+            return s_bad(a, "--reps", v, "an integer from 1 to 1000");
+        cfg->reps = (int) d;
+        return 0;
+    case 'e':
+        if (s_int64(v, 0, INT64_MAX, &cfg->epoch_ns))
+            return s_bad(a, "--epoch", v, "realtime nanoseconds, >= 0");
+        return 0;
+    case 'H':
+        if (s_int64(v, 0, 86400 * TELEM_NS_PER_SEC, &cfg->phase_ns))
+            return s_bad(a, "--phase", v, "nanoseconds, >= 0");
+        return 0;
+    case 'N':
+        if (s_integer(v, 1, 1e15, &d))
+            return s_bad(a, "--rounds", v, "a positive integer");
+        cfg->rounds = (uint64_t) d;
+        return 0;
+    default:
+        return 2;
+    }
+}
+
 static int
 s_option(s_args_t *a, int c, const char *v)
 {
@@ -148,48 +183,22 @@ s_option(s_args_t *a, int c, const char *v)
         return 0;
     case 'k': cfg->kernel = v; return 0;
     case 'd':
-        if (s_integer(v, 0, 65535, &d))
-            return s_bad(a, "--device", v, "an integer from 0 to 65535");
-        cfg->device = (int) d;
-        return 0;
-    case 'P': cfg->device = -1; return 0;
     case 'J':
         if (s_integer(v, 0, 65535, &d))
-            return s_bad(a, "--pin", v, "an integer from 0 to 65535");
-        cfg->pin = (int) d;
+            return s_bad(a, c == 'd' ? "--device" : "--pin", v,
+                         "an integer from 0 to 65535");
+        *(c == 'd' ? &cfg->device : &cfg->pin) = (int) d;
         return 0;
-    case 'p':
-        if (s_number(v, 0.001, 86400, &d))
-            return s_bad(a, "--period", v, "seconds, from 0.001 to 86400");
-        cfg->period_ns = (int64_t) llround(d * 1e9);
-        return 0;
-    case 'R':
-        if (s_integer(v, 1, 1000, &d))
-            return s_bad(a, "--reps", v, "an integer from 1 to 1000");
-        cfg->reps = (int) d;
-        return 0;
-    case 'e':
-        if (s_int64(v, 0, INT64_MAX, &cfg->epoch_ns))
-            return s_bad(a, "--epoch", v, "realtime nanoseconds, >= 0");
-        return 0;
-    case 'H':
-        if (s_int64(v, 0, 86400 * TELEM_NS_PER_SEC, &cfg->phase_ns))
-            return s_bad(a, "--phase", v, "nanoseconds, >= 0");
-        return 0;
+    case 'P': cfg->device = -1; return 0;
     case 'g':
         if (!*v || strlen(v) > 255)
             return s_bad(a, "--group", v, "1-255 bytes");
         cfg->group = v;
         return 0;
-    case 'N':
-        if (s_integer(v, 1, 1e15, &d))
-            return s_bad(a, "--rounds", v, "a positive integer");
-        cfg->rounds = (uint64_t) d;
-        return 0;
     case 'L': a->list = 1; return 0;
     case 'j': a->json = 1; return 0;
     case 'l': return s_log_level(a, v);
-    default: return 2;
+    default: return s_schedule_option(a, c, v);
     }
 }
 

@@ -71,7 +71,7 @@ expect_rc 2 "$B/telem_collect" --nodefile "$T/missing"
 # they run as they are; the assertions are the same.
 PRIO=()
 if nice -n -15 true 2>/dev/null; then PRIO=(nice -n -15); fi
-for n in n1 n2 n3; do start_node "$n" --level 1; done
+for n in n1 n2 n3; do start_node "$n" --level 1 --bind none; done
 "${PRIO[@]}" "$B/telem_collect" --backend cuda,cpu --devices 0 --period 0.25 --reps 5 \
     --name "$G" >"$T/collect.out" 2>"$T/collect.log" &
 COLLECT=$!
