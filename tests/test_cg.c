@@ -9,8 +9,9 @@
  * that quoting through a spawn template survives node names with blanks
  * and quotes.  No telemd runs: the collectors' samples are dropped.
  * Checked: settings validation, the local device map and phases, cg_wait
- * reporting a killed collector, a clean cg_stop, per-node tests, spawn
- * templates with and without {cmd}, the built-in collector program.
+ * reporting a killed collector, a clean cg_stop, SIGKILL after the bound
+ * for a collector that ignores SIGTERM, per-node tests, spawn templates
+ * with and without {cmd}, the built-in collector program.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +70,8 @@ s_collector(int argc, char **argv)
         if (write(atoi(fd), line, (size_t) n) != n)
             return 1;
     }
+    if (getenv("CG_TEST_IGNORE_TERM"))
+        signal(SIGTERM, SIG_IGN);           /* a collector that hangs */
     return cg_collector_main(argc, argv, "cg_test_figure", s_figure, NULL);
 }
 
@@ -274,6 +277,29 @@ test_templates(s_pipe_t *p)
     cg_destroy(&g);
 }
 
+/* A collector that ignores SIGTERM is killed after the bound. */
+static void
+test_stop_escalates(s_pipe_t *p)
+{
+    char why[256];
+    const char *nodes[] = { "hang" };
+    cg_info_t in;
+    setenv("CG_TEST_IGNORE_TERM", "1", 1);
+    cg_t *g = cg_new("hang");
+    CHECK(cg_set_nodes(g, nodes, 1) == 0);
+    CHECK(cg_set_per_node(g, 1) == 0);
+    CHECK(cg_set_user_test(g, "cg_test_figure", NULL) == 0);
+    CHECK(cg_start(g, why, sizeof why) == 0);
+    unsetenv("CG_TEST_IGNORE_TERM");
+    s_read_lines(p, 1);
+    CHECK(p->n == 1);
+    CHECK(cg_stop(g, 200) == TELEM_ETIMEDOUT);
+    CHECK(cg_info(g, 0, &in) == 0 && in.state == CG_EXITED
+          && in.signal == SIGKILL);
+    CHECK(cg_running(g) == 0);
+    cg_destroy(&g);
+}
+
 /* The built-in kernel through the telem_collector program. */
 static void
 test_builtin(void)
@@ -318,6 +344,7 @@ main(int argc, char **argv)
     test_settings();
     test_local_map(&p);
     test_templates(&p);
+    test_stop_escalates(&p);
     test_builtin();
     close(p.rfd);
     close(p.wfd);
