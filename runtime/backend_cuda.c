@@ -206,7 +206,9 @@ s_load(s_cuda_t *st, char *why, size_t why_size)
     const char *path = getenv("TELEM_CUDA_LIBRARY");
     if (!path || !*path)
         path = S_DEFAULT_LIBRARY;
-    st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* Never unmapped: after cuInit the driver may keep threads of its own
+     * running inside the library. */
+    st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!st->lib) {
         const char *e = dlerror();
         snprintf(why, why_size, "cannot load %s: %s", path, e ? e : "?");
