@@ -181,15 +181,17 @@ exited() {
 }
 
 # ---- the C examples of docs/api.md ----------------------------------------
+# Installed into a private prefix, then built with the link lines the doc
+# gives, so the install rules are checked along with the examples.
 build=$(dirname "$TELEM_BIN")
-cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+cc=$(cache CMAKE_C_COMPILER)
+P=$T/prefix
+lib=$P/$(cache CMAKE_INSTALL_LIBDIR)
 san=()
-grep -q '^TELEM_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" \
-    && san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
-mkdir -p "$T/include/telem"
-for h in runtime/telem.h runtime/telem_error.h runtime/telem_proto.h analysis/ac.h; do
-    cp "$TELEM_SRC/$h" "$T/include/telem/"
-done
+[ "$(cache TELEM_SANITIZE)" = ON ] && san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
+"$(cache CMAKE_COMMAND)" --install "$build" --prefix "$P" >"$T/install.log" 2>&1 \
+    || fail "cmake --install failed: $(tail -n 5 "$T/install.log")"
 python3 - "$TELEM_SRC/docs/api.md" "$T" <<'PY' || fail "examples not found in docs/api.md"
 import re, sys
 doc = open(sys.argv[1]).read()
@@ -199,15 +201,19 @@ assert names == ["record", "query"], names
 for text, name in blocks:
     open(f"{sys.argv[2]}/{name}.c", "w").write(text)
 PY
-msgpack=$(pkg-config --libs msgpack-c 2>/dev/null || pkg-config --libs msgpack)
-"$cc" -std=c11 -Wall -Wextra -Werror "${san[@]}" -I "$T/include" "$T/record.c" \
-    -o "$T/record" -L "$build/lib" -ltelem -Wl,-rpath,"$build/lib" \
-    2>"$T/cc.log" || fail "record.c does not compile: $(cat "$T/cc.log")"
+deps=$(pkg-config --libs libzmq msgpack-c 2>/dev/null || pkg-config --libs libzmq msgpack)
+ccx() {  # ccx NAME ARGS...: compiles $T/NAME.c as the doc says
+    local name=$1; shift
+    # shellcheck disable=SC2068
+    "$cc" -std=c11 -Wall -Wextra -Werror "${san[@]}" "$T/$name.c" -I "$P/include" \
+        -L "$lib" "$@" 2>"$T/cc.log" || fail "$name.c does not build: $(cat "$T/cc.log")"
+}
 # shellcheck disable=SC2086
-"$cc" -std=c11 -Wall -Wextra -Werror "${san[@]}" -I "$T/include" "$T/query.c" \
-    -o "$T/query" "$build/lib/libtelem_ac.a" "$build/lib/libtelem_core.a" \
-    $(pkg-config --libs libzmq) $msgpack -lm \
-    2>"$T/cc.log" || fail "query.c does not compile: $(cat "$T/cc.log")"
+{
+    ccx record -o "$T/record" -ltelem -Wl,-rpath,"$lib"
+    ccx record -o "$T/record_static" -l:libtelem.a -ltelem_core $deps -lpthread
+    ccx query -o "$T/query" -ltelem_ac -ltelem_core $deps -lm
+}
 
 # ---- two nodes with known data --------------------------------------------
 # ipc endpoints only (--bind none): a TCP port freed by the shutdown below
