@@ -309,6 +309,16 @@ s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
         s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
         return;
     }
+    /* Ephemeral ports are reused: the endpoint of a dead node may now
+       belong to another agent, whose answer must not pass for this node. */
+    const char *who = m.type == TELEM_MSG_QUERY_REPLY ? m.u.query_reply.node
+                    : m.u.control_reply.status.node;
+    if (who && *who && strcmp(who, nd->name) != 0) {
+        snprintf(why, sizeof why, "endpoint now belongs to node '%.200s'",
+                 who);
+        s_fail(c, t, nd, i, TELEM_ECONN, why, 1);
+        return;
+    }
     if ((rc = c->on_reply(c->arg, i, &m)) != 0) {
         snprintf(why, sizeof why, "reply could not be kept: %s",
                  telem_strerror(rc));
