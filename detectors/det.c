@@ -152,6 +152,10 @@ det_set(det_t *self, const char *name, const char *value, char *why,
     }
     const det_param_def_t *d = &self->vt->params[i];
     double num = self->p.num[i];
+    if (d->required && !*value) {
+        s_why(why, why_size, "%s must not be empty%s", name, "");
+        return TELEM_EINVAL;
+    }
     int rc = s_parse_value(d, value, &num, why, why_size);
     if (rc)
         return rc;
@@ -172,6 +176,22 @@ det_set(det_t *self, const char *name, const char *value, char *why,
     }
     if (copy)
         free(old_str);
+    return 0;
+}
+
+int
+det_check(const det_t *self, char *why, size_t why_size)
+{
+    for (size_t i = 0; i < self->vt->nparams; i++) {
+        const det_param_def_t *d = &self->vt->params[i];
+        if (d->type == DET_PARAM_STR && d->required &&
+            !*det_params_str(&self->p, i)) {
+            s_why(why, why_size, "%s needs %s=...", self->vt->name, d->name);
+            return TELEM_EINVAL;
+        }
+    }
+    if (self->vt->check && self->vt->check(&self->p, why, why_size))
+        return TELEM_EINVAL;
     return 0;
 }
 

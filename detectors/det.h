@@ -164,6 +164,7 @@ typedef struct {
     const char *def_str;         /* STR: default */
     const char *const *choices;  /* STR: NULL-terminated, or NULL = any */
     const char *doc;
+    int required;                /* STR: must not be empty (det_check) */
 } det_param_def_t;
 
 /* Current values of an instance, handed to the vtable functions.  Index i
@@ -229,6 +230,11 @@ const det_vtable_t *det_vtable(const det_t *self);
  * sentence either way on failure.  Takes effect at the next run. */
 int det_set(det_t *self, const char *name, const char *value, char *why,
             size_t why_size);
+
+/* Checks the whole configuration: required parameters given, and the
+ * detector's own check.  Returns 0 or TELEM_EINVAL with a sentence in why
+ * ("threshold needs metric=NAME").  Call once settings are complete. */
+int det_check(const det_t *self, char *why, size_t why_size);
 
 /* Writes parameter `name`'s value as text (numbers with %.17g trimmed to
  * the shortest form that reads back equal).  Returns 0, TELEM_ENOTFOUND or

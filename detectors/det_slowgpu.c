@@ -25,7 +25,7 @@ static const char *const s_rules[] = { "robust", "dragon", "both", NULL };
 static const det_param_def_t s_params[SG_NPARAMS] = {
     [SG_METRIC] = { "metric", DET_PARAM_STR, 0, 0, 0, 0, "cg_dgemm_seconds",
         NULL, "per-round time of each device (higher = slower), one "
-        "sample per round with the round's common timestamp" },
+        "sample per round with the round's common timestamp", 1 },
     [SG_RULE] = { "rule", DET_PARAM_STR, 0, 0, 0, 0, "robust", s_rules,
         "robust: leave-one-out median/MAD, effect size, k of n rounds, "
         "plus drift; dragon: Dragon's pooled z-score of each device's mean "
@@ -42,13 +42,14 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
         "rounds out of the device's last n that must be slow" },
     [SG_N] = { "n", DET_PARAM_NUM, 3, 1, 64, 1, NULL, NULL,
         "persistence window in rounds" },
-    [SG_DRIFT] = { "drift", DET_PARAM_NUM, 0.25, 0, 100, 0, NULL, NULL,
-        "CUSUM threshold on the device's ratio to its peers against its "
-        "own baseline (warn); 0 turns drift off" },
-    [SG_SLACK] = { "slack", DET_PARAM_NUM, 0.02, 0, 10, 0, NULL, NULL,
-        "CUSUM allowance per round: ratio changes below it never add up" },
-    [SG_WARMUP] = { "warmup", DET_PARAM_NUM, 8, 1, 100000, 1, NULL, NULL,
-        "rounds that set a device's baseline ratio before drift is judged" },
+    [SG_DRIFT] = { "drift", DET_PARAM_NUM, 10, 0, 1e6, 0, NULL, NULL,
+        "CUSUM threshold, in units of the device's own noise, on its ratio "
+        "to its peers against its baseline (warn); 0 turns drift off" },
+    [SG_SLACK] = { "slack", DET_PARAM_NUM, 1, 0, 100, 0, NULL, NULL,
+        "CUSUM allowance per round, in units of the device's noise" },
+    [SG_WARMUP] = { "warmup", DET_PARAM_NUM, 16, 2, SG_RING_MAX, 1, NULL,
+        NULL, "rounds whose median ratio and MAD set a device's baseline "
+        "and noise before drift is judged" },
     [SG_DRAGON_Z] = { "dragon_z", DET_PARAM_NUM, 2.5, 0, 1e6, 0, NULL, NULL,
         "Dragon's rule: z-score threshold" },
     [SG_DRAGON_SAMPLES] = { "dragon_samples", DET_PARAM_NUM, 4, 1,
@@ -112,10 +113,6 @@ s_check(const det_params_t *p, char *why, size_t why_size)
     if (det_params_num(p, SG_K) > det_params_num(p, SG_N)) {
         snprintf(why, why_size, "k (%g) must not exceed n (%g)",
                  det_params_num(p, SG_K), det_params_num(p, SG_N));
-        return TELEM_EINVAL;
-    }
-    if (!*det_params_str(p, SG_METRIC)) {
-        snprintf(why, why_size, "metric must not be empty");
         return TELEM_EINVAL;
     }
     return 0;

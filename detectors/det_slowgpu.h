@@ -16,6 +16,7 @@
 #include "det_util.h"
 
 #define SG_RING_MAX 64
+#define SG_DRIFT_CLIP 3.0     /* largest CUSUM step, noise units */
 
 /* Parameter indices into det_slowgpu.params. */
 enum {
@@ -35,9 +36,10 @@ typedef struct {
     uint32_t nbits;            /* rounds recorded in slow_bits (<= 64) */
     double ring[SG_RING_MAX];  /* newest values, for Dragon's rule */
     uint32_t nring, ring_pos;
-    double base_sum;           /* ratio-to-peers baseline (drift) */
-    uint32_t nbase;
-    double cusum;
+    double warm[SG_RING_MAX];  /* first ratios to peers (drift) */
+    uint32_t nwarm;
+    double base, sigma;        /* their median and scaled MAD, once set */
+    double cusum;              /* in units of sigma */
     double ratio;              /* last ratio to peers, for status */
     uint64_t seen_run;         /* last run whose data held it */
     int peer_active, drift_active, dragon_active;

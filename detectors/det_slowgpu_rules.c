@@ -11,10 +11,14 @@
  * were slow, once, until a run of n clean rounds clears it.
  *
  * Drift (warn).  The ratio x/m is also tracked against the device's own
- * baseline (the mean of its first `warmup` ratios) with a one-sided CUSUM:
- * S = max(0, S + min(ratio - baseline, effect) - slack).  Clipping each
- * step at `effect` keeps one preempted round from tripping it; a steady
- * creep below the effect size adds up and fires when S > drift.
+ * history: its first `warmup` ratios give a baseline (their median) and a
+ * noise level s (their scaled MAD, floored at mad_floor x baseline, and
+ * raised to the peers' relative spread of the round when that is larger),
+ * and a one-sided CUSUM in units of that noise, S = max(0, S + min(z, 3) -
+ * slack) with z = (ratio - baseline) / s, fires when S > drift.  Measuring
+ * in the device's own noise keeps a noisy machine from raising alarms a
+ * quiet one would need; clipping each step at 3 keeps one preempted round
+ * from tripping it; a steady creep below the effect size adds up.
  *
  * Dragon's rule (rule dragon or both; act).  Each device's mean over its
  * last dragon_samples values is z-scored against the pooled mean and
@@ -24,6 +28,7 @@
  */
 #include "det_slowgpu.h"
 
+#include <gsl/gsl_sort.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -120,6 +125,22 @@ s_peer(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
                         out);
 }
 
+/* Sets d's baseline ratio and noise from its warm-up ratios. */
+static void
+s_set_baseline(sg_dev_t *d, double floor)
+{
+    double v[SG_RING_MAX];
+    size_t n = d->nwarm;
+    memcpy(v, d->warm, n * sizeof *v);
+    gsl_sort(v, 1, n);
+    d->base = det_median_skip(v, n, n);
+    for (size_t j = 0; j < n; j++)
+        v[j] = fabs(d->warm[j] - d->base);
+    gsl_sort(v, 1, n);
+    d->sigma = fmax(DET_MAD_SCALE * det_median_skip(v, n, n),
+                    floor * d->base);
+}
+
 /* Drift of device i's ratio to its peers against its own baseline. */
 static int
 s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
@@ -127,17 +148,22 @@ s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
 {
     sg_dev_t *d = &st->devs[r->dev[i]];
     double h = det_params_num(p, SG_DRIFT);
-    if (h <= 0)
+    uint32_t warmup = (uint32_t) det_params_num(p, SG_WARMUP);
+    if (h <= 0 || !isfinite(d->ratio))
         return 0;
-    if (d->nbase < (uint32_t) det_params_num(p, SG_WARMUP)) {
-        d->base_sum += d->ratio;
-        d->nbase++;
+    if (d->nwarm < warmup) {
+        d->warm[d->nwarm++] = d->ratio;
+        if (d->nwarm == warmup)
+            s_set_baseline(d, det_params_num(p, SG_MAD_FLOOR));
         return 0;
     }
-    double base = d->base_sum / d->nbase;
-    double step = fmin(d->ratio - base, fmax(det_params_num(p, SG_EFFECT),
-                                             det_params_num(p, SG_SLACK)));
-    d->cusum = fmax(0, d->cusum + step - det_params_num(p, SG_SLACK));
+    /* The noise now: the larger of the device's own (warm-up) and the
+     * peers' spread in this round, so a machine that got noisier since
+     * the warm-up does not look like a drift. */
+    double now = r->n >= 3 ? r->mad[i] / r->med[i] : 0;
+    double z = (d->ratio - d->base) / fmax(d->sigma, now);
+    d->cusum = fmax(0, d->cusum + fmin(z, SG_DRIFT_CLIP) -
+                           det_params_num(p, SG_SLACK));
     if (d->drift_active && d->cusum == 0)
         d->drift_active = 0;
     if (d->drift_active || d->peer_active || d->cusum <= h)
@@ -147,13 +173,14 @@ s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
     s_name(who, sizeof who, d);
     snprintf(text, sizeof text, "%s has drifted slower against its peers: "
              "ratio to the peer median %.3f now against a baseline of %.3f "
-             "(CUSUM %.3f over %.3g)", who, d->ratio, base, d->cusum, h);
+             "(noise %.3g; CUSUM %.1f noise units over %.3g)", who, d->ratio,
+             d->base, d->sigma, d->cusum, h);
     det_evidence_t ev[] = {
-        { "ratio", d->ratio }, { "baseline", base }, { "cusum", d->cusum },
-        { "threshold", h }, { "value_s", r->x[i] },
-        { "peer_median_s", r->med[i] },
+        { "ratio", d->ratio }, { "baseline", d->base },
+        { "noise", d->sigma }, { "cusum", d->cusum }, { "threshold", h },
+        { "value_s", r->x[i] }, { "peer_median_s", r->med[i] },
     };
-    return s_emit(out, d, r->ts, DET_SEV_WARN, d->ratio - base, ev,
+    return s_emit(out, d, r->ts, DET_SEV_WARN, d->ratio - d->base, ev,
                   sizeof ev / sizeof ev[0], text);
 }
 

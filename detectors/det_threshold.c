@@ -29,7 +29,7 @@ enum { P_LIMIT, P_DURATION, P_SEVERITY, P_NPARAMS };
 
 static const det_param_def_t s_tparams[T_NPARAMS] = {
     [T_METRIC] = { "metric", DET_PARAM_STR, 0, 0, 0, 0, "", NULL,
-        "the metric compared (required)" },
+        "the metric compared", 1 },
     [T_OP] = { "op", DET_PARAM_STR, 0, 0, 0, 0, ">", s_ops,
         "comparison: the metric OP value" },
     [T_VALUE] = { "value", DET_PARAM_NUM, 0, -1e300, 1e300, 0, NULL, NULL,
@@ -203,10 +203,9 @@ s_start(int64_t now_ns, double duration)
 static int
 s_tcheck(const det_params_t *p, char *why, size_t why_size)
 {
-    if (*det_params_str(p, T_METRIC) && *det_params_str(p, T_PER))
+    if (*det_params_str(p, T_PER))
         return 0;
-    snprintf(why, why_size, "threshold needs metric=NAME (and per must not "
-             "be empty)");
+    snprintf(why, why_size, "per must not be empty");
     return TELEM_EINVAL;
 }
 

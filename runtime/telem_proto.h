@@ -27,6 +27,7 @@
 
 #include "telem_error.h"
 #include "telem_proto_dict.h"
+#include "telem_proto_watch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,7 +44,8 @@ extern "C" {
 /* Message types.  Numbers are assigned in ranges, one per message family
  * (docs/protocol.md, "Message types"):
  *     1-7    this header: ingest (1-2) and request/reply (3-7)
- *     8-15   reserved: watcher events and restart requests
+ *     8-15   watcher: events, restart requests, control (8-12 used,
+ *            telem_proto_watch.h)
  *    16-31   unassigned
  *    32-63   reserved: distributed-dictionary messages
  *    64-255  unassigned
@@ -200,6 +202,11 @@ typedef struct {
         telem_dict_rep_t dict_rep;          /* dict_rep, dict_ack */
         telem_dict_admin_t dict_admin;
         telem_dict_admin_rep_t dict_admin_rep;
+        telem_watch_event_t watch_event;
+        telem_restart_t restart;
+        telem_restart_ack_t restart_ack;
+        telem_watch_ctl_t watch_ctl;
+        telem_watch_ctl_reply_t watch_ctl_reply;
     } u;
 } telem_msg_t;
 

@@ -36,6 +36,7 @@ static const tp_family_t *const s_families[] = {
     &tp_ingest_family,
     &tp_request_family,
     &tp_dict_family,
+    &tp_watch_family,
 };
 #define S_NFAMILIES (sizeof s_families / sizeof s_families[0])
 
@@ -50,6 +51,7 @@ static const size_t s_vec_elem[TP_VEC_COUNT] = {
     [TP_VEC_VALS] = sizeof(double),
     [TP_VEC_DICT] = sizeof(telem_dict_op_t) > sizeof(telem_dict_res_t)
                     ? sizeof(telem_dict_op_t) : sizeof(telem_dict_res_t),
+    [TP_VEC_WATCH] = 1,
 };
 
 /* ------------------------------------------------------- memory, errors */

@@ -247,6 +247,7 @@ enum {
     TP_VEC_TS,          /* int64_t, same capacity as TP_VEC_VALS */
     TP_VEC_VALS,        /* double */
     TP_VEC_DICT,        /* telem_dict_op_t or telem_dict_res_t */
+    TP_VEC_WATCH,       /* bytes: the watch family's lists */
     TP_VEC_COUNT
 };
 
@@ -329,6 +330,7 @@ typedef struct {
 extern const tp_family_t tp_ingest_family TP_HIDDEN;    /* 1-2 */
 extern const tp_family_t tp_request_family TP_HIDDEN;   /* 3-7 */
 extern const tp_family_t tp_dict_family TP_HIDDEN;      /* 32-37 */
+extern const tp_family_t tp_watch_family TP_HIDDEN;     /* 8-12 */
 
 /* The registered type `type`, or NULL. */
 TP_HIDDEN const tp_type_t *tp_type_find(int64_t type);

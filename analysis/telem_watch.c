@@ -1,0 +1,507 @@
+/* telem_watch.c - the watcher: find the hardware that hurts a job, say so,
+ * and act.
+ *
+ *   telem_watch --detector slowgpu [--detector ...] [options]
+ *   telem_watch ctl status|thresholds|set DET PARAM VALUE|pause DET|resume DET
+ *   telem_watch --list
+ *
+ * Every --period it runs one tick of the core (telem_watch_core.c: queries
+ * through the analysis client with a deadline, the detectors), prints each
+ * event (text, or JSON lines with --json), publishes it, and acts on those
+ * of severity --act-on or higher: --exec runs a command, --restart-endpoint
+ * asks a launcher to restart without the flagged nodes and waits for the
+ * ack until a deadline.  Between ticks it answers control requests.  One
+ * thread, one zpoller, absolute tick times; no sleeps.  Every argument is
+ * checked here before a socket is opened.
+ */
+#include "telem_watch_cli.h"
+#include "telem_log.h"
+#include "telem_time.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define S_CHILDREN_MAX 16
+
+static volatile sig_atomic_t s_stop;
+
+static void
+s_on_signal(int sig)
+{
+    (void) sig;
+    s_stop = 1;
+}
+
+static void
+s_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* ---- a set of names ---------------------------------------------------- */
+
+typedef struct {
+    char **v;
+    size_t n;
+} s_names_t;
+
+static int
+s_names_has(const s_names_t *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int
+s_names_add(s_names_t *s, const char *name)
+{
+    if (s_names_has(s, name))
+        return 0;
+    char **v = realloc(s->v, (s->n + 1) * sizeof *v);
+    if (!v)
+        return TELEM_ENOMEM;
+    s->v = v;
+    if (!(v[s->n] = strdup(name)))
+        return TELEM_ENOMEM;
+    s->n++;
+    return 0;
+}
+
+static void
+s_names_clear(s_names_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+/* ---- the running watcher ----------------------------------------------- */
+
+typedef struct {
+    tw_cli_t *cli;
+    tw_t *tw;
+    tw_net_t *net;
+    zpoller_t *poller;
+    uint64_t seq;
+    size_t children;
+    telem_ratelimit_t rl;
+    /* restart action */
+    int pending;
+    uint64_t pending_id;
+    int64_t deadline;
+    s_names_t asked, queued, done, qdets, qdevs;
+    char reason[TELEM_TEXT_MAX];
+} s_run_t;
+
+static int
+s_rebuild_poller(s_run_t *r)
+{
+    zpoller_destroy(&r->poller);
+    r->poller = zpoller_new(tw_net_ctl_sock(r->net), NULL);
+    if (r->poller && tw_net_restart_sock(r->net))
+        zpoller_add(r->poller, tw_net_restart_sock(r->net));
+    return r->poller ? 0 : TELEM_ENOMEM;
+}
+
+/* Prints a restart line: status sent / accepted / refused / timeout. */
+static void
+s_print_restart(s_run_t *r, const char *status, const s_names_t *nodes,
+                const char *msg)
+{
+    if (r->cli->json) {
+        json_t *o = json_object(), *a = json_array();
+        for (size_t i = 0; i < nodes->n; i++)
+            json_array_append_new(a, tw_json_string(nodes->v[i]));
+        json_object_set_new(o, "type", json_string("restart"));
+        json_object_set_new(o, "id", json_integer((json_int_t) r->pending_id));
+        json_object_set_new(o, "status", json_string(status));
+        json_object_set_new(o, "exclude", a);
+        json_object_set_new(o, "endpoint", tw_json_string(r->cli->restart_ep));
+        json_object_set_new(o, "message", tw_json_string(msg));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        json_decref(o);
+    } else {
+        printf("restart %llx %s:", (unsigned long long) r->pending_id, status);
+        for (size_t i = 0; i < nodes->n; i++)
+            tw_cli_print_name(stdout, nodes->v[i], i ? ", " : " exclude ");
+        printf("%s%s\n", *msg ? ": " : "", msg);
+    }
+    fflush(stdout);
+}
+
+/* Sends the queued nodes as one restart request. */
+static void
+s_restart_send(s_run_t *r)
+{
+    if (r->pending || r->queued.n == 0)
+        return;
+    telem_watch_dev_t *devs = calloc(r->qdevs.n + 1, sizeof *devs);
+    for (size_t i = 0; devs && i < r->qdevs.n; i++) {
+        char *tab = strchr(r->qdevs.v[i], '\t');
+        *tab = '\0';                      /* "node\tdevice" kept in qdevs */
+        devs[i] = (telem_watch_dev_t) { r->qdevs.v[i], tab + 1 };
+    }
+    telem_restart_t m = {
+        .ts_ns = telem_now_ns(), .reason = r->reason,
+        .exclude = (const char *const *) r->queued.v,
+        .nexclude = (uint32_t) r->queued.n, .devices = devs,
+        .ndevices = devs ? (uint32_t) r->qdevs.n : 0,
+        .detectors = (const char *const *) r->qdets.v,
+        .ndetectors = (uint32_t) r->qdets.n,
+    };
+    int rc = tw_net_restart_send(r->net, &m);
+    r->pending_id = m.id;
+    free(devs);
+    s_names_clear(&r->asked);
+    r->asked = r->queued;
+    r->queued = (s_names_t) { 0 };
+    s_names_clear(&r->qdets);
+    s_names_clear(&r->qdevs);
+    if (rc) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "could not send the request to %s: %s",
+                 r->cli->restart_ep, telem_strerror(rc));
+        telem_log(TELEM_LOG_ERROR, "restart: %s", msg);
+        s_print_restart(r, "failed", &r->asked, msg);
+        return;
+    }
+    r->pending = 1;
+    r->deadline = telem_mono_ns() + r->cli->restart_timeout_ms * TELEM_NS_PER_MS;
+    s_print_restart(r, "sent", &r->asked, r->reason);
+}
+
+static void
+s_restart_ack(s_run_t *r)
+{
+    telem_restart_ack_t ack;
+    int rc;
+    while ((rc = tw_net_restart_recv(r->net, &ack)) != TELEM_ETIMEDOUT) {
+        if (rc) {
+            telem_log_limited(&r->rl, TELEM_LOG_WARN, "restart: a reply that "
+                              "is not a restart_ack was dropped");
+            continue;
+        }
+        if (!r->pending || ack.id != r->pending_id)
+            continue;                     /* stale: not the request we wait for */
+        r->pending = 0;
+        if (ack.code == 0) {
+            for (size_t i = 0; i < r->asked.n; i++)
+                s_names_add(&r->done, r->asked.v[i]);
+            s_print_restart(r, "accepted", &r->asked, ack.message);
+        } else {
+            char msg[TELEM_TEXT_MAX + 64];
+            snprintf(msg, sizeof msg, "refused (%s): %s",
+                     telem_strerror(ack.code), ack.message);
+            telem_log(TELEM_LOG_ERROR, "restart: the launcher %s", msg);
+            s_print_restart(r, "refused", &r->asked, msg);
+        }
+        s_restart_send(r);
+    }
+}
+
+static void
+s_restart_deadline(s_run_t *r)
+{
+    if (!r->pending || telem_mono_ns() < r->deadline)
+        return;
+    r->pending = 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "no acknowledgement from %s within %d ms; the "
+             "job was not restarted by this request", r->cli->restart_ep,
+             r->cli->restart_timeout_ms);
+    telem_log(TELEM_LOG_ERROR, "restart: %s", msg);
+    s_print_restart(r, "timeout", &r->asked, msg);
+    if (tw_net_restart_reset(r->net) || s_rebuild_poller(r))
+        telem_log(TELEM_LOG_ERROR, "restart: cannot reconnect to %s",
+                  r->cli->restart_ep);
+    s_restart_send(r);
+}
+
+/* Queues an event's nodes for the restart action. */
+static void
+s_restart_queue(s_run_t *r, const det_event_t *e)
+{
+    int added = 0;
+    for (size_t i = 0; i < e->nnodes; i++) {
+        if (s_names_has(&r->done, e->nodes[i]) ||
+            (r->pending && s_names_has(&r->asked, e->nodes[i])))
+            continue;
+        s_names_add(&r->queued, e->nodes[i]);
+        added = 1;
+    }
+    if (!added)
+        return;
+    if (r->qdets.n == 0)
+        snprintf(r->reason, sizeof r->reason, "%s", e->text);
+    s_names_add(&r->qdets, e->detector);
+    for (size_t i = 0; i < e->ndevices; i++) {
+        char key[2 * TELEM_NAME_MAX + 4];
+        snprintf(key, sizeof key, "%s\t%s", e->devices[i].node,
+                 e->devices[i].device);
+        s_names_add(&r->qdevs, key);
+    }
+}
+
+/* ---- events and --exec ------------------------------------------------- */
+
+static void
+s_reap(s_run_t *r)
+{
+    int status;
+    pid_t pid;
+    while (r->children > 0 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        r->children--;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            continue;
+        telem_log_limited(&r->rl, TELEM_LOG_WARN, "--exec: command (pid %ld) "
+                          "%s %d", (long) pid, WIFEXITED(status) ? "exited with"
+                          : "killed by signal", WIFEXITED(status)
+                          ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+}
+
+static void
+s_exec(s_run_t *r, const det_event_t *e)
+{
+    if (r->children >= S_CHILDREN_MAX) {
+        telem_log_limited(&r->rl, TELEM_LOG_WARN, "--exec: %d commands still "
+                          "running; event %llu not handed over",
+                          S_CHILDREN_MAX, (unsigned long long) r->seq);
+        return;
+    }
+    char why[512];
+    pid_t pid;
+    if (tw_exec(r->cli->exec_cmd, e, r->seq, &pid, why, sizeof why) == 0)
+        r->children++;
+    else
+        telem_log_limited(&r->rl, TELEM_LOG_ERROR, "--exec: %s", why);
+}
+
+static void
+s_print_event(s_run_t *r, const det_event_t *e)
+{
+    if (r->cli->json) {
+        char *s = tw_event_json(e, r->seq);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        return;
+    }
+    char line[8192];
+    tw_event_text(e, r->seq, line, sizeof line);
+    printf("%s\n", line);
+}
+
+static void
+s_handle_events(s_run_t *r)
+{
+    const det_events_t *evs = tw_events(r->tw);
+    for (size_t i = 0; i < det_events_count(evs); i++) {
+        const det_event_t *e = det_events_get(evs, i);
+        r->seq++;
+        s_print_event(r, e);
+        if (tw_net_publish(r->net, e, r->seq))
+            telem_log_limited(&r->rl, TELEM_LOG_WARN, "event %llu could not "
+                              "be published", (unsigned long long) r->seq);
+        if ((int) e->severity < (int) r->cli->act_on)
+            continue;
+        if (r->cli->exec_cmd)
+            s_exec(r, e);
+        if (r->cli->restart_ep)
+            s_restart_queue(r, e);
+    }
+    fflush(stdout);
+    if (r->cli->restart_ep)
+        s_restart_send(r);
+}
+
+static void
+s_tick(s_run_t *r)
+{
+    int rc = tw_tick(r->tw, telem_now_ns());
+    if (rc)
+        telem_log_limited(&r->rl, TELEM_LOG_ERROR, "tick failed: %s",
+                          telem_strerror(rc));
+    size_t nm = tw_nmissing(r->tw);
+    if (nm)
+        telem_log_limited(&r->rl, TELEM_LOG_WARN, "%zu node%s did not answer "
+                          "(first: %s)", nm, nm == 1 ? "" : "s",
+                          tw_missing(r->tw, 0));
+    s_handle_events(r);
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static void
+s_serve(s_run_t *r)
+{
+    char restart[16];
+    snprintf(restart, sizeof restart, "%s", r->pending ? "pending" : "idle");
+    const char *extra[] = {
+        "pub", tw_net_pub_endpoint(r->net), "ctl", tw_net_ctl_endpoint(r->net),
+        "act_on", r->cli->act_on == DET_SEV_ACT ? "act" : "warn",
+        "exec", r->cli->exec_cmd ? r->cli->exec_cmd : "",
+        "restart_endpoint", r->cli->restart_ep ? r->cli->restart_ep : "",
+        "restart", restart,
+    };
+    if (tw_net_serve(r->net, r->tw, extra, sizeof extra / sizeof extra[0]))
+        telem_log_limited(&r->rl, TELEM_LOG_WARN, "a bad control request "
+                          "was answered with an error");
+}
+
+/* ms until the earlier of the next tick and the restart deadline. */
+static int
+s_wait_ms(const s_run_t *r, int64_t next)
+{
+    int64_t until = next;
+    if (r->pending && r->deadline < until)
+        until = r->deadline;
+    int64_t ms = (until - telem_mono_ns() + TELEM_NS_PER_MS - 1) / TELEM_NS_PER_MS;
+    return ms < 0 ? 0 : ms > 60000 ? 60000 : (int) ms;
+}
+
+static int
+s_loop(s_run_t *r)
+{
+    int64_t period = r->cli->period_ns, start = telem_mono_ns(), next = start;
+    int64_t stop_at = r->cli->duration_ns ? start + r->cli->duration_ns : 0;
+    uint64_t ticks = 0;
+    while (!s_stop) {
+        void *which = zpoller_wait(r->poller, s_wait_ms(r, next));
+        if (which == tw_net_ctl_sock(r->net))
+            s_serve(r);
+        else if (which && which == tw_net_restart_sock(r->net))
+            s_restart_ack(r);
+        s_restart_deadline(r);
+        s_reap(r);
+        int64_t now = telem_mono_ns();
+        int done = (r->cli->count && ticks >= r->cli->count) ||
+                   (stop_at && now >= stop_at);
+        if (done && !r->pending)
+            break;
+        if (done || now < next)
+            continue;
+        s_tick(r);
+        ticks++;
+        while (next <= telem_mono_ns())    /* absolute schedule, skip missed */
+            next += period;
+    }
+    return 0;
+}
+
+/* Detectors first (a bad spec is a bad command line, exit 2), then the
+ * node file and the sockets (exit 1). */
+static int
+s_setup(s_run_t *r, ac_t **ac)
+{
+    char why[1024];
+    int err = 0;
+    if (!(r->tw = tw_new(NULL)))
+        return 1;
+    for (size_t i = 0; i < r->cli->ndetectors; i++)
+        if (tw_add_detector(r->tw, r->cli->detectors[i], why, sizeof why)) {
+            fprintf(stderr, "telem_watch: --detector %s: %s\n",
+                    r->cli->detectors[i], why);
+            return 2;
+        }
+    for (size_t i = 0; i < r->cli->nsets; i++)
+        if (tw_set_spec(r->tw, r->cli->sets[i], why, sizeof why)) {
+            fprintf(stderr, "telem_watch: --set %s: %s\n", r->cli->sets[i],
+                    why);
+            return 2;
+        }
+    if (!(*ac = ac_connect(r->cli->nodefile, r->cli->timeout_ms, &err))) {
+        ac_nodefile_check(r->cli->nodefile, NULL, why, sizeof why);
+        telem_log(TELEM_LOG_ERROR, "cannot use the node file: %s", why);
+        return 1;
+    }
+    tw_set_ac(r->tw, *ac);
+    tw_set_timeout(r->tw, r->cli->timeout_ms);
+    tw_net_opts_t no = { r->cli->rundir, r->cli->name, r->cli->pub_ep,
+                         r->cli->ctl_ep, r->cli->restart_ep };
+    if (!(r->net = tw_net_new(&no, why, sizeof why))) {
+        telem_log(TELEM_LOG_ERROR, "%s", why);
+        return 1;
+    }
+    return s_rebuild_poller(r) ? 1 : 0;
+}
+
+static void
+s_announce(const s_run_t *r)
+{
+    const char *pub = tw_net_pub_endpoint(r->net);
+    const char *ctl = tw_net_ctl_endpoint(r->net);
+    if (r->cli->json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "type", json_string("start"));
+        json_object_set_new(o, "pub", tw_json_string(pub));
+        json_object_set_new(o, "ctl", tw_json_string(ctl));
+        json_object_set_new(o, "detectors",
+                            json_integer((json_int_t) tw_ndetectors(r->tw)));
+        json_object_set_new(o, "pid", json_integer((json_int_t) getpid()));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        json_decref(o);
+    } else {
+        printf("telem_watch: %zu detector%s; events on %s; control on %s\n",
+               tw_ndetectors(r->tw), tw_ndetectors(r->tw) == 1 ? "" : "s",
+               pub, ctl);
+    }
+    fflush(stdout);
+    telem_log(TELEM_LOG_INFO, "events on %s, control on %s, files in %s",
+              pub, ctl, tw_net_dir(r->net));
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "ctl") == 0)
+        return tw_ctl_main(argc - 1, argv + 1);
+    tw_cli_t cli;
+    int rc = tw_cli_parse(argc, argv, &cli);
+    if (rc >= 0) {
+        tw_cli_free(&cli);
+        return rc;
+    }
+    telem_log_init("telem_watch", cli.verbose ? TELEM_LOG_DEBUG : TELEM_LOG_INFO);
+    zsys_handler_set(NULL);
+    s_signals();
+    ac_t *ac = NULL;
+    s_run_t r = { .cli = &cli, .rl = TELEM_RATELIMIT_INIT(10, 5) };
+    rc = s_setup(&r, &ac);
+    if (rc == 0) {
+        s_announce(&r);
+        rc = s_loop(&r);
+    }
+    zpoller_destroy(&r.poller);
+    tw_net_destroy(&r.net);
+    tw_destroy(&r.tw);
+    ac_close(&ac);
+    s_names_clear(&r.asked);
+    s_names_clear(&r.queued);
+    s_names_clear(&r.done);
+    s_names_clear(&r.qdets);
+    s_names_clear(&r.qdevs);
+    tw_cli_free(&cli);
+    return rc;
+}

@@ -1,0 +1,314 @@
+/* telem_watch_cli.c - telem_watch's flags, help and detector list.
+ *
+ * Every flag is validated here, once, with a sentence naming the flag and
+ * exit status 2, before the watcher opens a file or a socket.  Detector
+ * specs are only split and looked up by name here; their parameters are
+ * checked when the detectors are created, before the first tick.
+ */
+#include "telem_watch_cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_PROG "telem_watch"
+
+static const char s_usage[] =
+"usage: telem_watch --detector SPEC [--detector SPEC ...] [options]\n"
+"       telem_watch ctl [--help] COMMAND ...\n"
+"       telem_watch --list\n"
+"\n"
+"Every period, pulls recent data from every node of the job (the node\n"
+"file), runs the detectors, prints their events, publishes them, and acts.\n"
+"\n"
+"detectors:\n"
+"  -d, --detector SPEC   NAME[:PARAM=VALUE,...] or LABEL=NAME[:...]; e.g.\n"
+"                        slowgpu, slowgpu:effect=0.1,k=3,n=4,\n"
+"                        hot=threshold:metric=cpu_percent,op=>,value=95,duration=30\n"
+"      --set L.P=V       set parameter P of the detector labelled L\n"
+"      --list            list detectors, their parameters and defaults\n"
+"options:\n"
+"      --nodefile F      node file (default $TELEM_NODEFILE, else <rundir>/nodes)\n"
+"      --period S        seconds between ticks (default 1; 0.05-3600)\n"
+"      --timeout MS      deadline of each query (default 1000)\n"
+"      --json            print JSON lines instead of text\n"
+"      --exec CMD        run CMD (sh -c) for each event at --act-on or above;\n"
+"                        the event is in TELEM_EVENT_* variables and as JSON\n"
+"                        on its stdin\n"
+"      --restart-endpoint EP  ask the launcher at EP to restart the job\n"
+"                        without the flagged nodes\n"
+"      --restart-timeout MS   wait this long for its ack (default 5000)\n"
+"      --act-on warn|act lowest severity that triggers --exec and restarts\n"
+"                        (default act)\n"
+"      --name NAME       files under <rundir>/NAME (default telem_watch)\n"
+"      --rundir DIR      run directory (default $TELEM_RUNDIR, ...)\n"
+"      --pub EP          bind events here (default ipc://<rundir>/NAME/pub.sock)\n"
+"      --ctl EP          bind control here (default ipc://<rundir>/NAME/ctl.sock)\n"
+"      --count N         stop after N ticks\n"
+"      --duration S      stop after S seconds\n"
+"  -v, --verbose         debug log lines on stderr\n"
+"  -h, --help            this text\n"
+"exit: 0 stopped (signal, --count, --duration), 1 error, 2 bad command line\n";
+
+static int
+s_bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, S_PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see " S_PROG " --help)\n");
+    return 2;
+}
+
+static int
+s_double(const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return errno || end == s || *end || !isfinite(*v) || *v < lo || *v > hi
+               ? -1 : 0;
+}
+
+static int
+s_long(const char *s, long long lo, long long hi, long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    return errno || end == s || *end || *v < lo || *v > hi ? -1 : 0;
+}
+
+static int
+s_push(const char ***v, size_t *n, const char *s)
+{
+    const char **p = realloc(*v, (*n + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    p[(*n)++] = s;
+    *v = p;
+    return 0;
+}
+
+/* Lists every detector with its parameters. */
+static void
+s_list(void)
+{
+    size_t n;
+    const det_vtable_t *const *all = det_registry(&n);
+    for (size_t i = 0; i < n; i++) {
+        printf("%s\n    %s\n", all[i]->name, all[i]->doc);
+        for (size_t j = 0; j < all[i]->nparams; j++) {
+            const det_param_def_t *p = &all[i]->params[j];
+            if (p->type == DET_PARAM_NUM) {
+                printf("  %-15s %-10g [%g, %g] %s\n", p->name, p->def,
+                       p->min, p->max, p->doc);
+                continue;
+            }
+            printf("  %-15s %-10s %s%s", p->name,
+                   *p->def_str ? p->def_str : "\"\"",
+                   p->required ? "(required) " : "", p->doc);
+            for (size_t k = 0; p->choices && p->choices[k]; k++)
+                printf("%s%s", k ? ", " : "; one of: ", p->choices[k]);
+            printf("\n");
+        }
+        printf("\n");
+    }
+}
+
+enum {
+    O_SET = 256, O_LIST, O_NODEFILE, O_PERIOD, O_TIMEOUT, O_JSON, O_EXEC,
+    O_RESTART, O_RESTART_TIMEOUT, O_ACT_ON, O_NAME, O_RUNDIR, O_PUB, O_CTL,
+    O_COUNT, O_DURATION
+};
+
+static const struct option s_opts[] = {
+    { "detector", required_argument, NULL, 'd' },
+    { "set", required_argument, NULL, O_SET },
+    { "list", no_argument, NULL, O_LIST },
+    { "nodefile", required_argument, NULL, O_NODEFILE },
+    { "period", required_argument, NULL, O_PERIOD },
+    { "timeout", required_argument, NULL, O_TIMEOUT },
+    { "json", no_argument, NULL, O_JSON },
+    { "exec", required_argument, NULL, O_EXEC },
+    { "restart-endpoint", required_argument, NULL, O_RESTART },
+    { "restart-timeout", required_argument, NULL, O_RESTART_TIMEOUT },
+    { "act-on", required_argument, NULL, O_ACT_ON },
+    { "name", required_argument, NULL, O_NAME },
+    { "rundir", required_argument, NULL, O_RUNDIR },
+    { "pub", required_argument, NULL, O_PUB },
+    { "ctl", required_argument, NULL, O_CTL },
+    { "count", required_argument, NULL, O_COUNT },
+    { "duration", required_argument, NULL, O_DURATION },
+    { "verbose", no_argument, NULL, 'v' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+/* Checks a detector spec's name part. */
+static int
+s_spec(const char *spec)
+{
+    const char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
+    const char *name = eq && (!colon || eq < colon) ? eq + 1 : spec;
+    size_t len = colon ? (size_t) (colon - name) : strlen(name);
+    char buf[64];
+    if (len == 0 || len >= sizeof buf)
+        return s_bad("--detector '%s': no detector name", spec);
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    if (!det_find(buf))
+        return s_bad("--detector: no detector '%s' (see --list)", buf);
+    return 0;
+}
+
+static int
+s_time(const char *flag, const char *arg, double lo, double hi, int64_t *ns)
+{
+    double v;
+    if (s_double(arg, lo, hi, &v)) {
+        fprintf(stderr, S_PROG ": %s '%s': expected seconds in %g..%g\n"
+                "(see " S_PROG " --help)\n", flag, arg, lo, hi);
+        return 2;
+    }
+    *ns = (int64_t) llround(v * 1e9);
+    return 0;
+}
+
+static int
+s_ms(const char *flag, const char *arg, int *ms)
+{
+    long long v;
+    if (s_long(arg, 1, 3600000, &v)) {
+        fprintf(stderr, S_PROG ": %s '%s': expected milliseconds in "
+                "1..3600000\n(see " S_PROG " --help)\n", flag, arg);
+        return 2;
+    }
+    *ms = (int) v;
+    return 0;
+}
+
+static int
+s_option(tw_cli_t *cli, int c, const char *arg)
+{
+    long long v;
+    switch (c) {
+    case 'd':
+        return s_spec(arg) ? 2 : s_push(&cli->detectors, &cli->ndetectors, arg);
+    case O_SET:
+        if (!strchr(arg, '=') || !strchr(arg, '.'))
+            return s_bad("--set '%s': expected LABEL.PARAM=VALUE", arg);
+        return s_push(&cli->sets, &cli->nsets, arg);
+    case O_NODEFILE: cli->nodefile = arg; return 0;
+    case O_PERIOD: return s_time("--period", arg, 0.05, 3600, &cli->period_ns);
+    case O_TIMEOUT: return s_ms("--timeout", arg, &cli->timeout_ms);
+    case O_JSON: cli->json = 1; return 0;
+    case O_EXEC:
+        if (!*arg)
+            return s_bad("--exec: empty command%s", "");
+        cli->exec_cmd = arg;
+        return 0;
+    case O_RESTART:
+        if (!strstr(arg, "://"))
+            return s_bad("--restart-endpoint '%s': expected an endpoint "
+                         "such as tcp://127.0.0.1:5555 or ipc:///path", arg);
+        cli->restart_ep = arg;
+        return 0;
+    case O_RESTART_TIMEOUT:
+        return s_ms("--restart-timeout", arg, &cli->restart_timeout_ms);
+    case O_ACT_ON:
+        if (strcmp(arg, "warn") && strcmp(arg, "act"))
+            return s_bad("--act-on '%s': expected warn or act", arg);
+        cli->act_on = strcmp(arg, "warn") == 0 ? DET_SEV_WARN : DET_SEV_ACT;
+        return 0;
+    case O_NAME:
+        if (!*arg || strpbrk(arg, "/\t\r\n") || !strcmp(arg, ".") ||
+            !strcmp(arg, ".."))
+            return s_bad("--name '%s': not a usable directory name", arg);
+        cli->name = arg;
+        return 0;
+    case O_RUNDIR: cli->rundir = arg; return 0;
+    case O_PUB: cli->pub_ep = arg; return 0;
+    case O_CTL: cli->ctl_ep = arg; return 0;
+    case O_COUNT:
+        if (s_long(arg, 1, INT64_MAX, &v))
+            return s_bad("--count '%s': expected a positive whole number", arg);
+        cli->count = (uint64_t) v;
+        return 0;
+    case O_DURATION:
+        return s_time("--duration", arg, 0.001, 1e7, &cli->duration_ns);
+    case 'v': cli->verbose = 1; return 0;
+    default: return 2;
+    }
+}
+
+int
+tw_cli_parse(int argc, char **argv, tw_cli_t *cli)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->period_ns = 1000000000;
+    cli->timeout_ms = 1000;
+    cli->restart_timeout_ms = 5000;
+    cli->act_on = DET_SEV_ACT;
+    int c, list = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":d:vh", s_opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(s_usage, stdout);
+            return 0;
+        }
+        if (c == O_LIST) {
+            list = 1;
+            continue;
+        }
+        if (c == '?')
+            return s_bad("unknown option '%s'", argv[optind - 1]);
+        if (c == ':')
+            return s_bad("option '%s' needs a value", argv[optind - 1]);
+        int rc = s_option(cli, c, optarg);
+        if (rc)
+            return rc < 0 ? s_bad("%s", "out of memory") : rc;
+    }
+    if (list) {
+        s_list();
+        return 0;
+    }
+    if (optind < argc)
+        return s_bad("unexpected argument '%s'", argv[optind]);
+    if (cli->ndetectors == 0)
+        return s_bad("%s", "no detector: give at least one --detector");
+    return -1;
+}
+
+void
+tw_cli_free(tw_cli_t *cli)
+{
+    free(cli->detectors);
+    free(cli->sets);
+    cli->detectors = cli->sets = NULL;
+}
+
+void
+tw_cli_print_name(FILE *out, const char *name, const char *sep)
+{
+    fputs(sep, out);
+    int plain = *name != '\0';
+    for (const char *p = name; *p && plain; p++)
+        plain = isalnum((unsigned char) *p) || strchr("._-:@+", *p);
+    if (plain) {
+        fputs(name, out);
+        return;
+    }
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *) name; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\x%02x", *p);
+        else if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}

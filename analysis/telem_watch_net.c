@@ -1,0 +1,321 @@
+/* telem_watch_net.c - the watcher's sockets and its files in the run
+ * directory.
+ *
+ * Three sockets, all czmq: a PUB that every event goes out on (topic frame
+ * = detector label, then the codec's event message), a ROUTER that answers
+ * control requests between ticks, and a DEALER to the launcher for restart
+ * requests.  The DEALER is rebuilt whenever a request times out, the way
+ * the analysis client treats a silent node: a request that was not
+ * acknowledged in time must never reach the launcher later and restart a
+ * job the watcher already reported as not restarted.
+ *
+ * <rundir>/<name>/ holds the ipc sockets, an endpoints file that
+ * `telem_watch ctl` and subscribers read, and a lock file held with flock
+ * for the watcher's lifetime, so two watchers never bind the same sockets.
+ */
+#include "telem_watch.h"
+#include "telem_paths.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct tw_net {
+    char dir[TELEM_PATH_MAX];
+    char pub_ep[TELEM_PATH_MAX + 16];
+    char ctl_ep[TELEM_PATH_MAX + 16];
+    char restart_ep[TELEM_PATH_MAX + 16];
+    int lock_fd;
+    int wrote_endpoints;
+    zsock_t *pub, *ctl, *restart;
+    telem_encoder_t *enc;
+    telem_decoder_t *dec;
+    tw_wire_buf_t wire;
+    uint64_t next_id;
+};
+
+/* ---- set-up ------------------------------------------------------------ */
+
+/* Creates and locks the watcher's directory. */
+static int
+s_take_dir(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
+{
+    char rundir[TELEM_PATH_MAX];
+    if (o->rundir)
+        snprintf(rundir, sizeof rundir, "%s", o->rundir);
+    else if (telem_rundir_default(rundir, sizeof rundir))
+        return snprintf(why, why_size, "run directory path too long"), -1;
+    const char *name = o->name ? o->name : TW_NAME_DEFAULT;
+    if (!telem_node_valid(name) ||
+        telem_node_path(self->dir, sizeof self->dir, rundir, name, "") ||
+        telem_rundir_prepare(rundir))
+        return snprintf(why, why_size, "cannot use run directory '%s' with "
+                        "name '%s'", rundir, name), -1;
+    self->dir[strlen(self->dir) - 1] = '\0';      /* drop the trailing / */
+    if (mkdir(self->dir, 0700) != 0 && errno != EEXIST)
+        return snprintf(why, why_size, "cannot create %s: %s", self->dir,
+                        strerror(errno)), -1;
+    char lock[TELEM_PATH_MAX + 8];
+    snprintf(lock, sizeof lock, "%s/lock", self->dir);
+    self->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (self->lock_fd < 0 || flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return snprintf(why, why_size, "another telem_watch called '%s' "
+                        "runs in %s (use --name)", name, rundir), -1;
+    return 0;
+}
+
+static int
+s_bind(zsock_t *sock, const char *ep, char *out, size_t out_size, char *why,
+       size_t why_size)
+{
+    if (zsock_bind(sock, "%s", ep) < 0)
+        return snprintf(why, why_size, "cannot bind %s: %s", ep,
+                        zmq_strerror(zmq_errno())), -1;
+    const char *real = zsock_endpoint(sock);   /* tcp://...:* resolved */
+    snprintf(out, out_size, "%s", real && *real ? real : ep);
+    return 0;
+}
+
+static int
+s_write_endpoints(tw_net_t *self, char *why, size_t why_size)
+{
+    char path[TELEM_PATH_MAX + 16], tmp[TELEM_PATH_MAX + 24];
+    snprintf(path, sizeof path, "%s/endpoints", self->dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return snprintf(why, why_size, "cannot write %s: %s", tmp,
+                        strerror(errno)), -1;
+    fprintf(f, "pub %s\nctl %s\npid %ld\n", self->pub_ep, self->ctl_ep,
+            (long) getpid());
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return snprintf(why, why_size, "cannot write %s: %s", path,
+                        strerror(errno)), -1;
+    self->wrote_endpoints = 1;
+    return 0;
+}
+
+static zsock_t *
+s_dealer(const char *ep)
+{
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    if (!s)
+        return NULL;
+    zsock_set_linger(s, 0);
+    zsock_set_sndhwm(s, 16);
+    zsock_set_maxmsgsize(s, 1 << 20);
+    if (zsock_connect(s, "%s", ep) < 0)
+        zsock_destroy(&s);
+    return s;
+}
+
+static int
+s_sockets(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
+{
+    char def[TELEM_PATH_MAX + 16];
+    self->pub = zsock_new(ZMQ_PUB);
+    self->ctl = zsock_new(ZMQ_ROUTER);
+    if (!self->pub || !self->ctl)
+        return snprintf(why, why_size, "cannot create sockets"), -1;
+    zsock_set_linger(self->pub, 0);
+    zsock_set_sndhwm(self->pub, 10000);
+    zsock_set_linger(self->ctl, 0);
+    zsock_set_maxmsgsize(self->ctl, 1 << 20);
+    snprintf(def, sizeof def, "ipc://%s/pub.sock", self->dir);
+    if (s_bind(self->pub, o->pub_ep ? o->pub_ep : def, self->pub_ep,
+               sizeof self->pub_ep, why, why_size))
+        return -1;
+    snprintf(def, sizeof def, "ipc://%s/ctl.sock", self->dir);
+    if (s_bind(self->ctl, o->ctl_ep ? o->ctl_ep : def, self->ctl_ep,
+               sizeof self->ctl_ep, why, why_size))
+        return -1;
+    if (!o->restart_ep)
+        return 0;
+    snprintf(self->restart_ep, sizeof self->restart_ep, "%s", o->restart_ep);
+    if (!(self->restart = s_dealer(o->restart_ep)))
+        return snprintf(why, why_size, "cannot connect to %s: %s",
+                        o->restart_ep, zmq_strerror(zmq_errno())), -1;
+    return 0;
+}
+
+tw_net_t *
+tw_net_new(const tw_net_opts_t *o, char *why, size_t why_size)
+{
+    tw_net_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(why, why_size, "out of memory");
+        return NULL;
+    }
+    self->lock_fd = -1;
+    self->next_id = ((uint64_t) getpid() << 32) | 1;
+    if (s_take_dir(self, o, why, why_size) ||
+        s_sockets(self, o, why, why_size) ||
+        s_write_endpoints(self, why, why_size))
+        goto fail;
+    self->enc = telem_encoder_new();
+    self->dec = telem_decoder_new();
+    if (self->enc && self->dec)
+        return self;
+    snprintf(why, why_size, "out of memory");
+fail:
+    tw_net_destroy(&self);
+    return NULL;
+}
+
+/* Removes the ipc socket file behind ep if it lies in our directory. */
+static void
+s_unlink_ipc(const tw_net_t *self, const char *ep)
+{
+    size_t n = strlen(self->dir);
+    if (strncmp(ep, "ipc://", 6) == 0 && strncmp(ep + 6, self->dir, n) == 0)
+        unlink(ep + 6);
+}
+
+void
+tw_net_destroy(tw_net_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    tw_net_t *self = *self_p;
+    zsock_destroy(&self->pub);
+    zsock_destroy(&self->ctl);
+    zsock_destroy(&self->restart);
+    if (self->wrote_endpoints) {
+        char path[TELEM_PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/endpoints", self->dir);
+        unlink(path);
+        s_unlink_ipc(self, self->pub_ep);
+        s_unlink_ipc(self, self->ctl_ep);
+    }
+    if (self->lock_fd >= 0)
+        close(self->lock_fd);               /* releases the flock */
+    telem_encoder_destroy(&self->enc);
+    telem_decoder_destroy(&self->dec);
+    tw_wire_buf_free(&self->wire);
+    free(self);
+    *self_p = NULL;
+}
+
+const char *tw_net_pub_endpoint(const tw_net_t *self) { return self->pub_ep; }
+const char *tw_net_ctl_endpoint(const tw_net_t *self) { return self->ctl_ep; }
+const char *tw_net_dir(const tw_net_t *self) { return self->dir; }
+void *tw_net_ctl_sock(const tw_net_t *self) { return self->ctl; }
+void *tw_net_restart_sock(const tw_net_t *self) { return self->restart; }
+
+/* ---- events ------------------------------------------------------------ */
+
+int
+tw_net_publish(tw_net_t *self, const det_event_t *e, uint64_t seq)
+{
+    telem_watch_event_t m;
+    const void *data;
+    size_t size;
+    int rc = tw_event_to_wire(e, seq, &self->wire, &m);
+    if (rc || (rc = telem_encode_watch_event(self->enc, &m, &data, &size)))
+        return rc;
+    void *raw = zsock_resolve(self->pub);
+    if (zmq_send(raw, e->detector, strlen(e->detector),
+                 ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return 0;                         /* HWM: dropped, as PUB does */
+    zmq_send(raw, data, size, ZMQ_DONTWAIT);
+    return 0;
+}
+
+/* ---- control ----------------------------------------------------------- */
+
+/* Sends r to the peer `*id_p` (the frame is consumed). */
+static void
+s_reply(tw_net_t *self, zframe_t **id_p, const telem_watch_ctl_reply_t *r)
+{
+    const void *data;
+    size_t size;
+    telem_watch_ctl_reply_t small = { r->id, r->code, r->message, NULL, 0 };
+    if (telem_encode_watch_ctl_reply(self->enc, r, &data, &size) != 0) {
+        small.code = TELEM_ETOOBIG;
+        small.message = "reply could not be encoded";
+        if (telem_encode_watch_ctl_reply(self->enc, &small, &data, &size))
+            return;
+    }
+    zmsg_t *msg = zmsg_new();
+    zmsg_append(msg, id_p);
+    zmsg_addmem(msg, data, size);
+    zmsg_send(&msg, self->ctl);
+}
+
+int
+tw_net_serve(tw_net_t *self, tw_t *tw, const char *const *extra,
+             size_t nextra)
+{
+    zmsg_t *msg = zmsg_recv(self->ctl);
+    if (!msg)
+        return TELEM_EIO;
+    zframe_t *id = zmsg_pop(msg);
+    zframe_t *body = zmsg_pop(msg);
+    int rc = 0;
+    telem_msg_t m;
+    if (!id || !body || zmsg_size(msg) != 0 ||
+        telem_proto_decode(self->dec, zframe_data(body), zframe_size(body),
+                           &m) != 0 ||
+        (int) m.type != TELEM_MSG_WATCH_CTL) {
+        telem_watch_ctl_reply_t bad = { 0, TELEM_EPROTO,
+            "not a watch_ctl message", NULL, 0 };
+        if (id)
+            s_reply(self, &id, &bad);
+        rc = TELEM_EPROTO;
+    } else {
+        s_reply(self, &id, tw_control(tw, &m.u.watch_ctl, extra, nextra));
+    }
+    zframe_destroy(&id);
+    zframe_destroy(&body);
+    zmsg_destroy(&msg);
+    return rc;
+}
+
+/* ---- restart ----------------------------------------------------------- */
+
+int
+tw_net_restart_send(tw_net_t *self, telem_restart_t *m)
+{
+    if (!self->restart)
+        return TELEM_ESTATE;
+    const void *data;
+    size_t size;
+    m->id = self->next_id++;
+    int rc = telem_encode_restart(self->enc, m, &data, &size);
+    if (rc)
+        return rc;
+    if (zmq_send(zsock_resolve(self->restart), data, size, ZMQ_DONTWAIT) < 0)
+        return TELEM_ECONN;
+    return 0;
+}
+
+int
+tw_net_restart_recv(tw_net_t *self, telem_restart_ack_t *ack)
+{
+    zframe_t *f = zframe_recv_nowait(self->restart);
+    if (!f)
+        return TELEM_ETIMEDOUT;
+    telem_msg_t m;
+    int rc = telem_proto_decode(self->dec, zframe_data(f), zframe_size(f), &m);
+    if (rc == 0 && (int) m.type != TELEM_MSG_RESTART_ACK)
+        rc = TELEM_EPROTO;
+    if (rc == 0)
+        *ack = m.u.restart_ack;
+    zframe_destroy(&f);
+    return rc;
+}
+
+int
+tw_net_restart_reset(tw_net_t *self)
+{
+    if (!self->restart)
+        return 0;
+    zsock_destroy(&self->restart);
+    self->restart = s_dealer(self->restart_ep);
+    return self->restart ? 0 : TELEM_EIO;
+}
