@@ -15,8 +15,16 @@
  * redisAppendCommand + redisGetReply for pipelines.  Every reply is
  * checked (status, value length); any error ends the benchmark.
  *
+ * A third column is the transport's floor for telem's own message shape:
+ * the same requests (one message per round, a header frame and one frame
+ * per value) sent through raw libzmq DEALER -> ROUTER to an echo server
+ * (this program with --echo-server) that answers each at once with the
+ * reply's shape, doing no work.  telem / floor says how much of the gap
+ * to Redis is telem and how much is libzmq's I/O threads.
+ *
  * The servers are started by bench/dict_vs_redis.sh; this program only
- * connects to them: Redis at --redis HOST:PORT, telem through node files.
+ * connects to them: Redis at --redis HOST:PORT, telem through node files,
+ * the echo server at --zmq ENDPOINT.
  */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -25,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <getopt.h>
+
+#include <zmq.h>
 
 #include "bench_common.h"
 #include "ddict.h"
@@ -35,18 +45,20 @@
 #define S_MAX_CLIENTS 64
 #define S_REPS_MAX 9
 
-enum { SYS_REDIS, SYS_TELEM1, SYS_TELEM2, SYS_N };
-static const char *const s_sys_name[SYS_N] = { "redis", "telem r=1",
-                                               "telem r=2" };
+enum { SYS_REDIS, SYS_ZMQ, SYS_TELEM1, SYS_TELEM2, SYS_N };
+static const char *const s_sys_name[SYS_N] = { "redis", "zmq floor",
+                                               "telem r=1", "telem r=2" };
 
 typedef struct {
     const char *redis_host;
     int redis_port;
-    const char *nodefile[SYS_N];   /* [SYS_TELEM1], [SYS_TELEM2] */
+    const char *nodefile[SYS_N];   /* [SYS_TELEM1], [SYS_TELEM2]; for
+                                      SYS_ZMQ the echo endpoint */
     double seconds;
     int reps;
     int clients_max;
     const char *only;              /* "OP:SIZE:CLIENTS:DEPTH" or NULL */
+    void *zctx;                    /* libzmq context of the floor */
 } s_opts_t;
 
 typedef struct {
@@ -145,6 +157,62 @@ s_redis_round(redisContext *c, s_thread_t *t, uint64_t *i)
     return 0;
 }
 
+/* ---------------------------------------------------------------- floor */
+
+/* The header frame of a floor request: op, ops in the round, value size. */
+typedef struct {
+    uint8_t is_get;
+    uint32_t n;
+    uint32_t vsize;
+} s_floor_hdr_t;
+
+static void *
+s_zmq_connect(const s_opts_t *o, char *err, size_t size)
+{
+    void *z = zmq_socket(o->zctx, ZMQ_DEALER);
+    int zero = 0;
+    if (z)
+        zmq_setsockopt(z, ZMQ_LINGER, &zero, sizeof zero);
+    if (!z || zmq_connect(z, o->nodefile[SYS_ZMQ]) != 0) {
+        snprintf(err, size, "zmq connect %s: %s", o->nodefile[SYS_ZMQ],
+                 zmq_strerror(zmq_errno()));
+        if (z)
+            zmq_close(z);
+        return NULL;
+    }
+    return z;
+}
+
+/* Like telem's client: a header frame (with the keys, here their count
+ * stands in), a copied value frame per put; waits for the whole reply. */
+static int
+s_zmq_round(void *z, s_thread_t *t, uint64_t *i)
+{
+    const s_cell_t *cell = t->cell;
+    s_floor_hdr_t h = { (uint8_t) cell->is_get, (uint32_t) cell->depth,
+                        (uint32_t) cell->vsize };
+    int more = cell->is_get ? 0 : ZMQ_SNDMORE;
+    int rc = zmq_send(z, &h, sizeof h, more) < 0;
+    for (int k = 0; rc == 0 && !cell->is_get && k < cell->depth; k++)
+        rc = zmq_send(z, t->val, cell->vsize,
+                      k + 1 < cell->depth ? ZMQ_SNDMORE : 0) < 0;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    size_t frames = 0;
+    do {
+        rc = rc ? rc : zmq_msg_recv(&m, z, 0) < 0;
+        frames++;
+    } while (rc == 0 && zmq_msg_more(&m));
+    zmq_msg_close(&m);
+    if (rc || frames != (cell->is_get ? (size_t) cell->depth + 1 : 1)) {
+        snprintf(t->err, sizeof t->err, "zmq floor: %s",
+                 rc ? zmq_strerror(zmq_errno()) : "bad reply");
+        return -1;
+    }
+    *i += (uint64_t) cell->depth;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- telem */
 
 static int
@@ -199,9 +267,22 @@ s_telem_round(ddict_t *d, ddict_batch_t *b, s_thread_t *t, uint64_t *i)
 
 /* ---------------------------------------------------------------- cells */
 
+/* One round on whichever connection the thread has. */
+static int
+s_round(s_thread_t *t, redisContext *rc, void *z, ddict_t *d,
+        ddict_batch_t *b, uint64_t *i)
+{
+    if (rc)
+        return s_redis_round(rc, t, i);
+    if (z)
+        return s_zmq_round(z, t, i);
+    return s_telem_round(d, b, t, i);
+}
+
 /* Runs rounds until the shared clock passes seconds_ns; 0 or -1. */
 static int
-s_loop(s_thread_t *t, redisContext *rc, ddict_t *d, ddict_batch_t *b)
+s_loop(s_thread_t *t, redisContext *rc, void *z, ddict_t *d,
+       ddict_batch_t *b)
 {
     pthread_barrier_wait(t->start);
     int64_t expect = 0;
@@ -211,7 +292,7 @@ s_loop(s_thread_t *t, redisContext *rc, ddict_t *d, ddict_batch_t *b)
     uint64_t i = 0;
     int r = 0;
     while (r == 0 && bench_now_ns() < stop) {
-        r = rc ? s_redis_round(rc, t, &i) : s_telem_round(d, b, t, &i);
+        r = s_round(t, rc, z, d, b, &i);
         if (r == 0)
             t->ops += (uint64_t) t->cell->depth;
     }
@@ -224,19 +305,24 @@ s_thread(void *arg)
 {
     s_thread_t *t = arg;
     redisContext *rc = NULL;
+    void *z = NULL;
     ddict_t *d = NULL;
     ddict_batch_t *b = ddict_batch_new();
     int err = 0;
     if (t->cell->sys == SYS_REDIS)
         rc = s_redis_connect(t->o, t->err, sizeof t->err);
+    else if (t->cell->sys == SYS_ZMQ)
+        z = s_zmq_connect(t->o, t->err, sizeof t->err);
     else if (!(d = ddict_open(t->o->nodefile[t->cell->sys], "bench", 10000,
                               &err)))
         snprintf(t->err, sizeof t->err, "ddict_open: %s",
                  ddict_strerror(err));
-    if (rc || d)
-        s_loop(t, rc, d, b);
+    if (rc || z || d)
+        s_loop(t, rc, z, d, b);
     else
         pthread_barrier_wait(t->start);   /* the error is in t->err */
+    if (z)
+        zmq_close(z);
     redisFree(rc);
     ddict_close(&d);
     ddict_batch_destroy(&b);
@@ -278,6 +364,12 @@ s_run_cell(const s_opts_t *o, const s_cell_t *cell, const uint8_t *val)
     return (double) ops / ((double) (end - t0) / 1e9);
 }
 
+static int
+s_on(const s_opts_t *o, int sys)
+{
+    return sys == SYS_REDIS || o->nodefile[sys] != NULL;
+}
+
 /* Writes every key a GET cell reads, on one system; exits on error. */
 static void
 s_fill_one(const s_opts_t *o, int sys, size_t vsize, const uint8_t *val)
@@ -312,7 +404,7 @@ static void
 s_fill(const s_opts_t *o, size_t vsize, const uint8_t *val)
 {
     for (int sys = 0; sys < SYS_N; sys++)
-        if (sys == SYS_REDIS || o->nodefile[sys])
+        if (sys != SYS_ZMQ && s_on(o, sys))
             s_fill_one(o, sys, vsize, val);
 }
 
@@ -321,19 +413,25 @@ s_fill(const s_opts_t *o, size_t vsize, const uint8_t *val)
 static void
 s_print_row(const s_opts_t *o, const s_cell_t *cell, double med[SYS_N])
 {
-    printf("%-4s %6s %7d %5d %12.0f", cell->is_get ? "GET" : "SET",
+    printf("%-4s %6s %3d %3d %9.0f", cell->is_get ? "GET" : "SET",
            cell->vsize > 1024 ? "64KiB" : "64B", cell->clients, cell->depth,
            med[SYS_REDIS]);
+    if (s_on(o, SYS_ZMQ))
+        printf(" %9.0f", med[SYS_ZMQ]);
+    else
+        printf(" %9s", "-");
     for (int sys = SYS_TELEM1; sys < SYS_N; sys++) {
-        if (!o->nodefile[sys]) {
-            printf(" %12s %6s %5s", "-", "-", "-");
+        if (!s_on(o, sys)) {
+            printf(" %9s %5s %4s", "-", "-", "-");
             continue;
         }
         double ratio = med[sys] / med[SYS_REDIS];
         double target = sys == SYS_TELEM1 ? 1.0 : 0.5;
-        printf(" %12.0f %6.2f %5s", med[sys], ratio,
+        printf(" %9.0f %5.2f %4s", med[sys], ratio,
                ratio >= target ? "met" : "MISS");
     }
+    if (s_on(o, SYS_ZMQ))
+        printf(" %6.2f", med[SYS_TELEM1] / med[SYS_ZMQ]);
     printf("\n");
     fflush(stdout);
 }
@@ -342,16 +440,16 @@ static void
 s_cell_all(const s_opts_t *o, s_cell_t *cell, const uint8_t *val)
 {
     double v[SYS_N][S_REPS_MAX];
-    double med[SYS_N] = { 0, 0, 0 };
+    double med[SYS_N] = { 0, 0, 0, 0 };
     for (int rep = 0; rep < o->reps; rep++)
         for (int sys = 0; sys < SYS_N; sys++) {
-            if (sys != SYS_REDIS && !o->nodefile[sys])
+            if (!s_on(o, sys))
                 continue;
             cell->sys = sys;
             v[sys][rep] = s_run_cell(o, cell, val);
         }
     for (int sys = 0; sys < SYS_N; sys++)
-        if (sys == SYS_REDIS || o->nodefile[sys])
+        if (s_on(o, sys))
             med[sys] = bench_median_d(v[sys], (size_t) o->reps);
     s_print_row(o, cell, med);
 }
@@ -382,9 +480,9 @@ s_run_all(const s_opts_t *o)
     static const size_t sizes[2] = { 64, 65536 };
     const int clients[2] = { 1, o->clients_max };
     static const int depths[2] = { 1, S_DEPTH };
-    printf("%-4s %6s %7s %5s %12s %12s %6s %5s %12s %6s %5s\n", "op", "value",
-           "clients", "depth", "redis op/s", "telem r=1", "ratio", "1.0?",
-           "telem r=2", "ratio", "0.5?");
+    printf("%-4s %6s %3s %3s %9s %9s %9s %5s %4s %9s %5s %4s %6s\n", "op",
+           "value", "cli", "dep", "redis/s", "zmqfloor", "telem r=1",
+           "/red", "1.0?", "telem r=2", "/red", "0.5?", "t1/flr");
     for (int s = 0; s < 2; s++) {
         uint8_t *val = malloc(sizes[s]);
         if (!val)
@@ -403,6 +501,50 @@ s_run_all(const s_opts_t *o)
     }
 }
 
+/* ---------------------------------------------------------------- echo */
+
+/* The floor's server: answers every request at once with the shape of
+ * telem's reply (a header frame, and for gets one value frame per op sent
+ * from one shared buffer without a copy, as telem sends stored values). */
+static int
+s_echo_server(void)
+{
+    void *ctx = zmq_ctx_new();
+    void *r = zmq_socket(ctx, ZMQ_ROUTER);
+    char ep[256];
+    size_t len = sizeof ep;
+    static uint8_t vals[65536];
+    if (!r || zmq_bind(r, "tcp://127.0.0.1:*") != 0
+        || zmq_getsockopt(r, ZMQ_LAST_ENDPOINT, ep, &len) != 0)
+        bench_die("bench_dict --echo-server", "%s",
+                  zmq_strerror(zmq_errno()));
+    printf("endpoint\t%s\n", ep);
+    fflush(stdout);
+    for (;;) {
+        zmq_msg_t id, m;
+        zmq_msg_init(&id);
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&id, r, 0) < 0 || zmq_msg_recv(&m, r, 0) < 0)
+            break;
+        s_floor_hdr_t h = { 0, 0, 0 };
+        if (zmq_msg_size(&m) == sizeof h)
+            memcpy(&h, zmq_msg_data(&m), sizeof h);
+        while (zmq_msg_more(&m) && zmq_msg_recv(&m, r, 0) >= 0)
+            ;
+        uint32_t n = h.is_get ? h.n : 0;
+        size_t vsize = h.vsize <= sizeof vals ? h.vsize : sizeof vals;
+        zmq_msg_send(&id, r, ZMQ_SNDMORE);
+        zmq_send(r, "hdr-of-a-reply", 14, n ? ZMQ_SNDMORE : 0);
+        for (uint32_t k = 0; k < n; k++) {
+            zmq_msg_t v;
+            zmq_msg_init_data(&v, vals, vsize, NULL, NULL);
+            zmq_msg_send(&v, r, k + 1 < n ? ZMQ_SNDMORE : 0);
+        }
+        zmq_msg_close(&m);
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const char s_usage[] =
@@ -412,11 +554,15 @@ static const char s_usage[] =
 "  --redis HOST:PORT  a running redis-server\n"
 "  --nodefile FILE    node file of a telem dictionary with replication off\n"
 "  --nodefile2 FILE   node file of one with replication 2 (optional)\n"
+"  --zmq ENDPOINT     a bench_dict --echo-server, for the floor column\n"
 "  --seconds S        time per cell and system (default 1.0)\n"
 "  --reps N           repetitions, the median is reported (default 3)\n"
 "  --clients N        concurrent clients of the wide cells (default 8)\n"
 "  --only OP:SIZE:CLIENTS:DEPTH  run only matching cells (* matches any),\n"
 "                     e.g. SET:65536:*:64\n"
+"       bench_dict --echo-server\n"
+"  binds a raw libzmq echo server on tcp://127.0.0.1:*, prints\n"
+"  'endpoint<TAB>EP' and serves until killed.\n"
 "Normally started by bench/dict_vs_redis.sh, which starts the servers.\n";
 
 static int
@@ -426,7 +572,8 @@ s_parse(int argc, char **argv, s_opts_t *o)
         { "redis", 1, 0, 'r' }, { "nodefile", 1, 0, 'n' },
         { "nodefile2", 1, 0, 'm' }, { "seconds", 1, 0, 's' },
         { "reps", 1, 0, 'k' }, { "clients", 1, 0, 'c' },
-        { "only", 1, 0, 'o' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "only", 1, 0, 'o' }, { "zmq", 1, 0, 'z' },
+        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     static char host[256];
     int c;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -446,6 +593,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case 'k': o->reps = atoi(optarg); break;
         case 'c': o->clients_max = atoi(optarg); break;
         case 'o': o->only = optarg; break;
+        case 'z': o->nodefile[SYS_ZMQ] = optarg; break;
         case 'h': fputs(s_usage, stdout); exit(0);
         default: return 2;
         }
@@ -462,15 +610,22 @@ s_parse(int argc, char **argv, s_opts_t *o)
 int
 main(int argc, char **argv)
 {
-    s_opts_t o = { NULL, 0, { NULL, NULL, NULL }, 1.0, 3, 8, NULL };
+    if (argc == 2 && strcmp(argv[1], "--echo-server") == 0)
+        return s_echo_server();
+    s_opts_t o = { NULL, 0, { NULL, NULL, NULL, NULL }, 1.0, 3, 8, NULL,
+                   NULL };
     if (s_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "bench_dict: bad command line\n%s", s_usage);
         return 2;
     }
+    if (o.nodefile[SYS_ZMQ] && !(o.zctx = zmq_ctx_new()))
+        bench_die("bench_dict", "zmq_ctx_new failed");
     bench_print_machine("bench_dict (telem dictionary vs Redis)");
     printf("# %.1f s per cell and system, median of %d, pipeline depth %d,"
            " keys %d (64 B) / %d (64 KiB)\n", o.seconds, o.reps, S_DEPTH,
            S_KEYS_SMALL, S_KEYS_LARGE);
     s_run_all(&o);
+    if (o.zctx)
+        zmq_ctx_term(o.zctx);
     return 0;
 }

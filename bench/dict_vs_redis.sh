@@ -3,18 +3,20 @@
 # side by side in one run on loopback, then the checkpoint restore
 # throughput (bench_dict.c, bench_dict_restore.c say what is measured).
 #
-# Usage: bench/dict_vs_redis.sh [-s SECONDS] [-r REPS] [-m MIB] [-x]
+# Usage: bench/dict_vs_redis.sh [-s SECONDS] [-r REPS] [-m MIB] [-x] [-o CELLS]
 #   -s SECONDS  time per cell and system (default 1)
 #   -r REPS     repetitions per cell, the median is printed (default 3)
 #   -m MIB      bytes of the restore benchmark, in MiB (default 1024)
 #   -x          skip the restore benchmark
+#   -o CELLS    only these cells (bench_dict --only, e.g. 'SET:65536:*:*')
 # Environment: BENCH_BUILD (build directory, default bench/build),
 # DICT_SYNC (telem_dictd --sync for the comparison, default none: Redis
 # runs without persistence too).
 #
 # Starts on 127.0.0.1, each on an ephemeral port: one redis-server (no RDB,
-# no AOF), one telem_dictd with replication off, and two telem_dictd with
-# replication 2 (two servers, two copies of every key).  Everything
+# no AOF), one telem_dictd with replication off, two telem_dictd with
+# replication 2 (two servers, two copies of every key), and a raw libzmq
+# echo server (bench_dict --echo-server) that gives the transport's floor.  Everything
 # started here is stopped at the end.  When redis-server or hiredis is
 # missing and we are root, they are installed with apt-get.
 set -euo pipefail
@@ -23,13 +25,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${BENCH_BUILD:-$here/build}"
 seconds=1 reps=3 mib=1024 restore=1
 sync="${DICT_SYNC:-none}"
-while getopts "s:r:m:xh" opt; do
+cells=""
+while getopts "s:r:m:o:xh" opt; do
     case "$opt" in
     s) seconds="$OPTARG" ;;
     r) reps="$OPTARG" ;;
     m) mib="$OPTARG" ;;
     x) restore=0 ;;
-    *) sed -n '2,18p' "$0"; exit 2 ;;
+    o) cells="$OPTARG" ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
     esac
 done
 
@@ -86,9 +90,13 @@ start_dictd() {   # start_dictd RUNDIR NAME NODES REPLICAS
     cat "$1/$2.log" >&2
     exit 1
 }
+"$build/bin/bench_dict" --echo-server >"$T/echo.out" &
+pids+=($!)
 start_dictd "$T/r1" n1 n1 1
 start_dictd "$T/r2" n1 n1,n2 2
 start_dictd "$T/r2" n2 n1,n2 2
+echo_ep=$(awk -F'\t' '/^endpoint/ {print $2}' "$T/echo.out")
+[ -n "$echo_ep" ] || { echo "dict_vs_redis.sh: echo server did not start" >&2; exit 1; }
 for _ in $(seq 200); do
     redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG && break
     read -r -t 0.05 <> <(:) || true
@@ -97,7 +105,8 @@ done
 echo "# bench/dict_vs_redis.sh -s $seconds -r $reps -m $mib   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'), $(redis-server --version | cut -d' ' -f3), telem_dictd --sync $sync)"
 "$build/bin/bench_dict" --redis "127.0.0.1:$port" \
     --nodefile "$T/r1/dict_nodes" --nodefile2 "$T/r2/dict_nodes" \
-    --seconds "$seconds" --reps "$reps"
+    --zmq "$echo_ep" \
+    --seconds "$seconds" --reps "$reps" ${cells:+--only "$cells"}
 if [ "$restore" = 1 ]; then
     echo
     "$build/bin/bench_dict_restore" --mib "$mib" --reps "$reps"

@@ -35,6 +35,7 @@
 struct ddict_log {
     char path[TELEM_PATH_MAX];
     int fd;
+    uint64_t snap;          /* compaction in steps: the snapshot point */
     uint64_t size;          /* bytes in the file, buffer included */
     int dirty;              /* appended since the last sync */
     size_t used;
@@ -354,4 +355,88 @@ fail:
     ddict_log_destroy(&fresh);
     unlink(tmp);
     return rc;
+}
+
+/* ---------------------------------------------------------- in steps */
+
+int
+ddict_log_compact_begin(ddict_log_t *self, ddict_log_t **fresh)
+{
+    char tmp[TELEM_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", self->path);
+    *fresh = NULL;
+    if (ddict_log_flush(self) != 0)
+        return TELEM_EIO;
+    unlink(tmp);
+    int rc = ddict_log_open(tmp, NULL, NULL, fresh, NULL);
+    if (rc == 0)
+        self->snap = self->size;
+    return rc;
+}
+
+int
+ddict_log_pace(ddict_log_t *self)
+{
+    if (ddict_log_flush(self) != 0)
+        return TELEM_EIO;
+    sync_file_range(self->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+    return 0;
+}
+
+/* Appends bytes [from, to) of this log's file to `out`'s file. */
+static int
+s_copy_tail(ddict_log_t *self, ddict_log_t *out, uint64_t from, uint64_t to)
+{
+    if (ddict_log_flush(out) != 0)
+        return TELEM_EIO;
+    while (from < to) {
+        size_t n = to - from > S_BUF ? S_BUF : (size_t) (to - from);
+        ssize_t r = pread(self->fd, out->buf, n, (off_t) from);
+        if (r <= 0)
+            return TELEM_EIO;
+        struct iovec iov = { out->buf, (size_t) r };
+        if (s_writev_all(out->fd, &iov, 1) != 0)
+            return TELEM_EIO;
+        from += (uint64_t) r;
+        out->size += (uint64_t) r;
+    }
+    return 0;
+}
+
+int
+ddict_log_compact_finish(ddict_log_t *self, ddict_log_t **fresh)
+{
+    ddict_log_t *f = *fresh;
+    int rc = TELEM_EIO;
+    if (ddict_log_flush(self) != 0 || s_copy_tail(self, f, self->snap,
+                                                   self->size) != 0)
+        goto fail;
+    f->dirty = 1;
+    if ((rc = ddict_log_sync(f)) != 0)
+        goto fail;
+    rc = TELEM_EIO;
+    if (rename(f->path, self->path) != 0 || s_sync_dir(self->path) != 0)
+        goto fail;
+    close(self->fd);
+    self->fd = f->fd;
+    self->size = f->size;
+    self->dirty = 0;
+    f->fd = -1;
+    ddict_log_destroy(fresh);
+    return 0;
+fail:
+    ddict_log_compact_abort(self, fresh);
+    return rc;
+}
+
+void
+ddict_log_compact_abort(ddict_log_t *self, ddict_log_t **fresh)
+{
+    (void) self;
+    if (!*fresh)
+        return;
+    char tmp[TELEM_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", (*fresh)->path);
+    ddict_log_destroy(fresh);
+    unlink(tmp);
 }

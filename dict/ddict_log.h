@@ -109,6 +109,25 @@ uint64_t ddict_log_size(const ddict_log_t *self);
 typedef int (*ddict_log_dump_fn)(void *arg, ddict_log_t *out);
 int ddict_log_compact(ddict_log_t *self, ddict_log_dump_fn dump, void *arg);
 
+/* Compaction in steps, for a server that must keep serving meanwhile.
+ * compact_begin flushes this log, remembers its size as the snapshot
+ * point and opens a fresh "<path>.tmp"; the caller appends the live state
+ * as of that point to *fresh at its own pace (ddict_log_append, with
+ * ddict_log_pace() now and then) while it keeps appending new records to
+ * this log.  compact_finish copies the records appended here since the
+ * snapshot point to the fresh file, syncs it, renames it over the log
+ * and continues there; on failure the old log stays in use, unchanged.
+ * compact_abort drops the fresh file.  Returns 0 or TELEM_EIO /
+ * TELEM_ENOMEM. */
+int ddict_log_compact_begin(ddict_log_t *self, ddict_log_t **fresh);
+int ddict_log_compact_finish(ddict_log_t *self, ddict_log_t **fresh);
+void ddict_log_compact_abort(ddict_log_t *self, ddict_log_t **fresh);
+
+/* Writes buffered records out and starts the kernel's write-back of what
+ * was written (without waiting), so the final sync of a long write is
+ * short.  Returns 0 or TELEM_EIO. */
+int ddict_log_pace(ddict_log_t *self);
+
 /* CRC-32C of a record's bytes as the log computes it (exposed for tests). */
 uint32_t ddict_log_crc(const void *data, size_t size);
 

@@ -1,6 +1,7 @@
 /* ddict_server.c - the dictionary server's life cycle: log replay into the
  * store, the shard map, decoding and dispatch of incoming messages, the
- * held-reply outbox with its group commit, and log compaction.
+ * held-reply outbox with its group commit (compaction is in
+ * ddict_server_compact.c).
  *
  * Replay applies records in file order exactly as they were applied live
  * (puts with their versions, deletes, checkpoint copies, dropped shards,
@@ -15,7 +16,6 @@
 #include "telem_error.h"
 #include "telem_time.h"
 
-#define S_COMPACT_MIN (64ull << 20)
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -155,62 +155,6 @@ s_replay(void *arg, const ddict_rec_t *r)
     return 0;
 }
 
-/* ---------------------------------------------------------------- compact */
-
-static int
-s_dump_entry(void *arg, uint32_t shard, ddict_entry_t *e)
-{
-    ddict_log_t *out = arg;
-    ddict_key_t k = ddict_entry_key(e);
-    zmq_msg_t *v = ddict_entry_value(e);
-    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k.ns, k.nslen, k.key,
-                      k.klen, zmq_msg_data(v), zmq_msg_size(v),
-                      ddict_entry_version(e) };
-    return ddict_log_append(out, &r);
-}
-
-int
-ds_dump(void *arg, ddict_log_t *out)
-{
-    ddict_server_t *self = arg;
-    ddict_log_t *live = self->log;
-    self->log = out;
-    const char *names[DDICT_NODES_MAX];
-    int n = ddict_map_size(self->map);
-    for (int i = 0; i < n; i++)
-        names[i] = ddict_map_node(self->map, i);
-    /* Rebuild the map record through the same path as live changes. */
-    ddict_map_t *keep = self->map;
-    self->map = NULL;
-    int rc = ds_set_map(self, names, n, ddict_map_replicas(keep), self->epoch,
-                        1);
-    ddict_map_destroy(&keep);
-    self->log = live;
-    for (uint32_t s = 0; rc == 0 && s < DDICT_SHARDS; s++)
-        rc = ddict_store_foreach(self->store, s, NULL, 0, s_dump_entry, out);
-    return rc;
-}
-
-static void
-s_maybe_compact(ddict_server_t *self)
-{
-    uint64_t size = ddict_log_size(self->log);
-    uint64_t min = self->cfg.compact_min ? self->cfg.compact_min
-                                         : S_COMPACT_MIN;
-    if (size < min || size < 2 * ddict_store_bytes(self->store) + min / 2)
-        return;
-    int64_t t0 = telem_mono_ns();
-    int rc = ddict_log_compact(self->log, ds_dump, self);
-    if (rc)
-        telem_log(TELEM_LOG_WARN, "log compaction failed: %s",
-                  telem_strerror(rc));
-    else
-        telem_log(TELEM_LOG_INFO, "log compacted from %llu to %llu bytes "
-                  "in %.1f ms", (unsigned long long) size,
-                  (unsigned long long) ddict_log_size(self->log),
-                  (double) (telem_mono_ns() - t0) / 1e6);
-}
-
 /* ---------------------------------------------------------------- life */
 
 static int
@@ -271,6 +215,7 @@ ddict_server_destroy(ddict_server_t **self_p)
     ddict_server_t *self = *self_p;
     ds_pending_fail_all(self, TELEM_ECONN);
     ds_waiters_expire(self, 0, 1, TELEM_ECONN);
+    ds_compact_abort(self);
     if (self->log && self->nout)
         ddict_server_flush(self);
     for (size_t i = 0; i < self->nout; i++) {
@@ -378,7 +323,7 @@ ddict_server_flush(ddict_server_t *self)
         free(o->frames);
     }
     if (rc == 0)
-        s_maybe_compact(self);
+        ds_compact_step(self);
     return rc;
 }
 
@@ -459,7 +404,8 @@ ddict_server_tick(ddict_server_t *self, int64_t now)
             self->oldest_id++;
         }
     }
-    int64_t next = now + 100 * TELEM_NS_PER_MS;
+    /* A compaction in progress advances at every flush: no idle wait. */
+    int64_t next = self->compact ? now : now + 100 * TELEM_NS_PER_MS;
     for (size_t i = 0; i < self->nwait; i++)
         if (self->waiters[i].deadline < next)
             next = self->waiters[i].deadline;

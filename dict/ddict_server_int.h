@@ -1,7 +1,8 @@
 /* ddict_server_int.h - PRIVATE to the dictionary server (ddict_server*.c).
  *
  * The server is split by responsibility:
- *   ddict_server.c       life cycle, log replay and compaction, flush, tick
+ *   ddict_server.c       life cycle, log replay, flush, tick
+ *   ddict_server_compact.c  log compaction in bounded steps
  *   ddict_server_ops.c   client operations on the primary, replication out
  *   ddict_server_repl.c  replication in, acknowledgements, events, re-form
  */
@@ -74,6 +75,8 @@ typedef struct {
     int64_t deadline;
 } ds_waiter_t;
 
+typedef struct ds_compact ds_compact_t;
+
 struct ddict_server {
     ddict_server_config_t cfg;
     char node[TELEM_NAME_MAX + 1];
@@ -111,6 +114,7 @@ struct ddict_server {
     telem_dict_res_t *res;
     zmq_msg_t *vals;
     size_t capops;
+    ds_compact_t *compact;     /* compaction in progress, or NULL */
     int failed_io;
     uint64_t bad_messages;
     ddict_log_stats_t replay;
@@ -131,6 +135,13 @@ void ds_close_frames(zmq_msg_t *frames, size_t n);
 int ds_dump(void *arg, ddict_log_t *out);
 int ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type,
                   uint64_t id, int32_t code);
+
+/* ddict_server_compact.c */
+/* Advances a compaction in progress by one bounded step, or starts one
+ * when the log has grown past its threshold.  Called after each flush. */
+void ds_compact_step(ddict_server_t *self);
+/* Drops a compaction in progress (the live log is untouched). */
+void ds_compact_abort(ddict_server_t *self);
 
 /* ddict_server_ops.c */
 int ds_client_request(ddict_server_t *self, zmq_msg_t *route,

@@ -476,6 +476,7 @@ ds_admin(ddict_server_t *self, zmq_msg_t *route, const telem_dict_admin_t *m)
         self->stopping = 1;
         break;
     case TELEM_DADM_COMPACT:
+        ds_compact_abort(self);
         code = ddict_log_compact(self->log, ds_dump, self);
         break;
     default:

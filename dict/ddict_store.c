@@ -4,6 +4,10 @@
  * An entry is one allocation: header, then namespace and key bytes.  The
  * value is a zmq_msg_t inside the entry, so replacing a value never
  * reallocates the entry.
+ *
+ * Buckets are picked with the hash's upper half: the shard of a key is
+ * the key hash's low byte (ddict_shard_of), identical for every key of a
+ * shard, so low bits would put a whole shard into one chain.
  */
 #include "ddict_store.h"
 
@@ -43,6 +47,12 @@ s_hash(const ddict_key_t *k)
     if (k->nslen)
         h ^= ddict_hash(k->ns, k->nslen) * UINT64_C(0x9e3779b97f4a7c15);
     return h;
+}
+
+static uint32_t
+s_bucket(uint64_t h, uint32_t nbuckets)
+{
+    return (uint32_t) (h >> 32) & (nbuckets - 1);
 }
 
 static int
@@ -92,7 +102,7 @@ s_grow(s_table_t *t)
         ddict_entry_t *e = t->buckets[i];
         while (e) {
             ddict_entry_t *next = e->next;
-            uint32_t j = (uint32_t) (e->hash & (n - 1));
+            uint32_t j = s_bucket(e->hash, n);
             e->next = b[j];
             b[j] = e;
             e = next;
@@ -109,7 +119,7 @@ s_slot(s_table_t *t, uint64_t h, const ddict_key_t *k)
 {
     if (!t->nbuckets)
         return NULL;
-    ddict_entry_t **pp = &t->buckets[h & (t->nbuckets - 1)];
+    ddict_entry_t **pp = &t->buckets[s_bucket(h, t->nbuckets)];
     while (*pp && !s_match(*pp, h, k))
         pp = &(*pp)->next;
     return pp;
@@ -151,7 +161,7 @@ ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
     memcpy(e->bytes + k->nslen, k->key, k->klen);
     zmq_msg_init(&e->val);
     zmq_msg_move(&e->val, val);
-    uint32_t j = (uint32_t) (h & (t->nbuckets - 1));
+    uint32_t j = s_bucket(h, t->nbuckets);
     e->next = t->buckets[j];
     t->buckets[j] = e;
     t->count++;

@@ -15,7 +15,9 @@
  * cannot be reached fails the write and the primary does not keep it;
  * events (a parked waiter woken by a set, a wait that expires on tick);
  * restart from the log; re-form admin phases (prepare, transfer, commit)
- * including a retry after a prepare that was never committed.
+ * including a retry after a prepare that was never committed; log
+ * compaction in steps while writes go on, then a restart from the
+ * compacted log.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +75,7 @@ struct s_net {
     telem_encoder_t *enc;
     telem_decoder_t *dec;
     char dir[256];
+    uint64_t compact_min;         /* for the servers started next */
 };
 
 static int
@@ -162,7 +165,7 @@ s_start(s_net_t *net, int i, const char *const *nodes, int n, int replicas)
     char log[300];
     snprintf(log, sizeof log, "%s/%s.log", net->dir, net->name[i]);
     ddict_server_config_t cfg = { net->name[i], log, nodes, n, replicas,
-                                  DDICT_SYNC_NONE, 0 };
+                                  DDICT_SYNC_NONE, net->compact_min };
     net->port[i].net = net;
     net->port[i].idx = i;
     int err = 0;
@@ -602,6 +605,43 @@ test_reform_retry(void)
     s_net_fini(&net);
 }
 
+static void
+test_compaction(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    net.compact_min = 4096;
+    const char *one[1] = { "n1" };
+    ddict_server_t *s = s_start(&net, 0, one, 1, 1);
+    char val[101], key[16];
+    uint64_t written = 0;
+    for (int i = 1; i <= 300; i++) {
+        snprintf(val, sizeof val, "%-99d", i);
+        snprintf(key, sizeof key, "k%d", i % 40);
+        CHECK(s_one(&net, 0, (uint64_t) i, TELEM_DOP_PUT, i % 2 ? "hot" : key,
+                    val, 0, NULL, NULL, 0) == 0);
+        written += 32 + 2 + 4 + 99;
+    }
+    CHECK(s_one(&net, 0, 1000, TELEM_DOP_DEL, "k0", NULL, 0, NULL, NULL, 0)
+          == 0);
+    ddict_server_stats_t st;
+    ddict_server_stats(s, &st);
+    CHECK(written > 40000 && st.log_bytes < 3 * 4096);
+    ddict_server_destroy(&net.srv[0]);
+    s = s_start(&net, 0, one, 1, 1);
+    ddict_server_stats(s, &st);
+    CHECK(st.keys == 20 && st.dropped_bytes == 0);   /* hot, k2..k38 */
+    char out[128] = "";
+    uint64_t v = 0;
+    CHECK(s_one(&net, 0, 1001, TELEM_DOP_GET, "hot", NULL, 0, &v, out,
+                sizeof out) == 0 && v == 150 && atoi(out) == 299);
+    CHECK(s_one(&net, 0, 1002, TELEM_DOP_GET, "k38", NULL, 0, &v, out,
+                sizeof out) == 0 && atoi(out) == 278);
+    CHECK(s_one(&net, 0, 1003, TELEM_DOP_GET, "k0", NULL, 0, NULL, NULL, 0)
+          == TELEM_ENOTFOUND);
+    s_net_fini(&net);
+}
+
 int
 main(void)
 {
@@ -612,6 +652,7 @@ main(void)
     test_events();
     test_restart();
     test_reform_retry();
+    test_compaction();
     if (g_failures) {
         fprintf(stderr, "test_dict_server: %d check(s) failed\n", g_failures);
         return 1;
