@@ -10,6 +10,9 @@
  *   <rundir>/launch/restarts.log   one line per restart
  *   <rundir>/launch/launch.lock    flock held while the launcher runs
  *   <rundir>/launch/<node>.<role>.log   a daemon's standard error
+ *   <dict node file>           telem_dictd's endpoints ($TELEM_DICT_NODEFILE,
+ *                              else <rundir>/dict_nodes): the servers
+ *                              register there; removed at start and end
  * The node file and the job file are replaced atomically (write a temporary
  * file, rename), so a reader never sees half of one.
  */
@@ -50,6 +53,11 @@ tl_job_files_open(tl_job_t *self, char *why, size_t why_size)
         self->lock_fd = -1;
         return TELEM_ESTATE;
     }
+    /* Endpoints of an earlier job's servers are stale: the servers of
+       this one register afresh (their data stays in their logs). */
+    if (unlink(self->dict_nodefile) != 0 && errno != ENOENT)
+        telem_log(TELEM_LOG_WARN, "cannot remove %s: %s", self->dict_nodefile,
+                  strerror(errno));
     snprintf(path, sizeof path, "%s/restarts.log", self->launch_dir);
     self->restart_log = fopen(path, "ae");
     if (!self->restart_log) {
@@ -120,6 +128,7 @@ tl_job_files_close(tl_job_t *self)
     char path[TELEM_PATH_MAX + 8];
     if (self->lock_fd >= 0) {
         unlink(self->nodefile);
+        unlink(self->dict_nodefile);
         snprintf(path, sizeof path, "%s/job", self->launch_dir);
         unlink(path);
         close(self->lock_fd);
@@ -156,18 +165,6 @@ s_put(tl_env_t *env, tl_argv_t *kv, const char *key, const char *fmt, ...)
     return tl_env_set(env, key, value) || tl_argv_add(kv, pair);
 }
 
-/* The dictionary's endpoints for the program: TELEM_DICT_ENDPOINTS will
- * list every telem_dictd of the job here once the dictionary exists
- * (issue 4); until then nothing is set. */
-static int
-s_env_dict(const tl_job_t *self, tl_env_t *env, tl_argv_t *kv)
-{
-    (void) self;
-    (void) env;
-    (void) kv;
-    return 0;
-}
-
 static int
 s_env_program(const tl_job_t *self, size_t i, tl_env_t *env, tl_argv_t *kv)
 {
@@ -177,7 +174,7 @@ s_env_program(const tl_job_t *self, size_t i, tl_env_t *env, tl_argv_t *kv)
                    tl_state_count(self->state, TL_NODE_ACTIVE))
           || s_put(env, kv, "TELEM_RESTART_COUNT", "%ld", restarts)
           || (restarts > 0 && s_put(env, kv, "TELEM_RESTARTED", "1"));
-    return rc || s_env_dict(self, env, kv);
+    return rc;
 }
 
 tl_env_t *
@@ -186,7 +183,7 @@ tl_job_env(const tl_job_t *self, size_t i, tl_role_t role, tl_argv_t *kv)
     extern char **environ;
     static const char *const drop[] = {
         "TELEM_NODE", "TELEM_RANK", "TELEM_NNODES", "TELEM_RESTART_COUNT",
-        "TELEM_RESTARTED", "TELEM_DICT_ENDPOINTS", NULL
+        "TELEM_RESTARTED", "TELEM_DICT_NODEFILE", NULL
     };
     tl_env_t *env = tl_env_new(environ);
     if (!env)
@@ -196,7 +193,9 @@ tl_job_env(const tl_job_t *self, size_t i, tl_role_t role, tl_argv_t *kv)
     int rc = s_put(env, kv, "TELEM_RUNDIR", "%s", self->rundir)
           || s_put(env, kv, "TELEM_LEVEL", "%d", self->cfg.level)
           || s_put(env, kv, "TELEM_NODEFILE", "%s", self->nodefile)
-          || s_put(env, kv, "TELEM_LAUNCH_ENDPOINT", "%s", self->restart_ep);
+          || s_put(env, kv, "TELEM_LAUNCH_ENDPOINT", "%s", self->restart_ep)
+          || (self->dict && s_put(env, kv, "TELEM_DICT_NODEFILE", "%s",
+                                  self->dict_nodefile));
     /* Under Slurm telemd names itself from SLURMD_NODENAME. */
     if (!rc && (role != TL_ROLE_TELEMD
                 || !tl_source_daemon_names_itself(self->source)))

@@ -132,6 +132,9 @@ s_restart_line(tl_job_t *self, const char *verdict)
 {
     tl_restart_t *r = &self->rs;
     char line[2560], budget[32] = "unlimited", active[512] = "";
+    char reform[200] = "";
+    if (*r->reform_error)
+        snprintf(reform, sizeof reform, " (failed: %s)", r->reform_error);
     if (self->cfg.nodes.max_restarts >= 0)
         snprintf(budget, sizeof budget, "%ld", self->cfg.nodes.max_restarts);
     for (size_t i = 0; i < self->n; i++)
@@ -148,12 +151,11 @@ s_restart_line(tl_job_t *self, const char *verdict)
     else
         snprintf(line, sizeof line, "restart %ld (of at most %s): trigger "
                  "%s; nodes %s; promoted %s; why: %s; stop %.3f s, re-form "
-                 "%.3f s, "
-                 "back-off %.3f s, start %.3f s; active %s", r->number,
-                 budget, r->trigger, *r->nodes ? r->nodes : "none",
+                 "%.3f s%s, back-off %.3f s, start %.3f s; active %s",
+                 r->number, budget, r->trigger, *r->nodes ? r->nodes : "none",
                  *r->promoted ? r->promoted : "none", r->why,
                  s_sec(r->t_stopped - r->t0),
-                 s_sec(r->t_reformed - r->t_stopped),
+                 s_sec(r->t_reformed - r->t_stopped), reform,
                  s_sec(r->t_backoff_end - r->t_reformed),
                  s_sec(telem_mono_ns() - r->t_backoff_end), active);
     telem_log(TELEM_LOG_WARN, "%s", line);
@@ -195,15 +197,41 @@ s_start_programs(tl_job_t *self)
                   tl_state_count(self->state, TL_NODE_IDLE));
 }
 
-/* Starts the program when every active node's telemd is ready. */
+/* Forms the dictionary's first map on the job's nodes, once: the
+ * servers may have replayed an earlier map from their logs (a job run
+ * again in the same run directory), and a re-form makes every server
+ * agree on this job's node set while keeping what the logs hold. */
+static int
+s_dict_form(tl_job_t *self)
+{
+    if (!self->dict || self->dict_formed)
+        return 0;
+    char why[256];
+    int64_t t0 = telem_mono_ns();
+    if (tl_job_dict_reform(self, why, sizeof why) != 0) {
+        char line[320];
+        snprintf(line, sizeof line, "the dictionary could not be formed: %s",
+                 why);
+        tl_job_end(self, TL_EXIT_START, line);
+        return -1;
+    }
+    self->dict_formed = 1;
+    telem_log(TELEM_LOG_INFO, "dictionary formed on %zu node(s) in %.3f s",
+              self->n - tl_state_count(self->state, TL_NODE_DOWN),
+              s_sec(telem_mono_ns() - t0));
+    return 0;
+}
+
+/* Starts the program when every node is ready (tl_job_node_ready()). */
 static void
 s_try_start(tl_job_t *self)
 {
     for (size_t i = 0; i < self->n; i++)
-        if (tl_state_node(self->state, i) == TL_NODE_ACTIVE
-            && !self->nodes[i].ready)
+        if (!tl_job_node_ready(self, i))
             return;
     s_timer_cancel(self);
+    if (s_dict_form(self) != 0)
+        return;
     tl_job_files_write(self);
     s_start_programs(self);
 }
@@ -216,12 +244,15 @@ s_on_start_timeout(zloop_t *loop, int timer_id, void *arg)
     tl_job_t *self = arg;
     self->timer = -1;
     char why[128];
-    snprintf(why, sizeof why, "telemd was not ready within %.0f s",
-             s_sec(self->cfg.start_timeout_ns));
-    for (size_t i = 0; i < self->n && self->phase == TL_PHASE_STARTING; i++)
-        if (tl_state_node(self->state, i) != TL_NODE_DOWN
-            && !self->nodes[i].ready)
-            tl_job_node_failed(self, i, "start", why);
+    for (size_t i = 0; i < self->n && self->phase == TL_PHASE_STARTING; i++) {
+        if (tl_state_node(self->state, i) == TL_NODE_DOWN
+            || tl_job_node_ready(self, i))
+            continue;
+        snprintf(why, sizeof why, "%s was not ready within %.0f s",
+                 self->nodes[i].ready ? "telem_dictd" : "telemd",
+                 s_sec(self->cfg.start_timeout_ns));
+        tl_job_node_failed(self, i, "start", why);
+    }
     return tl_job_loop_result(self);
 }
 
@@ -237,24 +268,16 @@ void
 tl_job_on_ready(tl_job_t *self, size_t i)
 {
     self->ac_stale = 1;
-    telem_log(TELEM_LOG_DEBUG, "telemd on %s ready at %s",
-              tl_state_name(self->state, i), self->nodes[i].endpoint);
+    telem_log(TELEM_LOG_DEBUG, "%s: telemd %s, telem_dictd %s",
+              tl_state_name(self->state, i),
+              self->nodes[i].ready ? self->nodes[i].endpoint : "not ready",
+              !self->dict ? "not used"
+              : self->nodes[i].dict_ready ? "ready" : "not ready");
     if (self->phase == TL_PHASE_STARTING)
         s_try_start(self);
 }
 
 /* ---- restarting -------------------------------------------------------- */
-
-/* Re-forms the distributed dictionary on the new node set.  This is where
- * the dictionary's membership change (issue 4) will be called; until
- * telem_dictd exists there is nothing to re-form, and the step is still
- * timed and reported so that restart timings keep their shape. */
-static int
-s_dict_reform(tl_job_t *self)
-{
-    (void) self;
-    return 0;
-}
 
 static int
 s_on_backoff_end(zloop_t *loop, int timer_id, void *arg)
@@ -277,7 +300,11 @@ s_advance(tl_job_t *self)
         || tl_job_count(self, TL_ROLE_COLLECT))
         return;
     self->rs.t_stopped = telem_mono_ns();
-    s_dict_reform(self);
+    /* A failed re-form is reported in the restart line; the program is
+       started anyway and sees the dictionary's errors itself. */
+    if (tl_job_dict_reform(self, self->rs.reform_error,
+                           sizeof self->rs.reform_error) == 0)
+        self->rs.reform_error[0] = '\0';
     self->rs.t_reformed = telem_mono_ns();
     self->ac_stale = 1;
     tl_job_files_write(self);
@@ -311,7 +338,7 @@ s_note_changes(tl_job_t *self, const tl_node_state_t *before, char *down,
         if (before[i] != TL_NODE_DOWN && now == TL_NODE_DOWN) {
             s_list_add(down, size, name);
             s_stop(self, -1, (long) i);
-            self->nodes[i].ready = 0;
+            self->nodes[i].ready = self->nodes[i].dict_ready = 0;
         } else if (before[i] == TL_NODE_IDLE && now == TL_NODE_ACTIVE) {
             s_list_add(promoted, size, name);
         }
@@ -327,7 +354,8 @@ s_record(tl_job_t *self, const char *trigger, const char *why,
 {
     tl_restart_t *r = &self->rs;
     if (!r->pending)
-        r->trigger[0] = r->why[0] = r->nodes[0] = r->promoted[0] = '\0';
+        r->trigger[0] = r->why[0] = r->nodes[0] = r->promoted[0] =
+            r->reform_error[0] = '\0';
     else
         telem_log(TELEM_LOG_INFO, "restart %ld is merged into the next one "
                   "(a failure during the restart)", r->number);
@@ -404,11 +432,11 @@ void
 tl_job_begin(tl_job_t *self)
 {
     for (size_t i = 0; i < self->n; i++) {
-        if (tl_job_start_telemd(self, i)) {
-            tl_job_end(self, TL_EXIT_START, "telemd could not be started");
+        if (tl_job_start_telemd(self, i) || tl_job_start_dictd(self, i)) {
+            tl_job_end(self, TL_EXIT_START, "telemd or telem_dictd could "
+                       "not be started");
             return;
         }
-        tl_job_start_helpers(self, i);
     }
     s_enter_starting(self);
 }
@@ -491,13 +519,19 @@ tl_job_on_exit(tl_job_t *self, tl_proc_t *p, int status)
         nd->ready = 0;
         self->ac_stale = 1;
     }
+    if (p->role == TL_ROLE_DICTD && nd->dictd == p) {
+        nd->dictd = NULL;
+        nd->dict_ready = 0;
+    }
     if (p->stopping || self->phase == TL_PHASE_ENDING) {
         s_advance(self);
         return;
     }
-    if (p->role == TL_ROLE_TELEMD) {
+    /* The node's daemons are the node: losing either fails it. */
+    if (p->role == TL_ROLE_TELEMD || p->role == TL_ROLE_DICTD) {
         char why[256];
-        snprintf(why, sizeof why, "telemd %s", how);
+        snprintf(why, sizeof why, "%s %s", p->role == TL_ROLE_TELEMD
+                 ? "telemd" : "telem_dictd", how);
         tl_job_node_failed(self, p->node, "daemon", why);
         return;
     }

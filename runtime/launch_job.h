@@ -5,17 +5,22 @@
  * and where their binaries sit next to telemd: telem_dictd on every node,
  * telem_collect on every node when collectors are asked for, telem_watch on
  * the first active node when detectors are.  When every active node's
- * telemd is ready it writes the node file (active nodes, for ac_query and
- * the watcher) and <rundir>/launch/job (every node, its state, rank and
- * endpoint), then starts the program once per active node with:
+ * telemd and every node's telem_dictd is ready, it forms the dictionary
+ * on the job's nodes (a re-form, so servers that replayed an earlier map
+ * from their logs agree on this job's), writes the node file (active
+ * nodes, for ac_query and the watcher) and <rundir>/launch/job (every
+ * node, its state, rank and endpoint), then starts the program once per
+ * active node with:
  *   TELEM_LEVEL, TELEM_NODE, TELEM_RANK, TELEM_NNODES, TELEM_RESTART_COUNT,
  *   TELEM_RESTARTED=1 (only after a restart), TELEM_NODEFILE, TELEM_RUNDIR,
  *   TELEM_LAUNCH_ENDPOINT (the restart request socket), and
- *   TELEM_DICT_ENDPOINTS once the dictionary daemons exist (not set yet).
+ *   TELEM_DICT_NODEFILE (where the dictionary's servers are, what
+ *   ddict_open() reads) when the job has a dictionary.
  *
  * Failures and what they lead to (launch_state.h has the node rules):
- *   - a node's telemd exits, or misses `heartbeat_misses` status requests
- *     in a row (each with its own deadline): the node failed;
+ *   - a node's telemd or telem_dictd exits, or its telemd misses
+ *     `heartbeat_misses` status requests in a row (each with its own
+ *     deadline): the node failed;
  *   - the program exits non-zero on a node: with restart_on_failure the
  *     node failed, otherwise the job ends with TL_EXIT_PROGRAM;
  *   - tl_job_request_restart(): the named nodes failed.
@@ -23,8 +28,9 @@
  * with restart_on_failure); otherwise the job ends, TL_EXIT_UNRECOVERABLE.
  * A restart stops the program on every node (SIGTERM to each process
  * group, SIGKILL after `grace_ns`), stops the daemons of the nodes that
- * went down, re-forms the dictionary on the new node set (a timed step,
- * empty until the dictionary exists), waits the back-off, and starts the
+ * went down, re-forms the dictionary on the nodes not DOWN (a timed step;
+ * a failed re-form is named in the restart line and the program is
+ * started anyway), waits the back-off, and starts the
  * program again.  It prints and logs one line: trigger, nodes, why,
  * restart number, and the time of each step.
  *

@@ -5,6 +5,7 @@
  *   launch_loop.c     creation, the loop, signals, heartbeat, requests
  *   launch_procs.c    the process table: spawn, exit, stop, telemd output
  *   launch_files.c    run directory files and the program's environment
+ *   launch_dict.c     the job's distributed dictionary: forming, re-forming
  */
 #ifndef LAUNCH_JOB_INT_H
 #define LAUNCH_JOB_INT_H
@@ -43,7 +44,9 @@ typedef struct {
 typedef struct {
     tl_proc_t *telemd;          /* NULL when not running */
     tl_proc_t *program;         /* NULL when not running */
+    tl_proc_t *dictd;           /* NULL when not running */
     int ready;                  /* telemd printed "ready" */
+    int dict_ready;             /* telem_dictd printed "ready" */
     int done;                   /* the program ended 0 in this run */
     int misses;                 /* heartbeat misses in a row */
     int64_t started_ns;         /* when telemd was started (monotonic) */
@@ -69,6 +72,7 @@ typedef struct {
     char why[512];
     int64_t t0, t_stopped, t_reformed, t_backoff_end;
     int64_t backoff_ns;
+    char reform_error[160];     /* the re-form failed: why; "" when not */
 } tl_restart_t;
 
 struct tl_job {
@@ -91,12 +95,15 @@ struct tl_job {
     int exit_code;              /* decided when ENDING starts */
     int timer;                  /* the phase's zloop timer, -1: none */
     int runs;                   /* times the program was started */
+    int dict;                   /* telem_dictd runs on every node */
+    int dict_formed;            /* the first map was formed */
     tl_restart_t rs;
     FILE *restart_log;
     telem_ratelimit_t rl;       /* bad restart requests */
     char rundir[TELEM_PATH_MAX];
     char launch_dir[TELEM_PATH_MAX];
     char nodefile[TELEM_PATH_MAX];
+    char dict_nodefile[TELEM_PATH_MAX];    /* telem_dictd registers here */
     char restart_ep[TELEM_PATH_MAX + 32];
     char bin_telemd[TELEM_PATH_MAX];
     char bin_dictd[TELEM_PATH_MAX];
@@ -119,9 +126,11 @@ tl_proc_t *tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
 /* Starts telemd on node i.  Returns 0 or a negative error (logged). */
 int tl_job_start_telemd(tl_job_t *self, size_t i);
 
-/* Starts telem_dictd on node i when it is built, its first map being
- * the job's nodes.  Failures are logged, never fatal. */
-void tl_job_start_helpers(tl_job_t *self, size_t i);
+/* Starts telem_dictd on node i when the job uses the dictionary, its
+ * first map being the job's nodes; its standard output (endpoint, then
+ * "ready") is piped into the loop.  Returns 0 or a negative error
+ * (logged). */
+int tl_job_start_dictd(tl_job_t *self, size_t i);
 
 /* Starts, from node i, what observes the whole active set and so is
  * restarted with the program: telem_collect (which starts a collector per
@@ -173,6 +182,19 @@ tl_env_t *tl_job_env(const tl_job_t *self, size_t i, tl_role_t role,
                      tl_argv_t *telem_kv);
 
 /* ---- launch_loop.c / launch_job.c ------------------------------------ */
+
+/* ---- launch_dict.c ---------------------------------------------------- */
+
+/* Re-forms the dictionary on every node that is not DOWN (active and
+ * reserve), through ddict_reform(), with a deadline.  Blocks the loop for
+ * at most that deadline.  Returns 0 (also when the job has no
+ * dictionary) or a negative error with a sentence in `why`. */
+int tl_job_dict_reform(tl_job_t *self, char *why, size_t why_size);
+
+/* Whether node i is ready for the program to start: its telemd (active
+ * nodes) and its telem_dictd (every node not DOWN, when the job uses the
+ * dictionary) printed "ready". */
+int tl_job_node_ready(const tl_job_t *self, size_t i);
 
 /* Returns -1 (end the loop) when the job is ending and nothing runs. */
 int tl_job_loop_result(const tl_job_t *self);

@@ -226,6 +226,15 @@ s_paths(tl_job_t *self, char *why, size_t why_size)
     snprintf(self->bin_dictd, TELEM_PATH_MAX, "%.400s/telem_dictd", bin);
     snprintf(self->bin_collect, TELEM_PATH_MAX, "%.400s/telem_collect", bin);
     snprintf(self->bin_watch, TELEM_PATH_MAX, "%.400s/telem_watch", bin);
+    const char *dnf = getenv("TELEM_DICT_NODEFILE");
+    if ((dnf && *dnf ? snprintf(self->dict_nodefile, TELEM_PATH_MAX, "%s",
+                                dnf)
+                     : snprintf(self->dict_nodefile, TELEM_PATH_MAX,
+                                "%s/dict_nodes", self->rundir))
+        >= TELEM_PATH_MAX) {
+        snprintf(why, why_size, "dictionary node file path too long");
+        return TELEM_EINVAL;
+    }
     return 0;
 }
 
@@ -244,6 +253,8 @@ s_binaries(tl_job_t *self, char *why, size_t why_size)
                  self->bin_collect, strerror(errno));
         return TELEM_ENOTFOUND;
     }
+    /* The dictionary is part of every job where it is built. */
+    self->dict = access(self->bin_dictd, X_OK) == 0;
     if (self->cfg.ndetectors && access(self->bin_watch, X_OK) != 0)
         telem_log(TELEM_LOG_WARN, "%s is not available: --detector has no "
                   "effect", self->bin_watch);

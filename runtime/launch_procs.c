@@ -3,10 +3,11 @@
  *
  * Each process is started through the node source (directly, srun, or a
  * remote-shell template) into a process group of its own; signals go to
- * the whole group.  telemd's standard output comes back through a pipe
- * polled by the job's loop: it prints its endpoints and "ready", which is
- * how the launcher learns, on every kind of node, where to reach it and
- * that it is up (and, under Slurm, which node it really runs on).
+ * the whole group.  telemd's and telem_dictd's standard output come back
+ * through pipes polled by the job's loop: they print their endpoints and
+ * "ready", which is how the launcher learns, on every kind of node, where
+ * to reach them and that they are up (and, under Slurm, which node telemd
+ * really runs on).
  */
 #include "launch_job_int.h"
 
@@ -63,6 +64,18 @@ s_query_endpoint(tl_node_t *nd, const char *node, const char *ep)
         snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
 }
 
+/* One line of telem_dictd's start-up output: "endpoint<TAB>EP", "ready"
+ * (it registers its endpoint in the dictionary node file itself). */
+static void
+s_dictd_line(tl_job_t *self, tl_proc_t *p, const char *line)
+{
+    tl_node_t *nd = &self->nodes[p->node];
+    if (strcmp(line, "ready") != 0 || nd->dictd != p)
+        return;
+    nd->dict_ready = 1;
+    tl_job_on_ready(self, p->node);
+}
+
 /* One line of telemd's start-up output. */
 static void
 s_telemd_line(tl_job_t *self, tl_proc_t *p, const char *line)
@@ -114,7 +127,10 @@ s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
     char *start = p->line, *nl;
     while ((nl = strchr(start, '\n')) != NULL) {
         *nl = '\0';
-        s_telemd_line(self, p, start);
+        if (p->role == TL_ROLE_DICTD)
+            s_dictd_line(self, p, start);
+        else
+            s_telemd_line(self, p, start);
         start = nl + 1;
         if (p->stopping)            /* failed its identity check */
             return 0;
@@ -184,13 +200,12 @@ tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
     p->node = node;
     p->role = role;
     p->out_fd = -1;
-    if (role == TL_ROLE_TELEMD && pipe2(pipefd, O_CLOEXEC) != 0)
+    int daemon = role == TL_ROLE_TELEMD || role == TL_ROLE_DICTD;
+    if (daemon && pipe2(pipefd, O_CLOEXEC) != 0)
         goto fail;
-    if ((role == TL_ROLE_TELEMD || role == TL_ROLE_DICTD)
-        && (err_fd = s_log_fd(self, node, role)) < 0)
+    if (daemon && (err_fd = s_log_fd(self, node, role)) < 0)
         goto fail;
-    int out_fd = role == TL_ROLE_DICTD ? err_fd : pipefd[1];
-    if (s_spawn_cmd(self, node, role, argv, env, telem_kv, out_fd, err_fd,
+    if (s_spawn_cmd(self, node, role, argv, env, telem_kv, pipefd[1], err_fd,
                     &p->pid))
         goto fail;
     if (err_fd >= 0)
@@ -265,32 +280,49 @@ tl_job_start_telemd(tl_job_t *self, size_t i)
     return nd->telemd ? 0 : TELEM_EIO;
 }
 
-void
-tl_job_start_helpers(tl_job_t *self, size_t i)
+/* "a,b,c": the nodes that are not DOWN, the dictionary's node set;
+ * malloc'd, NULL when out of memory. */
+static char *
+s_dict_list(const tl_job_t *self)
 {
-    if (access(self->bin_dictd, X_OK) != 0)
-        return;
-    tl_argv_t argv = { 0 };
-    char *list = NULL;
     size_t len = 1;
     for (size_t k = 0; k < self->n; k++)
         if (tl_state_node(self->state, k) != TL_NODE_DOWN)
             len += strlen(tl_state_name(self->state, k)) + 1;
-    if ((list = calloc(1, len)) != NULL) {
-        for (size_t k = 0; k < self->n; k++)
-            if (tl_state_node(self->state, k) != TL_NODE_DOWN)
-                strcat(strcat(list, *list ? "," : ""),
-                       tl_state_name(self->state, k));
+    char *list = calloc(1, len);
+    for (size_t k = 0; list && k < self->n; k++)
+        if (tl_state_node(self->state, k) != TL_NODE_DOWN)
+            strcat(strcat(list, *list ? "," : ""),
+                   tl_state_name(self->state, k));
+    return list;
+}
+
+int
+tl_job_start_dictd(tl_job_t *self, size_t i)
+{
+    tl_node_t *nd = &self->nodes[i];
+    nd->dict_ready = 0;
+    if (!self->dict)
+        return 0;
+    tl_argv_t argv = { 0 };
+    char *list = s_dict_list(self);
+    int rc = TELEM_ENOMEM;
+    if (list) {
         const char *words[] = { self->bin_dictd, "--node",
                                 tl_state_name(self->state, i), "--rundir",
-                                self->rundir, "--nodes", list, NULL };
+                                self->rundir, "--nodefile",
+                                self->dict_nodefile, "--nodes", list, NULL };
         if (tl_argv_addv(&argv, words) == 0
             && (!self->cfg.bind_addr || (tl_argv_add(&argv, "--bind") == 0
-                && tl_argv_add(&argv, self->cfg.bind_addr) == 0)))
-            s_spawn_role(self, i, TL_ROLE_DICTD, (const char *const *) argv.v);
+                && tl_argv_add(&argv, self->cfg.bind_addr) == 0))) {
+            nd->dictd = s_spawn_role(self, i, TL_ROLE_DICTD,
+                                     (const char *const *) argv.v);
+            rc = nd->dictd ? 0 : TELEM_EIO;
+        }
     }
     free(list);
     tl_argv_clear(&argv);
+    return rc;
 }
 
 void

@@ -1,0 +1,68 @@
+/* launch_dict.c - the job's distributed dictionary, seen from the
+ * launcher: when a node counts as ready, and re-forming the dictionary on
+ * the job's node set.
+ *
+ * Every node of the job that is not DOWN (active and reserve alike) runs a
+ * telem_dictd and is in the dictionary's map, so promoting a reserve moves
+ * no data; a node that goes DOWN leaves the map at the next re-form.  The
+ * servers register their endpoints in the job's dictionary node file
+ * themselves; the launcher only tells them (and the program, through
+ * TELEM_DICT_NODEFILE) where that file is.
+ *
+ * A re-form goes through the client library (ddict_reform()), which runs
+ * its three phases against every listed server with one deadline.  It is
+ * a blocking call on the launcher's loop: the loop has nothing else to do
+ * at that point of a restart (the program is stopped everywhere), and the
+ * deadline bounds it.
+ */
+#include "launch_job_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddict.h"
+#include "telem_error.h"
+
+/* Deadline of a whole re-form, and of learning the map before it. */
+#define S_REFORM_MS 10000
+
+int
+tl_job_node_ready(const tl_job_t *self, size_t i)
+{
+    tl_node_state_t st = tl_state_node(self->state, i);
+    if (st == TL_NODE_DOWN)
+        return 1;
+    if (st == TL_NODE_ACTIVE && !self->nodes[i].ready)
+        return 0;
+    return !self->dict || self->nodes[i].dict_ready;
+}
+
+int
+tl_job_dict_reform(tl_job_t *self, char *why, size_t why_size)
+{
+    if (!self->dict)
+        return 0;
+    const char **names = calloc(self->n ? self->n : 1, sizeof *names);
+    if (!names) {
+        snprintf(why, why_size, "out of memory");
+        return TELEM_ENOMEM;
+    }
+    int n = 0;
+    for (size_t i = 0; i < self->n; i++)
+        if (tl_state_node(self->state, i) != TL_NODE_DOWN)
+            names[n++] = tl_state_name(self->state, i);
+    int rc = 0;
+    ddict_t *d = n ? ddict_open(self->dict_nodefile, NULL, S_REFORM_MS, &rc)
+                   : NULL;
+    if (d)
+        rc = ddict_reform(d, names, n, 0);
+    if (rc)
+        snprintf(why, why_size, "re-form on %d node(s): %s", n,
+                 ddict_strerror(rc));
+    else if (d)
+        telem_log(TELEM_LOG_DEBUG, "dictionary re-formed on %d node(s), "
+                  "epoch %llu", n, (unsigned long long) ddict_epoch(d));
+    ddict_close(&d);
+    free(names);
+    return rc;
+}
