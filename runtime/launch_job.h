@@ -23,7 +23,9 @@
  *     deadline): the node failed;
  *   - the program exits non-zero on a node: with restart_on_failure the
  *     node failed, otherwise the job ends with TL_EXIT_PROGRAM;
- *   - tl_job_request_restart(): the named nodes failed.
+ *   - tl_job_request_restart(), or a restart request on the socket
+ *     (TELEM_MSG_RESTART, answered with TELEM_MSG_RESTART_ACK): the named
+ *     nodes failed.
  * A failed node needs `resilient` to be restarted around (except a crash
  * with restart_on_failure); otherwise the job ends, TL_EXIT_UNRECOVERABLE.
  * A restart stops the program on every node (SIGTERM to each process
@@ -107,10 +109,11 @@ int tl_job_run(tl_job_t *self);
 /* Asks for a restart excluding the nodes named (n may be 0: restart with
  * no node to blame, which the boot-loop brake allows once).  `trigger`
  * names who asks (a detector, "request"), `why` is shown in the restart
- * line.  This is what the restart request socket calls once the watcher's
- * message exists in the codec.  Returns 0, TELEM_ENOTFOUND (a name is not
- * a node of the job; nothing is done) or TELEM_ESTATE (the job is
- * ending). */
+ * line.  The restart request socket calls it for the watcher's restart
+ * message (after checking that the job is resilient; called directly on
+ * a job that is not, it ends the job like any failure).  Returns 0,
+ * TELEM_ENOTFOUND (a name is not a node of the job; nothing is done) or
+ * TELEM_ESTATE (the job is ending). */
 int tl_job_request_restart(tl_job_t *self, const char *const *names,
                            size_t n, const char *trigger, const char *why);
 

@@ -6,6 +6,7 @@
  *   launch_procs.c    the process table: spawn, exit, stop, telemd output
  *   launch_files.c    run directory files and the program's environment
  *   launch_dict.c     the job's distributed dictionary: forming, re-forming
+ *   launch_req.c      restart requests from the watcher's socket
  */
 #ifndef LAUNCH_JOB_INT_H
 #define LAUNCH_JOB_INT_H
@@ -195,6 +196,12 @@ int tl_job_dict_reform(tl_job_t *self, char *why, size_t why_size);
  * nodes) and its telem_dictd (every node not DOWN, when the job uses the
  * dictionary) printed "ready". */
 int tl_job_node_ready(const tl_job_t *self, size_t i);
+
+/* ---- launch_req.c ------------------------------------------------------ */
+
+/* Reads one message from the restart request socket, acts on it and
+ * answers it (a zloop reader; `arg` is the job). */
+int tl_job_on_request(zloop_t *loop, zsock_t *sock, void *arg);
 
 /* Returns -1 (end the loop) when the job is ending and nothing runs. */
 int tl_job_loop_result(const tl_job_t *self);

@@ -6,7 +6,8 @@
  * that exits or a Ctrl-C is an ordinary event, never a handler racing the
  * loop.  The heartbeat asks every ready telemd for its status through the
  * analysis client, with one deadline for all nodes, so one hung node costs
- * one deadline per period and is named in the result.
+ * one deadline per period and is named in the result.  Restart requests
+ * are read in launch_req.c.
  */
 #include "launch_job_int.h"
 
@@ -123,65 +124,6 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
     ac_status_result_destroy(&r);
     if (nf)
         tl_job_nodes_failed(self, failed, nf, "heartbeat", why);
-    return tl_job_loop_result(self);
-}
-
-/* ---- restart requests -------------------------------------------------- */
-
-/* Turns one decoded request into a restart.  This is the one place that
- * will read the watcher's restart request (a message of the codec's
- * watcher range, types 8-15, defined with telem_watch) and call
- * tl_job_request_restart() with its nodes, detector and reason.  Until
- * that message exists every message is refused with TELEM_EUNSUPPORTED. */
-static int
-s_restart_request(tl_job_t *self, const telem_msg_t *msg, const char **why)
-{
-    (void) self;
-    *why = "this launcher does not know this message type "
-           "(restart requests are not in the protocol yet)";
-    (void) msg;
-    return TELEM_EUNSUPPORTED;
-}
-
-static void
-s_reply_error(tl_job_t *self, zmsg_t *envelope, int code, const char *text)
-{
-    telem_error_msg_t e = { 0, code, text };
-    const void *data;
-    size_t size;
-    if (telem_encode_error(self->enc, &e, &data, &size) == 0
-        && zmsg_addmem(envelope, data, size) == 0)
-        zmsg_send(&envelope, self->restart_sock);
-    zmsg_destroy(&envelope);
-}
-
-static int
-s_on_request(zloop_t *loop, zsock_t *sock, void *arg)
-{
-    (void) loop;
-    tl_job_t *self = arg;
-    zmsg_t *m = zmsg_recv(sock);
-    if (!m)
-        return 0;
-    zframe_t *payload = zmsg_last(m);
-    if (zmsg_size(m) < 2) {
-        zmsg_destroy(&m);
-        return 0;
-    }
-    zmsg_remove(m, payload);
-    telem_msg_t msg;
-    const char *why = NULL;
-    int rc = telem_proto_decode(self->dec, zframe_data(payload),
-                                zframe_size(payload), &msg);
-    if (rc)
-        why = telem_decoder_error(self->dec);
-    else
-        rc = s_restart_request(self, &msg, &why);
-    zframe_destroy(&payload);
-    if (rc)
-        telem_log_limited(&self->rl, TELEM_LOG_WARN, "restart socket: %s: %s",
-                          telem_strerror(rc), why);
-    s_reply_error(self, m, rc, rc ? why : "");
     return tl_job_loop_result(self);
 }
 
@@ -341,7 +283,7 @@ tl_job_run(tl_job_t *self)
 {
     zmq_pollitem_t item = { NULL, self->sigfd, ZMQ_POLLIN, 0 };
     zloop_poller(self->loop, &item, s_on_signal, self);
-    zloop_reader(self->loop, self->restart_sock, s_on_request, self);
+    zloop_reader(self->loop, self->restart_sock, tl_job_on_request, self);
     if (self->cfg.heartbeat_ns > 0)
         zloop_timer(self->loop,
                     (size_t) (self->cfg.heartbeat_ns / TELEM_NS_PER_MS) + 1, 0,

@@ -339,6 +339,11 @@ tl_job_start_observers(tl_job_t *self, size_t i)
     for (size_t d = 0; !rc && d < self->cfg.ndetectors; d++)
         rc = tl_argv_add(&argv, "--detector")
              || tl_argv_add(&argv, self->cfg.detectors[d]);
+    /* A resilient job is restarted on the watcher's request; otherwise
+       the watcher only reports. */
+    if (!rc && self->cfg.resilient)
+        rc = tl_argv_add(&argv, "--restart-endpoint")
+             || tl_argv_add(&argv, self->restart_ep);
     if (!rc)
         s_spawn_role(self, i, TL_ROLE_WATCH, (const char *const *) argv.v);
     tl_argv_clear(&argv);

@@ -1,0 +1,163 @@
+/* launch_req.c - the launcher's restart request socket: telem_watch (or
+ * any client of the wire protocol) asks for a restart without some nodes.
+ *
+ * A ZeroMQ ROUTER at <rundir>/launch/restart.sock.  A request is one
+ * frame, TELEM_MSG_RESTART (runtime/telem_proto_watch.h); the answer is
+ * one frame back to the same peer, TELEM_MSG_RESTART_ACK with the
+ * request's id: code 0 when the restart is under way (or when only
+ * reserves were named, which needs none), else the reason it was refused.
+ * Any other message is answered with an error message (TELEM_EUNSUPPORTED,
+ * or TELEM_EPROTO for undecodable input), logged with a rate limit: input
+ * from the socket never harms the launcher.
+ *
+ * A request is not a failure the launcher observed itself, so it never
+ * ends a job: a job without --resilient refuses it and goes on.
+ */
+#include "launch_job_int.h"
+
+#include <string.h>
+
+#include "telem_error.h"
+#include "telem_log.h"
+
+#define S_EXCLUDE_MAX 4096          /* names in one request */
+
+static void
+s_send(tl_job_t *self, zmsg_t *envelope, int rc, const void *data,
+       size_t size)
+{
+    if (rc == 0 && zmsg_addmem(envelope, data, size) == 0)
+        zmsg_send(&envelope, self->restart_sock);
+    zmsg_destroy(&envelope);
+}
+
+static void
+s_reply_error(tl_job_t *self, zmsg_t *envelope, int code, const char *text)
+{
+    telem_error_msg_t e = { 0, code, text };
+    const void *data = NULL;
+    size_t size = 0;
+    int rc = telem_encode_error(self->enc, &e, &data, &size);
+    s_send(self, envelope, rc, data, size);
+}
+
+static void
+s_reply_ack(tl_job_t *self, zmsg_t *envelope, uint64_t id, int code,
+            const char *text)
+{
+    telem_restart_ack_t a = { id, code, text };
+    const void *data = NULL;
+    size_t size = 0;
+    int rc = telem_encode_restart_ack(self->enc, &a, &data, &size);
+    s_send(self, envelope, rc, data, size);
+}
+
+/* "slowgpu" or "slowgpu+hot": the detectors as the restart's trigger. */
+static void
+s_trigger(const telem_restart_t *r, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < r->ndetectors; i++) {
+        size_t len = strlen(buf);
+        if (r->detectors[i])
+            snprintf(buf + len, size - len, "%s%s", len ? "+" : "",
+                     r->detectors[i]);
+    }
+    if (!*buf)
+        snprintf(buf, size, "request");
+}
+
+/* What the request led to, for the ack; returns its code. */
+static int
+s_outcome(const tl_job_t *self, long restarts_before, char *msg,
+          size_t size)
+{
+    if (self->phase == TL_PHASE_ENDING) {
+        snprintf(msg, size, "no restart is possible (%s): the job ends "
+                 "with exit %d", self->exit_code == TL_EXIT_BUDGET
+                 ? "restart budget spent, or a second restart downing no "
+                   "node" : "too few nodes left", self->exit_code);
+        return TELEM_ESTATE;
+    }
+    if (tl_state_restarts(self->state) == restarts_before) {
+        snprintf(msg, size, "only reserve nodes were named: they are down, "
+                 "the program goes on");
+        return 0;
+    }
+    snprintf(msg, size, "restart %ld: nodes %.300s; promoted %.300s",
+             self->rs.number, *self->rs.nodes ? self->rs.nodes : "none",
+             *self->rs.promoted ? self->rs.promoted : "none");
+    return 0;
+}
+
+/* Carries out one decoded restart request; fills the ack's text. */
+static int
+s_restart(tl_job_t *self, const telem_restart_t *r, char *msg, size_t size)
+{
+    if (!self->cfg.resilient) {
+        snprintf(msg, size, "this job is not --resilient: it is not "
+                 "restarted on request");
+        return TELEM_ESTATE;
+    }
+    if (r->nexclude > S_EXCLUDE_MAX) {
+        snprintf(msg, size, "%u nodes named, at most %d", r->nexclude,
+                 S_EXCLUDE_MAX);
+        return TELEM_EINVAL;
+    }
+    char trigger[64], why[512];
+    s_trigger(r, trigger, sizeof trigger);
+    snprintf(why, sizeof why, "%s", r->reason && *r->reason
+                                    ? r->reason : "restart requested");
+    long before = tl_state_restarts(self->state);
+    int rc = tl_job_request_restart(self, r->exclude, r->nexclude, trigger,
+                                    why);
+    if (rc == TELEM_ENOTFOUND)
+        snprintf(msg, size, "a named node is not a node of this job; "
+                 "nothing was done");
+    else if (rc == TELEM_ESTATE)
+        snprintf(msg, size, "the job is ending");
+    else if (rc == 0)
+        rc = s_outcome(self, before, msg, size);
+    return rc;
+}
+
+int
+tl_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    (void) loop;
+    tl_job_t *self = arg;
+    zmsg_t *m = zmsg_recv(sock);
+    if (!m)
+        return 0;
+    if (zmsg_size(m) < 2) {
+        zmsg_destroy(&m);
+        return 0;
+    }
+    zframe_t *payload = zmsg_last(m);
+    zmsg_remove(m, payload);
+    telem_msg_t msg;
+    char text[1024] = "";
+    int rc = telem_proto_decode(self->dec, zframe_data(payload),
+                                zframe_size(payload), &msg);
+    if (rc) {
+        snprintf(text, sizeof text, "%s", telem_decoder_error(self->dec));
+    } else if ((int) msg.type != TELEM_MSG_RESTART) {
+        rc = TELEM_EUNSUPPORTED;
+        snprintf(text, sizeof text, "message type %d is not a restart "
+                 "request", (int) msg.type);
+    }
+    if (rc) {
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "restart socket: %s: %s",
+                          telem_strerror(rc), text);
+        s_reply_error(self, m, rc, text);
+    } else {
+        uint64_t id = msg.u.restart.id;
+        rc = s_restart(self, &msg.u.restart, text, sizeof text);
+        telem_log(rc ? TELEM_LOG_WARN : TELEM_LOG_INFO, "restart request "
+                  "%llu %s: %s", (unsigned long long) id,
+                  rc ? "refused" : "accepted", text);
+        s_reply_ack(self, m, id, rc, text);
+    }
+    zframe_destroy(&payload);    /* msg's strings pointed into it */
+    return tl_job_loop_result(self);
+}
