@@ -130,9 +130,10 @@ int ddict_batch_result(const ddict_batch_t *b, size_t i, const void **val,
  * new; every listed node must run a server registered in the node file)
  * with `replicas` copies of each shard (0: default).  Every acknowledged
  * key stays readable if, for each shard, at least one owner under the
- * old map is in the new list and alive.  Returns 0, TELEM_ETIMEDOUT (a
- * listed server did not answer; run it again with a list that leaves it
- * out) or another code. */
+ * old map is in the new list and alive.  The epochs are learnt from the
+ * listed servers, so a re-form works even when a failed one left them all
+ * re-forming.  Returns 0, TELEM_ETIMEDOUT (a listed server did not
+ * answer; run it again with a list that leaves it out) or another code. */
 int ddict_reform(ddict_t *self, const char *const *nodes, int n,
                  int replicas);
 

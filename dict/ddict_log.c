@@ -4,7 +4,10 @@
  * every length is checked against the bytes left before anything is read,
  * then the CRC; the first record that fails either check ends the good
  * prefix and the file is truncated to it.  Mapping avoids a copy of large
- * values during recovery (the callback copies what it keeps).
+ * values during recovery: the callback may keep pointers into the mapping
+ * by holding a reference on it (ddict_log_map_hold), and the mapping is
+ * unmapped when the last one is released.  The file is append-only and
+ * truncated only past the good prefix, so held bytes never change.
  *
  * Appends of small records are packed into one buffer; a record whose
  * value is larger than S_DIRECT flushes the buffer and goes out with one
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -126,30 +130,70 @@ s_parse(const uint8_t *p, uint64_t n, ddict_rec_t *rec)
     return len;
 }
 
+struct ddict_log_map {
+    void *base;
+    size_t size;
+    atomic_long refs;
+};
+
+/* A record handed to the replay callback, with the mapping it lies in. */
+typedef struct {
+    ddict_rec_t rec;
+    ddict_log_map_t *map;
+} s_mapped_rec_t;
+
+ddict_log_map_t *
+ddict_log_rec_map(const ddict_rec_t *rec)
+{
+    return ((const s_mapped_rec_t *) (const void *) rec)->map;
+}
+
+void
+ddict_log_map_hold(ddict_log_map_t *m)
+{
+    atomic_fetch_add(&m->refs, 1);
+}
+
+void
+ddict_log_map_release(ddict_log_map_t *m)
+{
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
+        munmap(m->base, m->size);
+        free(m);
+    }
+}
+
 static int
 s_replay(int fd, uint64_t fsize, ddict_log_replay_fn fn, void *arg,
          ddict_log_stats_t *st)
 {
     if (fsize == 0)
         return 0;
-    void *map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED)
+    ddict_log_map_t *m = malloc(sizeof *m);
+    void *map = m ? mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0)
+                  : MAP_FAILED;
+    if (map == MAP_FAILED) {
+        free(m);
         return TELEM_EIO;
-    madvise(map, fsize, MADV_SEQUENTIAL);
+    }
+    m->base = map;
+    m->size = fsize;
+    atomic_init(&m->refs, 1);
+    madvise(map, fsize, MADV_WILLNEED);
     const uint8_t *p = map;
     uint64_t off = 0;
     int rc = 0;
     while (off < fsize) {
-        ddict_rec_t rec;
-        uint64_t len = s_parse(p + off, fsize - off, &rec);
+        s_mapped_rec_t mr = { .map = m };
+        uint64_t len = s_parse(p + off, fsize - off, &mr.rec);
         if (len == 0)
             break;
-        if (fn && (rc = fn(arg, &rec)) != 0)
+        if (fn && (rc = fn(arg, &mr.rec)) != 0)
             break;
         off += len;
         st->records++;
     }
-    munmap(map, fsize);
+    ddict_log_map_release(m);
     st->bytes = off;
     st->dropped_bytes = fsize - off;
     return rc;

@@ -75,6 +75,17 @@ typedef int (*ddict_log_replay_fn)(void *arg, const ddict_rec_t *rec);
 
 typedef struct ddict_log ddict_log_t;
 
+/* The read-only mapping of the file that replay walks.  A replay callback
+ * may keep a record's bytes beyond the callback (zero-copy recovery of
+ * large values) by taking a reference: ddict_log_rec_map(rec) is the
+ * mapping of a record handed to the callback (only those), map_hold adds
+ * a reference, map_release drops one and unmaps with the last.  Hold and
+ * release are thread-safe (atomic); the bytes stay valid while held. */
+typedef struct ddict_log_map ddict_log_map_t;
+ddict_log_map_t *ddict_log_rec_map(const ddict_rec_t *rec);
+void ddict_log_map_hold(ddict_log_map_t *m);
+void ddict_log_map_release(ddict_log_map_t *m);
+
 /* Opens (creating if missing, mode 0600) the log at `path`, replays its
  * good records through `fn` (may be NULL), truncates a bad tail, and
  * leaves the log ready to append.  *stats (may be NULL) says what was

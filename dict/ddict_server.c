@@ -5,7 +5,10 @@
  *
  * Replay applies records in file order exactly as they were applied live
  * (puts with their versions, deletes, checkpoint copies, dropped shards,
- * map changes), so a restarted server holds what it acknowledged.  The map
+ * map changes), so a restarted server holds what it acknowledged.  Large
+ * values are not copied out of the log: their messages point into the
+ * log's read-only mapping (ddict_log.h), which stays mapped while any of
+ * them lives.  The map
  * is itself logged: the last MAP record wins over the command line.
  */
 #include "ddict_server_int.h"
@@ -15,6 +18,8 @@
 
 #include "telem_error.h"
 #include "telem_time.h"
+
+#define S_SHARE_MIN (16u << 10)    /* replayed values shared from here on */
 
 
 /* ---------------------------------------------------------------- helpers */
@@ -116,6 +121,35 @@ s_map_from_log(ddict_server_t *self, const ddict_rec_t *r)
 
 /* ---------------------------------------------------------------- replay */
 
+static void
+s_unmap_fn(void *data, void *hint)
+{
+    (void) data;
+    ddict_log_map_release(hint);
+}
+
+/* The value of a replayed PUT as a message: values from S_SHARE_MIN up
+ * point into the log's mapping (no copy; the pages are the page cache's),
+ * smaller ones are copied. */
+static int
+s_replay_value(const ddict_rec_t *r, zmq_msg_t *v)
+{
+    ddict_log_map_t *m = ddict_log_rec_map(r);
+    if (r->vlen >= S_SHARE_MIN) {
+        ddict_log_map_hold(m);
+        if (zmq_msg_init_data(v, (void *) r->val, r->vlen, s_unmap_fn, m)
+            == 0)
+            return 0;
+        ddict_log_map_release(m);
+        return TELEM_ENOMEM;
+    }
+    if (zmq_msg_init_size(v, r->vlen) != 0)
+        return TELEM_ENOMEM;
+    if (r->vlen)
+        memcpy(zmq_msg_data(v), r->val, r->vlen);
+    return 0;
+}
+
 static int
 s_replay(void *arg, const ddict_rec_t *r)
 {
@@ -125,10 +159,8 @@ s_replay(void *arg, const ddict_rec_t *r)
     switch (r->type) {
     case DDICT_REC_PUT: {
         zmq_msg_t v;
-        if (zmq_msg_init_size(&v, r->vlen) != 0)
+        if (s_replay_value(r, &v) != 0)
             return TELEM_ENOMEM;
-        if (r->vlen)
-            memcpy(zmq_msg_data(&v), r->val, r->vlen);
         int rc = ddict_store_put(self->store, shard, &k, &v, r->version);
         zmq_msg_close(&v);
         return rc;
