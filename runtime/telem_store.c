@@ -14,11 +14,18 @@
  * remembered and compared first, so a run of samples of one series costs
  * no hashing; freeing that series forgets it.
  *
- * A metric entry holds the metric's meta and a list of its series; the
- * metric entries form a list too.  Expiry and unfiltered queries walk these
- * lists (which table deletions do not disturb); queries naming metrics look
- * the entries up.  A series lives in one allocation: the struct, its tags
- * (pointing into the key) and the key.  Its points are a telem_series.c ring.
+ * With 1,000s of series an append is bound by memory latency (the index
+ * slot, the series, the ring's tail: each a likely cache and TLB miss), not
+ * by instructions.  telem_store_append_many() therefore looks up a run of
+ * points in passes - hash all and prefetch their slots, find all and
+ * prefetch their ring tails, then append one by one - so the misses of a
+ * run overlap.  Only existing series are found ahead; creation, caps and
+ * counters stay in the one-by-one pass, in order, so the result is exactly
+ * that of appending the points one at a time.
+ *
+ * Metric entries and series are described in telem_store_int.h.  Expiry
+ * and unfiltered queries walk their lists (which table deletions do not
+ * disturb); queries (telem_store_query.c) naming metrics look them up.
  *
  * Every byte allocated for data (series, keys, rings, metric entries, metas,
  * table slots) is counted in `mem` and checked against the cap before it is
@@ -30,37 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "telem_series.h"
+#include "telem_store_int.h"
 
 #define S_DEFAULT_WINDOW_NS (INT64_C(300) * INT64_C(1000000000))
 #define S_RING_MIN 16u                 /* first ring capacity, in points */
-
-typedef struct s_metric s_metric_t;
-typedef struct s_series s_series_t;
-
-struct s_series {
-    telem_series_key_t key;           /* first member: tables point here */
-    s_series_t *prev, *next;/* in the metric's list */
-    s_metric_t *metric;
-    telem_series_ring_t ring;
-    int64_t last_ts;        /* newest timestamp ever stored */
-    size_t bytes;           /* this allocation, as accounted */
-    uint32_t ntags;
-    telem_tag_t tags[];     /* then the key bytes */
-};
-
-struct s_metric {
-    telem_series_key_t key;           /* first member: the name */
-    s_metric_t *prev, *next;
-    s_series_t *series;
-    uint32_t nseries;
-    bool has_meta;
-    telem_meta_t meta;
-    char *meta_strings;     /* "unit\0doc\0" */
-    size_t meta_bytes;
-    size_t bytes;
-    char name[];
-};
 
 /* The series a sample belongs to, as looked up: its name, tag set and
  * hashes (mhash of "metric\0", hash of the whole key). */
@@ -72,54 +52,20 @@ typedef struct {
     const telem_series_tags_t *tags;
 } s_lookup_t;
 
-struct telem_store_tags {
-    telem_series_tags_t set;
-};
-
-struct telem_store {
-    telem_store_config_t cfg;
-    telem_series_index_t series_tab;
-    telem_series_index_t metric_tab;
-    s_metric_t *metrics;
-    uint64_t nseries, npoints, mem;
-    uint64_t appended, dropped, expired, evicted;
-    int64_t *q_ts;          /* query scratch for ranges that wrap */
-    double *q_val;
-    size_t q_cap;
-    s_series_t *hot;                /* series of the last append, or NULL */
-    telem_series_tags_t scratch;    /* tags of telem_store_append */
-};
-
 /* --- metric entries and series -------------------------------------------- */
-
-static s_metric_t *
-s_metric_find(const telem_store_t *self, const char *name, uint32_t len,
-              uint64_t hash)
-{
-    return (s_metric_t *) telem_series_index_find(&self->metric_tab, hash,
-                                                  name, len, "", 0);
-}
-
-/* Hash of a metric name with its NUL: the first part of its series keys,
- * and the key of its metric entry. */
-static uint64_t
-s_metric_hash(const char *name, uint32_t len)
-{
-    return telem_series_hash(name, (size_t) len + 1);
-}
 
 static size_t
 s_metric_bytes(uint32_t mlen)
 {
-    return sizeof(s_metric_t) + mlen + 1;
+    return sizeof(tstore_metric_t) + mlen + 1;
 }
 
 static int
 s_metric_create(telem_store_t *self, const char *name, uint32_t mlen,
-                uint64_t hash, s_metric_t **out)
+                uint64_t hash, tstore_metric_t **out)
 {
     size_t bytes = s_metric_bytes(mlen);
-    s_metric_t *m = calloc(1, bytes);
+    tstore_metric_t *m = calloc(1, bytes);
     if (!m)
         return TELEM_ENOMEM;
     memcpy(m->name, name, mlen);
@@ -144,7 +90,7 @@ s_metric_create(telem_store_t *self, const char *name, uint32_t mlen,
 }
 
 static void
-s_metric_free(telem_store_t *self, s_metric_t *m)
+s_metric_free(telem_store_t *self, tstore_metric_t *m)
 {
     telem_series_index_remove(&self->metric_tab, &m->key);
     if (m->prev)
@@ -160,16 +106,16 @@ s_metric_free(telem_store_t *self, s_metric_t *m)
 
 /* Frees a metric entry that no longer serves any purpose. */
 static void
-s_metric_release_if_unused(telem_store_t *self, s_metric_t *m)
+s_metric_release_if_unused(telem_store_t *self, tstore_metric_t *m)
 {
     if (m && m->nseries == 0 && !m->has_meta)
         s_metric_free(self, m);
 }
 
 static void
-s_series_free(telem_store_t *self, s_series_t *s)
+s_series_free(telem_store_t *self, tstore_series_t *s)
 {
-    s_metric_t *m = s->metric;
+    tstore_metric_t *m = s->metric;
     if (self->hot == s)
         self->hot = NULL;
     telem_series_index_remove(&self->series_tab, &s->key);
@@ -191,18 +137,18 @@ s_series_free(telem_store_t *self, s_series_t *s)
 static size_t
 s_series_bytes(const s_lookup_t *l)
 {
-    return sizeof(s_series_t) + l->tags->ntags * sizeof(telem_tag_t)
+    return sizeof(tstore_series_t) + l->tags->ntags * sizeof(telem_tag_t)
            + l->mlen + 1 + l->tags->len;
 }
 
 /* Allocates the series `l` names (key "metric\0" + tag set) and links it. */
 static int
-s_series_alloc(telem_store_t *self, s_metric_t *m, const s_lookup_t *l,
-               uint32_t ring_cap, s_series_t **out)
+s_series_alloc(telem_store_t *self, tstore_metric_t *m, const s_lookup_t *l,
+               uint32_t ring_cap, tstore_series_t **out)
 {
     const telem_series_tags_t *ts = l->tags;
     size_t bytes = s_series_bytes(l);
-    s_series_t *s = calloc(1, bytes);
+    tstore_series_t *s = calloc(1, bytes);
     if (!s)
         return TELEM_ENOMEM;
     char *kb = (char *) (s->tags + ts->ntags);
@@ -243,11 +189,11 @@ s_series_alloc(telem_store_t *self, s_metric_t *m, const s_lookup_t *l,
 /* Creates the series `l` names, after checking the series and memory caps
  * for everything it will allocate. */
 static int
-s_series_create(telem_store_t *self, const s_lookup_t *l, s_series_t **out)
+s_series_create(telem_store_t *self, const s_lookup_t *l, tstore_series_t **out)
 {
     if (self->nseries >= self->cfg.max_series)
         return TELEM_EFULL;
-    s_metric_t *m = s_metric_find(self, l->metric, l->mlen, l->mhash);
+    tstore_metric_t *m = tstore_metric_find(self, l->metric, l->mlen, l->mhash);
     uint32_t ring_cap = self->cfg.max_points_per_series < S_RING_MIN
                         ? self->cfg.max_points_per_series : S_RING_MIN;
     uint64_t need = s_series_bytes(l)
@@ -302,9 +248,9 @@ telem_store_destroy(telem_store_t **self_p)
     if (!self_p || !*self_p)
         return;
     telem_store_t *self = *self_p;
-    for (s_metric_t *m = self->metrics, *mnext; m; m = mnext) {
+    for (tstore_metric_t *m = self->metrics, *mnext; m; m = mnext) {
         mnext = m->next;
-        for (s_series_t *s = m->series, *snext; s; s = snext) {
+        for (tstore_series_t *s = m->series, *snext; s; s = snext) {
             snext = s->next;
             telem_series_ring_release(&s->ring);
             free(s);
@@ -335,24 +281,11 @@ telem_store_window(const telem_store_t *self)
     return self->cfg.window_ns;
 }
 
-/* a - b without overflow, for b > 0. */
-static int64_t
-s_sub_sat(int64_t a, int64_t b)
-{
-    return a < INT64_MIN + b ? INT64_MIN : a - b;
-}
-
-static int64_t
-s_horizon(const telem_store_t *self, int64_t now_ns)
-{
-    return s_sub_sat(now_ns, self->cfg.window_ns);
-}
-
 /* --- append and expiry ---------------------------------------------------- */
 
 /* Drops the points of s older than horizon; returns how many. */
 static uint32_t
-s_series_expire(telem_store_t *self, s_series_t *s, int64_t horizon)
+s_series_expire(telem_store_t *self, tstore_series_t *s, int64_t horizon)
 {
     telem_series_ring_t *r = &s->ring;
     if (r->count == 0 || telem_series_ring_oldest(r) >= horizon)
@@ -368,7 +301,8 @@ s_series_expire(telem_store_t *self, s_series_t *s, int64_t horizon)
  * at max_points_per_series, overwrites the oldest point.  Sets *discard
  * when the new point is itself older than everything in a full series. */
 static int
-s_series_room(telem_store_t *self, s_series_t *s, int64_t ts, bool *discard)
+s_series_room(telem_store_t *self, tstore_series_t *s, int64_t ts,
+              bool *discard)
 {
     telem_series_ring_t *r = &s->ring;
     *discard = false;
@@ -401,15 +335,15 @@ s_series_room(telem_store_t *self, s_series_t *s, int64_t ts, bool *discard)
  * previous append is checked first: runs of samples of one series (one
  * metric from one process) then skip the hashing and the index. */
 static int
-s_series_get(telem_store_t *self, s_lookup_t *l, s_series_t **out)
+s_series_get(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
 {
     const telem_series_tags_t *tags = l->tags;
-    s_series_t *s = self->hot;
+    tstore_series_t *s = self->hot;
     if (!s || !telem_series_key_is(&s->key, l->metric, l->mlen + 1,
                                    tags->bytes, tags->len)) {
-        l->mhash = s_metric_hash(l->metric, l->mlen);
+        l->mhash = tstore_metric_hash(l->metric, l->mlen);
         l->hash = telem_series_hash_pair(l->mhash, tags->hash);
-        s = (s_series_t *) telem_series_index_find(
+        s = (tstore_series_t *) telem_series_index_find(
             &self->series_tab, l->hash, l->metric, l->mlen + 1, tags->bytes,
             tags->len);
         int rc = s ? 0 : s_series_create(self, l, &s);
@@ -421,23 +355,23 @@ s_series_get(telem_store_t *self, s_lookup_t *l, s_series_t **out)
     return 0;
 }
 
-/* Appends one point to the series of metric and the canonical `tags`. */
+/* Appends one point to the series of metric and the canonical `tags`;
+ * `s` is that series when the caller found it already, else NULL. */
 static int
-s_append(telem_store_t *self, const char *metric,
-         const telem_series_tags_t *tags, int64_t ts_ns, double value,
-         int64_t now_ns)
+s_append_to(telem_store_t *self, const char *metric,
+            const telem_series_tags_t *tags, tstore_series_t *s, int64_t ts_ns,
+            double value, int64_t now_ns)
 {
     s_lookup_t l = { .metric = metric, .tags = tags };
     int rc = TELEM_EINVAL;
     if (tags->rc || !telem_series_name_ok(metric, 0, &l.mlen))
         goto refused;
-    int64_t horizon = s_horizon(self, now_ns);
+    int64_t horizon = tstore_horizon(self, now_ns);
     if (ts_ns < horizon) {
         self->dropped++;            /* late on arrival: not an error */
         return 0;
     }
-    s_series_t *s;
-    if ((rc = s_series_get(self, &l, &s)))
+    if (!s && (rc = s_series_get(self, &l, &s)))
         goto refused;
     s_series_expire(self, s, horizon);
     bool discard;
@@ -454,6 +388,81 @@ s_append(telem_store_t *self, const char *metric,
 refused:
     self->dropped++;
     return rc;
+}
+
+static int
+s_append(telem_store_t *self, const char *metric,
+         const telem_series_tags_t *tags, int64_t ts_ns, double value,
+         int64_t now_ns)
+{
+    return s_append_to(self, metric, tags, NULL, ts_ns, value, now_ns);
+}
+
+#define S_AHEAD 16           /* points looked up together */
+
+/* Finds the existing series of pts[0..n) into out[] (NULL: not found yet,
+ * or invalid; the append pass sorts those out), each pass starting the
+ * loads of every point before the next pass uses them. */
+static void
+s_find_ahead(telem_store_t *self, const telem_series_tags_t *tags,
+             const telem_store_point_t *pts, uint32_t n,
+             tstore_series_t **out)
+{
+    const telem_series_index_t *t = &self->series_tab;
+    uint64_t hash[S_AHEAD];
+    uint32_t mlen[S_AHEAD];
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = NULL;
+        mlen[i] = UINT32_MAX;
+        if (t->cap == 0 || tags->rc
+            || !telem_series_name_ok(pts[i].metric, 0, &mlen[i])) {
+            mlen[i] = UINT32_MAX;
+            continue;
+        }
+        hash[i] = telem_series_hash_pair(
+            tstore_metric_hash(pts[i].metric, mlen[i]), tags->hash);
+        __builtin_prefetch(&t->slots[hash[i] & (t->cap - 1)]);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (mlen[i] == UINT32_MAX)
+            continue;
+        tstore_series_t *s = (tstore_series_t *) telem_series_index_find(
+            t, hash[i], pts[i].metric, mlen[i] + 1, tags->bytes, tags->len);
+        const telem_series_ring_t *r = s ? &s->ring : NULL;
+        if (r && r->count < r->cap) {
+            uint32_t p = telem_series_ring_phys(r, r->count);
+            __builtin_prefetch(r->ts + p, 1);
+            __builtin_prefetch(r->val + p, 1);
+        }
+        out[i] = s;
+    }
+}
+
+int
+telem_store_append_many(telem_store_t *self, const telem_store_tags_t *tags,
+                        const telem_store_point_t *pts, uint32_t n,
+                        int64_t now_ns)
+{
+    if (!self || (n > 0 && !pts))
+        return TELEM_EINVAL;
+    if (!tags) {
+        self->dropped += n;
+        return n > 0 ? TELEM_EINVAL : 0;
+    }
+    int last = 0;
+    for (uint32_t at = 0; at < n; at += S_AHEAD) {
+        uint32_t m = n - at < S_AHEAD ? n - at : S_AHEAD;
+        tstore_series_t *found[S_AHEAD];
+        s_find_ahead(self, &tags->set, pts + at, m, found);
+        for (uint32_t i = 0; i < m; i++) {
+            const telem_store_point_t *p = &pts[at + i];
+            int rc = s_append_to(self, p->metric, &tags->set, found[i],
+                                 p->ts_ns, p->value, now_ns);
+            if (rc)
+                last = rc;
+        }
+    }
+    return last;
 }
 
 int
@@ -510,7 +519,7 @@ telem_store_append_tags(telem_store_t *self, const char *metric,
 
 /* After expiry: frees an empty ring, or halves a mostly empty one. */
 static void
-s_series_shrink(telem_store_t *self, s_series_t *s)
+s_series_shrink(telem_store_t *self, tstore_series_t *s)
 {
     telem_series_ring_t *r = &s->ring;
     uint32_t cap = r->cap;
@@ -529,14 +538,14 @@ s_series_shrink(telem_store_t *self, s_series_t *s)
 uint64_t
 telem_store_expire(telem_store_t *self, int64_t now_ns)
 {
-    int64_t horizon = s_horizon(self, now_ns);
+    int64_t horizon = tstore_horizon(self, now_ns);
     /* A series is freed once it has been empty for a whole window, i.e.
      * when its newest point fell out of the window a window ago. */
-    int64_t free_before = s_sub_sat(horizon, self->cfg.window_ns);
+    int64_t free_before = tstore_sub_sat(horizon, self->cfg.window_ns);
     uint64_t removed = 0;
-    for (s_metric_t *m = self->metrics, *mnext; m; m = mnext) {
+    for (tstore_metric_t *m = self->metrics, *mnext; m; m = mnext) {
         mnext = m->next;
-        for (s_series_t *s = m->series, *snext; s; s = snext) {
+        for (tstore_series_t *s = m->series, *snext; s; s = snext) {
             snext = s->next;
             removed += s_series_expire(self, s, horizon);
             if (s->ring.count == 0 && s->last_ts < free_before)
@@ -575,8 +584,8 @@ telem_store_describe(telem_store_t *self, const telem_meta_t *meta)
     size_t ulen, dlen;
     if (!self || s_meta_check(meta, &mlen, &ulen, &dlen))
         return TELEM_EINVAL;
-    uint64_t hash = s_metric_hash(meta->metric, mlen);
-    s_metric_t *m = s_metric_find(self, meta->metric, mlen, hash);
+    uint64_t hash = tstore_metric_hash(meta->metric, mlen);
+    tstore_metric_t *m = tstore_metric_find(self, meta->metric, mlen, hash);
     size_t sbytes = ulen + dlen + 2;
     uint64_t need = sbytes;
     if (!m)
@@ -615,165 +624,9 @@ telem_store_meta(const telem_store_t *self, const char *metric)
     uint32_t mlen;
     if (!self || !telem_series_name_ok(metric, 0, &mlen))
         return NULL;
-    const s_metric_t *m = s_metric_find(self, metric, mlen,
-                                        s_metric_hash(metric, mlen));
+    const tstore_metric_t *m = tstore_metric_find(self, metric, mlen,
+                                        tstore_metric_hash(metric, mlen));
     return m && m->has_meta ? &m->meta : NULL;
-}
-
-/* --- queries -------------------------------------------------------------- */
-
-typedef struct {
-    const telem_query_t *q;
-    int64_t horizon;
-    int64_t start;
-    int64_t end;
-    telem_store_series_fn fn;
-    void *arg;
-} s_query_t;
-
-static int
-s_query_check(const telem_query_t *q)
-{
-    if (!q || q->nmetrics > TELEM_QUERY_METRICS_MAX
-        || (q->nmetrics > 0 && !q->metrics) || (q->nfilters > 0 && !q->filters))
-        return TELEM_EINVAL;
-    for (uint32_t i = 0; i < q->nmetrics; i++)
-        if (!q->metrics[i])
-            return TELEM_EINVAL;
-    for (uint32_t i = 0; i < q->nfilters; i++)
-        if (!q->filters[i].key || !q->filters[i].key[0] || !q->filters[i].value)
-            return TELEM_EINVAL;
-    return 0;
-}
-
-static bool
-s_filters_match(const s_series_t *s, const telem_query_t *q)
-{
-    for (uint32_t i = 0; i < q->nfilters; i++) {
-        const telem_tag_t *f = &q->filters[i];
-        const telem_tag_t *t = NULL;
-        for (uint32_t j = 0; j < s->ntags && !t; j++)
-            if (strcmp(s->tags[j].key, f->key) == 0)
-                t = &s->tags[j];
-        if (!t)
-            return false;
-        if (strcmp(f->value, "*") != 0 && strcmp(f->value, t->value) != 0)
-            return false;
-    }
-    return true;
-}
-
-/* Points [lo, lo + n) as two contiguous arrays: the ring's own memory when
- * the range does not wrap, else a copy in the query scratch. */
-static int
-s_view(telem_store_t *self, const telem_series_ring_t *r, uint32_t lo,
-       uint32_t n, telem_series_t *out)
-{
-    out->npoints = n;
-    if (telem_series_ring_contiguous(r, lo, n)) {
-        uint32_t p = telem_series_ring_phys(r, lo);
-        out->ts = r->ts + p;
-        out->values = r->val + p;
-        return 0;
-    }
-    if (n > self->q_cap) {
-        int64_t *ts = realloc(self->q_ts, n * sizeof(int64_t));
-        if (ts)
-            self->q_ts = ts;
-        double *val = realloc(self->q_val, n * sizeof(double));
-        if (val)
-            self->q_val = val;
-        if (!ts || !val)
-            return TELEM_ENOMEM;
-        self->q_cap = n;
-    }
-    telem_series_ring_copy(r, lo, n, self->q_ts, self->q_val);
-    out->ts = self->q_ts;
-    out->values = self->q_val;
-    return 0;
-}
-
-static int
-s_query_series(telem_store_t *self, const s_query_t *c, const s_metric_t *m,
-               const s_series_t *s)
-{
-    telem_series_t out = { m->name, s->tags, s->ntags, TELEM_METRIC_GAUGE,
-                           "", "", NULL, NULL, 0 };
-    if (m->has_meta) {
-        out.type = m->meta.type;
-        out.unit = m->meta.unit;
-        out.doc = m->meta.doc;
-    }
-    const telem_series_ring_t *r = &s->ring;
-    if (c->q->flags & TELEM_QUERY_LIST) {
-        if (r->count == 0 || telem_series_ring_newest(r) < c->horizon)
-            return 0;
-        return c->fn(c->arg, &out);
-    }
-    if (c->start > c->end)
-        return 0;
-    uint32_t lo = telem_series_ring_lower(r, c->start);
-    uint32_t hi = telem_series_ring_upper(r, c->end);
-    if (lo >= hi)
-        return 0;
-    if (c->q->flags & TELEM_QUERY_LATEST)
-        lo = hi - 1;
-    else if (c->q->max_points > 0 && hi - lo > c->q->max_points)
-        lo = hi - c->q->max_points;
-    int rc = s_view(self, r, lo, hi - lo, &out);
-    return rc ? rc : c->fn(c->arg, &out);
-}
-
-static int
-s_query_metric(telem_store_t *self, const s_query_t *c, const s_metric_t *m)
-{
-    for (const s_series_t *s = m->series; s; s = s->next) {
-        if (!s_filters_match(s, c->q))
-            continue;
-        int rc = s_query_series(self, c, m, s);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Looks up the i-th metric of the query, skipping names listed before. */
-static const s_metric_t *
-s_query_lookup(const telem_store_t *self, const telem_query_t *q, uint32_t i)
-{
-    const char *name = q->metrics[i];
-    for (uint32_t j = 0; j < i; j++)
-        if (strcmp(q->metrics[j], name) == 0)
-            return NULL;
-    uint32_t len;
-    if (!telem_series_name_ok(name, 0, &len))
-        return NULL;
-    return s_metric_find(self, name, len, s_metric_hash(name, len));
-}
-
-int
-telem_store_query(telem_store_t *self, const telem_query_t *q,
-                  int64_t now_ns, telem_store_series_fn fn, void *arg)
-{
-    if (!self || !fn || s_query_check(q))
-        return TELEM_EINVAL;
-    s_query_t c = { q, s_horizon(self, now_ns), 0, 0, fn, arg };
-    c.start = q->start_ns != 0 && q->start_ns > c.horizon ? q->start_ns
-                                                          : c.horizon;
-    c.end = q->end_ns == 0 ? now_ns : q->end_ns;
-    int rc = 0;
-    if (q->nmetrics > 0) {
-        for (uint32_t i = 0; i < q->nmetrics && !rc; i++) {
-            const s_metric_t *m = s_query_lookup(self, q, i);
-            if (m)
-                rc = s_query_metric(self, &c, m);
-        }
-    }
-    else {
-        for (const s_metric_t *m = self->metrics; m && !rc; m = m->next)
-            rc = s_query_metric(self, &c, m);
-    }
-    return rc;
 }
 
 /* --- counters ------------------------------------------------------------- */

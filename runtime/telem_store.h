@@ -121,6 +121,26 @@ int telem_store_append_tags(telem_store_t *self, const char *metric,
                             const telem_store_tags_t *tags, int64_t ts_ns,
                             double value, int64_t now_ns);
 
+/* One point for telem_store_append_many(). */
+typedef struct {
+    const char *metric;
+    int64_t ts_ns;
+    double value;
+} telem_store_point_t;
+
+/* Appends pts[0..n), all with the tags of the prepared set: the same as
+ * telem_store_append_tags() for each point in order (same series, points,
+ * counters, refusals), only faster for points of many series, whose
+ * lookups are started together.  Returns 0 when every point was appended
+ * (or dropped as late on arrival), else the error of the last point
+ * refused (TELEM_EINVAL, TELEM_EFULL, TELEM_ENOMEM; each refused point is
+ * counted in dropped); TELEM_EINVAL without counting anything for a NULL
+ * self or NULL pts with n > 0.  A NULL or refused set refuses all n. */
+int telem_store_append_many(telem_store_t *self,
+                            const telem_store_tags_t *tags,
+                            const telem_store_point_t *pts, uint32_t n,
+                            int64_t now_ns);
+
 /* Records a metric's type, unit and doc for listings (replaces earlier
  * ones).  The strings are copied; NULL unit or doc mean "".  Metas count
  * against the memory cap and outlive the metric's series.

@@ -2,10 +2,11 @@
  *
  * Ingest: decode a batch, drop samples above the node's level, add the
  * host tag, append to the store.  The batch's tags with host are put into
- * the store's canonical form once per batch (a prepared tag set) and every
- * sample without tags of its own is appended with that set, so the common
- * case pays for sorting and copying tags once per batch, not per sample; a
- * sample with tags of its own has them merged with the batch's, per sample.
+ * the store's canonical form once per batch (a prepared tag set) and the
+ * samples without tags of their own are appended with that set, many at a
+ * time, so the common case pays for sorting and copying tags once per
+ * batch and the store can overlap the lookups of many series; a sample
+ * with tags of its own has them merged with the batch's, per sample.
  * Requests: queries walk the store and are answered with one reply frame
  * (cut, and marked truncated, before the protocol's size limit); control
  * requests read or change the agent's state.  End-of-stream tokens from
@@ -28,6 +29,7 @@
 #define S_TOKENS 1024                  /* remembered end-of-stream tokens */
 #define S_REPLY_BUDGET (TELEM_PROTO_MAX_MSG - (1u << 20))
 #define S_EXPIRE_EVERY_NS TELEM_NS_PER_SEC
+#define S_PENDING 64                   /* points handed to the store at once */
 
 static const telem_sampler_vt_t *const s_samplers[] = {
     &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self
@@ -59,6 +61,8 @@ struct telemd_agent {
     telem_decoder_t *dec;
     telem_encoder_t *enc;
     telem_store_tags_t *batch_tags;    /* batch tags + host, per batch */
+    telem_store_point_t pending[S_PENDING];  /* samples with batch_tags */
+    uint32_t npending;
     void *sampler_state[S_NSAMPLERS];
     int64_t sample_now;                /* timestamp for emitted samples */
     uint64_t bad_messages;
@@ -229,6 +233,18 @@ s_prepare_batch_tags(telemd_agent_t *self, const telem_batch_t *b)
     return 0;
 }
 
+/* Appends the pending samples (those with the batch's tags only). */
+static void
+s_flush_pending(telemd_agent_t *self, int64_t now)
+{
+    telem_store_append_many(self->store, self->batch_tags, self->pending,
+                            self->npending, now);
+    self->npending = 0;
+}
+
+/* Files the samples of a batch: those without tags of their own go to the
+ * store S_PENDING at a time (telem_store_append_many), in order with the
+ * others, which are appended one by one. */
 static void
 s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
 {
@@ -242,17 +258,22 @@ s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
             continue;
         }
         if (s->ntags > 0) {
+            s_flush_pending(self, now);
             s_append_tagged(self, b, s, now);
             continue;
         }
         if (batch_rc == 1)
             batch_rc = s_prepare_batch_tags(self, b);
-        if (batch_rc)
+        if (batch_rc) {
             dropped++;
-        else
-            telem_store_append_tags(self->store, s->metric, self->batch_tags,
-                                    s->ts_ns, s->value, now);
+            continue;
+        }
+        self->pending[self->npending++] = (telem_store_point_t) {
+            s->metric, s->ts_ns, s->value };
+        if (self->npending == S_PENDING)
+            s_flush_pending(self, now);
     }
+    s_flush_pending(self, now);
     if (dropped)
         telem_store_count_dropped(self->store, dropped);
     if (b->fin_token) {

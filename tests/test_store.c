@@ -591,7 +591,8 @@ test_prepared_invalid(void)
 }
 
 /* A set that was refused works once set again; TELEM_TAGS_MAX tags are
- * fine; a point late on arrival is dropped, not an error. */
+ * fine; a point late on arrival is dropped, not an error; the same through
+ * telem_store_append_many(). */
 static void
 test_prepared_recovers(void)
 {
@@ -601,15 +602,25 @@ test_prepared_recovers(void)
     telem_tag_t many[TELEM_TAGS_MAX + 1];
     char keys[TELEM_TAGS_MAX + 1][16];
     s_many_tags(many, keys);
+    telem_store_point_t pts[] = { { "m", now, 1 }, { "", now, 2 },
+                                  { "m", 0, 3 }, { "m", now, 4 } };
     CHECK(telem_store_tags_set(set, many, TELEM_TAGS_MAX + 1)
           == TELEM_EINVAL);
     CHECK(telem_store_append_tags(st, "m", set, now, 1, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_many(st, set, pts, 4, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_many(st, NULL, pts, 4, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_many(NULL, set, pts, 4, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_many(st, set, NULL, 1, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_many(st, set, NULL, 0, now) == 0);
     CHECK(telem_store_tags_set(set, many, TELEM_TAGS_MAX) == 0);
     CHECK(telem_store_append_tags(st, "m", set, now, 1, now) == 0);
     CHECK(telem_store_append_tags(st, "m", set, 0, 1, now) == 0);
+    /* The error of the last refused point; late ones are not errors. */
+    CHECK(telem_store_append_many(st, set, pts, 4, now) == TELEM_EINVAL);
+    CHECK(telem_store_append_many(st, set, pts + 2, 2, now) == 0);
     telem_store_stats_t s;
     telem_store_stats(st, &s);
-    CHECK(s.dropped == 2 && s.nseries == 1 && s.appended == 1);
+    CHECK(s.dropped == 13 && s.nseries == 1 && s.appended == 4);
     capture_t c = { 0 };
     telem_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1);
@@ -618,10 +629,12 @@ test_prepared_recovers(void)
     s_done(&st, &c);
 }
 
-/* The same random stream into two stores, one with plain appends and one
- * with prepared sets (reused across samples, as telemd does per batch):
- * same return codes, counters, memory and contents.  The small window
- * frees and recreates series on the way. */
+/* The same random stream into three stores: plain appends, prepared sets
+ * (reused across samples, as telemd does per batch), and runs of points
+ * with one set and one clock given to telem_store_append_many() (of up to
+ * 40 points, so lookahead windows are crossed): same return codes,
+ * counters, memory and contents.  The small window expires points on the
+ * way, full series evict; with a memory cap, some series are refused. */
 static const telem_tag_t s_m_t0[] = { { "host", "a" } };
 static const telem_tag_t s_m_t1[] = { { "rank", "1" }, { "host", "a" } };
 static const telem_tag_t s_m_t2[] = { { "host", "a" }, { "rank", "1" } };
@@ -654,47 +667,93 @@ s_same_contents(telem_store_t *a, telem_store_t *b, int64_t now)
     return same;
 }
 
-static void
-test_prepared_model(void)
-{
-    telem_store_t *a = s_store(50, 0, 0, 8);
-    telem_store_t *b = s_store(50, 0, 0, 8);
+typedef struct {
+    telem_store_t *st[3];          /* plain, prepared, many */
     telem_store_tags_t *sets[S_M_LISTS];
+    telem_store_point_t run[40];
+    uint32_t nrun;
+    size_t run_list;
+    int64_t run_now;
+    int diff;
+} s_model_t;
+
+static void
+s_model_flush(s_model_t *m)
+{
+    int rc = telem_store_append_many(m->st[2], m->sets[m->run_list], m->run,
+                                     m->nrun, m->run_now);
+    m->diff += m->nrun == 0 && rc != 0;
+    m->nrun = 0;
+}
+
+static void
+s_model_step(s_model_t *m, const char *metric, size_t l, int64_t ts,
+             double v, int64_t now)
+{
+    int ra = telem_store_append(m->st[0], metric, s_m_lists[l].tags,
+                                s_m_lists[l].n, ts, v, now);
+    int rb = telem_store_append_tags(m->st[1], metric, m->sets[l], ts, v,
+                                     now);
+    m->diff += ra != rb;
+    if (m->nrun == 40 || (m->nrun > 0 && (l != m->run_list
+                                          || now != m->run_now)))
+        s_model_flush(m);
+    m->run_list = l;
+    m->run_now = now;
+    m->run[m->nrun++] = (telem_store_point_t) { metric, ts, v };
+}
+
+static void
+s_model_run(size_t cap)
+{
+    s_model_t m = { .nrun = 0 };
+    for (int k = 0; k < 3; k++)
+        m.st[k] = s_store(24, cap, 0, 32);
     for (size_t i = 0; i < S_M_LISTS; i++) {
-        sets[i] = telem_store_tags_new();
-        telem_store_tags_set(sets[i], s_m_lists[i].tags, s_m_lists[i].n);
+        m.sets[i] = telem_store_tags_new();
+        telem_store_tags_set(m.sets[i], s_m_lists[i].tags, s_m_lists[i].n);
     }
     const char *metrics[] = { "cpu", "mem", "cpu.user", "", NULL };
     uint64_t seed = 99;
     int64_t now = 1000;
-    int diff = 0;
-    for (int step = 0; step < 20000; step++) {
+    size_t l = 0;
+    for (int step = 0; step < 40000; step++) {
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
         uint32_t r = (uint32_t) (seed >> 33);
-        now += r % 2;
-        const char *metric = metrics[(r >> 3) % 5];
-        size_t l = (r >> 7) % S_M_LISTS;
-        int64_t ts = now - (int64_t) ((r >> 11) % 64);
-        int ra = telem_store_append(a, metric, s_m_lists[l].tags,
-                                    s_m_lists[l].n, ts, step, now);
-        int rb = telem_store_append_tags(b, metric, sets[l], ts, step, now);
-        diff += ra != rb;
+        now += r % 64 == 0;
+        l = r % 32 == 1 ? (r >> 7) % S_M_LISTS : l;
+        s_model_step(&m, metrics[(r >> 3) % 5], l,
+                     now - (int64_t) ((r >> 11) % 32), step, now);
         if (step % 97 == 0) {
-            diff += telem_store_expire(a, now) != telem_store_expire(b, now);
-            diff += !s_same_contents(a, b, now);
+            s_model_flush(&m);
+            uint64_t e0 = telem_store_expire(m.st[0], now);
+            m.diff += telem_store_expire(m.st[1], now) != e0
+                      || telem_store_expire(m.st[2], now) != e0;
+            m.diff += !s_same_contents(m.st[0], m.st[1], now)
+                      || !s_same_contents(m.st[0], m.st[2], now);
         }
     }
-    CHECK(diff == 0);
-    telem_store_stats_t sa, sb;
-    telem_store_stats(a, &sa);
-    telem_store_stats(b, &sb);
-    CHECK(memcmp(&sa, &sb, sizeof sa) == 0);
-    CHECK(sa.appended > 0 && sa.dropped > 0 && sa.expired > 0);
-    CHECK(sa.evicted > 0);
+    s_model_flush(&m);
+    CHECK(m.diff == 0);
+    telem_store_stats_t s[3];
+    for (int k = 0; k < 3; k++)
+        telem_store_stats(m.st[k], &s[k]);
+    CHECK(memcmp(&s[0], &s[1], sizeof s[0]) == 0);
+    CHECK(memcmp(&s[0], &s[2], sizeof s[0]) == 0);
+    CHECK(s[0].appended > 0 && s[0].dropped > 0 && s[0].expired > 0);
+    CHECK(s[0].evicted > 0);
+    CHECK(cap == 0 || s[0].nseries < 12);  /* of 3 metrics x 4 tag sets */
     for (size_t i = 0; i < S_M_LISTS; i++)
-        telem_store_tags_destroy(&sets[i]);
-    s_done(&a, NULL);
-    s_done(&b, NULL);
+        telem_store_tags_destroy(&m.sets[i]);
+    for (int k = 0; k < 3; k++)
+        s_done(&m.st[k], NULL);
+}
+
+static void
+test_prepared_model(void)
+{
+    s_model_run(0);
+    s_model_run(4096);
 }
 
 int
