@@ -4,9 +4,10 @@
 #
 # Usage: bench/run.sh [-d SECONDS]
 #   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
-# Environment: BENCH_BUILD (build directory, default bench/build).
+# Environment: BENCH_BUILD (build directory, default bench/build);
+# BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds).
 # The tables are also written to $BENCH_BUILD/results.txt.  The whole run
-# takes about a minute plus the telemd CPU measurement.
+# takes about a minute plus the telemd CPU measurement and bench_detect.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,10 +32,14 @@ fi
 
 {
     echo "# bench/run.sh -d $cpu_seconds   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-    for b in bench_add_data bench_ingest bench_query; do
+    for b in bench_add_data bench_ingest bench_query bench_watch; do
         echo
         "$build/bin/$b"
     done
+    if [ "${BENCH_DETECT:-1}" != 0 ]; then
+        echo
+        "$build/bin/bench_detect"     # about 4 minutes of real collector rounds
+    fi
     echo
     "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
     echo

@@ -9,7 +9,8 @@
 # killed with SIGKILL: heartbeat (timeout 5 s) names n1, and only n1, and
 # says it did not answer.  Every event at warn or above also goes through
 # --exec, whose output must hold the same events as JSON.  Each event is
-# reported once.
+# reported once.  The restart action points at an endpoint nobody serves:
+# the request for n3 is reported as timed out and the watcher goes on.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 B=$TELEM_BIN
 W=$B/telem_watch
@@ -37,7 +38,9 @@ n3=$(procs | awk -F'\t' '$1 == "n3" { print $2 }')
     --detector "hot=threshold:metric=hot,op=>=,value=30,duration=0.1" \
     --detector "proc-threshold:limit=$limit" \
     --detector heartbeat:timeout=5 \
-    --exec "cat >> '$T/exec.jsonl'" >"$T/watch.out" 2>"$T/watch.log" &
+    --exec "cat >> '$T/exec.jsonl'" \
+    --restart-endpoint "ipc://$T/nobody-listens.sock" --restart-timeout 1000 \
+    >"$T/watch.out" 2>"$T/watch.log" &
 WATCH=$!
 EXTRA_PIDS+=("$WATCH")
 wait_for test -S "$TELEM_RUNDIR/telem_watch/ctl.sock" || fail "watcher not up"
@@ -66,6 +69,15 @@ print([r["value"] for r in json.load(sys.stdin)["rows"] if r["key"] == "ticks"][
 }
 ticks_above() { [ "$(ticks)" -gt "$1" ]; }
 wait_for ticks_above $(($(ticks) + 8)) || fail "watcher stopped ticking"
+
+# The restart request for n3 finds no launcher: reported as timed out,
+# and the watcher goes on.
+restart_timed_out() {
+    grep -q '"type":"restart".*"status":"timeout".*"exclude":\["n3"\]' \
+        "$T/watch.out"
+}
+wait_for restart_timed_out || fail "no restart timeout: $(grep restart "$T/watch.out")"
+grep -q "no acknowledgement from" "$T/watch.log" || fail "timeout not logged"
 
 stop_node n1 KILL
 wait_for has heartbeat n1 || fail "heartbeat did not name n1: $(cat "$T/watch.out")"

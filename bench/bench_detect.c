@@ -1,0 +1,545 @@
+/* bench_detect.c - how well slowgpu finds a slow device on real collector
+ * data, next to Dragon's rule on the same data.
+ *
+ * Records a real run, then judges it offline:
+ *   - 4 telemd agents (in-process actors) and H+1 real telem_collector
+ *     processes (cpu backend, DGEMM): the H healthy devices share one core
+ *     at different phases of the period (so they never overlap), the
+ *     target device has the other core to itself;
+ *   - a clean stretch, then, repeated, real contention of graded strength
+ *     on the target's core (telem_load --duty D) followed by a clean gap;
+ *   - the recorded rounds are fed, one round at a time as telem_watch feeds
+ *     them, to slowgpu (robust rule, defaults) and to slowgpu rule=dragon,
+ *     for G = 2, 3, 4, 8 and H+1 devices (the target and the first G-1
+ *     healthy ones).
+ * Reported: the slowdown each load really caused (median over its rounds
+ * of target / median of the healthy devices; a duty cycle's effect on a
+ * median of repetitions depends on how its 10 ms cycle falls on them, so
+ * segments are grouped by the slowdown measured, not by duty), whether the
+ * target was named within 3 rounds of the load's start (a fresh detector
+ * over the 10 clean rounds before the load and the load itself; "pre" when
+ * it was already flagged in those clean rounds), the noise of the clean
+ * rounds, and events
+ * on clean rounds (the clean stretch and each gap after its first 2 rounds,
+ * each replayed by a fresh detector) per clean device-rounds.
+ * Collectors (priority 20) and loads (30) run SCHED_FIFO unless -n is given
+ * or that is refused: on a shared machine, work this benchmark did not
+ * start then cannot preempt them, so the contention measured is the load's;
+ * the load, busy `duty` of every 10 ms, preempts the target's collector for
+ * that share of its core (a slowdown of about 1 / (1 - duty)).  The bench's own telemd actors stay at normal
+ * priority (they only store samples, stamped by the collectors).
+ * Usage: bench_detect [-H healthy] [-p period_s] [-c clean_rounds]
+ *                     [-l load_rounds] [-g gap_rounds] [-r repeats]
+ *                     [-d duty,duty,...] [-b bindir] [-n]
+ */
+#include "bench_common.h"
+#include "ac.h"
+#include "det.h"
+#include "telem_time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define S_NODES 4
+#define S_MAXDEV 64
+#define S_MAXSEG 64
+#define S_METRIC "cg_dgemm_seconds"
+
+typedef struct {
+    int healthy;             /* -H */
+    double period;           /* -p, seconds */
+    int clean, load, gap;    /* rounds */
+    int repeats;
+    double duty[8];
+    int nduty;
+    char bindir[512];
+    int peer_core, target_core;
+    int rt;                  /* collectors and load SCHED_FIFO (-n: not) */
+} s_opts_t;
+
+typedef struct {
+    int start;               /* first round of the load */
+    double duty;
+    double slowdown;         /* measured */
+} s_seg_t;
+
+typedef struct {
+    int ndev, nrounds;       /* device ndev-1 is the target */
+    double *v;               /* v[d * nrounds + k], NAN when missing */
+    char node[S_MAXDEV][8], gpu[S_MAXDEV][8];
+    s_seg_t seg[S_MAXSEG];
+    int nseg;
+} s_rec_t;
+
+#define V(rec, d, k) ((rec)->v[(size_t) (d) * (size_t) (rec)->nrounds + (size_t) (k)])
+
+/* ---- processes --------------------------------------------------------- */
+
+/* Spawns argv with stdout to /dev/null and stderr to log; with rt, as
+ * SCHED_FIFO of priority prio (falls back to normal scheduling, once told,
+ * when that is refused). */
+static pid_t
+s_spawn(char *const argv[], const char *log, int *rt, int prio)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND,
+                                     0600);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    if (*rt) {
+        struct sched_param sp = { .sched_priority = prio };
+        posix_spawnattr_setschedpolicy(&at, SCHED_FIFO);
+        posix_spawnattr_setschedparam(&at, &sp);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSCHEDULER);
+    }
+    pid_t pid;
+    int err = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    if (err == EPERM && *rt) {
+        fprintf(stderr, "bench_detect: real-time scheduling refused; "
+                "running at normal priority\n");
+        *rt = 0;
+        posix_spawnattr_setflags(&at, 0);
+        err = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    }
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (err)
+        bench_die("posix_spawn", "%s: %s", argv[0], strerror(err));
+    return pid;
+}
+
+static void
+s_stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* Sleeps until realtime t (ns). */
+static void
+s_until(int64_t t)
+{
+    struct timespec ts = { (time_t) (t / 1000000000), (long) (t % 1000000000) };
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static pid_t
+s_collector(s_opts_t *o, const char *rundir, const char *node,
+            const char *gpu, int core, int64_t epoch, int64_t phase,
+            const char *log)
+{
+    char exe[600], pin[16], period[32], ep[32], ph[32];
+    snprintf(exe, sizeof exe, "%s/telem_collector", o->bindir);
+    snprintf(pin, sizeof pin, "%d", core);
+    snprintf(period, sizeof period, "%.6f", o->period);
+    snprintf(ep, sizeof ep, "%lld", (long long) epoch);
+    snprintf(ph, sizeof ph, "%lld", (long long) phase);
+    char *argv[] = { exe, "--node", (char *) node, "--rundir", (char *) rundir,
+                     "--device", (char *) gpu, "--pin", pin, "--period",
+                     period, "--reps", "5", "--epoch", ep, "--phase", ph,
+                     "--group", "bench", "--log-level", "warn", NULL };
+    return s_spawn(argv, log, &o->rt, 20);
+}
+
+static pid_t
+s_load(s_opts_t *o, double duty, const char *log)
+{
+    char exe[600], core[16], d[32];
+    snprintf(exe, sizeof exe, "%s/telem_load", o->bindir);
+    snprintf(core, sizeof core, "%d", o->target_core);
+    snprintf(d, sizeof d, "%g", duty);
+    char *argv[] = { exe, "--device", core, "--duty", d, "--log-level",
+                     "warn", NULL };
+    return s_spawn(argv, log, &o->rt, 30);
+}
+
+/* ---- recording --------------------------------------------------------- */
+
+static int
+s_total_rounds(const s_opts_t *o)
+{
+    return o->clean + o->repeats * o->nduty * (o->load + o->gap);
+}
+
+/* Index of the device (node, gpu), or -1. */
+static int
+s_dev_index(const s_rec_t *rec, const char *node, const char *gpu)
+{
+    for (int d = 0; node && gpu && d < rec->ndev; d++)
+        if (strcmp(rec->node[d], node) == 0 && strcmp(rec->gpu[d], gpu) == 0)
+            return d;
+    return -1;
+}
+
+static const char *
+s_tag(const telem_series_t *s, const char *key)
+{
+    for (uint32_t i = 0; i < s->ntags; i++)
+        if (strcmp(s->tags[i].key, key) == 0)
+            return s->tags[i].value;
+    return NULL;
+}
+
+/* Reads every recorded round into rec->v. */
+static void
+s_collect(s_rec_t *rec, ac_t *ac, int64_t epoch, int64_t pns)
+{
+    const char *m[] = { S_METRIC };
+    ac_query_t q = { .metrics = m, .nmetrics = 1, .start_ns = epoch - 1,
+                     .timeout_ms = 5000 };
+    ac_result_t *res = NULL;
+    int rc = ac_query(ac, &q, &res);
+    if (rc)
+        bench_die("ac_query", "%s", telem_strerror(rc));
+    for (size_t i = 0; i < ac_result_nseries(res); i++) {
+        const telem_series_t *s = ac_result_series(res, i);
+        int d = s_dev_index(rec, s_tag(s, "host"), s_tag(s, "gpu"));
+        for (uint32_t j = 0; d >= 0 && j < s->npoints; j++) {
+            int64_t k = (s->ts[j] - epoch) / pns;
+            if (k >= 0 && k < rec->nrounds && s->ts[j] == epoch + k * pns)
+                V(rec, d, k) = s->values[j];
+        }
+    }
+    ac_result_destroy(&res);
+}
+
+static void
+s_record(s_opts_t *o, s_rec_t *rec)
+{
+    char dir[256], log[300];
+    bench_tmpdir(dir, sizeof dir, "detect");
+    snprintf(log, sizeof log, "%s/processes.log", dir);
+    telemd_t *td[S_NODES];
+    const char *names[S_NODES], *eps[S_NODES];
+    static char nm[S_NODES][8];
+    for (int k = 0; k < S_NODES; k++) {
+        snprintf(nm[k], sizeof nm[k], "n%d", k);
+        td[k] = bench_telemd_start(dir, nm[k], 1, 3600, 0, 0);
+        names[k] = nm[k];
+        eps[k] = telemd_ctl_endpoint(td[k]);
+    }
+    int err = 0;
+    ac_t *ac = ac_connect_nodes(names, eps, S_NODES, 5000, &err);
+    if (!ac)
+        bench_die("ac_connect_nodes", "%s", telem_strerror(err));
+    int64_t pns = (int64_t) llround(o->period * 1e9);
+    int64_t epoch = (telem_now_ns() / pns + 1) * pns + 2 * TELEM_NS_PER_SEC;
+    rec->ndev = o->healthy + 1;
+    rec->nrounds = s_total_rounds(o);
+    rec->v = malloc((size_t) rec->ndev * (size_t) rec->nrounds * sizeof *rec->v);
+    for (size_t i = 0; i < (size_t) rec->ndev * (size_t) rec->nrounds; i++)
+        rec->v[i] = NAN;
+    pid_t col[S_MAXDEV];
+    for (int d = 0; d < rec->ndev; d++) {
+        int target = d == o->healthy;
+        snprintf(rec->node[d], sizeof rec->node[d], "n%d", d % S_NODES);
+        snprintf(rec->gpu[d], sizeof rec->gpu[d], "%d", d / S_NODES);
+        col[d] = s_collector(o, dir, rec->node[d], rec->gpu[d],
+                             target ? o->target_core : o->peer_core, epoch,
+                             target ? 0 : d * pns / o->healthy, log);
+    }
+    int a = o->clean;
+    for (int r = 0; r < o->repeats; r++)
+        for (int i = 0; i < o->nduty; i++, a += o->load + o->gap) {
+            s_seg_t *sg = &rec->seg[rec->nseg++];
+            sg->start = a;
+            sg->duty = o->duty[i];
+            s_until(epoch + a * pns - pns / 2);
+            pid_t lp = s_load(o, o->duty[i], log);
+            s_until(epoch + (a + o->load) * pns - pns / 2);
+            s_stop(lp);
+        }
+    s_until(epoch + (rec->nrounds + 3) * pns);
+    s_collect(rec, ac, epoch, pns);
+    for (int d = 0; d < rec->ndev; d++)
+        s_stop(col[d]);
+    ac_close(&ac);
+    for (int k = 0; k < S_NODES; k++)
+        telemd_destroy(&td[k]);
+    bench_rmtree(dir);
+}
+
+/* ---- judging ----------------------------------------------------------- */
+
+typedef struct {
+    int first_target;        /* round of the first event naming the target */
+    int events;              /* every event */
+} s_replay_t;
+
+
+
+/* Feeds rounds [from, to) of the target and the first g-1 healthy devices
+ * to a fresh slowgpu with `rule`, one round per run. */
+static s_replay_t
+s_replay(const s_rec_t *rec, int g, const char *rule, int from, int to)
+{
+    s_replay_t out = { -1, 0 };
+    int err = 0;
+    det_t *d = det_new(det_find("slowgpu"), NULL, &err);
+    char why[128];
+    if (!d || det_set(d, "rule", rule, why, sizeof why))
+        bench_die("slowgpu", "cannot create");
+    det_events_t *evs = det_events_new();
+    static det_series_t s[S_MAXDEV];
+    static det_tag_t tags[S_MAXDEV][2];
+    static int64_t ts[S_MAXDEV];
+    static double val[S_MAXDEV];
+    int target = rec->ndev - 1;
+    for (int k = from; k < to; k++) {
+        size_t n = 0;
+        for (int j = 0; j < g; j++) {
+            int dv = j == g - 1 ? target : j;
+            if (isnan(V(rec, dv, k)))
+                continue;
+            tags[n][0] = (det_tag_t) { "gpu", rec->gpu[dv] };
+            tags[n][1] = (det_tag_t) { "host", rec->node[dv] };
+            ts[n] = INT64_C(1700000000000000000) + k * TELEM_NS_PER_SEC;
+            val[n] = V(rec, dv, k);
+            s[n] = (det_series_t) { rec->node[dv], rec->gpu[dv], S_METRIC,
+                                    tags[n], 2, &ts[n], &val[n], 1 };
+            n++;
+        }
+        det_input_t in = { .now_ns = ts[0] + 1, .series = s, .nseries = n };
+        det_events_clear(evs);
+        det_run(d, &in, evs);
+        for (size_t e = 0; e < det_events_count(evs); e++) {
+            const det_event_t *ev = det_events_get(evs, e);
+            if (ev->severity != DET_SEV_ACT)
+                continue;               /* drift warnings are not counted */
+            out.events++;
+            if (out.first_target < 0 &&
+                strcmp(ev->devices[0].node, rec->node[target]) == 0 &&
+                strcmp(ev->devices[0].device, rec->gpu[target]) == 0)
+                out.first_target = k;
+        }
+    }
+    det_events_destroy(&evs);
+    det_destroy(&d);
+    return out;
+}
+
+static int
+s_cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+/* Median over the load's rounds (its first one skipped) of target / the
+ * median of the healthy devices. */
+static double
+s_slowdown(const s_rec_t *rec, int from, int to)
+{
+    double r[4096], h[S_MAXDEV];
+    int nr = 0;
+    for (int k = from; k < to && nr < 4096; k++) {
+        int nh = 0;
+        for (int d = 0; d < rec->ndev - 1; d++)
+            if (!isnan(V(rec, d, k)))
+                h[nh++] = V(rec, d, k);
+        double t = V(rec, rec->ndev - 1, k);
+        if (nh == 0 || isnan(t))
+            continue;
+        qsort(h, (size_t) nh, sizeof *h, s_cmp_d);
+        r[nr++] = t / (nh % 2 ? h[nh / 2] : (h[nh / 2 - 1] + h[nh / 2]) / 2);
+    }
+    qsort(r, (size_t) nr, sizeof *r, s_cmp_d);
+    return nr ? r[nr / 2] : NAN;
+}
+
+/* The noise of clean rounds: each device's figure over the median of the
+ * others, all devices, rounds [from, to). */
+static void
+s_noise(const s_rec_t *rec, int from, int to)
+{
+    static double r[S_MAXDEV * 4096];
+    double o[S_MAXDEV];
+    size_t n = 0, over = 0;
+    for (int k = from; k < to; k++)
+        for (int d = 0; d < rec->ndev && n < sizeof r / sizeof r[0]; d++) {
+            int no = 0;
+            for (int e = 0; e < rec->ndev; e++)
+                if (e != d && !isnan(V(rec, e, k)))
+                    o[no++] = V(rec, e, k);
+            if (no == 0 || isnan(V(rec, d, k)))
+                continue;
+            qsort(o, (size_t) no, sizeof *o, s_cmp_d);
+            double m = no % 2 ? o[no / 2] : (o[no / 2 - 1] + o[no / 2]) / 2;
+            r[n] = V(rec, d, k) / m;
+            over += r[n++] >= 1.08;
+        }
+    if (n == 0)
+        return;
+    qsort(r, n, sizeof *r, s_cmp_d);
+    printf("  noise of the clean stretch, device / median of the others over "
+           "%zu device-rounds: p1 %.3f p50 %.3f p90 %.3f p99 %.3f max %.2f; "
+           "%.2f %% of them 8 %% slower or more\n", n, r[n / 100], r[n / 2],
+           r[n * 9 / 10], r[n * 99 / 100], r[n - 1], 100.0 * (double) over /
+           (double) n);
+}
+
+/* Clean device-rounds of the subset over [from, to). */
+static int
+s_device_rounds(const s_rec_t *rec, int g, int from, int to)
+{
+    int n = 0;
+    for (int k = from; k < to; k++)
+        for (int j = 0; j < g; j++)
+            n += !isnan(V(rec, j == g - 1 ? rec->ndev - 1 : j, k));
+    return n;
+}
+
+/* Slowdown bins the load segments are reported in. */
+static const struct { const char *name; double lo, hi; } s_bins[] = {
+    { "~5 %", 1.03, 1.07 }, { "~10 %", 1.07, 1.15 }, { "~25 %", 1.15, 1.40 },
+    { ">40 %", 1.40, 1e9 },
+};
+#define S_NBINS (sizeof s_bins / sizeof s_bins[0])
+
+static void
+s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
+{
+    int false_ev = s_replay(rec, g, rule, 0, o->clean).events;
+    int rounds = s_device_rounds(rec, g, 0, o->clean);
+    for (int i = 0; i < rec->nseg; i++) {
+        int a = rec->seg[i].start + o->load + 2, b = rec->seg[i].start + o->load
+                                                         + o->gap;
+        false_ev += s_replay(rec, g, rule, a, b).events;
+        rounds += s_device_rounds(rec, g, a, b);
+    }
+    printf("  %4d  %-7s", g, strcmp(rule, "robust") ? "dragon" : "slowgpu");
+    for (size_t bi = 0; bi < S_NBINS; bi++) {
+        int segs = 0, in3 = 0, pre = 0, late = 0;
+        for (int i = 0; i < rec->nseg; i++) {
+            double sd = rec->seg[i].slowdown;
+            if (!(sd >= s_bins[bi].lo && sd < s_bins[bi].hi))
+                continue;
+            int a = rec->seg[i].start;
+            s_replay_t r = s_replay(rec, g, rule, a - 10, a + o->load);
+            segs++;
+            int when = r.first_target - a + 1;   /* rounds into the load */
+            pre += r.first_target >= 0 && r.first_target < a;
+            in3 += r.first_target >= a && when <= 3;
+            late += r.first_target >= a && when > 3;
+        }
+        char cell[96];
+        if (segs == 0)
+            snprintf(cell, sizeof cell, "-");
+        else
+            snprintf(cell, sizeof cell, "%d/%d (%d late, %d pre)", in3,
+                     segs, late, pre);
+        printf("  %-24s", cell);
+    }
+    printf("  %3d / %d\n", false_ev, rounds);
+}
+
+static void
+s_usage(void)
+{
+    fputs("usage: bench_detect [-H healthy] [-p period_s] [-c clean_rounds]\n"
+          "       [-l load_rounds] [-g gap_rounds] [-r repeats]\n"
+          "       [-d duty,duty,...] [-b bindir] [-n]\n", stderr);
+    exit(2);
+}
+
+static void
+s_parse(int argc, char **argv, s_opts_t *o)
+{
+    *o = (s_opts_t) { .healthy = 15, .period = 0.3, .clean = 450, .load = 15,
+                      .gap = 10, .repeats = 3,
+                      .duty = { 0.3, 0.35, 0.4, 0.45 }, .nduty = 4, .peer_core = 0, .target_core = 1,
+                      .rt = 1 };
+    snprintf(o->bindir, sizeof o->bindir, "%s", argv[0]);
+    char *slash = strrchr(o->bindir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(o->bindir, sizeof o->bindir, ".");
+    int c;
+    while ((c = getopt(argc, argv, "H:p:c:l:g:r:d:b:nh")) != -1) {
+        switch (c) {
+        case 'H': o->healthy = atoi(optarg); break;
+        case 'p': o->period = atof(optarg); break;
+        case 'c': o->clean = atoi(optarg); break;
+        case 'l': o->load = atoi(optarg); break;
+        case 'g': o->gap = atoi(optarg); break;
+        case 'r': o->repeats = atoi(optarg); break;
+        case 'b': snprintf(o->bindir, sizeof o->bindir, "%s", optarg); break;
+        case 'n': o->rt = 0; break;
+        case 'd':
+            o->nduty = 0;
+            for (char *t = strtok(optarg, ","); t && o->nduty < 8;
+                 t = strtok(NULL, ","))
+                o->duty[o->nduty++] = atof(t);
+            break;
+        default: s_usage();
+        }
+    }
+    if (o->healthy < 1 || o->healthy + 1 > S_MAXDEV || o->period < 0.05 ||
+        o->clean < 20 || o->load < 3 || o->gap < 5 || o->repeats < 1 ||
+        o->nduty < 1 || o->repeats * o->nduty > S_MAXSEG)
+        s_usage();
+}
+
+int
+main(int argc, char **argv)
+{
+    s_opts_t o;
+    s_parse(argc, argv, &o);
+    bench_print_machine("bench_detect");
+    static s_rec_t rec;
+    int64_t t0 = bench_now_ns();
+    s_record(&o, &rec);
+    printf("recorded %d devices x %d rounds in %.0f s: %d healthy sharing "
+           "core %d (phased), the target alone on core %d; period %.3g s, "
+           "5 reps; %d clean rounds, then %d x (%d load + %d gap) rounds; "
+           "scheduling %s\n",
+           rec.ndev, rec.nrounds, (bench_now_ns() - t0) / 1e9, o.healthy,
+           o.peer_core, o.target_core, o.period, o.clean, rec.nseg, o.load,
+           o.gap, o.rt ? "SCHED_FIFO" : "normal");
+    printf("load (telem_load --duty) and the slowdown it caused (median "
+           "target / healthy median):\n ");
+    for (int i = 0; i < rec.nseg; i++) {
+        rec.seg[i].slowdown = s_slowdown(&rec, rec.seg[i].start + 1,
+                                         rec.seg[i].start + o.load);
+        printf(" %g:%.3f", rec.seg[i].duty, rec.seg[i].slowdown);
+    }
+    printf("\n  clean stretch: %.3f\n", s_slowdown(&rec, 0, o.clean));
+    s_noise(&rec, 0, o.clean);
+    printf("\n");
+    printf("load segments by the slowdown they caused: detected within 3 "
+           "rounds of the load's start / segments (detected later; already "
+           "flagged in the 10 clean rounds before), and act events on clean "
+           "rounds\n");
+    printf("  %4s  %-7s", "devs", "rule");
+    for (size_t bi = 0; bi < S_NBINS; bi++)
+        printf("  %-24s", s_bins[bi].name);
+    printf("  false / clean device-rounds\n");
+    int gs[] = { 2, 3, 4, 8, rec.ndev };
+    for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) {
+        int seen = gs[i] > rec.ndev;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = gs[j] == gs[i];
+        if (seen)
+            continue;
+        s_judge(&o, &rec, gs[i], "robust");
+        s_judge(&o, &rec, gs[i], "dragon");
+    }
+    free(rec.v);
+    return 0;
+}
