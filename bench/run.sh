@@ -2,8 +2,11 @@
 # run.sh - build telem's benchmarks (a separate CMake project) and run them
 # all, printing one table per benchmark; docs/performance.md records a run.
 #
-# Usage: bench/run.sh [-d SECONDS]
+# Usage: bench/run.sh [-d SECONDS] [-D]
 #   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
+#   -D          also run bench/dict_vs_redis.sh (the dictionary against
+#               Redis and its restore throughput; ~5 minutes; installs
+#               redis-server and libhiredis-dev when root and missing)
 # Environment: BENCH_BUILD (build directory, default bench/build);
 # BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds).
 # The tables are also written to $BENCH_BUILD/results.txt.  The whole run
@@ -13,10 +16,12 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${BENCH_BUILD:-$here/build}"
 cpu_seconds="${BENCH_CPU_SECONDS:-30}"
-while getopts "d:h" opt; do
+dict=0
+while getopts "d:Dh" opt; do
     case "$opt" in
     d) cpu_seconds="$OPTARG" ;;
-    *) sed -n '2,10p' "$0"; exit 2 ;;
+    D) dict=1 ;;
+    *) sed -n '2,13p' "$0"; exit 2 ;;
     esac
 done
 
@@ -43,5 +48,9 @@ fi
     echo
     "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
     echo
+    if [ "$dict" = 1 ]; then
+        BENCH_BUILD="$build" "$here/dict_vs_redis.sh"
+        echo
+    fi
     echo "# total $(( $(date +%s) - started )) s"
 } 2>&1 | tee "$build/results.txt"
