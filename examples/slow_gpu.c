@@ -50,6 +50,8 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include <czmq.h>
+
 #include "ddict.h"
 #include "slow_gpu.h"
 #include "telem.h"
@@ -399,6 +401,9 @@ main(int argc, char **argv)
     int rc = sg_opts_parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    /* czmq (under ddict) would catch SIGTERM and SIGINT; the launcher
+       stops the program with them, so keep their default action. */
+    zsys_handler_set(NULL);
     telem_init();
     long computed = 0, resumed = 0;
     rc = s_run_workers(&o, &computed, &resumed);
