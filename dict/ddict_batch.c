@@ -146,6 +146,7 @@ typedef struct {
     s_req_t *reqs;
     size_t nreqs, capreqs;
     size_t *idx;              /* op indexes, grouped per request */
+    int *node;                /* each op's node this round */
     telem_dict_op_t *tmp;     /* ops of the request being encoded */
     int retry;
 } s_run_t;
@@ -212,10 +213,12 @@ s_send_all(s_run_t *r)
     ddict_batch_t *b = r->b;
     size_t nidx = 0;
     r->nreqs = 0;
+    for (size_t i = 0; i < b->n; i++)     /* hash each key once a round */
+        r->node[i] = b->done[i] ? -1 : s_target(r, i);
     for (int node = 0; node < r->d->nnodes; node++) {
         size_t first = nidx;
         for (size_t i = 0; i < b->n; i++)
-            if (!b->done[i] && s_target(r, i) == node)
+            if (r->node[i] == node)
                 r->idx[nidx++] = i;
         for (size_t at = first; at < nidx; at += DC_CHUNK_OPS) {
             size_t n = nidx - at < DC_CHUNK_OPS ? nidx - at : DC_CHUNK_OPS;
@@ -323,9 +326,10 @@ dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns)
     int64_t deadline = telem_mono_ns() + self->timeout_ms * TELEM_NS_PER_MS;
     s_run_t r = { self, b, ns ? ns : self->ns, NULL, 0, 0,
                   malloc((b->n + 1) * sizeof (size_t)),
+                  malloc((b->n + 1) * sizeof (int)),
                   malloc((b->n < DC_CHUNK_OPS ? b->n + 1 : DC_CHUNK_OPS)
                          * sizeof (telem_dict_op_t)), 0 };
-    int rc = r.idx && r.tmp ? 0 : TELEM_ENOMEM;
+    int rc = r.idx && r.node && r.tmp ? 0 : TELEM_ENOMEM;
     for (size_t i = 0; i < b->n; i++) {
         b->done[i] = 0;
         b->codes[i] = TELEM_ETIMEDOUT;
@@ -351,6 +355,7 @@ dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns)
             rc = TELEM_ETIMEDOUT;
     }
     free(r.idx);
+    free(r.node);
     free(r.tmp);
     free(r.reqs);
     return rc;

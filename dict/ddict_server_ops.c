@@ -118,8 +118,11 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
     }
     if (c->undo)
         c->undo[c->nundo - 1].new_version = *version;
-    e = ddict_store_find(self->store, shard, k);
-    s_forward(c, shard, TELEM_DOP_SET, op, *version, ddict_entry_value(e));
+    if (ddict_map_replicas(self->map) > 1) {
+        e = ddict_store_find(self->store, shard, k);
+        s_forward(c, shard, TELEM_DOP_SET, op, *version,
+                  ddict_entry_value(e));
+    }
     return 0;
 }
 
