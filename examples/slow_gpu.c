@@ -404,6 +404,7 @@ main(int argc, char **argv)
     /* czmq (under ddict) would catch SIGTERM and SIGINT; the launcher
        stops the program with them, so keep their default action. */
     zsys_handler_set(NULL);
+    zsys_init();                /* once, before the workers' threads */
     telem_init();
     long computed = 0, resumed = 0;
     rc = s_run_workers(&o, &computed, &resumed);
