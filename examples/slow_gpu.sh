@@ -19,7 +19,9 @@
 # nice 19 and the collectors' figures show the load, not the workers.
 #
 # Environment: TELEM_BIN (default: build/bin of this tree), SLOW_GPU_ARGS
-# (the example's options; default a run of some 15-30 s on two cores).
+# (the example's options; default a run of some 10-30 s on two cores),
+# SLOW_GPU_DETECTOR (the detector spec, default slowgpu).  On a machine
+# busy with other work the wrong device may look slow: docs/examples.md.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,7 +55,7 @@ echo "== telem_launch --local 3 --nodes 2 --resilient --exhaust-resources" \
      "--telemetry-level 3 --detector slowgpu --collect ... --" \
      "nice -n 19 slow_gpu ${args[*]}"
 "$bin/telem_launch" --local 3 --nodes 2 --resilient --exhaust-resources \
-    --telemetry-level 3 --detector slowgpu \
+    --telemetry-level 3 --detector "${SLOW_GPU_DETECTOR:-slowgpu}" \
     --collect "--period 0.25 --reps 5 --devices 0" \
     -- nice -n 19 "$bin/slow_gpu" "${args[@]}" --plot "$plot" \
     > >(tee "$work/job.out") 2> >(tee "$work/job.log" >&2) &
