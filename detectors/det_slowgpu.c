@@ -9,12 +9,17 @@
  * The detector is incremental: it remembers the newest round it judged and
  * asks only for newer data (plus, at the start, `window` seconds of
  * history).  A round is judged once, when it is complete: every device
- * seen in the new data has reported it, or a newer round exists (a device
- * that died or a node that answered late then simply misses that round).
+ * seen in the new data has reported it, or a newer round exists.  The last
+ * SG_KEEP_ROUNDS judged rounds are kept (their median and MAD), so a sample
+ * that arrives after its round was judged (a device so slow that it reports
+ * after the next round of the others, a node that answered late) is still
+ * compared with the devices of its round, alone, as if it had been left
+ * out; older samples than that, or a dead device's, are simply missing.
  * Rules and events live in det_slowgpu_rules.c.
  */
 #include "det_slowgpu.h"
 
+#include <gsl/gsl_sort.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,8 +132,12 @@ s_needs(const void *state, const det_params_t *p, int64_t now_ns,
     out->metrics[0] = det_params_str(p, SG_METRIC);
     out->nmetrics = 1;
     out->start_ns = now_ns - window;
-    if (st->last_ts != INT64_MIN && st->last_ts + 1 > out->start_ns)
-        out->start_ns = st->last_ts + 1;
+    int64_t from = st->last_ts == INT64_MIN ? INT64_MIN : st->last_ts + 1;
+    for (size_t i = 0; i < st->nkept; i++)      /* late samples of kept */
+        if (st->kept[i].ts < from)              /* rounds are still judged */
+            from = st->kept[i].ts;
+    if (from != INT64_MIN && from > out->start_ns)
+        out->start_ns = from;
 }
 
 /* Index of the device of series s (created if new), or -1 (no memory). */
@@ -215,18 +224,22 @@ s_collect(sg_state_t *st, const det_params_t *p, const det_input_t *in)
 {
     const char *metric = det_params_str(p, SG_METRIC);
     int64_t oldest = in->now_ns - (int64_t) (det_params_num(p, SG_WINDOW) * 1e9);
-    int64_t after = st->last_ts > oldest - 1 ? st->last_ts : oldest - 1;
     st->nents = 0;
     for (size_t i = 0; i < in->nseries; i++) {
         const det_series_t *s = &in->series[i];
-        if (!s->metric || strcmp(s->metric, metric) != 0 || !s->ts || !s->val)
-            continue;
-        size_t j = s_first_after(s->ts, s->n, after);
-        if (j == s->n)
+        if (!s->metric || strcmp(s->metric, metric) != 0 || !s->ts || !s->val ||
+            s->n == 0 || s->ts[s->n - 1] < oldest)
             continue;
         long d = s_device(st, s);
         if (d < 0)
             return TELEM_ENOMEM;
+        /* Everything newer than the device's own last judged round: rounds
+         * still to judge, and late samples of rounds judged without it. */
+        int64_t mine = st->devs[d].last_ts;
+        size_t j = s_first_after(s->ts, s->n, mine > oldest - 1 ? mine
+                                                                : oldest - 1);
+        if (j == s->n)
+            continue;
         st->devs[d].seen_run = st->run;
         for (; j < s->n; j++)
             if (isfinite(s->val[j]) && s->val[j] > 0 &&
@@ -291,6 +304,26 @@ s_round_grow(sg_state_t *st, size_t n)
     return 0;
 }
 
+/* Keeps the round just gathered in st->round (its median and scaled MAD
+ * over all its devices) for samples that arrive after it was judged. */
+static void
+s_keep(sg_state_t *st, uint32_t group)
+{
+    sg_round_t *r = &st->round;
+    if (r->n == 0)
+        return;
+    const double *sorted = st->scratch.sorted;   /* left by det_loo */
+    double med = r->n == 1 ? r->x[0] : det_median_skip(sorted, r->n, r->n);
+    for (size_t i = 0; i < r->n; i++)
+        r->tmp[i] = fabs(r->x[i] - med);
+    gsl_sort(r->tmp, 1, r->n);
+    sg_kept_t *k = &st->kept[st->kept_pos];
+    *k = (sg_kept_t) { r->ts, group, r->n, med,
+                       DET_MAD_SCALE * det_median_skip(r->tmp, r->n, r->n) };
+    st->kept_pos = (st->kept_pos + 1) % SG_KEEP_ROUNDS;
+    st->nkept += st->nkept < SG_KEEP_ROUNDS;
+}
+
 /* Judges the entries [a, b) (one timestamp, one group). */
 static int
 s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
@@ -311,8 +344,40 @@ s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
         return TELEM_ENOMEM;
     for (size_t i = 0; i < r->n; i++)
         r->mad[i] *= DET_MAD_SCALE;
+    r->peers = r->n ? r->n - 1 : 0;
+    r->late = 0;
     st->rounds++;
+    s_keep(st, st->ents[a].group);
     return sg_judge(st, p, r, out);
+}
+
+/* Judges the late samples [a, b) (one timestamp, one group, a round that
+ * was judged without them) against the round as it was kept. */
+static int
+s_late(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
+       det_events_t *out)
+{
+    const sg_kept_t *k = NULL;
+    for (size_t i = 0; i < st->nkept && !k; i++)
+        if (st->kept[i].ts == st->ents[a].ts &&
+            st->kept[i].group == st->ents[a].group)
+            k = &st->kept[i];
+    sg_round_t *r = &st->round;
+    for (size_t i = a; k && i < b; i++) {
+        if (st->devs[st->ents[i].dev].last_ts >= k->ts)
+            continue;                   /* judged (or a newer one) already */
+        *r = (sg_round_t) { .ts = k->ts, .n = 1, .peers = k->n, .late = 1,
+                            .dev = r->dev, .x = r->x, .med = r->med,
+                            .mad = r->mad, .tmp = r->tmp };
+        r->dev[0] = st->ents[i].dev;
+        r->x[0] = st->ents[i].val;
+        r->med[0] = k->med;
+        r->mad[0] = k->mad;
+        int rc = sg_judge(st, p, r, out);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* Forgets devices that have not reported for a whole window, once they are
@@ -357,6 +422,11 @@ s_run(void *state, const det_params_t *p, const det_input_t *in,
         for (b = a + 1; b < st->nents && st->ents[b].ts == st->ents[a].ts &&
                         st->ents[b].group == st->ents[a].group; b++)
             ;
+        if (st->ents[a].ts <= st->last_ts) {
+            if ((rc = s_late(st, p, a, b, out)) != 0)
+                return rc;
+            continue;
+        }
         if (st->ents[a].ts == maxts && !newest_ok)
             break;
         if ((rc = s_round(st, p, a, b, out)) != 0)

@@ -16,6 +16,7 @@
 #include "det_util.h"
 
 #define SG_RING_MAX 64
+#define SG_KEEP_ROUNDS 8       /* judged rounds kept for late samples */
 #define SG_DRIFT_CLIP 3.0     /* largest CUSUM step, noise units */
 
 /* Parameter indices into det_slowgpu.params. */
@@ -46,10 +47,13 @@ typedef struct {
     uint64_t rounds;
 } sg_dev_t;
 
-/* A round being judged: n devices of one group at one timestamp. */
+/* A round being judged: n devices of one group at one timestamp, each
+ * compared with `peers` others (n - 1; for a late sample, the round's n). */
 typedef struct {
     int64_t ts;
     size_t n;
+    size_t peers;
+    int late;                  /* judged against a stored round */
     uint32_t *dev;             /* device indices */
     double *x;                 /* their values */
     double *med, *mad;         /* leave-one-out peer median, MAD (scaled) */
@@ -63,6 +67,15 @@ typedef struct {
     uint32_t dev;
     double val;
 } sg_ent_t;
+
+/* A judged round, kept so a device whose sample arrives after the round
+ * was judged is still compared with that round's devices. */
+typedef struct {
+    int64_t ts;
+    uint32_t group;
+    size_t n;
+    double med, mad;           /* of all its devices; mad scaled */
+} sg_kept_t;
 
 typedef struct {
     sg_dev_t *devs;
@@ -78,6 +91,8 @@ typedef struct {
     det_scratch_t scratch;
     sg_round_t round;
     size_t round_cap;
+    sg_kept_t kept[SG_KEEP_ROUNDS];
+    size_t nkept, kept_pos;
 } sg_state_t;
 
 /* Judges round `r` (already holding LOO statistics) with the rules that

@@ -73,7 +73,7 @@ s_peer_event(const sg_state_t *st, const sg_round_t *r, size_t i,
     const sg_dev_t *d = &st->devs[r->dev[i]];
     char who[600], text[1400];
     s_name(who, sizeof who, d);
-    if (r->n == 2) {
+    if (r->n == 2 && !r->late) {
         const sg_dev_t *o = &st->devs[r->dev[1 - i]];
         char other[600];
         s_name(other, sizeof other, o);
@@ -85,14 +85,14 @@ s_peer_event(const sg_state_t *st, const sg_round_t *r, size_t i,
     } else {
         snprintf(text, sizeof text, "%s is %.1f %% slower than the median of "
                  "its %zu peers (%.4g s against %.4g s, robust z %.1f) in %d "
-                 "of its last %d rounds", who, 100 * (ratio - 1), r->n - 1,
+                 "of its last %d rounds", who, 100 * (ratio - 1), r->peers,
                  r->x[i], r->med[i], z, count, n);
     }
     det_evidence_t ev[] = {
         { "value_s", r->x[i] }, { "peer_median_s", r->med[i] },
         { "peer_mad_s", r->mad[i] }, { "ratio", ratio }, { "z", z },
         { "slow_rounds", count }, { "rounds", n },
-        { "devices", (double) r->n },
+        { "devices", (double) r->peers + 1 },
     };
     return s_emit(out, d, r->ts, DET_SEV_ACT, ratio - 1, ev,
                   sizeof ev / sizeof ev[0], text);
@@ -160,7 +160,7 @@ s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
     /* The noise now: the larger of the device's own (warm-up) and the
      * peers' spread in this round, so a machine that got noisier since
      * the warm-up does not look like a drift. */
-    double now = r->n >= 3 ? r->mad[i] / r->med[i] : 0;
+    double now = r->peers >= 2 ? r->mad[i] / r->med[i] : 0;
     double z = (d->ratio - d->base) / fmax(d->sigma, now);
     d->cusum = fmax(0, d->cusum + fmin(z, SG_DRIFT_CLIP) -
                            det_params_num(p, SG_SLACK));
@@ -275,12 +275,12 @@ sg_judge(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
         d->rounds++;
         s_ring_push(d, r->x[i]);
     }
-    for (size_t i = 0; robust && r->n >= 2 && i < r->n && !rc; i++) {
+    for (size_t i = 0; robust && r->peers >= 1 && i < r->n && !rc; i++) {
         rc = s_peer(st, p, r, i, out);
         if (!rc)
             rc = s_drift(st, p, r, i, out);
     }
-    if (!rc && dragon)
+    if (!rc && dragon && !r->late)
         rc = s_dragon(st, p, r, out);
     return rc;
 }

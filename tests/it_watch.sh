@@ -46,7 +46,9 @@ expect_rc 1 "$W" ctl --name nobody status
 expect_rc 1 "$W" --detector slowgpu --nodefile "$T/missing" --count 1
 
 # ---- the job ------------------------------------------------------------
-for n in n1 n2 n3; do start_node "$n" --level 1; done
+# Agents without TCP endpoints: queries go over ipc in this test's run
+# directory, so no other test's agent (also called n1...) can answer them.
+for n in n1 n2 n3; do start_node "$n" --level 1 --bind none; done
 "$B/telem_collect" --devices 0 --period 0.25 --reps 7 --name "itw-$$" \
     >"$T/collect.out" 2>"$T/collect.log" &
 EXTRA_PIDS+=("$!")
@@ -57,7 +59,7 @@ core2=$(awk '$1 == "node" && $2 == "n2" { print $8 }' "$T/collect.out")
 shared=$(awk -v c="$core2" '$1 == "node" && $8 == c' "$T/collect.out" | wc -l)
 [ "$shared" = 1 ] || echo "note: n2's core $core2 is shared by $shared collectors"
 
-"$B/test_watch" --restart-sink "ipc://$T/launch.sock" >"$T/sink.out" \
+"$B/test_watch" --restart-sink "ipc://$T/launch.sock" --count 20 >"$T/sink.out" \
     2>"$T/sink.log" &
 EXTRA_PIDS+=("$!")
 wait_for grep -qx ready "$T/sink.out" || fail "restart receiver not ready"
@@ -186,11 +188,17 @@ assert e["evidence"]["ratio"] >= 2, e
 others = [x for x in evs[:evs.index(e)] if x["nodes"] != ["n2"]]
 assert not others or int(sys.argv[2]) > int(sys.argv[3]), others
 PY
-for _ in $(seq 100); do grep -q '"status":"accepted"' "$T/watch.out" && break; sleep 0.2; done
-grep -q "^restart exclude=n2 devices=n2/0 detectors=slowgpu" "$T/sink.out" \
-    || fail "restart request not received: $(cat "$T/sink.out")"
-grep -q '"type":"restart".*"status":"accepted".*"exclude":\["n2"\]' "$T/watch.out" \
-    || fail "restart not acknowledged: $(grep restart "$T/watch.out")"
+# The restart request naming n2 reached the receiver and was accepted
+# (other nodes only ever with a busy machine, as checked above).
+n2_restarted() {
+    grep -Eq "^restart exclude=([^ ]*,)?n2(,[^ ]*)? devices=([^ ]*,)?n2/0" \
+        "$T/sink.out" &&
+        grep -q '"type":"restart".*"status":"accepted".*"exclude":\[[^]]*"n2"' \
+            "$T/watch.out"
+}
+for _ in $(seq 100); do n2_restarted && break; sleep 0.2; done
+n2_restarted || fail "restart for n2 not received or not acknowledged: \
+$(cat "$T/sink.out"; grep restart "$T/watch.out")"
 kill "$LOAD"
 echo "load: $(grep '{"node":"n2","device":"0"}' "$T/watch.out" | grep -m1 '"act"' | head -c 300)"
 

@@ -1,10 +1,11 @@
 # it_watch_rules.sh - threshold, proc-threshold and heartbeat through the
 # real watcher, on data from add_data_demo and telemd's own samplers.
 #
-# Three nodes at level 2 sampling every 0.2 s.  n1 and n2 count the
-# processes of user nobody (about none), n3 those of the user running the
-# test (this test's own processes at least): proc-threshold with a limit
-# between them names n3 only.  add_data_demo records "hot" = 0..39 on n2
+# Three nodes at level 2 sampling every 0.2 s, each reading a proc root of
+# its own (telemd --proc-root: the real /proc files by symbolic links plus
+# fake process directories), so the process counts are fixed whatever else
+# runs: none on n1 and n2, 40 on n3.  proc-threshold with limit 10 names n3
+# only.  add_data_demo records "hot" = 0..39 on n2
 # and 0..9 on n1: threshold hot >= 30 for 0.1 s names n2 only.  Then n1 is
 # killed with SIGKILL: heartbeat (timeout 5 s) names n1, and only n1, and
 # says it did not answer.  Every event at warn or above also goes through
@@ -14,12 +15,21 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 B=$TELEM_BIN
 W=$B/telem_watch
-me=$(id -un)
-getent passwd nobody >/dev/null || fail "no user 'nobody' on this machine"
+# Fake proc roots: the real /proc files, and either no process at all
+# (n1, n2) or 40 processes of the user running the test (n3).
+for r in none forty; do
+    mkdir "$T/proc-$r"
+    for f in stat meminfo loadavg uptime net diskstats; do
+        ln -s "/proc/$f" "$T/proc-$r/$f"
+    done
+done
+for p in $(seq 101 140); do mkdir "$T/proc-forty/$p"; done
 
-start_node n1 --level 2 --interval 0.2 --job-user nobody
-start_node n2 --level 2 --interval 0.2 --job-user nobody
-start_node n3 --level 2 --interval 0.2 --job-user "$me"
+# Agents without TCP endpoints: queries go over ipc in this test's run
+# directory, so no other test's agent (also called n1...) can answer them.
+start_node n1 --level 2 --interval 0.2 --proc-root "$T/proc-none" --bind none
+start_node n2 --level 2 --interval 0.2 --proc-root "$T/proc-none" --bind none
+start_node n3 --level 2 --interval 0.2 --proc-root "$T/proc-forty" --bind none
 
 # procs: node<TAB>newest num_running_processes, for every node.
 procs() {
@@ -30,9 +40,9 @@ for s in json.load(sys.stdin)["series"]:
 }
 nprocs_is() { [ "$(procs | wc -l)" = "$1" ]; }
 wait_for nprocs_is 3 || fail "no num_running_processes"
-limit=$(procs | awk -F'\t' '$1 != "n3" && $2 > m { m = $2 } END { print m + 0 }')
-n3=$(procs | awk -F'\t' '$1 == "n3" { print $2 }')
-[ "$n3" -gt "$limit" ] || fail "n3 counts $n3 processes, not more than $limit"
+[ "$(procs | sort | tr '\t\n' ':,')" = "n1:0,n2:0,n3:40," ] \
+    || fail "unexpected process counts: $(procs)"
+limit=10
 
 "$W" --json --period 0.25 --timeout 1000 --act-on warn \
     --detector "hot=threshold:metric=hot,op=>=,value=30,duration=0.1" \

@@ -325,6 +325,33 @@ test_round_completeness(void)
     fx_destroy(&fx);
 }
 
+/* A device so slow that its sample of round k arrives after everybody's
+ * round k+1: round k is judged without it, then its late sample is judged
+ * against the round as kept, so it is still flagged, and only it. */
+static void
+test_late_device(void)
+{
+    fx_t *fx = fx_new(5, 1, "cg_dgemm_seconds");
+    det_t *d = fx_det("slowgpu", NULL);
+    det_events_t *evs = det_events_new();
+    for (size_t r = 0; r < 12; r++) {
+        int64_t ts = FX_T0 + (int64_t) r * FX_PERIOD;
+        for (size_t i = 0; i < 4; i++)
+            fx_push(fx, i, ts, BASE * fx_noise(fx, 0.01));
+        if (r > 0)          /* device 4's previous round, late and slow */
+            fx_push(fx, 4, ts - FX_PERIOD, 1.6 * BASE * fx_noise(fx, 0.01));
+        det_input_t in = fx_input(fx, ts + FX_PERIOD / 2, 1);
+        CHECK_INT(det_run(d, &in, evs), 0);
+    }
+    CHECK_INT(ev_count_for(evs, fx, 4, DET_SEV_ACT), 1);
+    CHECK_INT(det_events_count(evs), 1);
+    const det_event_t *e = det_events_get(evs, 0);
+    CHECK(e && strstr(e->text, "its 4 peers") != NULL);
+    det_events_destroy(&evs);
+    det_destroy(&d);
+    fx_destroy(&fx);
+}
+
 /* ---- drift and persistence --------------------------------------------- */
 
 static double
@@ -457,9 +484,10 @@ test_needs_and_status(void)
     CHECK_STR(nd.metrics[0], "cg_dgemm_seconds");
     CHECK(nd.start_ns == FX_T0 - 120 * FX_PERIOD);
     slow_t s = { 2, SIZE_MAX, 1.5, 0 };
-    sim(fx, d, 0, 5, 0.0, f_slow, &s, evs);
-    det_needs(d, FX_T0 + 5 * FX_PERIOD, &nd);
-    CHECK(nd.start_ns == FX_T0 + 4 * FX_PERIOD + 1);   /* after round 4 */
+    sim(fx, d, 0, 12, 0.0, f_slow, &s, evs);
+    det_needs(d, FX_T0 + 12 * FX_PERIOD, &nd);
+    /* From the oldest of the 8 rounds kept for late samples (4..11). */
+    CHECK(nd.start_ns == FX_T0 + 4 * FX_PERIOD);
     char flagged[256] = "";
     det_describe(d, count_line, flagged);
     CHECK_STR(flagged, "n0/2 (slow)");
@@ -479,6 +507,7 @@ main(void)
     test_zero_mad();
     test_missing_series();
     test_round_completeness();
+    test_late_device();
     test_drift();
     test_persistence();
     test_dragon_cannot_fire_below_8();
