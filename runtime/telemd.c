@@ -247,8 +247,9 @@ s_finish_config(s_args_t *a)
         if (a->port)
             snprintf(a->tcp_bind, sizeof a->tcp_bind, "tcp://%s:%ld",
                      a->bind_addr, a->port);
-        else
-            snprintf(a->tcp_bind, sizeof a->tcp_bind, "tcp://%s:*",
+        else  /* port 0: the kernel picks a random free port, where "*"
+                 would take the lowest free one and so reuse a dead node's */
+            snprintf(a->tcp_bind, sizeof a->tcp_bind, "tcp://%s:0",
                      a->bind_addr);
         a->cfg.tcp_bind = a->tcp_bind;
     }
