@@ -32,7 +32,8 @@
 #include "telem_error.h"
 #include "telem_paths.h"
 
-#define S_MAGIC 0x4c444454u        /* "TDDL" little-endian */
+#define S_MAGIC 0x324c4454u        /* "TDL2" little-endian */
+#define S_MAGIC_V1 0x4c444454u     /* "TDDL": zlib CRC-32, not read */
 #define S_BUF (1u << 20)
 #define S_DIRECT (16u << 10)
 
@@ -199,6 +200,15 @@ s_replay(int fd, uint64_t fsize, ddict_log_replay_fn fn, void *arg,
     return rc;
 }
 
+/* 1 if the file starts with a record of the first format (zlib CRC-32). */
+static int
+s_old_format(int fd, uint64_t size)
+{
+    uint8_t m[4];
+    return size >= DDICT_LOG_HDR && pread(fd, m, 4, 0) == 4
+           && s_get32(m) == S_MAGIC_V1;
+}
+
 int
 ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
                ddict_log_t **out, ddict_log_stats_t *stats)
@@ -221,6 +231,9 @@ ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
     struct stat sb;
     if (self->fd < 0 || fstat(self->fd, &sb) != 0)
         goto out;
+    rc = TELEM_EVERSION;
+    if (s_old_format(self->fd, (uint64_t) sb.st_size))
+        goto out;       /* refuse rather than cut it as damaged */
     if ((rc = s_replay(self->fd, (uint64_t) sb.st_size, fn, arg, &st)) != 0)
         goto out;
     rc = TELEM_EIO;

@@ -10,7 +10,9 @@
  * record is ever handed out as data.
  *
  * Record layout (little-endian, 32-byte header then three byte strings):
- *   u32 magic "TDDL"   u32 crc32c(bytes 8 .. end of record)
+ *   u32 magic "TDL2"   u32 crc32c(bytes 8 .. end of record)
+ * A file written in the first format (magic "TDDL", zlib's CRC-32) is
+ * refused with TELEM_EVERSION and left untouched, never cut as damaged.
  *   u8 type  u8 nslen  u16 shard  u32 klen  u64 vlen  u64 version
  *   ns[nslen] key[klen] value[vlen]
  *
@@ -90,7 +92,8 @@ void ddict_log_map_release(ddict_log_map_t *m);
  * good records through `fn` (may be NULL), truncates a bad tail, and
  * leaves the log ready to append.  *stats (may be NULL) says what was
  * found.  Returns 0 and sets *out, or TELEM_EIO (errno kept), TELEM_ENOMEM,
- * or the callback's non-zero return. */
+ * TELEM_EVERSION (a log of the first format), or the callback's non-zero
+ * return. */
 int ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
                    ddict_log_t **out, ddict_log_stats_t *stats);
 

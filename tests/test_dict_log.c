@@ -283,6 +283,22 @@ test_compact(const char *path)
     CHECK(access(tmp, F_OK) != 0);
 }
 
+/* A log of the first format is refused and left as it was. */
+static void
+test_old_format(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    unsigned char rec[40] = { 'T', 'D', 'D', 'L' };
+    CHECK(f && fwrite(rec, 1, sizeof rec, f) == sizeof rec);
+    if (f)
+        fclose(f);
+    ddict_log_t *log = NULL;
+    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == TELEM_EVERSION);
+    CHECK(log == NULL);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && sb.st_size == (off_t) sizeof rec);
+}
+
 int
 main(void)
 {
@@ -297,6 +313,7 @@ main(void)
     test_large_and_invalid(path);
     test_compact(path);
     CHECK(ddict_log_crc("123456789", 9) == 0xe3069283u);   /* CRC-32C */
+    test_old_format(path);
     unlink(path);
     rmdir(dir);
     if (g_failures) {
