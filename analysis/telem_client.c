@@ -12,6 +12,7 @@
  * opened.
  */
 #include "telem_client.h"
+#include "telem_cli.h"
 #include "telem_time.h"
 
 #include <errno.h>
@@ -21,6 +22,8 @@
 #include <string.h>
 
 #define S_PROG "telem_client"
+/* A usage error: the message, the --help hint, exit status 2. */
+#define S_BAD(...) telem_cli_error(S_PROG, __VA_ARGS__)
 
 typedef enum {
     M_NONE = 0, M_LIST, M_VALUES, M_GET, M_TRACK_ALL, M_TRACK, M_QUERY,
@@ -99,34 +102,7 @@ static const char *const s_mode_help[] = {
         "NODE's) to exit; prints each node's last status.\n",
 };
 
-static int
-s_bad(const char *fmt, const char *arg)
-{
-    fprintf(stderr, S_PROG ": ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see " S_PROG " --help)\n");
-    return 2;
-}
-
 /* ---- argument parsing -------------------------------------------------- */
-
-static int
-s_parse_double(const char *s, double *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
-    return errno || end == s || *end || !isfinite(*v) ? -1 : 0;
-}
-
-static int
-s_parse_long(const char *s, long long lo, long long hi, long long *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtoll(s, &end, 10);
-    return errno || end == s || *end || *v < lo || *v > hi ? -1 : 0;
-}
 
 /* A time argument; see the query help. */
 static int
@@ -140,8 +116,8 @@ s_parse_time(const char *s, int64_t *ns)
         *ns = telem_now_ns();
         return 0;
     }
-    long long v;
-    if (s_parse_long(s, INT64_MIN, INT64_MAX, &v) == 0) {
+    int64_t v;
+    if (telem_cli_int64(s, INT64_MIN, INT64_MAX, &v) == 0) {
         *ns = v;
         return 0;
     }
@@ -208,7 +184,7 @@ static int
 s_set_mode(s_cli_t *cli, s_mode_t m)
 {
     if (cli->mode != M_NONE && cli->mode != m)
-        return s_bad("%s", "choose one mode");
+        return S_BAD("choose one mode");
     cli->mode = m;
     return 0;
 }
@@ -240,7 +216,7 @@ s_time_option(s_cli_t *cli, int c, const char *arg)
 {
     int64_t t;
     if (s_parse_time(arg, &t))
-        return s_bad("bad time '%s' (ns since epoch, -60s, -5m, now)", arg);
+        return S_BAD("bad time '%s' (ns since epoch, -60s, -5m, now)", arg);
     if (c == O_START)
         cli->start_ns = t;
     else
@@ -254,8 +230,8 @@ s_track_option(s_cli_t *cli, int c, const char *arg)
 {
     double d;
     int hz = c == 'F';
-    if (s_parse_double(arg, &d) || d <= 0 || d > (hz ? 10000 : 1e9))
-        return s_bad(hz ? "bad -F '%s' (Hz, above 0, at most 10000)"
+    if (telem_cli_number(arg, 0, hz ? 10000 : 1e9, &d) || d <= 0)
+        return S_BAD(hz ? "bad -F '%s' (Hz, above 0, at most 10000)"
                         : "bad -d '%s' (seconds, above 0)", arg);
     if (hz)
         cli->o.hz = d;
@@ -269,7 +245,7 @@ s_track_option(s_cli_t *cli, int c, const char *arg)
 static int
 s_option(s_cli_t *cli, int c, char *arg)
 {
-    long long v;
+    int64_t v;
     switch (c) {
     case O_NODEFILE: cli->o.nodefile = arg; return 0;
     case 'o': cli->out_path = arg; return 0;
@@ -279,34 +255,33 @@ s_option(s_cli_t *cli, int c, char *arg)
     case 't': return s_set_mode(cli, M_TRACK_ALL);
     case O_START: case O_END: return s_time_option(cli, c, arg);
     case O_TIMEOUT:
-        if (s_parse_long(arg, 1, 3600000, &v))
-            return s_bad("bad --timeout '%s' (milliseconds, 1 to 3600000)", arg);
+        if (telem_cli_int64(arg, 1, 3600000, &v))
+            return S_BAD("bad --timeout '%s' (milliseconds, 1 to 3600000)", arg);
         cli->o.timeout_ms = (int) v;
         return 0;
     case 'f':
         if (tc_fmt_parse(arg, &cli->o.fmt))
-            return s_bad("unknown format '%s' (md, json, yaml, txt)", arg);
+            return S_BAD("unknown format '%s' (md, json, yaml, txt)", arg);
         return 0;
     case 'g': case 'T':
         if (s_set_mode(cli, c == 'g' ? M_GET : M_TRACK))
             return 2;
         if (s_parse_metrics(cli, arg))
-            return s_bad("bad metric list '%s' (a,b,...)", arg);
+            return S_BAD("bad metric list '%s' (a,b,...)", arg);
         return 0;
     case 'F': case 'd': return s_track_option(cli, c, arg);
     case O_TAG:
         if (s_parse_tag(cli, arg))
-            return s_bad("bad --tag '%s' (k=v, at most 16 tags)", arg);
+            return S_BAD("bad --tag '%s' (k=v, at most 16 tags)", arg);
         return 0;
     case O_MAXPTS:
-        if (s_parse_long(arg, 0, UINT32_MAX, &v))
-            return s_bad("bad --max-points '%s'", arg);
+        if (telem_cli_int64(arg, 0, UINT32_MAX, &v))
+            return S_BAD("bad --max-points '%s'", arg);
         cli->max_points = (uint32_t) v;
         cli->have_range = 1;
         return 0;
     default:
-        fprintf(stderr, "(see " S_PROG " --help)\n");
-        return 2;
+        return telem_cli_hint(S_PROG);
     }
 }
 
@@ -318,12 +293,12 @@ s_positional(s_cli_t *cli, const char *a)
         { "query", M_QUERY }, { "status", M_STATUS }, { "nodes", M_NODES },
         { "level", M_LEVEL }, { "shutdown", M_SHUTDOWN },
     };
-    long long v;
+    int64_t v;
     if (cli->mode == M_QUERY && !cli->list)
-        return s_parse_metrics(cli, a) ? s_bad("bad metric list '%s'", a) : 0;
+        return s_parse_metrics(cli, a) ? S_BAD("bad metric list '%s'", a) : 0;
     if (cli->mode == M_LEVEL && cli->level < 0) {
-        if (s_parse_long(a, 0, 4, &v))
-            return s_bad("bad level '%s' (0 to 4)", a);
+        if (telem_cli_int64(a, 0, 4, &v))
+            return S_BAD("bad level '%s' (0 to 4)", a);
         cli->level = v;
         return 0;
     }
@@ -334,7 +309,7 @@ s_positional(s_cli_t *cli, const char *a)
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strcmp(a, words[i].word) == 0)
             return s_set_mode(cli, words[i].mode);
-    return s_bad("unexpected argument '%s'", a);
+    return S_BAD("unexpected argument '%s'", a);
 }
 
 /* Rules that need the whole command line. */
@@ -347,13 +322,13 @@ s_validate(const s_cli_t *cli)
         return 2;
     }
     if (cli->have_range && m != M_QUERY)
-        return s_bad("%s", "--start, --end and --max-points go with query");
+        return S_BAD("--start, --end and --max-points go with query");
     if (cli->have_track && m != M_TRACK && m != M_TRACK_ALL)
-        return s_bad("%s", "-F and -d go with -t or -T");
+        return S_BAD("-F and -d go with -t or -T");
     if (cli->o.ntags && m >= M_STATUS)
-        return s_bad("%s", "--tag goes with -l, -v, -g, -t, -T and query");
+        return S_BAD("--tag goes with -l, -v, -g, -t, -T and query");
     if (m == M_LEVEL && cli->level < 0)
-        return s_bad("%s", "level needs a level, 0 to 4");
+        return S_BAD("level needs a level, 0 to 4");
     /* The range as the query will see it, defaults included, so that an
      * empty one is a usage error here rather than a refusal later. */
     int64_t now = telem_now_ns();
@@ -362,9 +337,9 @@ s_validate(const s_cli_t *cli)
     int64_t e = cli->end_ns < 0 ? now + cli->end_ns
               : cli->end_ns ? cli->end_ns : now;
     if (m == M_QUERY && (s < 0 || e < 0))
-        return s_bad("%s", "--start and --end must not be before 1970");
+        return S_BAD("--start and --end must not be before 1970");
     if (m == M_QUERY && s > e)
-        return s_bad("%s", "--start is after --end (default start: 300 s "
+        return S_BAD("--start is after --end (default start: 300 s "
                      "ago; default end: now)");
     return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "cg.h"
 #include "telem_backend.h"
+#include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_time.h"
@@ -71,24 +72,12 @@ typedef struct {
     telem_log_level_t loglevel;
 } s_args_t;
 
+#define S_PROG "telem_collect"
+
 static int
 s_bad(const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "telem_collect: invalid %s '%s': %s\n"
-            "Try 'telem_collect --help'.\n", flag, value, why);
-    return 2;
-}
-
-static int
-s_number(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    return telem_cli_bad(S_PROG, flag, value, why);
 }
 
 static int
@@ -106,10 +95,10 @@ s_backends_ok(char *list)
 static int
 s_option(s_args_t *a, int c, char *v)
 {
-    static const char *const levels[] = { "error", "warn", "info", "debug" };
     long tmp[64];
     size_t n;
     double d;
+    int64_t i;
     switch (c) {
     case 'b':
         if (!s_backends_ok(v))
@@ -123,14 +112,13 @@ s_option(s_args_t *a, int c, char *v)
         a->devices = v;
         return 0;
     case 'p':
-        if (s_number(v, 0.001, 86400, &d))
+        if (telem_cli_seconds(v, 0.001, 86400, &a->period_ns))
             return s_bad("--period", v, "seconds, from 0.001 to 86400");
-        a->period_ns = (int64_t) llround(d * 1e9);
         return 0;
     case 'R':
-        if (s_number(v, 1, 1000, &d) || d != floor(d))
+        if (telem_cli_int64(v, 1, 1000, &i))
             return s_bad("--reps", v, "an integer from 1 to 1000");
-        a->reps = (int) d;
+        a->reps = (int) i;
         return 0;
     case 'P': a->per_node = 1; return 0;
     case 'g':
@@ -142,17 +130,12 @@ s_option(s_args_t *a, int c, char *v)
     case 's': a->spawn = v; return 0;
     case 'C': a->collector = v; return 0;
     case 't':
-        if (s_number(v, 0.001, 3600, &d))
+        if (telem_cli_number(v, 0.001, 3600, &d))
             return s_bad("--stop-timeout", v, "seconds, up to 3600");
         a->stop_ms = (int) ceil(d * 1000);
         return 0;
     case 'l':
-        for (int i = 0; i < 4; i++)
-            if (strcmp(v, levels[i]) == 0) {
-                a->loglevel = (telem_log_level_t) i;
-                return 0;
-            }
-        return s_bad("--log-level", v, "one of error, warn, info, debug");
+        return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default:
         return 2;
     }
@@ -178,18 +161,14 @@ s_parse(s_args_t *a, int argc, char **argv)
             fputs(s_usage, stdout);
             return 1;
         }
-        if (c == '?') {
-            fputs("Try 'telem_collect --help'.\n", stderr);
-            return 2;
-        }
+        if (c == '?')
+            return telem_cli_hint(S_PROG);
         if ((rc = s_option(a, c, optarg)) != 0)
             return rc;
     }
-    if (optind < argc) {
-        fprintf(stderr, "telem_collect: unexpected argument '%s'\n"
-                "Try 'telem_collect --help'.\n", argv[optind]);
-        return 2;
-    }
+    if (optind < argc)
+        return telem_cli_error(S_PROG, "unexpected argument '%s'",
+                               argv[optind]);
     return 0;
 }
 

@@ -8,13 +8,15 @@
 #include "telem_watch_cli.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_cli.h"
+
 #define S_PROG "telem_watch"
+/* A usage error: the message, the --help hint, exit status 2. */
+#define S_BAD(...) telem_cli_error(S_PROG, __VA_ARGS__)
 
 static const char s_usage[] =
 "usage: telem_watch --detector SPEC [--detector SPEC ...] [options]\n"
@@ -52,34 +54,6 @@ static const char s_usage[] =
 "  -v, --verbose         debug log lines on stderr\n"
 "  -h, --help            this text\n"
 "exit: 0 stopped (signal, --count, --duration), 1 error, 2 bad command line\n";
-
-static int
-s_bad(const char *fmt, const char *arg)
-{
-    fprintf(stderr, S_PROG ": ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see " S_PROG " --help)\n");
-    return 2;
-}
-
-static int
-s_double(const char *s, double lo, double hi, double *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
-    return errno || end == s || *end || !isfinite(*v) || *v < lo || *v > hi
-               ? -1 : 0;
-}
-
-static int
-s_long(const char *s, long long lo, long long hi, long long *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtoll(s, &end, 10);
-    return errno || end == s || *end || *v < lo || *v > hi ? -1 : 0;
-}
 
 static int
 s_push(const char ***v, size_t *n, const char *s)
@@ -156,36 +130,30 @@ s_spec(const char *spec)
     size_t len = colon ? (size_t) (colon - name) : strlen(name);
     char buf[64];
     if (len == 0 || len >= sizeof buf)
-        return s_bad("--detector '%s': no detector name", spec);
+        return S_BAD("--detector '%s': no detector name", spec);
     memcpy(buf, name, len);
     buf[len] = '\0';
     if (!det_find(buf))
-        return s_bad("--detector: no detector '%s' (see --list)", buf);
+        return S_BAD("--detector: no detector '%s' (see --list)", buf);
     return 0;
 }
 
 static int
 s_time(const char *flag, const char *arg, double lo, double hi, int64_t *ns)
 {
-    double v;
-    if (s_double(arg, lo, hi, &v)) {
-        fprintf(stderr, S_PROG ": %s '%s': expected seconds in %g..%g\n"
-                "(see " S_PROG " --help)\n", flag, arg, lo, hi);
-        return 2;
-    }
-    *ns = (int64_t) llround(v * 1e9);
+    if (telem_cli_seconds(arg, lo, hi, ns))
+        return telem_cli_error(S_PROG, "%s '%s': expected seconds in %g..%g",
+                               flag, arg, lo, hi);
     return 0;
 }
 
 static int
 s_ms(const char *flag, const char *arg, int *ms)
 {
-    long long v;
-    if (s_long(arg, 1, 3600000, &v)) {
-        fprintf(stderr, S_PROG ": %s '%s': expected milliseconds in "
-                "1..3600000\n(see " S_PROG " --help)\n", flag, arg);
-        return 2;
-    }
+    int64_t v;
+    if (telem_cli_int64(arg, 1, 3600000, &v))
+        return telem_cli_error(S_PROG, "%s '%s': expected milliseconds in "
+                               "1..3600000", flag, arg);
     *ms = (int) v;
     return 0;
 }
@@ -193,13 +161,13 @@ s_ms(const char *flag, const char *arg, int *ms)
 static int
 s_option(tw_cli_t *cli, int c, const char *arg)
 {
-    long long v;
+    int64_t v;
     switch (c) {
     case 'd':
         return s_spec(arg) ? 2 : s_push(&cli->detectors, &cli->ndetectors, arg);
     case O_SET:
         if (!strchr(arg, '=') || !strchr(arg, '.'))
-            return s_bad("--set '%s': expected LABEL.PARAM=VALUE", arg);
+            return S_BAD("--set '%s': expected LABEL.PARAM=VALUE", arg);
         return s_push(&cli->sets, &cli->nsets, arg);
     case O_NODEFILE: cli->nodefile = arg; return 0;
     case O_PERIOD: return s_time("--period", arg, 0.05, 3600, &cli->period_ns);
@@ -207,12 +175,12 @@ s_option(tw_cli_t *cli, int c, const char *arg)
     case O_JSON: cli->json = 1; return 0;
     case O_EXEC:
         if (!*arg)
-            return s_bad("--exec: empty command%s", "");
+            return S_BAD("--exec: empty command");
         cli->exec_cmd = arg;
         return 0;
     case O_RESTART:
         if (!strstr(arg, "://"))
-            return s_bad("--restart-endpoint '%s': expected an endpoint "
+            return S_BAD("--restart-endpoint '%s': expected an endpoint "
                          "such as tcp://127.0.0.1:5555 or ipc:///path", arg);
         cli->restart_ep = arg;
         return 0;
@@ -220,21 +188,21 @@ s_option(tw_cli_t *cli, int c, const char *arg)
         return s_ms("--restart-timeout", arg, &cli->restart_timeout_ms);
     case O_ACT_ON:
         if (strcmp(arg, "warn") && strcmp(arg, "act"))
-            return s_bad("--act-on '%s': expected warn or act", arg);
+            return S_BAD("--act-on '%s': expected warn or act", arg);
         cli->act_on = strcmp(arg, "warn") == 0 ? DET_SEV_WARN : DET_SEV_ACT;
         return 0;
     case O_NAME:
         if (!*arg || strpbrk(arg, "/\t\r\n") || !strcmp(arg, ".") ||
             !strcmp(arg, ".."))
-            return s_bad("--name '%s': not a usable directory name", arg);
+            return S_BAD("--name '%s': not a usable directory name", arg);
         cli->name = arg;
         return 0;
     case O_RUNDIR: cli->rundir = arg; return 0;
     case O_PUB: cli->pub_ep = arg; return 0;
     case O_CTL: cli->ctl_ep = arg; return 0;
     case O_COUNT:
-        if (s_long(arg, 1, INT64_MAX, &v))
-            return s_bad("--count '%s': expected a positive whole number", arg);
+        if (telem_cli_int64(arg, 1, INT64_MAX, &v))
+            return S_BAD("--count '%s': expected a positive whole number", arg);
         cli->count = (uint64_t) v;
         return 0;
     case O_DURATION:
@@ -264,21 +232,21 @@ tw_cli_parse(int argc, char **argv, tw_cli_t *cli)
             continue;
         }
         if (c == '?')
-            return s_bad("unknown option '%s'", argv[optind - 1]);
+            return S_BAD("unknown option '%s'", argv[optind - 1]);
         if (c == ':')
-            return s_bad("option '%s' needs a value", argv[optind - 1]);
+            return S_BAD("option '%s' needs a value", argv[optind - 1]);
         int rc = s_option(cli, c, optarg);
         if (rc)
-            return rc < 0 ? s_bad("%s", "out of memory") : rc;
+            return rc < 0 ? S_BAD("out of memory") : rc;
     }
     if (list) {
         s_list();
         return 0;
     }
     if (optind < argc)
-        return s_bad("unexpected argument '%s'", argv[optind]);
+        return S_BAD("unexpected argument '%s'", argv[optind]);
     if (cli->ndetectors == 0)
-        return s_bad("%s", "no detector: give at least one --detector");
+        return S_BAD("no detector: give at least one --detector");
     return -1;
 }
 

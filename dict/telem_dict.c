@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "ddict.h"
+#include "telem_cli.h"
+
+#define S_PROG "telem_dict"
 
 static const char s_usage[] =
 "Usage: telem_dict [OPTIONS] COMMAND [ARGS]\n"
@@ -36,7 +39,7 @@ static const char s_usage[] =
 static int
 s_fail(const char *what, int rc)
 {
-    fprintf(stderr, "telem_dict: %s: %s\n", what, ddict_strerror(rc));
+    fprintf(stderr, S_PROG ": %s: %s\n", what, ddict_strerror(rc));
     return rc == TELEM_ENOTFOUND ? 3 : 1;
 }
 
@@ -145,57 +148,58 @@ s_run(ddict_t *d, int argc, char **argv, int replicas)
     return 1000;
 }
 
-int
-main(int argc, char **argv)
+typedef struct {
+    const char *nodefile, *ns;
+    int64_t timeout, replicas;
+} s_args_t;
+
+/* Returns 0 to run, 1 after --help, 2 on a usage error. */
+static int
+s_parse(s_args_t *a, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "nodefile", 1, NULL, 'N' }, { "ns", 1, NULL, 's' },
         { "timeout", 1, NULL, 't' }, { "replicas", 1, NULL, 'R' },
         { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
-    const char *nodefile = NULL, *ns = "";
-    long timeout = 10000, replicas = 0;
     int c;
     while ((c = getopt_long(argc, argv, "N:s:t:R:h", opts, NULL)) != -1) {
-        char *end = NULL;
         switch (c) {
-        case 'N': nodefile = optarg; break;
-        case 's': ns = optarg; break;
+        case 'N': a->nodefile = optarg; break;
+        case 's': a->ns = optarg; break;
         case 't':
-            timeout = strtol(optarg, &end, 10);
-            if (*end || timeout <= 0) {
-                fprintf(stderr, "telem_dict: invalid --timeout '%s'\n", optarg);
-                return 2;
-            }
+            if (telem_cli_int64(optarg, 1, INT64_MAX, &a->timeout))
+                return telem_cli_bad(S_PROG, "--timeout", optarg,
+                                     "milliseconds, above 0");
             break;
         case 'R':
-            replicas = strtol(optarg, &end, 10);
-            if (*end || replicas < 0 || replicas > 4) {
-                fprintf(stderr, "telem_dict: invalid --replicas '%s'\n",
-                        optarg);
-                return 2;
-            }
+            if (telem_cli_int64(optarg, 0, 4, &a->replicas))
+                return telem_cli_bad(S_PROG, "--replicas", optarg,
+                                     "an integer from 0 to 4");
             break;
-        case 'h': fputs(s_usage, stdout); return 0;
-        default:
-            fputs("Try 'telem_dict --help'.\n", stderr);
-            return 2;
+        case 'h': fputs(s_usage, stdout); return 1;
+        default: return telem_cli_hint(S_PROG);
         }
     }
-    if (optind >= argc) {
-        fputs("telem_dict: a command is required\nTry 'telem_dict --help'.\n",
-              stderr);
-        return 2;
-    }
+    if (optind >= argc)
+        return telem_cli_error(S_PROG, "a command is required");
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    s_args_t a = { .nodefile = NULL, .ns = "", .timeout = 10000 };
+    int rc = s_parse(&a, argc, argv);
+    if (rc)
+        return rc == 1 ? 0 : rc;
     int err;
-    ddict_t *d = ddict_open(nodefile, ns, timeout, &err);
+    ddict_t *d = ddict_open(a.nodefile, a.ns, a.timeout, &err);
     if (!d)
         return s_fail("open", err);
-    int rc = s_run(d, argc - optind, argv + optind, (int) replicas);
+    rc = s_run(d, argc - optind, argv + optind, (int) a.replicas);
     ddict_close(&d);
-    if (rc == 1000) {
-        fprintf(stderr, "telem_dict: unknown command or wrong arguments: %s\n"
-                "Try 'telem_dict --help'.\n", argv[optind]);
-        return 2;
-    }
+    if (rc == 1000)
+        return telem_cli_error(S_PROG, "unknown command or wrong "
+                               "arguments: %s", argv[optind]);
     return rc ? s_fail(argv[optind], rc) : 0;
 }

@@ -12,6 +12,7 @@
 
 #include "ddict_actor.h"
 #include "ddict_shard.h"
+#include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_paths.h"
@@ -59,23 +60,12 @@ typedef struct {
     telem_log_level_t level;
 } s_args_t;
 
+#define S_PROG "telem_dictd"
+
 static int
 s_bad(const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "telem_dictd: invalid %s '%s': %s\n"
-            "Try 'telem_dictd --help'.\n", flag, value, why);
-    return 2;
-}
-
-static int
-s_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    return telem_cli_bad(S_PROG, flag, value, why);
 }
 
 static int
@@ -98,7 +88,7 @@ s_nodes(s_args_t *a, const char *arg)
 static int
 s_option(s_args_t *a, int c, const char *arg)
 {
-    long v;
+    int64_t v;
     switch (c) {
     case 'n':
         if (!telem_node_valid(arg))
@@ -117,7 +107,7 @@ s_option(s_args_t *a, int c, const char *arg)
         return s_nodes(a, arg) ? s_bad("--nodes", arg, "not a list of node "
                                        "names") : 0;
     case 'R':
-        if (s_long(arg, 1, DDICT_REPLICAS_MAX, &v))
+        if (telem_cli_int64(arg, 1, DDICT_REPLICAS_MAX, &v))
             return s_bad("--replicas", arg, "expected 1-4");
         a->cfg.server.replicas = (int) v;
         return 0;
@@ -131,17 +121,12 @@ s_option(s_args_t *a, int c, const char *arg)
         a->bind = arg;
         return 0;
     case 'p':
-        if (s_long(arg, 0, 65535, &a->port))
+        if (telem_cli_int64(arg, 0, 65535, &v))
             return s_bad("--port", arg, "expected 0-65535");
+        a->port = (long) v;
         return 0;
     case 'l':
-        if (!strcmp(arg, "error")) a->level = TELEM_LOG_ERROR;
-        else if (!strcmp(arg, "warn")) a->level = TELEM_LOG_WARN;
-        else if (!strcmp(arg, "info")) a->level = TELEM_LOG_INFO;
-        else if (!strcmp(arg, "debug")) a->level = TELEM_LOG_DEBUG;
-        else return s_bad("--log-level", arg, "expected error, warn, info "
-                          "or debug");
-        return 0;
+        return telem_cli_log_level(S_PROG, arg, &a->level);
     }
     return 2;
 }
@@ -168,7 +153,7 @@ s_parse(s_args_t *a, int argc, char **argv)
             exit(0);
         }
         if (c == '?')
-            return 2;
+            return telem_cli_hint(S_PROG);
         int rc = s_option(a, c, optarg);
         if (rc)
             return rc;

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 
 #include "telem.h"
 #include "telem_backend.h"
+#include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_paths.h"
@@ -80,52 +80,7 @@ typedef struct {
 static int
 s_bad(const s_args_t *a, const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "%s: invalid %s '%s': %s\nTry '%s --help'.\n", a->prog,
-            flag, value, why, a->prog);
-    return 2;
-}
-
-static int
-s_number(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int
-s_integer(const char *s, double lo, double hi, double *out)
-{
-    return s_number(s, lo, hi, out) || *out != floor(*out) ? -1 : 0;
-}
-
-/* Exact 64-bit integers (a realtime epoch does not fit a double). */
-static int
-s_int64(const char *s, long long lo, long long hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int64_t) v;
-    return 0;
-}
-
-static int
-s_log_level(s_args_t *a, const char *v)
-{
-    static const char *const names[] = { "error", "warn", "info", "debug" };
-    for (int i = 0; i < 4; i++)
-        if (strcmp(v, names[i]) == 0) {
-            a->loglevel = (telem_log_level_t) i;
-            return 0;
-        }
-    return s_bad(a, "--log-level", v, "one of error, warn, info, debug");
+    return telem_cli_bad(a->prog, flag, value, why);
 }
 
 /* The schedule's flags. */
@@ -133,30 +88,29 @@ static int
 s_schedule_option(s_args_t *a, int c, const char *v)
 {
     telem_collector_config_t *cfg = &a->cfg;
-    double d;
+    int64_t i;
     switch (c) {
     case 'p':
-        if (s_number(v, 0.001, 86400, &d))
+        if (telem_cli_seconds(v, 0.001, 86400, &cfg->period_ns))
             return s_bad(a, "--period", v, "seconds, from 0.001 to 86400");
-        cfg->period_ns = (int64_t) llround(d * 1e9);
         return 0;
     case 'R':
-        if (s_integer(v, 1, 1000, &d))
+        if (telem_cli_int64(v, 1, 1000, &i))
             return s_bad(a, "--reps", v, "an integer from 1 to 1000");
-        cfg->reps = (int) d;
+        cfg->reps = (int) i;
         return 0;
     case 'e':
-        if (s_int64(v, 0, INT64_MAX, &cfg->epoch_ns))
+        if (telem_cli_int64(v, 0, INT64_MAX, &cfg->epoch_ns))
             return s_bad(a, "--epoch", v, "realtime nanoseconds, >= 0");
         return 0;
     case 'H':
-        if (s_int64(v, 0, 86400 * TELEM_NS_PER_SEC, &cfg->phase_ns))
+        if (telem_cli_int64(v, 0, 86400 * TELEM_NS_PER_SEC, &cfg->phase_ns))
             return s_bad(a, "--phase", v, "nanoseconds, >= 0");
         return 0;
     case 'N':
-        if (s_integer(v, 1, 1e15, &d))
+        if (telem_cli_int64(v, 1, INT64_C(1000000000000000), &i))
             return s_bad(a, "--rounds", v, "a positive integer");
-        cfg->rounds = (uint64_t) d;
+        cfg->rounds = (uint64_t) i;
         return 0;
     default:
         return 2;
@@ -167,7 +121,7 @@ static int
 s_option(s_args_t *a, int c, const char *v)
 {
     telem_collector_config_t *cfg = &a->cfg;
-    double d;
+    int64_t i;
     switch (c) {
     case 'n':
         if (!telem_node_valid(v))
@@ -184,10 +138,10 @@ s_option(s_args_t *a, int c, const char *v)
     case 'k': cfg->kernel = v; return 0;
     case 'd':
     case 'J':
-        if (s_integer(v, 0, 65535, &d))
+        if (telem_cli_int64(v, 0, 65535, &i))
             return s_bad(a, c == 'd' ? "--device" : "--pin", v,
                          "an integer from 0 to 65535");
-        *(c == 'd' ? &cfg->device : &cfg->pin) = (int) d;
+        *(c == 'd' ? &cfg->device : &cfg->pin) = (int) i;
         return 0;
     case 'P': cfg->device = -1; return 0;
     case 'g':
@@ -197,7 +151,7 @@ s_option(s_args_t *a, int c, const char *v)
         return 0;
     case 'L': a->list = 1; return 0;
     case 'j': a->json = 1; return 0;
-    case 'l': return s_log_level(a, v);
+    case 'l': return telem_cli_log_level(a->prog, v, &a->loglevel);
     default: return s_schedule_option(a, c, v);
     }
 }
@@ -223,23 +177,16 @@ s_parse(s_args_t *a, int argc, char **argv)
             fputs(s_usage, stdout);
             return 1;
         }
-        if (c == '?') {
-            fprintf(stderr, "Try '%s --help'.\n", a->prog);
-            return 2;
-        }
+        if (c == '?')
+            return telem_cli_hint(a->prog);
         if ((rc = s_option(a, c, optarg)) != 0)
             return rc == 1 ? s_bad(a, "--rundir", optarg, "unusable") : rc;
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\nTry '%s --help'.\n",
-                a->prog, argv[optind], a->prog);
-        return 2;
-    }
-    if (a->cfg.phase_ns >= a->cfg.period_ns) {
-        fprintf(stderr, "%s: --phase must be below the period\n"
-                "Try '%s --help'.\n", a->prog, a->prog);
-        return 2;
-    }
+    if (optind < argc)
+        return telem_cli_error(a->prog, "unexpected argument '%s'",
+                               argv[optind]);
+    if (a->cfg.phase_ns >= a->cfg.period_ns)
+        return telem_cli_error(a->prog, "--phase must be below the period");
     return 0;
 }
 

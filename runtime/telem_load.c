@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "telem_backend.h"
+#include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_time.h"
@@ -66,36 +67,24 @@ typedef struct {
     telem_log_level_t loglevel;
 } s_args_t;
 
+#define S_PROG "telem_load"
+
 static int
 s_bad(const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "telem_load: invalid %s '%s': %s\n"
-            "Try 'telem_load --help'.\n", flag, value, why);
-    return 2;
-}
-
-static int
-s_number(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    return telem_cli_bad(S_PROG, flag, value, why);
 }
 
 static int
 s_option(s_args_t *a, int c, const char *v)
 {
-    static const char *const levels[] = { "error", "warn", "info", "debug" };
     double d;
+    int64_t i;
     switch (c) {
     case 'd':
-        if (s_number(v, 0, 65535, &d) || d != floor(d))
+        if (telem_cli_int64(v, 0, 65535, &i))
             return s_bad("--device", v, "an integer from 0 to 65535");
-        a->device = (long) d;
+        a->device = (long) i;
         return 0;
     case 'b':
         if (!telem_backend_find(v))
@@ -103,31 +92,25 @@ s_option(s_args_t *a, int c, const char *v)
         a->backend = v;
         return 0;
     case 'u':
-        if (s_number(v, 0, 1, &a->duty))
+        if (telem_cli_number(v, 0, 1, &a->duty))
             return s_bad("--duty", v, "a fraction from 0 to 1");
         return 0;
     case 'c':
-        if (s_number(v, 0.1, 1000, &d))
+        if (telem_cli_number(v, 0.1, 1000, &d))
             return s_bad("--cycle-ms", v, "milliseconds, 0.1 to 1000");
         a->cycle_ns = (int64_t) llround(d * 1e6);
         return 0;
     case 'n':
-        if (s_number(v, 1, S_THREADS_MAX, &d) || d != floor(d))
+        if (telem_cli_int64(v, 1, S_THREADS_MAX, &i))
             return s_bad("--threads", v, "an integer from 1 to 64");
-        a->threads = (int) d;
+        a->threads = (int) i;
         return 0;
     case 't':
-        if (s_number(v, 0.001, 1e7, &d))
+        if (telem_cli_seconds(v, 0.001, 1e7, &a->duration_ns))
             return s_bad("--duration", v, "seconds, above 0");
-        a->duration_ns = (int64_t) (d * 1e9);
         return 0;
     case 'l':
-        for (int i = 0; i < 4; i++)
-            if (strcmp(v, levels[i]) == 0) {
-                a->loglevel = (telem_log_level_t) i;
-                return 0;
-            }
-        return s_bad("--log-level", v, "one of error, warn, info, debug");
+        return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default:
         return 2;
     }
@@ -149,22 +132,16 @@ s_parse(s_args_t *a, int argc, char **argv)
             fputs(s_usage, stdout);
             return 1;
         }
-        if (c == '?' || (rc = s_option(a, c, optarg)) != 0) {
-            if (c == '?')
-                fputs("Try 'telem_load --help'.\n", stderr);
+        if (c == '?')
+            return telem_cli_hint(S_PROG);
+        if ((rc = s_option(a, c, optarg)) != 0)
             return 2;
-        }
     }
-    if (optind < argc) {
-        fprintf(stderr, "telem_load: unexpected argument '%s'\n"
-                "Try 'telem_load --help'.\n", argv[optind]);
-        return 2;
-    }
-    if (a->device < 0) {
-        fputs("telem_load: --device is required\n"
-              "Try 'telem_load --help'.\n", stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return telem_cli_error(S_PROG, "unexpected argument '%s'",
+                               argv[optind]);
+    if (a->device < 0)
+        return telem_cli_error(S_PROG, "--device is required");
     return 0;
 }
 

@@ -6,13 +6,13 @@
 #include <czmq.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_paths.h"
@@ -64,24 +64,12 @@ typedef struct {
     const char *nodefile;
 } s_args_t;
 
+#define S_PROG "telemd"
+
 static int
 s_bad(const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "telemd: invalid %s '%s': %s\n"
-            "Try 'telemd --help'.\n", flag, value, why);
-    return 2;
-}
-
-static int
-s_number(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    return telem_cli_bad(S_PROG, flag, value, why);
 }
 
 static int
@@ -92,8 +80,8 @@ s_job_user(const char *s, uid_t *uid)
         *uid = pw->pw_uid;
         return 0;
     }
-    double v;
-    if (s_number(s, 0, 4294967294.0, &v) || v != floor(v))
+    int64_t v;
+    if (telem_cli_int64(s, 0, 4294967294LL, &v))
         return -1;
     *uid = (uid_t) v;
     return 0;
@@ -103,8 +91,8 @@ static int
 s_level_default(void)
 {
     const char *env = getenv("TELEM_LEVEL");
-    double v;
-    if (env && s_number(env, 0, 4, &v) == 0 && v == floor(v))
+    int64_t v;
+    if (env && telem_cli_int64(env, 0, 4, &v) == 0)
         return (int) v;
     return 2;
 }
@@ -113,6 +101,7 @@ static int
 s_option(s_args_t *a, int c, const char *v)
 {
     double d;
+    int64_t i;
     switch (c) {
     case 'n':
         if (!telem_node_valid(v))
@@ -120,19 +109,17 @@ s_option(s_args_t *a, int c, const char *v)
         snprintf(a->node, sizeof a->node, "%s", v);
         return 0;
     case 'L':
-        if (s_number(v, 0, 4, &d) || d != floor(d))
+        if (telem_cli_int64(v, 0, 4, &i))
             return s_bad("--level", v, "an integer from 0 to 4");
-        a->cfg.level = (int) d;
+        a->cfg.level = (int) i;
         return 0;
     case 'w':
-        if (s_number(v, 0.001, 365 * 86400.0, &d))
+        if (telem_cli_seconds(v, 0.001, 365 * 86400.0, &a->cfg.window_ns))
             return s_bad("--window", v, "seconds, above 0");
-        a->cfg.window_ns = (int64_t) (d * 1e9);
         return 0;
     case 'i':
-        if (s_number(v, 0.001, 86400, &d))
+        if (telem_cli_seconds(v, 0.001, 86400, &a->cfg.interval_ns))
             return s_bad("--interval", v, "seconds, from 0.001 to 86400");
-        a->cfg.interval_ns = (int64_t) (d * 1e9);
         return 0;
     case 'r':
         if (snprintf(a->rundir, sizeof a->rundir, "%s", v)
@@ -141,12 +128,12 @@ s_option(s_args_t *a, int c, const char *v)
         return 0;
     case 'b': a->bind_addr = v; return 0;
     case 'p':
-        if (s_number(v, 0, 65535, &d) || d != floor(d))
+        if (telem_cli_int64(v, 0, 65535, &i))
             return s_bad("--port", v, "an integer from 0 to 65535");
-        a->port = (long) d;
+        a->port = (long) i;
         return 0;
     case 'm':
-        if (s_number(v, 1, 1024 * 1024, &d))
+        if (telem_cli_number(v, 1, 1024 * 1024, &d))
             return s_bad("--mem-cap", v, "MiB, from 1 to 1048576");
         a->cfg.mem_cap_bytes = (size_t) (d * 1048576.0);
         return 0;
@@ -159,18 +146,6 @@ s_option(s_args_t *a, int c, const char *v)
     case 'G': a->cfg.nvml_library = v; return 0;
     default: return 2;
     }
-}
-
-static int
-s_log_level(const char *v, telem_log_level_t *out)
-{
-    static const char *const names[] = { "error", "warn", "info", "debug" };
-    for (int i = 0; i < 4; i++)
-        if (strcmp(v, names[i]) == 0) {
-            *out = (telem_log_level_t) i;
-            return 0;
-        }
-    return s_bad("--log-level", v, "one of error, warn, info, debug");
 }
 
 static int
@@ -196,20 +171,16 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
             printf("telemd 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
             return 1;
         }
-        if (c == '?') {
-            fputs("Try 'telemd --help'.\n", stderr);
-            return 2;
-        }
-        rc = c == 'l' ? s_log_level(optarg, loglevel)
+        if (c == '?')
+            return telem_cli_hint(S_PROG);
+        rc = c == 'l' ? telem_cli_log_level(S_PROG, optarg, loglevel)
                       : s_option(a, c, optarg);
         if (rc)
             return rc;
     }
-    if (optind < argc) {
-        fprintf(stderr, "telemd: unexpected argument '%s'\n"
-                "Try 'telemd --help'.\n", argv[optind]);
-        return 2;
-    }
+    if (optind < argc)
+        return telem_cli_error(S_PROG, "unexpected argument '%s'",
+                               argv[optind]);
     return 0;
 }
 
