@@ -1,5 +1,5 @@
 /* ac_fake.h - fake telemd nodes for the analysis client's tests
- * (test_ac.c, test_ac_faults.c), and the checks they count.
+ * (test_ac.c, test_ac_faults.c); the checks come from check.h.
  *
  * Each fake node is a thread with a real ROUTER socket on loopback TCP that
  * decodes requests with telem_proto and answers in a chosen way: normally,
@@ -10,6 +10,7 @@
 #ifndef TELEM_TESTS_AC_FAKE_H
 #define TELEM_TESTS_AC_FAKE_H
 
+#include "check.h"
 #include "ac.h"
 #include "telem_proto.h"
 #include "telem_time.h"
@@ -22,41 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
-
-static int s_failures;
-static int s_checks;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        s_checks++;                                                          \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            s_failures++;                                                    \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_INT(a, b)                                                      \
-    do {                                                                     \
-        long long a_ = (long long) (a), b_ = (long long) (b);                \
-        s_checks++;                                                          \
-        if (a_ != b_) {                                                      \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__,  \
-                    __LINE__, #a, a_, b_);                                   \
-            s_failures++;                                                    \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_STR(a, b)                                                      \
-    do {                                                                     \
-        const char *a_ = (a), *b_ = (b);                                     \
-        s_checks++;                                                          \
-        if (!a_ || strcmp(a_, b_) != 0) {                                    \
-            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n",        \
-                    __FILE__, __LINE__, #a, a_ ? a_ : "(null)", b_);         \
-            s_failures++;                                                    \
-        }                                                                    \
-    } while (0)
 
 /* ---- fake nodes -------------------------------------------------------- */
 

@@ -19,23 +19,7 @@
 
 #include <msgpack.h>
 
-static int s_failures;
-
-#define CHECK(c) do { \
-        if (!(c)) { \
-            s_failures++; \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
-        } \
-    } while (0)
-
-#define CHECK_RC(got, want) do { \
-        int got_ = (got), want_ = (want); \
-        if (got_ != want_) { \
-            s_failures++; \
-            fprintf(stderr, "%s:%d: %s = %d, expected %d\n", __FILE__, __LINE__, \
-                    #got, got_, want_); \
-        } \
-    } while (0)
+#include "check.h"
 
 /* ------------------------------------------------------------- helpers */
 

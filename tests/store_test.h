@@ -1,8 +1,8 @@
 /* store_test.h - shared by the store's unit tests (test_store.c: appends,
  * tags, queries, metas, prepared tag sets; test_store_retention.c: expiry,
- * caps, eviction, ordering and the series cache across them): the check
- * macro, a query callback that records what it sees, and store set-up and
- * tear-down that check the counters' invariants.  Everything is static
+ * caps, eviction, ordering and the series cache across them): a query
+ * callback that records what it sees, and store set-up and tear-down that
+ * check the counters' invariants (the checks come from check.h).  Everything is static
  * (inline) so each test file takes what it needs.
  */
 #ifndef TELEM_TESTS_STORE_TEST_H
@@ -13,19 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "telem_error.h"
 #include "telem_store.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 #define SEC INT64_C(1000000000)
 

@@ -321,6 +321,5 @@ main(void)
     test_nodefile(ctx);
     test_nodefile_errors();
     zmq_ctx_term(ctx);
-    printf("test_ac: %d checks, %d failed\n", s_checks, s_failures);
-    return s_failures ? 1 : 0;
+    return check_report("test_ac");
 }

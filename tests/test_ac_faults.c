@@ -199,6 +199,5 @@ main(void)
     test_stale_replies(ctx);
     test_error_replies(ctx);
     zmq_ctx_term(ctx);
-    printf("test_ac_faults: %d checks, %d failed\n", s_checks, s_failures);
-    return s_failures ? 1 : 0;
+    return check_report("test_ac_faults");
 }

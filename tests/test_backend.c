@@ -19,22 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "telem.h"
 #include "telem_backend.h"
 #include "telem_collector.h"
 #include "telem_error.h"
 #include "telem_time.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 static void
 test_list_parse(void)
@@ -338,10 +328,5 @@ main(void)
     test_loop_stop_and_errors();
     telem_finalize();
     rmdir(rundir);
-    if (g_failures) {
-        fprintf(stderr, "test_backend: %d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_backend: ok\n");
-    return 0;
+    return check_report("test_backend");
 }

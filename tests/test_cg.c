@@ -22,20 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cg.h"
 #include "telem_backend.h"
 #include "telem_time.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 #define S_MSGS_MAX 8
 #define S_SEP '\x1f'
@@ -352,10 +342,5 @@ main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "rm -rf %s", rundir);
     if (system(cmd) != 0)
         fprintf(stderr, "test_cg: could not remove %s\n", rundir);
-    if (g_failures) {
-        fprintf(stderr, "test_cg: %d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_cg: ok\n");
-    return 0;
+    return check_report("test_cg");
 }

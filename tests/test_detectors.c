@@ -512,5 +512,5 @@ main(void)
     test_persistence();
     test_dragon_cannot_fire_below_8();
     test_needs_and_status();
-    return fx_report("test_detectors");
+    return check_report("test_detectors");
 }

@@ -8,6 +8,7 @@
 #ifndef TEST_DETECTORS_H
 #define TEST_DETECTORS_H
 
+#include "check.h"
 #include "det.h"
 
 #include <gsl/gsl_randist.h>
@@ -15,41 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int s_failures;
-static int s_checks;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        s_checks++;                                                          \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            s_failures++;                                                    \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_INT(a, b)                                                      \
-    do {                                                                     \
-        long long a_ = (long long) (a), b_ = (long long) (b);                \
-        s_checks++;                                                          \
-        if (a_ != b_) {                                                      \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__,  \
-                    __LINE__, #a, a_, b_);                                   \
-            s_failures++;                                                    \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_STR(a, b)                                                      \
-    do {                                                                     \
-        const char *a_ = (a), *b_ = (b);                                     \
-        s_checks++;                                                          \
-        if (!a_ || strcmp(a_, b_) != 0) {                                    \
-            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n",        \
-                    __FILE__, __LINE__, #a, a_ ? a_ : "(null)", b_);         \
-            s_failures++;                                                    \
-        }                                                                    \
-    } while (0)
 
 #define FX_UNUSED __attribute__((unused))
 #define FX_PTS_MAX 1024
@@ -161,18 +127,6 @@ fx_det(const char *name, const char *const *settings)
         }
     }
     return d;
-}
-
-FX_UNUSED static int
-fx_report(const char *name)
-{
-    if (s_failures) {
-        fprintf(stderr, "%s: %d of %d checks failed\n", name, s_failures,
-                s_checks);
-        return 1;
-    }
-    printf("%s: %d checks passed\n", name, s_checks);
-    return 0;
 }
 
 #endif

@@ -371,5 +371,5 @@ main(void)
     test_params();
     test_pause();
     test_events_copy_and_dedupe();
-    return fx_report("test_detectors_rules");
+    return check_report("test_detectors_rules");
 }

@@ -13,19 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "ddict_log.h"
 #include "telem_error.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 #define MAXREC 64
 
@@ -316,10 +306,5 @@ main(void)
     test_old_format(path);
     unlink(path);
     rmdir(dir);
-    if (g_failures) {
-        fprintf(stderr, "%d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_dict_log: ok\n");
-    return 0;
+    return check_report("test_dict_log");
 }

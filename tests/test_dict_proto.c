@@ -7,6 +7,7 @@
  * byte-flipping run that must never crash (it means most under ASan).
  * The same approach as test_proto.c / test_proto_bad.c for the others.
  */
+#include "check.h"
 #include "proto_test.h"
 
 #include "telem_proto_dict.h"
@@ -409,10 +410,5 @@ main(void)
     test_flips(e, d);
     telem_encoder_destroy(&e);
     telem_decoder_destroy(&d);
-    if (s_failures) {
-        fprintf(stderr, "test_dict_proto: %d check(s) failed\n", s_failures);
-        return 1;
-    }
-    printf("test_dict_proto: ok\n");
-    return 0;
+    return check_report("test_dict_proto");
 }

@@ -26,23 +26,13 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "check.h"
 #include "ddict.h"
 #include "ddict_server.h"
 #include "ddict_shard.h"
 #include "telem_error.h"
 #include "telem_proto.h"
 #include "telem_proto_dict.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 #define S_MAXQ 256
 #define S_MAXF 16
@@ -677,10 +667,5 @@ main(void)
     test_restart();
     test_reform_retry();
     test_compaction();
-    if (g_failures) {
-        fprintf(stderr, "test_dict_server: %d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_dict_server: ok\n");
-    return 0;
+    return check_report("test_dict_server");
 }

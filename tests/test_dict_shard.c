@@ -10,18 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "ddict_shard.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 static void
 test_hash(void)
@@ -170,10 +160,5 @@ main(void)
     test_owners();
     test_movement();
     test_bad_lists();
-    if (g_failures) {
-        fprintf(stderr, "%d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_dict_shard: ok\n");
-    return 0;
+    return check_report("test_dict_shard");
 }

@@ -14,19 +14,9 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "check.h"
 #include "ddict_store.h"
 #include "telem_error.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 static ddict_key_t
 s_k(const char *ns, const char *key)
@@ -203,10 +193,5 @@ main(void)
     test_basic();
     test_many_and_walks();
     test_copy_ns();
-    if (g_failures) {
-        fprintf(stderr, "test_dict_store: %d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_dict_store: ok\n");
-    return 0;
+    return check_report("test_dict_store");
 }

@@ -4,6 +4,7 @@
  * sizes.  Malformed input is test_proto_bad.c's; shared helpers and
  * fixtures are in proto_test.h.
  */
+#include "check.h"
 #include "proto_test.h"
 #include "telem_proto_int.h"
 
@@ -292,10 +293,5 @@ main(void)
     telem_encoder_destroy(&e);
     telem_decoder_destroy(&d);
     CHECK(e == NULL && d == NULL);
-    if (s_failures) {
-        fprintf(stderr, "test_proto: %d check(s) failed\n", s_failures);
-        return 1;
-    }
-    printf("test_proto: all checks passed\n");
-    return 0;
+    return check_report("test_proto");
 }

@@ -5,6 +5,7 @@
  * (run it under ASan to make that mean something).  Malformed frames are
  * built with msgpack-c's packer (proto_test.h).
  */
+#include "check.h"
 #include "proto_test.h"
 
 /* ---------------------------------------------------- decoder refusals */
@@ -504,10 +505,5 @@ main(void)
     telem_encoder_destroy(&e);
     telem_decoder_destroy(&d);
     CHECK(e == NULL && d == NULL);
-    if (s_failures) {
-        fprintf(stderr, "test_proto_bad: %d check(s) failed\n", s_failures);
-        return 1;
-    }
-    printf("test_proto_bad: all checks passed\n");
-    return 0;
+    return check_report("test_proto_bad");
 }

@@ -18,29 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "telem_sampler.h"
 #include "telem_time.h"
-
-static int s_failures;
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,          \
-                    __LINE__, #cond);                                       \
-            s_failures++;                                                   \
-        }                                                                   \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                      \
-    do {                                                                    \
-        double a_ = (a), b_ = (b);                                          \
-        if (!(a_ == b_)) {                                                  \
-            fprintf(stderr, "%s:%d: %s == %s failed: %.17g != %.17g\n",     \
-                    __FILE__, __LINE__, #a, #b, a_, b_);                    \
-            s_failures++;                                                   \
-        }                                                                   \
-    } while (0)
 
 #define NS_S TELEM_NS_PER_SEC
 
@@ -684,10 +664,5 @@ main(void)
     test_proc_real();
     test_nvml();
     test_self();
-    if (s_failures) {
-        fprintf(stderr, "test_samplers: %d failures\n", s_failures);
-        return 1;
-    }
-    printf("test_samplers: ok\n");
-    return 0;
+    return check_report("test_samplers");
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "store_test.h"
 
 /* --- tests ------------------------------------------------------------- */
@@ -775,10 +776,5 @@ main(void)
     test_prepared_invalid();
     test_prepared_recovers();
     test_prepared_model();
-    if (g_failures) {
-        fprintf(stderr, "test_store: %d check(s) failed\n", g_failures);
-        return 1;
-    }
-    printf("test_store: ok\n");
-    return 0;
+    return check_report("test_store");
 }

@@ -15,22 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_proto.h"
 #include "telem_time.h"
 #include "telemd_agent.h"
-
-static int s_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            s_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 #define S_NODE "node-7"
 
@@ -299,11 +289,5 @@ main(void)
     test_batch_tags_change();
     test_batch_tags_limit();
     test_many_batches();
-    if (s_failures) {
-        fprintf(stderr, "test_store_ingest: %d check(s) failed\n",
-                s_failures);
-        return 1;
-    }
-    printf("test_store_ingest: ok\n");
-    return 0;
+    return check_report("test_store_ingest");
 }

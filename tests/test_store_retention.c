@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "store_test.h"
 
 static void
@@ -364,11 +365,5 @@ main(void)
     test_order_model();
     test_hot_series_freed();
     test_hot_series_caps();
-    if (g_failures) {
-        fprintf(stderr, "test_store_retention: %d check(s) failed\n",
-                g_failures);
-        return 1;
-    }
-    printf("test_store_retention: ok\n");
-    return 0;
+    return check_report("test_store_retention");
 }

@@ -31,19 +31,12 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "check.h"
 #include "telem.h"
 #include "telem_error.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
 #include "telem_time.h"
-
-static int s_failures;
-#define CHECK(cond) do { if (!(cond)) { s_failures++; \
-    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    } } while (0)
-#define REQUIRE(cond) do { if (!(cond)) { \
-    fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond); \
-    exit(1); } } while (0)
 
 #define S_THREADS 4
 #define S_PER_THREAD 5000
@@ -676,10 +669,5 @@ main(void)
 
     rmdir(empty);
     rmdir(rundir);
-    if (s_failures) {
-        fprintf(stderr, "test_telem_api: %d check(s) failed\n", s_failures);
-        return 1;
-    }
-    printf("test_telem_api: ok\n");
-    return 0;
+    return check_report("test_telem_api");
 }

@@ -12,19 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_proto.h"
 #include "telem_time.h"
 #include "telemd_actor.h"
-
-static int s_failures;
-#define CHECK(cond) do { if (!(cond)) { s_failures++; \
-    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    } } while (0)
-#define REQUIRE(cond) do { if (!(cond)) { \
-    fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond); \
-    exit(1); } } while (0)
 
 static const char *const s_node = "n 1:ü";
 static telem_encoder_t *s_enc;
@@ -262,9 +255,5 @@ main(void)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
-    if (s_failures)
-        fprintf(stderr, "test_telemd: %d checks failed\n", s_failures);
-    else
-        printf("test_telemd: all checks passed\n");
-    return s_failures ? 1 : 0;
+    return check_report("test_telemd");
 }

@@ -15,28 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int s_failures, s_checks;
-
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        s_checks++;                                                          \
-        if (!(c)) {                                                          \
-            s_failures++;                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                  \
-    do {                                                                     \
-        int g_ = (got), w_ = (want);                                         \
-        s_checks++;                                                          \
-        if (g_ != w_) {                                                      \
-            s_failures++;                                                    \
-            fprintf(stderr, "%s:%d: %s = %d, expected %d\n", __FILE__,       \
-                    __LINE__, #got, g_, w_);                                 \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 #define T0 INT64_C(1700000000000000000)
 #define SEC INT64_C(1000000000)
@@ -591,11 +570,5 @@ main(int argc, char **argv)
     test_json_and_text();
     test_exec();
     test_net();
-    if (s_failures) {
-        fprintf(stderr, "test_watch: %d of %d checks failed\n", s_failures,
-                s_checks);
-        return 1;
-    }
-    printf("test_watch: %d checks passed\n", s_checks);
-    return 0;
+    return check_report("test_watch");
 }

@@ -12,28 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int s_failures, s_checks;
-
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        s_checks++;                                                          \
-        if (!(c)) {                                                          \
-            s_failures++;                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_RC(got, want)                                                  \
-    do {                                                                     \
-        int g_ = (got), w_ = (want);                                         \
-        s_checks++;                                                          \
-        if (g_ != w_) {                                                      \
-            s_failures++;                                                    \
-            fprintf(stderr, "%s:%d: %s = %d, expected %d\n", __FILE__,       \
-                    __LINE__, #got, g_, w_);                                 \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 static int
 same(const char *a, const char *b)
@@ -437,11 +416,5 @@ main(void)
     test_mutation(e, d);
     telem_encoder_destroy(&e);
     telem_decoder_destroy(&d);
-    if (s_failures) {
-        fprintf(stderr, "test_watch_proto: %d of %d checks failed\n",
-                s_failures, s_checks);
-        return 1;
-    }
-    printf("test_watch_proto: %d checks passed\n", s_checks);
-    return 0;
+    return check_report("test_watch_proto");
 }
