@@ -34,35 +34,10 @@ static const det_param_def_t s_params[H_NPARAMS] = {
         "severity of the events" },
 };
 
-typedef struct {
-    det_ents_t ents;
-    uint64_t run;
-} s_state_t;
-
-static int
-s_create(void **state)
-{
-    s_state_t *st = calloc(1, sizeof *st);
-    *state = st;
-    return st ? 0 : TELEM_ENOMEM;
-}
-
-static void
-s_destroy(void **state)
-{
-    s_state_t *st = *state;
-    det_ents_free(&st->ents);
-    free(st);
-    *state = NULL;
-}
-
 static int
 s_check(const det_params_t *p, char *why, size_t why_size)
 {
-    if (*det_params_str(p, H_PER))
-        return 0;
-    snprintf(why, why_size, "per must not be empty");
-    return TELEM_EINVAL;
+    return det_params_nonempty(p, H_PER, "per", why, why_size);
 }
 
 static void
@@ -87,7 +62,7 @@ s_missing(const det_input_t *in, const char *node)
 
 /* Advances entities from the newest points of the input. */
 static int
-s_observe(s_state_t *st, const det_params_t *p, const det_input_t *in)
+s_observe(det_ents_state_t *st, const det_params_t *p, const det_input_t *in)
 {
     const char *metric = det_params_str(p, H_METRIC);
     const char *per = det_params_str(p, H_PER);
@@ -156,7 +131,7 @@ static int
 s_run(void *state, const det_params_t *p, const det_input_t *in,
       det_events_t *out)
 {
-    s_state_t *st = state;
+    det_ents_state_t *st = state;
     st->run++;
     int rc = s_observe(st, p, in);
     int64_t timeout = (int64_t) (det_params_num(p, H_TIMEOUT) * 1e9);
@@ -178,26 +153,10 @@ s_describe(const void *state, const det_params_t *p,
            void *arg)
 {
     (void) p;
-    const s_state_t *st = state;
+    const det_ents_state_t *st = state;
     char buf[1024];
-    size_t len = 0, shown = 0, total = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < st->ents.n; i++) {
-        const det_ent_t *e = &st->ents.v[i];
-        if (!e->active)
-            continue;
-        total++;
-        if (len + strlen(e->node) + strlen(e->device) + 8 >= sizeof buf)
-            continue;
-        len += (size_t) snprintf(buf + len, sizeof buf - len, "%s%s%s%s",
-                                 shown++ ? ", " : "", e->node,
-                                 *e->device ? "/" : "", e->device);
-    }
-    if (total > shown)
-        snprintf(buf + len, sizeof buf - len, " and %zu more", total - shown);
-    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s",
-             total ? "" : "none");
-    fn(arg, "lost", buf);
+    size_t total = det_ents_active_list(&st->ents, buf, sizeof buf);
+    fn(arg, "lost", total ? buf : "none");
     snprintf(buf, sizeof buf, "%zu", st->ents.n);
     fn(arg, "watched", buf);
 }
@@ -209,8 +168,8 @@ const det_vtable_t det_heartbeat = {
            "Score: seconds since its newest point.",
     .params = s_params,
     .nparams = H_NPARAMS,
-    .create = s_create,
-    .destroy = s_destroy,
+    .create = det_ents_state_create,
+    .destroy = det_ents_state_destroy,
     .check = s_check,
     .needs = s_needs,
     .run = s_run,

@@ -62,28 +62,6 @@ typedef struct {
     det_severity_t sev;
 } s_rule_t;
 
-typedef struct {
-    det_ents_t ents;
-    uint64_t run;
-} s_state_t;
-
-static int
-s_create(void **state)
-{
-    s_state_t *st = calloc(1, sizeof *st);
-    *state = st;
-    return st ? 0 : TELEM_ENOMEM;
-}
-
-static void
-s_destroy(void **state)
-{
-    s_state_t *st = *state;
-    det_ents_free(&st->ents);
-    free(st);
-    *state = NULL;
-}
-
 static int
 s_cmp(const char *op, double x, double v)
 {
@@ -110,7 +88,7 @@ s_held(const s_rule_t *r, const det_series_t *s)
 
 /* Looks at one series and updates its group. */
 static int
-s_series(s_state_t *st, const s_rule_t *r, const det_series_t *s,
+s_series(det_ents_state_t *st, const s_rule_t *r, const det_series_t *s,
          int64_t now)
 {
     const char *host = det_tag(s, "host");
@@ -162,7 +140,7 @@ s_event(const s_rule_t *r, const det_ent_t *e, det_events_t *out)
 }
 
 static int
-s_eval(s_state_t *st, const s_rule_t *r, const det_input_t *in,
+s_eval(det_ents_state_t *st, const s_rule_t *r, const det_input_t *in,
        det_events_t *out)
 {
     st->run++;
@@ -203,10 +181,7 @@ s_start(int64_t now_ns, double duration)
 static int
 s_tcheck(const det_params_t *p, char *why, size_t why_size)
 {
-    if (*det_params_str(p, T_PER))
-        return 0;
-    snprintf(why, why_size, "per must not be empty");
-    return TELEM_EINVAL;
+    return det_params_nonempty(p, T_PER, "per", why, why_size);
 }
 
 static void
@@ -239,23 +214,9 @@ s_describe(const void *state, const det_params_t *p,
            void *arg)
 {
     (void) p;
-    const s_state_t *st = state;
+    const det_ents_state_t *st = state;
     char buf[1024];
-    size_t len = 0, shown = 0, total = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < st->ents.n; i++) {
-        const det_ent_t *e = &st->ents.v[i];
-        if (!e->active)
-            continue;
-        total++;
-        if (len + strlen(e->node) + strlen(e->device) + 8 >= sizeof buf)
-            continue;
-        len += (size_t) snprintf(buf + len, sizeof buf - len, "%s%s%s%s",
-                                 shown++ ? ", " : "", e->node,
-                                 *e->device ? "/" : "", e->device);
-    }
-    if (total > shown)
-        snprintf(buf + len, sizeof buf - len, " and %zu more", total - shown);
+    size_t total = det_ents_active_list(&st->ents, buf, sizeof buf);
     fn(arg, "firing", total ? buf : "none");
 }
 
@@ -265,8 +226,8 @@ const det_vtable_t det_threshold = {
            "per node or per tag value.  Score: the newest value.",
     .params = s_tparams,
     .nparams = T_NPARAMS,
-    .create = s_create,
-    .destroy = s_destroy,
+    .create = det_ents_state_create,
+    .destroy = det_ents_state_destroy,
     .check = s_tcheck,
     .needs = s_tneeds,
     .run = s_trun,
@@ -303,8 +264,8 @@ const det_vtable_t det_proc_threshold = {
            "user) exceeds a limit, for a duration.  Score: the count.",
     .params = s_pparams,
     .nparams = P_NPARAMS,
-    .create = s_create,
-    .destroy = s_destroy,
+    .create = det_ents_state_create,
+    .destroy = det_ents_state_destroy,
     .needs = s_pneeds,
     .run = s_prun,
     .describe = s_describe,

@@ -329,3 +329,51 @@ det_ents_free(det_ents_t *t)
     det_map_destroy(&t->map);
     memset(t, 0, sizeof *t);
 }
+
+int
+det_ents_state_create(void **state)
+{
+    det_ents_state_t *st = calloc(1, sizeof *st);
+    *state = st;
+    return st ? 0 : TELEM_ENOMEM;
+}
+
+void
+det_ents_state_destroy(void **state)
+{
+    det_ents_state_t *st = *state;
+    det_ents_free(&st->ents);
+    free(st);
+    *state = NULL;
+}
+
+size_t
+det_ents_active_list(const det_ents_t *t, char *buf, size_t size)
+{
+    size_t len = 0, shown = 0, total = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < t->n; i++) {
+        const det_ent_t *e = &t->v[i];
+        if (!e->active)
+            continue;
+        total++;
+        if (len + strlen(e->node) + strlen(e->device) + 8 >= size)
+            continue;
+        len += (size_t) snprintf(buf + len, size - len, "%s%s%s%s",
+                                 shown++ ? ", " : "", e->node,
+                                 *e->device ? "/" : "", e->device);
+    }
+    if (total > shown)
+        snprintf(buf + len, size - len, " and %zu more", total - shown);
+    return total;
+}
+
+int
+det_params_nonempty(const det_params_t *p, size_t i, const char *name,
+                    char *why, size_t why_size)
+{
+    if (*det_params_str(p, i))
+        return 0;
+    snprintf(why, why_size, "%s must not be empty", name);
+    return TELEM_EINVAL;
+}

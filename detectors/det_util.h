@@ -86,6 +86,27 @@ long det_ents_get(det_ents_t *t, const char *node, const char *device,
 int det_ents_prune(det_ents_t *t, uint64_t keep_run);
 void det_ents_free(det_ents_t *t);
 
+/* The whole state of a detector that keeps an entity table and counts its
+ * runs (heartbeat, threshold, proc-threshold); the two functions are its
+ * vtable's create (0 or TELEM_ENOMEM) and destroy. */
+typedef struct {
+    det_ents_t ents;
+    uint64_t run;
+} det_ents_state_t;
+
+int det_ents_state_create(void **state);
+void det_ents_state_destroy(void **state);
+
+/* Writes the active entities as "n1, n2/gpu0" into buf ("" when none),
+ * ending " and N more" where buf is too small for all.  Returns how many
+ * are active. */
+size_t det_ents_active_list(const det_ents_t *t, char *buf, size_t size);
+
+/* A check for a string parameter that must be set: 0, or TELEM_EINVAL with
+ * "NAME must not be empty" in why. */
+int det_params_nonempty(const det_params_t *p, size_t i, const char *name,
+                        char *why, size_t why_size);
+
 /* Writes "a\x1fb\x1fc" (parts joined by the unit separator, which no name
  * holds) into buf.  Returns buf, or NULL if it does not fit. */
 char *det_key(char *buf, size_t size, const char *a, const char *b,
