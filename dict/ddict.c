@@ -40,24 +40,7 @@ ddict_strerror(int code)
 int
 dc_lookup(ddict_t *self, const char *name, char *ep, size_t size)
 {
-    FILE *f = fopen(self->nodefile, "r");
-    if (!f)
-        return TELEM_ENOTFOUND;
-    flock(fileno(f), LOCK_SH);
-    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
-    int rc = TELEM_ENOTFOUND;
-    while (rc && fgets(line, sizeof line, f)) {
-        char *tab = strchr(line, '\t');
-        if (line[0] == '#' || !tab)
-            continue;
-        *tab = '\0';
-        tab[strcspn(tab + 1, "\r\n") + 1] = '\0';
-        if (strcmp(line, name) == 0
-            && snprintf(ep, size, "%s", tab + 1) < (int) size)
-            rc = 0;
-    }
-    fclose(f);
-    return rc;
+    return telem_nodefile_lookup(self->nodefile, name, ep, size);
 }
 
 zsock_t *

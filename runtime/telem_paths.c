@@ -175,3 +175,27 @@ out:
     close(fd);
     return rc;
 }
+
+int
+telem_nodefile_lookup(const char *path, const char *node, char *ep,
+                      size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return TELEM_ENOTFOUND;
+    flock(fileno(f), LOCK_SH);
+    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    int rc = TELEM_ENOTFOUND;
+    while (rc == TELEM_ENOTFOUND && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (line[0] == '#' || !tab)
+            continue;
+        *tab = '\0';
+        tab[strcspn(tab + 1, "\r\n") + 1] = '\0';
+        if (strcmp(line, node) == 0)
+            rc = snprintf(ep, size, "%s", tab + 1) < (int) size
+                     ? 0 : TELEM_ETOOBIG;
+    }
+    fclose(f);
+    return rc;
+}

@@ -54,4 +54,11 @@ int telem_node_endpoint(char *buf, size_t size, const char *rundir,
 int telem_nodefile_register(const char *path, const char *node,
                             const char *endpoint);
 
+/* Looks up `node` in the node file at `path` (under a shared flock, so a
+ * concurrent register is seen whole) and writes its endpoint to ep.
+ * Returns 0, TELEM_ENOTFOUND (no file, or no such line) or TELEM_ETOOBIG
+ * (the endpoint does not fit in `size`). */
+int telem_nodefile_lookup(const char *path, const char *node, char *ep,
+                          size_t size);
+
 #endif
