@@ -28,7 +28,7 @@
 #define S_INGEST_BURST 512        /* frames per wake before polling again */
 #define S_POLL_CAP_MS 250         /* longest sleep, to notice interrupts */
 #define S_RCVHWM 10000
-#define S_REPLY_LINGER_MS 200     /* time a last reply gets to leave */
+#define S_REPLY_LINGER_MS 200     /* drain after a stop, and linger */
 
 struct telemd {
     telemd_config_t cfg;
@@ -133,6 +133,18 @@ s_drain_ingest(telemd_t *self)
     zmq_msg_close(&frame);
 }
 
+/* True once the agent should close its sockets.  A stop (signal or
+   shutdown request) first opens a short drain: the loop keeps serving so
+   that the reply to the shutdown request leaves through a live socket,
+   since over ipc a reply left only to ZMQ_LINGER is sometimes lost. */
+static int
+s_stop_due(telemd_t *self, int64_t *stop_at)
+{
+    if (!*stop_at && (zsys_interrupted || telemd_agent_stopping(self->agent)))
+        *stop_at = telem_mono_ns() + S_REPLY_LINGER_MS * TELEM_NS_PER_MS;
+    return *stop_at && telem_mono_ns() >= *stop_at;
+}
+
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
@@ -145,8 +157,9 @@ s_actor(zsock_t *pipe, void *arg)
     zpoller_set_nonstop(poller, true);
     zsock_signal(pipe, 0);
     int by_pipe = 0;
-    while (!zsys_interrupted && !telemd_agent_stopping(self->agent)) {
-        int64_t next = telemd_agent_tick(self->agent);
+    int64_t stop_at = 0;
+    while (!s_stop_due(self, &stop_at)) {
+        int64_t next = stop_at ? stop_at : telemd_agent_tick(self->agent);
         int64_t wait_ms = (next - telem_mono_ns()) / TELEM_NS_PER_MS;
         if (wait_ms < 0)
             wait_ms = 0;
