@@ -11,6 +11,7 @@
  * gone costs one timeout and exit status 1, never a hang.
  */
 #include "telem_watch_cli.h"
+#include "telem_cli.h"
 #include "telem_paths.h"
 #include "telem_time.h"
 
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #define S_PROG "telem_watch ctl"
+/* A usage error: the message, the --help hint, exit status 2. */
+#define S_BAD(...) telem_cli_error(S_PROG, __VA_ARGS__)
 
 static const char s_usage[] =
 "usage: telem_watch ctl [options] COMMAND\n"
@@ -47,15 +50,6 @@ typedef struct {
     int json;
     telem_watch_ctl_t req;
 } s_ctl_t;
-
-static int
-s_bad(const char *fmt, const char *arg)
-{
-    fprintf(stderr, S_PROG ": ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see " S_PROG " --help)\n");
-    return 2;
-}
 
 /* Reads the "ctl" line of the watcher's endpoints file into ep. */
 static int
@@ -100,21 +94,21 @@ s_command(s_ctl_t *c, int argc, char **argv)
         { "resume", TELEM_WCTL_RESUME, 1 },
     };
     if (argc < 1)
-        return s_bad("%s", "no command (status, thresholds, set, pause, resume)");
+        return S_BAD("no command (status, thresholds, set, pause, resume)");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[0], cmds[i].name) != 0)
             continue;
         int n = argc - 1;
         if ((cmds[i].nargs >= 0 && n != cmds[i].nargs) ||
             (cmds[i].nargs < 0 && n > 1))
-            return s_bad("wrong number of arguments for '%s'", argv[0]);
+            return S_BAD("wrong number of arguments for '%s'", argv[0]);
         c->req.op = cmds[i].op;
         c->req.detector = n >= 1 ? argv[1] : "";
         c->req.param = n >= 2 ? argv[2] : "";
         c->req.value = n >= 3 ? argv[3] : "";
         return 0;
     }
-    return s_bad("unknown command '%s'", argv[0]);
+    return S_BAD("unknown command '%s'", argv[0]);
 }
 
 static int
@@ -134,7 +128,7 @@ s_parse(s_ctl_t *c, int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-        char *end;
+        int64_t ms;
         switch (ch) {
         case 'h': fputs(s_usage, stdout); return 0;
         case O_NAME: c->name = optarg; break;
@@ -142,14 +136,12 @@ s_parse(s_ctl_t *c, int argc, char **argv)
         case O_EP: c->endpoint = optarg; break;
         case O_JSON: c->json = 1; break;
         case O_TIMEOUT:
-            errno = 0;
-            c->timeout_ms = (int) strtol(optarg, &end, 10);
-            if (errno || *end || end == optarg || c->timeout_ms < 1 ||
-                c->timeout_ms > 3600000)
-                return s_bad("--timeout '%s': expected 1..3600000 ms", optarg);
+            if (telem_cli_int64(optarg, 1, 3600000, &ms))
+                return S_BAD("--timeout '%s': expected 1..3600000 ms", optarg);
+            c->timeout_ms = (int) ms;
             break;
-        case ':': return s_bad("option '%s' needs a value", argv[optind - 1]);
-        default: return s_bad("unknown option '%s'", argv[optind - 1]);
+        case ':': return S_BAD("option '%s' needs a value", argv[optind - 1]);
+        default: return S_BAD("unknown option '%s'", argv[optind - 1]);
         }
     }
     return s_command(c, argc - optind, argv + optind) ? 2 : -1;
