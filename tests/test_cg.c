@@ -60,8 +60,15 @@ s_collector(int argc, char **argv)
         if (write(atoi(fd), line, (size_t) n) != n)
             return 1;
     }
-    if (getenv("CG_TEST_IGNORE_TERM"))
-        signal(SIGTERM, SIG_IGN);           /* a collector that hangs */
+    if (getenv("CG_TEST_IGNORE_TERM")) {
+        /* A collector that hangs: SIGTERM ignored and unblocked, so it is
+           discarded at once (a blocked one would stay pending and could
+           reach a signalfd); only SIGKILL ends it. */
+        signal(SIGTERM, SIG_IGN);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        for (;;)
+            pause();
+    }
     return cg_collector_main(argc, argv, "cg_test_figure", s_figure, NULL);
 }
 
