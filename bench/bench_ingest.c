@@ -320,7 +320,8 @@ s_run_telem(const s_work_t *w, const char *dir, uint64_t token)
 /* ---- stages alone --------------------------------------------------------- */
 
 typedef struct {
-    double enc_telem, enc_raw, dec_telem, dec_raw, agent, store, store_tags;
+    double enc_telem, enc_raw, dec_telem, dec_raw, agent;
+    double store, store_tags, store_many;
 } s_stages_t;
 
 typedef struct {
@@ -452,11 +453,36 @@ s_stage_agent(const s_frames_t *f, const char *dir, s_stages_t *st)
     telemd_agent_destroy(&a);
 }
 
-/* telem_store_append() of 1M samples over the 1k series with the three
- * tags telemd gives them, to a fresh store: plain (tags canonicalised per
- * sample) or with the tags prepared once (what telemd does per batch). */
+/* How the store alone is fed in s_store_run(). */
+enum { S_PLAIN, S_PREPARED, S_MANY };
+
+/* Appends the k-th sample of the stream, or the 64 from k on (S_MANY). */
+static int
+s_store_put(telem_store_t *s, const s_work_t *w, int how,
+            telem_store_tags_t *set, const telem_tag_t *tags, uint64_t k,
+            int64_t now)
+{
+    if (how == S_MANY) {
+        telem_store_point_t pts[S_BATCH];
+        for (uint64_t j = 0; j < S_BATCH; j++)
+            pts[j] = (telem_store_point_t) { w->names[(k + j) % S_SERIES],
+                                             w->ts0 + (int64_t) (k + j),
+                                             (double) (k + j) };
+        return telem_store_append_many(s, set, pts, S_BATCH, now);
+    }
+    const char *metric = w->names[k % S_SERIES];
+    int64_t ts = w->ts0 + (int64_t) k;
+    return how == S_PREPARED
+           ? telem_store_append_tags(s, metric, set, ts, (double) k, now)
+           : telem_store_append(s, metric, tags, 3, ts, (double) k, now);
+}
+
+/* 1M samples over the 1k series with the three tags telemd gives them,
+ * into a fresh store: plain telem_store_append() (tags canonicalised per
+ * sample), with the tags prepared once (telem_store_append_tags), or 64
+ * points per telem_store_append_many() call (what telemd does). */
 static double
-s_store_run(const s_work_t *w, int prepared)
+s_store_run(const s_work_t *w, int how)
 {
     telem_store_config_t cfg;
     telem_store_config_default(&cfg);
@@ -467,18 +493,13 @@ s_store_run(const s_work_t *w, int prepared)
     if (!s || !set || telem_store_tags_set(set, tags, 3) != 0)
         bench_die("telem_store_new", "failed");
     const uint64_t n = (uint64_t) S_MICRO_NBATCH * S_BATCH;
+    uint64_t step = how == S_MANY ? S_BATCH : 1;
     int64_t now = telem_now_ns();
     int64_t t0 = bench_now_ns();
-    for (uint64_t k = 0; k < n; k++) {
-        const char *metric = w->names[k % S_SERIES];
-        int64_t ts = w->ts0 + (int64_t) k;
-        int rc = prepared
-                 ? telem_store_append_tags(s, metric, set, ts, (double) k, now)
-                 : telem_store_append(s, metric, tags, 3, ts, (double) k, now);
-        if (rc != 0)
+    for (uint64_t k = 0; k < n; k += step)
+        if (s_store_put(s, w, how, set, tags, k, now) != 0)
             bench_die("store append", "failed at %llu",
                       (unsigned long long) k);
-    }
     double rate = s_rate_since(t0, (double) n);
     telem_store_tags_destroy(&set);
     telem_store_destroy(&s);
@@ -488,8 +509,9 @@ s_store_run(const s_work_t *w, int prepared)
 static void
 s_stage_store(const s_work_t *w, s_stages_t *st)
 {
-    st->store = s_store_run(w, 0);
-    st->store_tags = s_store_run(w, 1);
+    st->store = s_store_run(w, S_PLAIN);
+    st->store_tags = s_store_run(w, S_PREPARED);
+    st->store_many = s_store_run(w, S_MANY);
 }
 
 /* ---- report ----------------------------------------------------------------- */
@@ -527,8 +549,10 @@ s_report(double raw, double telem, const double *raws, const double *telems,
     ROW("consumer: telemd_agent_ingest (decode, gate, tag, store)",
         st->agent);
     ROW("consumer: telem_store_append alone (3 tags, 1k series)", st->store);
-    ROW("consumer: telem_store_append_tags alone (prepared, 1k series)",
+    ROW("consumer: telem_store_append_tags alone (1k series)",
         st->store_tags);
+    ROW("consumer: telem_store_append_many alone (64 a call, 1k)",
+        st->store_many);
 #undef ROW
 
     printf("\ntargets\n");
