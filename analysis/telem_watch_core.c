@@ -657,8 +657,10 @@ s_set(tw_t *self, const telem_watch_ctl_t *req)
     }
     det_get(d, req->param, now, sizeof now);
     s_row(self, det_label(d), req->param, now);
-    snprintf(why, sizeof why, "%s.%s: %s -> %s", det_label(d), req->param,
-             old, now);
+    /* A cut message is fine: it is a human summary of the change. */
+    int n = snprintf(why, sizeof why, "%.120s.%.120s: %.120s -> %.120s",
+                     det_label(d), req->param, old, now);
+    (void) n;
     self->reply.message = s_keep(self, why);
 }
 

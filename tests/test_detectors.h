@@ -24,7 +24,7 @@
 
 typedef struct {
     char node[128];
-    char device[16];
+    char device[24];
     char metric[64];
     det_tag_t tags[3];
     int64_t ts[FX_PTS_MAX];
