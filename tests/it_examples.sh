@@ -31,7 +31,14 @@ cat >"$T/scale.sh" <<EOF
 #!/usr/bin/env bash
 "$TELEM_BIN/scale_work" --sizes 16,32 --steps 5 || exit 1
 [ "\$TELEM_RANK" = 0 ] || exit 0
-"$TELEM_BIN/telem_client" -g scale_work_gflops -f txt || exit 1
+# Rank 1 may still be recording: wait (at most 30 s) until both nodes have.
+for _ in \$(seq 300); do
+    "$TELEM_BIN/telem_client" -g scale_work_gflops -f txt >"$T/gflops.txt" 2>&1
+    grep scale_work_gflops "$T/gflops.txt" | grep -q n1 \\
+        && grep scale_work_gflops "$T/gflops.txt" | grep -q n2 && break
+    sleep 0.1
+done
+cat "$T/gflops.txt"
 "$TELEM_BIN/telem_client" -g scale_work_residual -f txt 2>&1
 exit 0
 EOF
