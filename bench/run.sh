@@ -9,6 +9,7 @@
 #               redis-server and libhiredis-dev when root and missing)
 # Environment: BENCH_BUILD (build directory, default bench/build);
 # BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds).
+# bench_restart starts 15 small local jobs under telem_launch (~10 s).
 # The tables are also written to $BENCH_BUILD/results.txt.  The whole run
 # takes about a minute plus the telemd CPU measurement and bench_detect.
 set -euo pipefail
@@ -37,7 +38,8 @@ fi
 
 {
     echo "# bench/run.sh -d $cpu_seconds   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-    for b in bench_add_data bench_ingest bench_query bench_watch; do
+    for b in bench_add_data bench_ingest bench_query bench_watch \
+             bench_restart; do
         echo
         "$build/bin/$b"
     done

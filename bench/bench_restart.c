@@ -1,0 +1,443 @@
+/* bench_restart.c - restart latency of telem_launch on a local job, and a
+ * paper estimate of it at 128 and 1,024 nodes from measured per-node costs.
+ *
+ * One sample is one real job: `telem_launch --local N+1 --nodes N
+ * --resilient -- bench_restart_prog` (telemd and telem_dictd on every
+ * node, as the launcher starts them by default) in a fresh run directory.
+ * The program writes its CLOCK_REALTIME start time to RUNDIR/rb/<restart
+ * count>.<node>; this benchmark watches that directory with inotify.  Once
+ * the program runs on all N nodes, a real TELEM_MSG_RESTART naming one
+ * node (rotating over n1..nN, the first node included) goes through the
+ * codec to the launcher's ROUTER socket, as telem_watch sends it, and the
+ * benchmark times: request -> ack, request -> the program's first and last
+ * start on the new node set (the reserve promoted), and takes the
+ * launcher's own stop / re-form / start split from its restart line
+ * (RUNDIR/launch/restarts.log).  The job is then stopped with SIGTERM and
+ * the next sample starts a fresh one, so every sample is the same first
+ * restart (no back-off) at the same size.  Job start-up (launcher exec ->
+ * program running everywhere) is timed on the way.
+ *
+ * The same is done at a second, larger size; the difference between the
+ * two sizes gives each step's cost per node, and a straight line through
+ * them the paper estimate.  Everything runs on one machine, so the figures
+ * are the launcher's own costs (spawn, signals, the re-form's messages)
+ * with every node sharing the same cores, not a network's.
+ */
+#include "bench_common.h"
+#include "telem_proto_watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+extern char **environ;
+
+#define S_TARGET_MS 2000.0
+#define S_WAIT_MS 60000             /* for a job to start, or restart */
+#define S_ACK_MS 10000
+
+typedef struct {
+    double startup;     /* launcher exec -> program running on all nodes */
+    double ack;         /* request -> ack */
+    double first;       /* request -> first program start after it */
+    double all;         /* request -> last program start after it */
+    double stop, reform, start;    /* the launcher's restart line */
+} s_sample_t;
+
+typedef struct {
+    char bindir[PATH_MAX];
+    int nodes;
+    int samples;
+    s_sample_t *s;
+} s_size_t;
+
+typedef struct {
+    const char *rb;     /* the directory the program writes into */
+    int ifd;            /* inotify on it */
+    int pidfd;          /* the launcher */
+} s_watch_t;
+
+static int64_t
+s_real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double
+s_ms(int64_t ns)
+{
+    return (double) ns / 1e6;
+}
+
+/* The start time one program wrote, or bench_die(). */
+static int64_t
+s_read_stamp(const char *rb, const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", rb, name);
+    FILE *f = fopen(path, "r");
+    long long ns = 0;
+    int ok = f && fscanf(f, "%lld", &ns) == 1;
+    if (f)
+        fclose(f);
+    if (!ok)
+        bench_die("bench_restart", "cannot read %s", path);
+    return (int64_t) ns;
+}
+
+/* One inotify read: counts files "<run>.<node>", keeping the earliest
+ * and latest stamps. */
+static void
+s_take_events(const s_watch_t *w, int run, int *seen, int64_t *lo,
+              int64_t *hi)
+{
+    char buf[16384] __attribute__((aligned(8)));
+    ssize_t len = read(w->ifd, buf, sizeof buf);
+    char prefix[32];
+    int plen = snprintf(prefix, sizeof prefix, "%d.", run);
+    for (ssize_t off = 0; off < len;) {
+        const struct inotify_event *e = (const void *) (buf + off);
+        off += (ssize_t) (sizeof *e + e->len);
+        if (!e->len || strncmp(e->name, prefix, (size_t) plen) != 0)
+            continue;
+        int64_t ns = s_read_stamp(w->rb, e->name);
+        *lo = *seen == 0 || ns < *lo ? ns : *lo;
+        *hi = *seen == 0 || ns > *hi ? ns : *hi;
+        (*seen)++;
+    }
+}
+
+/* Waits until `want` programs of run `run` (restart count) have started;
+ * sets their earliest and latest start times.  Dies when the launcher
+ * exits first or after S_WAIT_MS. */
+static void
+s_wait_run(const s_watch_t *w, int run, int want, int64_t *lo, int64_t *hi)
+{
+    int seen = 0;
+    int64_t deadline = bench_now_ns() + (int64_t) S_WAIT_MS * 1000000;
+    while (seen < want) {
+        struct pollfd p[2] = { { w->ifd, POLLIN, 0 }, { w->pidfd, POLLIN, 0 } };
+        int64_t left = (deadline - bench_now_ns()) / 1000000;
+        if (left <= 0 || poll(p, 2, (int) left) <= 0)
+            bench_die("bench_restart", "run %d: %d of %d programs started "
+                      "in %d ms", run, seen, want, S_WAIT_MS);
+        if (p[0].revents & POLLIN)
+            s_take_events(w, run, &seen, lo, hi);
+        else if (p[1].revents)
+            bench_die("bench_restart", "run %d: telem_launch exited with %d "
+                      "of %d programs started (see its log in the run "
+                      "directory)", run, seen, want);
+    }
+}
+
+/* Starts telem_launch for `nodes` active nodes and one reserve. */
+static pid_t
+s_launch(const s_size_t *z, const char *rundir)
+{
+    char launch[PATH_MAX + 32], prog[PATH_MAX + 32], local[16], active[16],
+         log[PATH_MAX + 32];
+    snprintf(launch, sizeof launch, "%s/telem_launch", z->bindir);
+    snprintf(prog, sizeof prog, "%s/bench_restart_prog", z->bindir);
+    snprintf(log, sizeof log, "%s/launcher.log", rundir);
+    snprintf(local, sizeof local, "%d", z->nodes + 1);
+    snprintf(active, sizeof active, "%d", z->nodes);
+    char *argv[] = { launch, "--local", local, "--nodes", active,
+                     "--resilient", "--rundir", (char *) rundir,
+                     "--log-level", "warn", "--", prog, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT
+                                     | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, launch, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc)
+        bench_die("bench_restart", "cannot start %s: %s", launch,
+                  strerror(rc));
+    return pid;
+}
+
+/* Sends one restart request naming `node`; returns request -> ack in ns.
+ * Dies when no ack comes or the launcher refuses. */
+static int64_t
+s_request(void *zctx, const char *rundir, const char *node)
+{
+    char ep[PATH_MAX + 32];
+    snprintf(ep, sizeof ep, "ipc://%s/launch/restart.sock", rundir);
+    void *s = zmq_socket(zctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    if (!s || zmq_connect(s, ep) != 0)
+        bench_die("bench_restart", "connect %s: %s", ep,
+                  zmq_strerror(zmq_errno()));
+    telem_encoder_t *enc = telem_encoder_new();
+    telem_decoder_t *dec = telem_decoder_new();
+    const char *exclude[] = { node };
+    const char *detectors[] = { "bench" };
+    telem_restart_t r = { 7, s_real_ns(), "restart latency benchmark",
+                          exclude, 1, NULL, 0, detectors, 1 };
+    const void *data;
+    size_t size;
+    if (!enc || !dec || telem_encode_restart(enc, &r, &data, &size) != 0)
+        bench_die("bench_restart", "cannot encode the request");
+    int64_t t0 = bench_now_ns();
+    if (zmq_send(s, data, size, 0) < 0)
+        bench_die("bench_restart", "send: %s", zmq_strerror(zmq_errno()));
+    zmq_pollitem_t item = { s, 0, ZMQ_POLLIN, 0 };
+    char buf[8192];
+    int len = zmq_poll(&item, 1, S_ACK_MS) == 1
+              ? zmq_recv(s, buf, sizeof buf, 0) : -1;
+    int64_t ack = bench_now_ns() - t0;
+    telem_msg_t m;
+    if (len < 0 || (size_t) len > sizeof buf
+        || telem_proto_decode(dec, buf, (size_t) len, &m) != 0
+        || (int) m.type != TELEM_MSG_RESTART_ACK || m.u.restart_ack.id != 7)
+        bench_die("bench_restart", "no restart ack within %d ms", S_ACK_MS);
+    if (m.u.restart_ack.code != 0)
+        bench_die("bench_restart", "restart refused: %s",
+                  m.u.restart_ack.message);
+    telem_decoder_destroy(&dec);
+    telem_encoder_destroy(&enc);
+    zmq_close(s);
+    return ack;
+}
+
+/* The stop / re-form / start seconds of the launcher's restart line. */
+static void
+s_parse_line(const char *rundir, s_sample_t *out)
+{
+    char path[PATH_MAX + 32], line[4096];
+    snprintf(path, sizeof path, "%s/launch/restarts.log", rundir);
+    FILE *f = fopen(path, "r");
+    int ok = 0;
+    while (f && !ok && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "; stop ");
+        double back;
+        ok = p && sscanf(p, "; stop %lf s, re-form %lf s, back-off %lf s, "
+                         "start %lf s", &out->stop, &out->reform, &back,
+                         &out->start) == 4;
+    }
+    if (f)
+        fclose(f);
+    if (!ok)
+        bench_die("bench_restart", "no restart line in %s", path);
+    out->stop *= 1e3;
+    out->reform *= 1e3;
+    out->start *= 1e3;
+}
+
+/* SIGTERM to the launcher; waits for it (it ends the whole job). */
+static void
+s_stop_job(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* One job, one restart excluding node n<victim>. */
+static void
+s_one(const s_size_t *z, void *zctx, int victim, s_sample_t *out)
+{
+    char rundir[PATH_MAX], rb[PATH_MAX + 8], node[32];
+    bench_tmpdir(rundir, sizeof rundir, "restart");
+    snprintf(rb, sizeof rb, "%s/rb", rundir);
+    if (mkdir(rb, 0700) != 0)
+        bench_die("bench_restart", "mkdir %s: %s", rb, strerror(errno));
+    s_watch_t w = { rb, inotify_init1(IN_CLOEXEC | IN_NONBLOCK), -1 };
+    if (w.ifd < 0 || inotify_add_watch(w.ifd, rb, IN_MOVED_TO) < 0)
+        bench_die("bench_restart", "inotify: %s", strerror(errno));
+    int64_t t_exec = s_real_ns(), lo, hi;
+    pid_t pid = s_launch(z, rundir);
+    w.pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+    if (w.pidfd < 0)
+        bench_die("bench_restart", "pidfd_open: %s", strerror(errno));
+    s_wait_run(&w, 0, z->nodes, &lo, &hi);
+    out->startup = s_ms(hi - t_exec);
+    snprintf(node, sizeof node, "n%d", victim);
+    int64_t t_req = s_real_ns();
+    out->ack = s_ms(s_request(zctx, rundir, node));
+    s_wait_run(&w, 1, z->nodes, &lo, &hi);
+    out->first = s_ms(lo - t_req);
+    out->all = s_ms(hi - t_req);
+    s_stop_job(pid);
+    s_parse_line(rundir, out);
+    close(w.pidfd);
+    close(w.ifd);
+    bench_rmtree(rundir);
+}
+
+/* p50 (or max with p = 100) of one field over the samples. */
+static double
+s_pct(const s_size_t *z, size_t field, double p)
+{
+    int64_t v[z->samples];
+    for (int i = 0; i < z->samples; i++) {
+        const double *d = (const double *) ((const char *) &z->s[i] + field);
+        v[i] = (int64_t) (*d * 1000.0);         /* microseconds */
+    }
+    bench_sort_i64(v, (size_t) z->samples);
+    return (double) bench_percentile_sorted(v, (size_t) z->samples, p) / 1e3;
+}
+
+#define S_F(name) offsetof(s_sample_t, name)
+
+static void
+s_row(const s_size_t *z, const char *what, size_t field, const char *note)
+{
+    printf("  %-40s %9.1f %9.1f  %s\n", what, s_pct(z, field, 50),
+           s_pct(z, field, 100), note);
+}
+
+static void
+s_measure(s_size_t *z, void *zctx)
+{
+    z->s = calloc((size_t) z->samples, sizeof *z->s);
+    if (!z->s)
+        bench_die("bench_restart", "out of memory");
+    for (int i = 0; i < z->samples; i++)
+        s_one(z, zctx, 1 + i % z->nodes, &z->s[i]);
+    printf("\n%d active nodes + 1 reserve (--local %d --nodes %d "
+           "--resilient), %d restarts, one per job, the node named "
+           "rotating n1..n%d:\n", z->nodes, z->nodes + 1, z->nodes,
+           z->samples, z->nodes < z->samples ? z->nodes : z->samples);
+    printf("  %-40s %9s %9s\n", "step", "p50 ms", "max ms");
+    s_row(z, "request -> ack", S_F(ack), "");
+    s_row(z, "request -> first program running", S_F(first), "");
+    s_row(z, "request -> program running everywhere", S_F(all),
+          "<- restart latency");
+    s_row(z, "  launcher: stop", S_F(stop), "request -> last program gone");
+    s_row(z, "  launcher: re-form", S_F(reform), "dictionary on the new set");
+    s_row(z, "  launcher: start", S_F(start), "spawn on every active node");
+    s_row(z, "job start-up (exec -> running everywhere)", S_F(startup),
+          "daemons on N+1 nodes, form, spawn");
+}
+
+/* Cost per node of one field: the slope between the two sizes (p50s),
+ * never below 0 (a negative slope is noise: nothing gets cheaper). */
+static double
+s_slope(const s_size_t *a, const s_size_t *b, size_t field)
+{
+    double d = (s_pct(b, field, 50) - s_pct(a, field, 50))
+               / (double) (b->nodes - a->nodes);
+    return d > 0 ? d : 0;
+}
+
+static void
+s_estimate(const s_size_t *a, const s_size_t *b)
+{
+    double stop = s_slope(a, b, S_F(stop)), ref = s_slope(a, b, S_F(reform));
+    double start = s_slope(a, b, S_F(start));
+    double up = s_slope(a, b, S_F(startup)), t0 = s_pct(a, S_F(all), 50);
+    printf("\nper-node costs (p50 at %d nodes minus p50 at %d, per node; "
+           "clamped at 0):\n", b->nodes, a->nodes);
+    printf("  stop      %7.3f ms/node   parallel: SIGTERM to every program "
+           "group in one pass, exits awaited together\n", stop);
+    printf("  re-form   %7.3f ms/shard  coordinator serial (connect + one "
+           "message per server per phase), servers parallel\n", ref);
+    printf("  start     %7.3f ms/node   serial: one posix_spawn per active "
+           "node in the launcher's loop (%.3f ms/node at %d, %.3f at %d)\n",
+           start, s_pct(a, S_F(start), 50) / a->nodes, a->nodes,
+           s_pct(b, S_F(start), 50) / b->nodes, b->nodes);
+    printf("  daemons   %7.3f ms/node   telemd + telem_dictd start-up of a "
+           "job (not in a restart: reserves already run them)\n", up);
+    printf("\npaper estimate: T(M) = T(%d) + (M - %d) * (stop + re-form + "
+           "start) = %.1f + (M - %d) * %.3f ms\n", a->nodes, a->nodes, t0,
+           a->nodes, stop + ref + start);
+    int sizes[] = { 128, 1024 };
+    for (int i = 0; i < 2; i++) {
+        double t = t0 + (sizes[i] - a->nodes) * (stop + ref + start);
+        printf("  %5d nodes: %8.1f ms  (%.2f of the %.0f ms target)\n",
+               sizes[i], t, t / S_TARGET_MS, S_TARGET_MS);
+    }
+}
+
+static void
+s_usage(FILE *f)
+{
+    fprintf(f, "usage: bench_restart [-s SAMPLES] [-n NODES] [-b NODES] "
+            "[-B SAMPLES]\n"
+            "Restart latency of telem_launch on local jobs (see the comment "
+            "of bench_restart.c).\n"
+            "  -s SAMPLES  restarts at the main size (default 10)\n"
+            "  -n NODES    active nodes of the main size (default 4)\n"
+            "  -b NODES    active nodes of the larger size (default 12)\n"
+            "  -B SAMPLES  restarts at the larger size (default 5)\n");
+}
+
+static int
+s_int_arg(const char *arg, int lo, int hi, const char *what)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi) {
+        fprintf(stderr, "bench_restart: %s must be %d..%d, not '%s'\n", what,
+                lo, hi, arg);
+        exit(2);
+    }
+    return (int) v;
+}
+
+int
+main(int argc, char **argv)
+{
+    s_size_t a = { .nodes = 4, .samples = 10 }, b = { .nodes = 12,
+                                                      .samples = 5 };
+    int opt;
+    while ((opt = getopt(argc, argv, "s:n:b:B:h")) != -1) {
+        switch (opt) {
+        case 's': a.samples = s_int_arg(optarg, 1, 1000, "-s"); break;
+        case 'n': a.nodes = s_int_arg(optarg, 1, 256, "-n"); break;
+        case 'b': b.nodes = s_int_arg(optarg, 2, 256, "-b"); break;
+        case 'B': b.samples = s_int_arg(optarg, 1, 1000, "-B"); break;
+        case 'h': s_usage(stdout); return 0;
+        default: s_usage(stderr); return 2;
+        }
+    }
+    if (optind < argc || b.nodes <= a.nodes) {
+        fprintf(stderr, "bench_restart: %s\n", optind < argc
+                ? "takes no operands" : "-b must be larger than -n");
+        return 2;
+    }
+    ssize_t len = readlink("/proc/self/exe", a.bindir, sizeof a.bindir - 1);
+    if (len <= 0)
+        bench_die("bench_restart", "readlink /proc/self/exe failed");
+    a.bindir[len] = '\0';
+    *strrchr(a.bindir, '/') = '\0';
+    memcpy(b.bindir, a.bindir, sizeof a.bindir);
+    signal(SIGPIPE, SIG_IGN);
+    void *zctx = zmq_ctx_new();
+    bench_print_machine("bench_restart");
+    s_measure(&a, zctx);
+    double p50 = s_pct(&a, S_F(all), 50), max = s_pct(&a, S_F(all), 100);
+    printf("  target <= %.0f ms: p50 %.3f of it, max %.3f  %s\n", S_TARGET_MS,
+           p50 / S_TARGET_MS, max / S_TARGET_MS,
+           bench_verdict(max <= S_TARGET_MS));
+    s_measure(&b, zctx);
+    s_estimate(&a, &b);
+    zmq_ctx_term(zctx);
+    free(a.s);
+    free(b.s);
+    return 0;
+}
