@@ -15,17 +15,8 @@
 #include "launch_proc.h"
 #include "launch_source.h"
 #include "telem_error.h"
+#include "check.h"
 
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 static void
 test_env(void)
@@ -167,10 +158,5 @@ main(void)
     test_sources();
     test_spawn_group();
     test_capture();
-    if (g_failures) {
-        fprintf(stderr, "test_launch_proc: %d failure(s)\n", g_failures);
-        return 1;
-    }
-    printf("test_launch_proc: ok\n");
-    return 0;
+    return check_report("test_launch_proc");
 }

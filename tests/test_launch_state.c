@@ -11,17 +11,8 @@
 
 #include "launch_state.h"
 #include "telem_error.h"
+#include "check.h"
 
-static int g_failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            g_failures++;                                                  \
-        }                                                                  \
-    } while (0)
 
 #define SEC INT64_C(1000000000)
 
@@ -254,10 +245,5 @@ main(void)
     test_exhaust();
     test_bootloop();
     test_budget_and_backoff();
-    if (g_failures) {
-        fprintf(stderr, "test_launch_state: %d failure(s)\n", g_failures);
-        return 1;
-    }
-    printf("test_launch_state: ok\n");
-    return 0;
+    return check_report("test_launch_state");
 }
