@@ -255,15 +255,9 @@ s_actor(zsock_t *pipe, void *arg)
 static int
 s_lock(ddict_actor_t *self)
 {
-    if (telem_node_path(self->lock_path, sizeof self->lock_path,
-                        self->cfg.rundir, self->cfg.node, "dict.lock"))
-        return TELEM_ETOOBIG;
-    self->lock_fd = open(self->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (self->lock_fd < 0)
-        return TELEM_EIO;
-    if (flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        return errno == EWOULDBLOCK ? TELEM_ESTATE : TELEM_EIO;
-    return 0;
+    return telem_node_lock(self->lock_path, sizeof self->lock_path,
+                           self->cfg.rundir, self->cfg.node, "dict.lock",
+                           &self->lock_fd);
 }
 
 static int

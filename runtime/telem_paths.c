@@ -199,3 +199,23 @@ telem_nodefile_lookup(const char *path, const char *node, char *ep,
     fclose(f);
     return rc;
 }
+
+int
+telem_node_lock(char *path, size_t size, const char *rundir, const char *node,
+                const char *file, int *fd_out)
+{
+    *fd_out = -1;
+    if (telem_node_path(path, size, rundir, node, file))
+        return TELEM_ETOOBIG;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return TELEM_EIO;
+    *fd_out = fd;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? TELEM_ESTATE : TELEM_EIO;
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
+    if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t) n) != n)
+        return TELEM_EIO;
+    return 0;
+}

@@ -41,6 +41,16 @@ int telem_node_valid(const char *name);
 int telem_node_path(char *buf, size_t size, const char *rundir,
                     const char *node, const char *file);
 
+/* Takes the exclusive lock "<rundir>/<node>/<file>" that lets one daemon of
+ * a kind serve a node: opens (creating, mode 0600) the file, flock()s it
+ * without waiting and writes this process's pid into it.  The path is
+ * written to `path`.  Returns 0 with *fd_out set (the caller keeps the fd
+ * open while it runs, then unlinks the path and closes it), TELEM_ESTATE
+ * when another process holds the lock, TELEM_ETOOBIG or TELEM_EIO (errno
+ * set); *fd_out is then -1 or an fd the caller must still close. */
+int telem_node_lock(char *path, size_t size, const char *rundir,
+                    const char *node, const char *file, int *fd_out);
+
 /* Writes the default node file path (see above) to buf. */
 int telem_nodefile_default(char *buf, size_t size);
 

@@ -191,21 +191,11 @@ s_actor(zsock_t *pipe, void *arg)
 static int
 s_lock_node(telemd_t *self)
 {
-    if (telem_node_path(self->lock_path, sizeof self->lock_path,
-                        self->cfg.rundir, self->cfg.node, "telemd.lock"))
-        return TELEM_ETOOBIG;
-    self->lock_fd = open(self->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (self->lock_fd < 0)
-        return TELEM_EIO;
-    if (flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        return errno == EWOULDBLOCK ? TELEM_ESTATE : TELEM_EIO;
-    self->locked = 1;
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
-    if (ftruncate(self->lock_fd, 0) != 0
-        || write(self->lock_fd, pid, (size_t) n) != n)
-        return TELEM_EIO;
-    return 0;
+    int rc = telem_node_lock(self->lock_path, sizeof self->lock_path,
+                             self->cfg.rundir, self->cfg.node, "telemd.lock",
+                             &self->lock_fd);
+    self->locked = rc == 0;
+    return rc;
 }
 
 static int

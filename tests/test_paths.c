@@ -2,7 +2,8 @@
  * written by telem_nodefile_register are found by telem_nodefile_lookup,
  * a re-registered node has its new endpoint, comments and malformed lines
  * are skipped, and a missing file, a missing node and a buffer too small
- * for the endpoint each give their own code.
+ * for the endpoint each give their own code.  A node lock is exclusive
+ * (a second holder gets TELEM_ESTATE) and carries the holder's pid.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,31 @@
 #include "check.h"
 #include "telem_error.h"
 #include "telem_paths.h"
+
+static void
+test_node_lock(const char *dir)
+{
+    char lock[600], again[600], pid[32] = "";
+    int fd = -1, fd2 = -1;
+    CHECK_RC(telem_node_lock(lock, sizeof lock, dir, ".", "x.lock", &fd), 0);
+    CHECK(fd >= 0);
+    FILE *f = fopen(lock, "r");
+    REQUIRE(f);
+    CHECK(fgets(pid, sizeof pid, f) && atoi(pid) == (int) getpid());
+    fclose(f);
+    /* flock() locks belong to the open file: a second open conflicts even
+       within one process, as another daemon's would. */
+    CHECK_RC(telem_node_lock(again, sizeof again, dir, ".", "x.lock", &fd2),
+             TELEM_ESTATE);
+    CHECK(fd2 >= 0);
+    close(fd2);
+    close(fd);
+    CHECK_RC(telem_node_lock(again, sizeof again, dir, ".", "x.lock", &fd2), 0);
+    close(fd2);
+    unlink(lock);
+    CHECK_RC(telem_node_lock(lock, 8, dir, ".", "x.lock", &fd), TELEM_ETOOBIG);
+    CHECK(fd == -1);
+}
 
 int
 main(void)
@@ -38,6 +64,7 @@ main(void)
              TELEM_ENOTFOUND);
     CHECK_RC(telem_nodefile_lookup(path, "n1", ep, 5), TELEM_ETOOBIG);
     unlink(path);
+    test_node_lock(dir);
     rmdir(dir);
     return check_report("test_paths");
 }
