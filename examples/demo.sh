@@ -8,7 +8,8 @@
 # program on every node record its metrics through telem.h, reads them back
 # across the nodes with telem_client, then kills one node with SIGKILL and
 # shows that the next query still returns within its deadline, naming the
-# node that did not answer.
+# node that did not answer.  Last, a resilient job under telem_launch loses
+# a node, restarts on the reserve and resumes from the dictionary.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -71,4 +72,33 @@ echo "exit status $rc (3 = partial answer) after $(( ($(date +%s%N) - start) / 1
 step "8. Node status"
 client --timeout 1000 status || true
 echo
+# The resilient job runs in its own run directory under telem_launch, which
+# starts telemd and telem_dictd on every node and supervises them.
+step "9. A resilient job: telem_launch --local 3 --nodes 2 --resilient -- slow_gpu"
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+pids=()
+export TELEM_RUNDIR=$work/job TELEM_NODEFILE=$work/job/nodes
+export TELEM_DICT_NODEFILE=$TELEM_RUNDIR/dict_nodes
+mkdir -m 700 "$TELEM_RUNDIR"
+"$bin/telem_launch" --rundir "$TELEM_RUNDIR" --grace 2 --local 3 --nodes 2 \
+    --resilient --exhaust-resources -- "$bin/slow_gpu" --tasks 4 \
+    --iterations 40 --size 120 --bins 40 >"$work/job.out" 2>"$work/job.log" &
+launcher=$!
+pids+=("$launcher")
+echo "slow_gpu checkpoints each task's histogram in the distributed dictionary;"
+echo "waiting until node n2 has finished an iteration of its task..."
+for _ in $(seq 600); do
+    "$bin/telem_dict" --ns slow_gpu get task/1 2>/dev/null | grep -q ' done [1-9]' && break
+    sleep 0.1
+done
+echo "node n2 dies: SIGKILL to its telemd and telem_dictd"
+kill -9 "$(pgrep -f "telem_dictd --node n2 --rundir $TELEM_RUNDIR ")" \
+    "$(sed -n 's/^pid\t//p' "$TELEM_RUNDIR/n2/endpoints")" 2>/dev/null || true
+rc=0
+wait "$launcher" || rc=$?
+grep "restart" "$work/job.log" | sed 's/^[^]]*] //' || true
+grep -E "resumed|semicircle|checksum" "$work/job.out" || true
+echo "telem_launch exit status $rc (0 = the job finished on the nodes left)"
+
 echo "demo finished"
