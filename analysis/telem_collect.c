@@ -93,8 +93,9 @@ s_backends_ok(char *list)
 }
 
 static int
-s_option(s_args_t *a, int c, char *v)
+s_option(void *arg, int c, char *v)
 {
+    s_args_t *a = arg;
     long tmp[64];
     size_t n;
     double d;
@@ -154,22 +155,8 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "stop-timeout", 1, 0, 't' }, { "log-level", 1, 0, 'l' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "b:k:d:p:R:g:N:s:t:l:h", opts,
-                            NULL)) != -1) {
-        if (c == 'h') {
-            fputs(s_usage, stdout);
-            return 1;
-        }
-        if (c == '?')
-            return telem_cli_hint(S_PROG);
-        if ((rc = s_option(a, c, optarg)) != 0)
-            return rc;
-    }
-    if (optind < argc)
-        return telem_cli_error(S_PROG, "unexpected argument '%s'",
-                               argv[optind]);
-    return 0;
+    return telem_cli_parse(S_PROG, s_usage, argc, argv,
+                           "b:k:d:p:R:g:N:s:t:l:h", opts, s_option, a);
 }
 
 static int

@@ -88,3 +88,25 @@ telem_cli_log_level(const char *prog, const char *s, telem_log_level_t *out)
     return telem_cli_bad(prog, "--log-level", s,
                          "one of error, warn, info, debug");
 }
+
+int
+telem_cli_parse(const char *prog, const char *usage, int argc, char **argv,
+                const char *shortopts, const struct option *longopts,
+                telem_cli_option_fn *fn, void *arg)
+{
+    int c, rc;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            return 1;
+        }
+        if (c == '?')
+            return telem_cli_hint(prog);
+        if ((rc = fn(arg, c, optarg)) != 0)
+            return rc;
+    }
+    if (optind < argc)
+        return telem_cli_error(prog, "unexpected argument '%s'",
+                               argv[optind]);
+    return 0;
+}

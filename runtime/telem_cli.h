@@ -12,9 +12,25 @@
 #ifndef TELEM_CLI_H
 #define TELEM_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 
 #include "telem_log.h"
+
+/* Called once per flag by telem_cli_parse(): `c` is the flag's short code,
+ * `v` its argument (NULL when it takes none).  Returns 0 to go on, or the
+ * status telem_cli_parse() returns at once (2 for a bad value, 1 for a flag
+ * that ends the run successfully, like --version). */
+typedef int (telem_cli_option_fn)(void *arg, int c, char *v);
+
+/* The getopt_long loop every program shares: prints `usage` to stdout and
+ * returns 1 on -h/--help, prints the hint and returns 2 on an unknown flag,
+ * hands every other flag to `fn`, and refuses operands ("unexpected
+ * argument").  Returns 0 when the command line was read whole. */
+int telem_cli_parse(const char *prog, const char *usage, int argc,
+                    char **argv, const char *shortopts,
+                    const struct option *longopts, telem_cli_option_fn *fn,
+                    void *arg);
 
 /* Prints "PROG: MESSAGE\nTry 'PROG --help'.\n" on stderr, MESSAGE formatted
  * from `fmt`.  Returns 2, the exit status for a bad command line. */

@@ -156,6 +156,16 @@ s_option(s_args_t *a, int c, const char *v)
     }
 }
 
+/* One flag for telem_cli_parse(); s_option's 1 means an unusable run
+   directory. */
+static int
+s_flag(void *arg, int c, char *v)
+{
+    s_args_t *a = arg;
+    int rc = s_option(a, c, v);
+    return rc == 1 ? s_bad(a, "--rundir", v, "unusable") : rc;
+}
+
 /* Returns 0 to run, 1 after --help, 2 on a usage error. */
 static int
 s_parse(s_args_t *a, int argc, char **argv)
@@ -170,21 +180,10 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "list-devices", 0, 0, 'L' }, { "json", 0, 0, 'j' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "n:r:b:k:d:p:R:e:g:Ljl:h", opts,
-                            NULL)) != -1) {
-        if (c == 'h') {
-            fputs(s_usage, stdout);
-            return 1;
-        }
-        if (c == '?')
-            return telem_cli_hint(a->prog);
-        if ((rc = s_option(a, c, optarg)) != 0)
-            return rc == 1 ? s_bad(a, "--rundir", optarg, "unusable") : rc;
-    }
-    if (optind < argc)
-        return telem_cli_error(a->prog, "unexpected argument '%s'",
-                               argv[optind]);
+    int rc = telem_cli_parse(a->prog, s_usage, argc, argv,
+                             "n:r:b:k:d:p:R:e:g:Ljl:h", opts, s_flag, a);
+    if (rc)
+        return rc;
     if (a->cfg.phase_ns >= a->cfg.period_ns)
         return telem_cli_error(a->prog, "--phase must be below the period");
     return 0;

@@ -76,8 +76,9 @@ s_bad(const char *flag, const char *value, const char *why)
 }
 
 static int
-s_option(s_args_t *a, int c, const char *v)
+s_option(void *arg, int c, char *v)
 {
+    s_args_t *a = arg;
     double d;
     int64_t i;
     switch (c) {
@@ -126,20 +127,10 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "threads", 1, 0, 'n' }, { "cycle-ms", 1, 0, 'c' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "d:b:u:c:n:t:l:h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(s_usage, stdout);
-            return 1;
-        }
-        if (c == '?')
-            return telem_cli_hint(S_PROG);
-        if ((rc = s_option(a, c, optarg)) != 0)
-            return 2;
-    }
-    if (optind < argc)
-        return telem_cli_error(S_PROG, "unexpected argument '%s'",
-                               argv[optind]);
+    int rc = telem_cli_parse(S_PROG, s_usage, argc, argv, "d:b:u:c:n:t:l:h",
+                             opts, s_option, a);
+    if (rc)
+        return rc;
     if (a->device < 0)
         return telem_cli_error(S_PROG, "--device is required");
     return 0;

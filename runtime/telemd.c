@@ -148,9 +148,30 @@ s_option(s_args_t *a, int c, const char *v)
     }
 }
 
+typedef struct {
+    s_args_t *args;
+    telem_log_level_t *loglevel;
+} s_parse_t;
+
+/* One flag for telem_cli_parse(): --version and --log-level here, the rest
+   in s_option(). */
+static int
+s_flag(void *arg, int c, char *v)
+{
+    s_parse_t *p = arg;
+    if (c == 'V') {
+        printf("telemd 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
+        return 1;
+    }
+    if (c == 'l')
+        return telem_cli_log_level(S_PROG, v, p->loglevel);
+    return s_option(p->args, c, v);
+}
+
 static int
 s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
 {
+    s_parse_t p = { a, loglevel };
     static const struct option opts[] = {
         { "node", 1, 0, 'n' }, { "level", 1, 0, 'L' }, { "window", 1, 0, 'w' },
         { "interval", 1, 0, 'i' }, { "rundir", 1, 0, 'r' },
@@ -160,28 +181,8 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
     };
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "n:L:w:i:r:b:p:m:N:u:l:hV", opts,
-                            NULL)) != -1) {
-        if (c == 'h') {
-            fputs(s_usage, stdout);
-            return 1;
-        }
-        if (c == 'V') {
-            printf("telemd 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
-            return 1;
-        }
-        if (c == '?')
-            return telem_cli_hint(S_PROG);
-        rc = c == 'l' ? telem_cli_log_level(S_PROG, optarg, loglevel)
-                      : s_option(a, c, optarg);
-        if (rc)
-            return rc;
-    }
-    if (optind < argc)
-        return telem_cli_error(S_PROG, "unexpected argument '%s'",
-                               argv[optind]);
-    return 0;
+    return telem_cli_parse(S_PROG, s_usage, argc, argv,
+                           "n:L:w:i:r:b:p:m:N:u:l:hV", opts, s_flag, &p);
 }
 
 static void
