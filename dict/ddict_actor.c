@@ -20,11 +20,24 @@
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
+#include "telem_sock.h"
 #include "telem_time.h"
 
 #define S_BURST 256
 #define S_POLL_CAP_MS 250
 #define S_LINGER_MS 200
+
+/* Requests and replication carry values of any size, and a server must
+   not drop them: no message limit, unbounded queues.  Only the ROUTER
+   lingers, so that replies sent just before a stop still leave. */
+static const telem_sock_opts_t s_router_opts = {
+    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = S_LINGER_MS,
+    .sndtimeo_ms = TELEM_SOCK_KEEP,
+};
+static const telem_sock_opts_t s_peer_opts = {
+    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = 0,
+    .sndtimeo_ms = TELEM_SOCK_KEEP,
+};
 
 typedef struct {
     char name[TELEM_NAME_MAX + 1];
@@ -71,17 +84,9 @@ s_peer(ddict_actor_t *self, const char *name)
     if (!p)
         return NULL;
     self->peers = p;
-    zsock_t *s = zsock_new(ZMQ_DEALER);
+    zsock_t *s = telem_sock_new_connect(ZMQ_DEALER, &s_peer_opts, ep);
     if (!s)
         return NULL;
-    zsock_set_linger(s, 0);
-    zsock_set_maxmsgsize(s, -1);
-    zsock_set_sndhwm(s, 0);
-    zsock_set_rcvhwm(s, 0);
-    if (zsock_connect(s, "%s", ep) != 0) {
-        zsock_destroy(&s);
-        return NULL;
-    }
     snprintf(p[self->npeers].name, sizeof p[0].name, "%s", name);
     p[self->npeers++].sock = s;
     zpoller_add(self->poller, s);
@@ -263,28 +268,17 @@ s_lock(ddict_actor_t *self)
 static int
 s_bind(ddict_actor_t *self)
 {
+    int rc = 0;
     if (telem_node_endpoint(self->ipc_ep, sizeof self->ipc_ep,
                             self->cfg.rundir, self->cfg.node, "dict.sock"))
         return TELEM_ETOOBIG;
-    self->router = zsock_new(ZMQ_ROUTER);
-    if (!self->router)
-        return TELEM_ENOMEM;
-    zsock_set_maxmsgsize(self->router, -1);
-    zsock_set_sndhwm(self->router, 0);
-    zsock_set_rcvhwm(self->router, 0);
-    zsock_set_linger(self->router, S_LINGER_MS);
-    if (zsock_bind(self->router, "%s", self->ipc_ep) < 0)
-        return TELEM_EIO;
-    snprintf(self->endpoint, sizeof self->endpoint, "%s", self->ipc_ep);
-    if (self->cfg.tcp) {
-        if (zsock_bind(self->router, "%s", self->cfg.tcp) < 0)
-            return TELEM_EIO;
-        char *last = zsock_last_endpoint(self->router);
-        snprintf(self->endpoint, sizeof self->endpoint, "%s",
-                 last ? last : self->cfg.tcp);
-        free(last);
-    }
-    return 0;
+    self->router = telem_sock_new_bind(ZMQ_ROUTER, &s_router_opts,
+                                       self->ipc_ep, self->endpoint,
+                                       sizeof self->endpoint, &rc);
+    if (rc || !self->cfg.tcp)
+        return rc;
+    return telem_sock_bind(self->router, self->cfg.tcp, self->endpoint,
+                           sizeof self->endpoint);
 }
 
 static int

@@ -22,6 +22,7 @@
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
+#include "telem_sock.h"
 #include "telem_time.h"
 #include "telemd_agent.h"
 
@@ -47,30 +48,20 @@ struct telemd {
     int ended;
 };
 
-static zsock_t *
-s_bind(int type, const char *endpoint, char *bound, size_t bound_size)
-{
-    zsock_t *sock = zsock_new(type);
-    if (!sock)
-        return NULL;
-    zsock_set_maxmsgsize(sock, (int64_t) TELEM_PROTO_MAX_MSG);
-    zsock_set_rcvhwm(sock, S_RCVHWM);
-    /* A ROUTER keeps a short linger so that the reply to a shutdown
-       request still leaves after the loop has ended. */
-    zsock_set_linger(sock, type == ZMQ_ROUTER ? S_REPLY_LINGER_MS : 0);
-    if (type == ZMQ_ROUTER)
-        zsock_set_sndtimeo(sock, 0);
-    if (zsock_bind(sock, "%s", endpoint) < 0) {
-        zsock_destroy(&sock);
-        return NULL;
-    }
-    if (bound) {
-        char *last = zsock_last_endpoint(sock);
-        snprintf(bound, bound_size, "%s", last ? last : endpoint);
-        free(last);
-    }
-    return sock;
-}
+/* Ingest: messages up to the codec's limit, a bounded receive queue,
+   nothing kept at close. */
+static const telem_sock_opts_t s_ingest_opts = {
+    .max_msg = (int) TELEM_PROTO_MAX_MSG, .sndhwm = TELEM_SOCK_KEEP,
+    .rcvhwm = S_RCVHWM, .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
+};
+
+/* Control (the ipc and TCP ROUTERs): a short linger so that the reply to a
+   shutdown request still leaves after the loop has ended, and a send that
+   never blocks the loop. */
+static const telem_sock_opts_t s_ctl_opts = {
+    .max_msg = (int) TELEM_PROTO_MAX_MSG, .sndhwm = TELEM_SOCK_KEEP,
+    .rcvhwm = S_RCVHWM, .linger_ms = S_REPLY_LINGER_MS, .sndtimeo_ms = 0,
+};
 
 /* Receives a request as [identity, (empty,) payload] and answers it. */
 static void
@@ -223,23 +214,26 @@ static int
 s_bind_all(telemd_t *self)
 {
     char ep[TELEM_PATH_MAX];
+    int rc = 0;
     if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
                             "ingest.sock"))
         return TELEM_ETOOBIG;
-    self->pull = s_bind(ZMQ_PULL, ep, self->ingest_ep, sizeof self->ingest_ep);
+    self->pull = telem_sock_new_bind(ZMQ_PULL, &s_ingest_opts, ep,
+                                     self->ingest_ep, sizeof self->ingest_ep,
+                                     &rc);
+    if (rc)
+        return rc;
     if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
                             "ctl.sock"))
         return TELEM_ETOOBIG;
-    self->ctl = s_bind(ZMQ_ROUTER, ep, self->ctl_ep, sizeof self->ctl_ep);
-    if (!self->pull || !self->ctl)
-        return TELEM_EIO;
-    if (self->cfg.tcp_bind && *self->cfg.tcp_bind) {
-        self->tcp = s_bind(ZMQ_ROUTER, self->cfg.tcp_bind, self->tcp_ep,
-                           sizeof self->tcp_ep);
-        if (!self->tcp)
-            return TELEM_EIO;
-    }
-    return 0;
+    self->ctl = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts, ep, self->ctl_ep,
+                                    sizeof self->ctl_ep, &rc);
+    if (rc || !self->cfg.tcp_bind || !*self->cfg.tcp_bind)
+        return rc;
+    self->tcp = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts,
+                                    self->cfg.tcp_bind, self->tcp_ep,
+                                    sizeof self->tcp_ep, &rc);
+    return rc;
 }
 
 static int
@@ -281,8 +275,11 @@ telemd_new(const telemd_config_t *cfg, int *err)
     self->actor = zactor_new(s_actor, self);
     rc = self->actor ? 0 : TELEM_ENOMEM;
 out:
-    if (rc)
+    if (rc) {
+        int saved = errno;    /* why a bind failed, past the cleanup */
         telemd_destroy(&self);
+        errno = saved;
+    }
     if (err)
         *err = rc;
     return self;
