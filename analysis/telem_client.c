@@ -16,7 +16,6 @@
 #include "telem_time.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +32,6 @@ typedef enum {
 typedef struct {
     tc_opts_t o;
     s_mode_t mode;
-    int help;
     const char *out_path;
     char *list;              /* -g / -T / query: copy that metrics point into */
     int64_t start_ns, end_ns;
@@ -241,15 +239,15 @@ s_track_option(s_cli_t *cli, int c, const char *arg)
     return 0;
 }
 
-/* One option; returns 0 or the exit code 2. */
+/* One option, for telem_cli_parse_spec(); returns 0 or the exit code 2. */
 static int
-s_option(s_cli_t *cli, int c, char *arg)
+s_option(void *ctx, int c, char *arg)
 {
+    s_cli_t *cli = ctx;
     int64_t v;
     switch (c) {
     case O_NODEFILE: cli->o.nodefile = arg; return 0;
     case 'o': cli->out_path = arg; return 0;
-    case 'h': cli->help = 1; return 0;
     case 'l': return s_set_mode(cli, M_LIST);
     case 'v': return s_set_mode(cli, M_VALUES);
     case 't': return s_set_mode(cli, M_TRACK_ALL);
@@ -285,7 +283,8 @@ s_option(s_cli_t *cli, int c, char *arg)
     }
 }
 
-/* Subcommand words and the query's metric list. */
+/* One operand: a subcommand word, the query's metric list, or a level or
+   node name. */
 static int
 s_positional(s_cli_t *cli, const char *a)
 {
@@ -344,24 +343,38 @@ s_validate(const s_cli_t *cli)
     return 0;
 }
 
+/* The operands, in order, for telem_cli_parse_spec(). */
+static int
+s_operands(void *arg, int argc, char **argv)
+{
+    int rc = 0;
+    for (int i = 0; i < argc && !rc; i++)
+        rc = s_positional(arg, argv[i]);
+    return rc;
+}
+
+/* --help, once the whole command line is read: the mode's help first. */
+static void
+s_help(void *arg)
+{
+    const s_cli_t *cli = arg;
+    if (cli->mode != M_NONE)
+        fputs(s_mode_help[cli->mode], stdout);
+    fputs(s_usage, stdout);
+}
+
 /* Returns -1 to go on, else the exit code. */
 static int
 s_parse(s_cli_t *cli, int argc, char **argv)
 {
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "f:o:lvg:tT:F:d:h", s_longopts,
-                            NULL)) != -1)
-        if ((rc = s_option(cli, c, optarg)) != 0)
-            return rc;
-    for (int i = optind; i < argc; i++)
-        if ((rc = s_positional(cli, argv[i])) != 0)
-            return rc;
-    if (cli->help) {
-        if (cli->mode != M_NONE)
-            fputs(s_mode_help[cli->mode], stdout);
-        fputs(s_usage, stdout);
-        return 0;
-    }
+    static const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage, .shortopts = "f:o:lvg:tT:F:d:h",
+        .longopts = s_longopts, .option = s_option, .operands = s_operands,
+        .help = s_help,
+    };
+    int rc = telem_cli_parse_spec(&spec, argc, argv, cli);
+    if (rc)
+        return rc == 1 ? 0 : rc;
     rc = s_validate(cli);
     return rc ? rc : -1;
 }

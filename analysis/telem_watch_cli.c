@@ -8,7 +8,6 @@
 #include "telem_watch_cli.h"
 
 #include <ctype.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,39 +211,55 @@ s_option(tw_cli_t *cli, int c, const char *arg)
     }
 }
 
+/* What the parse callbacks share: the flags, and --list, which is run
+   once the whole command line has been read. */
+typedef struct {
+    tw_cli_t *cli;
+    int list;
+} s_parse_t;
+
+static int
+s_flag(void *arg, int c, char *v)
+{
+    s_parse_t *p = arg;
+    if (c == O_LIST) {
+        p->list = 1;
+        return 0;
+    }
+    int rc = s_option(p->cli, c, v);
+    return rc < 0 ? S_BAD("out of memory") : rc;
+}
+
+/* The watcher takes no operands; --list ignores them, as --help does. */
+static int
+s_operands(void *arg, int argc, char **argv)
+{
+    const s_parse_t *p = arg;
+    if (argc > 0 && !p->list)
+        return S_BAD("unexpected argument '%s'", argv[0]);
+    return 0;
+}
+
 int
 tw_cli_parse(int argc, char **argv, tw_cli_t *cli)
 {
+    static const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage, .shortopts = ":d:vh",
+        .longopts = s_opts, .option = s_flag, .operands = s_operands,
+    };
     memset(cli, 0, sizeof *cli);
     cli->period_ns = 1000000000;
     cli->timeout_ms = 1000;
     cli->restart_timeout_ms = 5000;
     cli->act_on = DET_SEV_ACT;
-    int c, list = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":d:vh", s_opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(s_usage, stdout);
-            return 0;
-        }
-        if (c == O_LIST) {
-            list = 1;
-            continue;
-        }
-        if (c == '?')
-            return S_BAD("unknown option '%s'", argv[optind - 1]);
-        if (c == ':')
-            return S_BAD("option '%s' needs a value", argv[optind - 1]);
-        int rc = s_option(cli, c, optarg);
-        if (rc)
-            return rc < 0 ? S_BAD("out of memory") : rc;
-    }
-    if (list) {
+    s_parse_t p = { .cli = cli };
+    int rc = telem_cli_parse_spec(&spec, argc, argv, &p);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (p.list) {
         s_list();
         return 0;
     }
-    if (optind < argc)
-        return S_BAD("unexpected argument '%s'", argv[optind]);
     if (cli->ndetectors == 0)
         return S_BAD("no detector: give at least one --detector");
     return -1;

@@ -17,7 +17,6 @@
 
 #include <czmq.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +42,8 @@ static const char s_usage[] =
 "  --json                    print the reply as JSON\n"
 "  -h, --help                this text\n"
 "exit: 0 done, 1 refused or no answer, 2 bad command line\n";
+
+enum { O_NAME = 256, O_RUNDIR, O_EP, O_TIMEOUT, O_JSON };
 
 typedef struct {
     const char *name, *rundir, *endpoint;
@@ -83,9 +84,13 @@ s_find_endpoint(const s_ctl_t *c, char *ep, size_t size)
     return found ? 0 : -1;
 }
 
+/* The command and its arguments, for telem_cli_parse_spec(): every word
+   from the first operand on ('+' in the short options), so that a VALUE
+   such as -1 is not read as a flag.  Returns 0 or 2. */
 static int
-s_command(s_ctl_t *c, int argc, char **argv)
+s_command(void *arg, int argc, char **argv)
 {
+    s_ctl_t *c = arg;
     static const struct { const char *name; int op, nargs; } cmds[] = {
         { "status", TELEM_WCTL_STATUS, 0 },
         { "thresholds", TELEM_WCTL_THRESHOLDS, -1 },
@@ -112,9 +117,29 @@ s_command(s_ctl_t *c, int argc, char **argv)
 }
 
 static int
+s_flag(void *arg, int ch, char *v)
+{
+    s_ctl_t *c = arg;
+    int64_t ms;
+    switch (ch) {
+    case O_NAME: c->name = v; return 0;
+    case O_RUNDIR: c->rundir = v; return 0;
+    case O_EP: c->endpoint = v; return 0;
+    case O_JSON: c->json = 1; return 0;
+    case O_TIMEOUT:
+        if (telem_cli_int64(v, 1, 3600000, &ms))
+            return S_BAD("--timeout '%s': expected 1..3600000 ms", v);
+        c->timeout_ms = (int) ms;
+        return 0;
+    default:
+        return telem_cli_hint(S_PROG);
+    }
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int
 s_parse(s_ctl_t *c, int argc, char **argv)
 {
-    enum { O_NAME = 256, O_RUNDIR, O_EP, O_TIMEOUT, O_JSON };
     static const struct option opts[] = {
         { "name", required_argument, NULL, O_NAME },
         { "rundir", required_argument, NULL, O_RUNDIR },
@@ -124,27 +149,14 @@ s_parse(s_ctl_t *c, int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-        int64_t ms;
-        switch (ch) {
-        case 'h': fputs(s_usage, stdout); return 0;
-        case O_NAME: c->name = optarg; break;
-        case O_RUNDIR: c->rundir = optarg; break;
-        case O_EP: c->endpoint = optarg; break;
-        case O_JSON: c->json = 1; break;
-        case O_TIMEOUT:
-            if (telem_cli_int64(optarg, 1, 3600000, &ms))
-                return S_BAD("--timeout '%s': expected 1..3600000 ms", optarg);
-            c->timeout_ms = (int) ms;
-            break;
-        case ':': return S_BAD("option '%s' needs a value", argv[optind - 1]);
-        default: return S_BAD("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    return s_command(c, argc - optind, argv + optind) ? 2 : -1;
+    static const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage, .shortopts = "+:h",
+        .longopts = opts, .option = s_flag, .operands = s_command,
+    };
+    int rc = telem_cli_parse_spec(&spec, argc, argv, c);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    return -1;
 }
 
 /* ---- printing ---------------------------------------------------------- */

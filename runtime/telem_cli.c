@@ -4,6 +4,9 @@
  * it, the daemons and the small tools alike.  The parsers use strtod and
  * strtoll with errno and an end-pointer check: a flag value is accepted only
  * when the whole string is a number in range, never a prefix of it.
+ * telem_cli_parse_spec() is the one getopt_long loop of every program; it
+ * resets getopt_long's globals on entry, so that a unit test may run it
+ * on one command line after another.
  */
 #include "telem_cli.h"
 
@@ -89,24 +92,90 @@ telem_cli_log_level(const char *prog, const char *s, telem_log_level_t *out)
                          "one of error, warn, info, debug");
 }
 
+/* True when shortopts asks telem_cli to name bad flags (a leading ':'). */
+static int
+s_names_bad_flags(const char *shortopts)
+{
+    if (*shortopts == '+' || *shortopts == '-')
+        shortopts++;
+    return *shortopts == ':';
+}
+
+/* True when the flag getopt_long refused with `c` was a long option, so
+   argv[optind - 1] is the word to name.  A missing value (':') ends the
+   command line, so that word holds the flag.  For '?', an unknown short
+   option leaves its letter in optopt (and inside a cluster such as -xv,
+   argv[optind - 1] is still the word before); an unknown long one leaves
+   0, and a long one given a value it does not take leaves its code. */
+static int
+s_bad_flag_is_long(const char *shortopts, int c, const char *word)
+{
+    if (c == ':')
+        return strncmp(word, "--", 2) == 0;
+    return optopt <= 0 || optopt > 255 || strchr(shortopts, optopt) != NULL;
+}
+
+/* Reports the flag getopt_long refused ('?' unknown, ':' no value). */
+static int
+s_bad_flag(const telem_cli_spec_t *spec, int c, char **argv)
+{
+    if (!s_names_bad_flags(spec->shortopts))
+        return telem_cli_hint(spec->prog);   /* getopt_long said why */
+    const char *word = argv[optind - 1];
+    char letter[3] = { '-', (char) optopt, '\0' };
+    if (!s_bad_flag_is_long(spec->shortopts, c, word))
+        word = letter;
+    if (c == ':')
+        return telem_cli_error(spec->prog, "option '%s' needs a value", word);
+    return telem_cli_error(spec->prog, "unknown option '%s'", word);
+}
+
+static int
+s_operands(const telem_cli_spec_t *spec, int argc, char **argv, void *arg)
+{
+    if (spec->operands)
+        return spec->operands(arg, argc, argv);
+    if (argc > 0)
+        return telem_cli_error(spec->prog, "unexpected argument '%s'",
+                               argv[0]);
+    return 0;
+}
+
+int
+telem_cli_parse_spec(const telem_cli_spec_t *spec, int argc, char **argv,
+                     void *arg)
+{
+    int c, rc, help = 0;
+    optind = 0;     /* glibc: start afresh, reading '+' and ':' again */
+    opterr = !s_names_bad_flags(spec->shortopts);
+    while ((c = getopt_long(argc, argv, spec->shortopts, spec->longopts,
+                            NULL)) != -1) {
+        if (c == 'h' && !spec->help) {
+            fputs(spec->usage, stdout);
+            return 1;
+        }
+        if (c == 'h')
+            help = 1;
+        else if (c == '?' || c == ':')
+            return s_bad_flag(spec, c, argv);
+        else if ((rc = spec->option(arg, c, optarg)) != 0)
+            return rc;
+    }
+    if ((rc = s_operands(spec, argc - optind, argv + optind, arg)) != 0)
+        return rc;
+    if (help)
+        spec->help(arg);
+    return help;
+}
+
 int
 telem_cli_parse(const char *prog, const char *usage, int argc, char **argv,
                 const char *shortopts, const struct option *longopts,
                 telem_cli_option_fn *fn, void *arg)
 {
-    int c, rc;
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage, stdout);
-            return 1;
-        }
-        if (c == '?')
-            return telem_cli_hint(prog);
-        if ((rc = fn(arg, c, optarg)) != 0)
-            return rc;
-    }
-    if (optind < argc)
-        return telem_cli_error(prog, "unexpected argument '%s'",
-                               argv[optind]);
-    return 0;
+    const telem_cli_spec_t spec = {
+        .prog = prog, .usage = usage, .shortopts = shortopts,
+        .longopts = longopts, .option = fn,
+    };
+    return telem_cli_parse_spec(&spec, argc, argv, arg);
 }

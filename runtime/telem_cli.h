@@ -6,8 +6,9 @@
  * format and the strict number parsers (the whole string must parse, and
  * land in a range), so each program keeps only its own flag table.
  *
- * All functions are thread-safe (they touch only their arguments, errno and
- * stderr); none keeps a pointer to its arguments.
+ * The functions are thread-safe (they touch only their arguments, errno,
+ * stdout and stderr), except the two parse functions, which drive
+ * getopt_long; none keeps a pointer to its arguments.
  */
 #ifndef TELEM_CLI_H
 #define TELEM_CLI_H
@@ -23,10 +24,56 @@
  * that ends the run successfully, like --version). */
 typedef int (telem_cli_option_fn)(void *arg, int c, char *v);
 
-/* The getopt_long loop every program shares: prints `usage` to stdout and
- * returns 1 on -h/--help, prints the hint and returns 2 on an unknown flag,
- * hands every other flag to `fn`, and refuses operands ("unexpected
- * argument").  Returns 0 when the command line was read whole. */
+/* Called once by telem_cli_parse_spec(), after the last flag, with the
+ * operands (the words that are not flags, in order; argc may be 0).
+ * Returns 0, or the status to return (2 for a bad command line, the
+ * message already printed). */
+typedef int (telem_cli_operands_fn)(void *arg, int argc, char **argv);
+
+/* Prints a program's help on stdout, for a program whose help depends on
+ * the rest of its command line (a subcommand's own help). */
+typedef void (telem_cli_help_fn)(void *arg);
+
+/* How one program reads its command line.
+ *   prog       name in messages ("telem_watch ctl" for a subcommand)
+ *   usage      printed on stdout for -h/--help when `help` is NULL
+ *   shortopts  getopt_long's short options, with 'h' among them.  A
+ *              leading '+' stops at the first operand (the rest are the
+ *              subcommand's).  A leading ':' (after the '+') makes
+ *              telem_cli name a bad flag itself: "PROG: unknown option
+ *              'ARG'" or "PROG: option 'ARG' needs a value"; without it
+ *              getopt_long prints its own message.  Both add the hint.
+ *   longopts   getopt_long's long options; --help maps to 'h'
+ *   option     called for every flag but -h (required)
+ *   operands   NULL: an operand is refused ("unexpected argument 'X'")
+ *   help       NULL: -h prints `usage` and ends the parse at once.  Set:
+ *              -h is remembered, the whole command line is still read
+ *              (a bad flag or operand is still an error, status 2), then
+ *              help(arg) prints the help. */
+typedef struct {
+    const char *prog;
+    const char *usage;
+    const char *shortopts;
+    const struct option *longopts;
+    telem_cli_option_fn *option;
+    telem_cli_operands_fn *operands;
+    telem_cli_help_fn *help;
+} telem_cli_spec_t;
+
+/* Reads argv[1..argc-1] as `spec` says, starting getopt_long afresh (it
+ * may be called again, on another argv).  Returns 0 when the command line
+ * was read whole, 1 after the help was printed, 2 after a bad command
+ * line (message and hint on stderr), or the non-zero status an `option`
+ * or `operands` callback returned.  Not thread-safe: getopt_long keeps
+ * its state in globals (optind, optarg); call it from main's thread. */
+int telem_cli_parse_spec(const telem_cli_spec_t *spec, int argc, char **argv,
+                         void *arg);
+
+/* The getopt_long loop every program shares: telem_cli_parse_spec() with
+ * no operands and no help callback.  Prints `usage` to stdout and returns
+ * 1 on -h/--help, prints the hint and returns 2 on an unknown flag, hands
+ * every other flag to `fn`, and refuses operands ("unexpected argument").
+ * Returns 0 when the command line was read whole. */
 int telem_cli_parse(const char *prog, const char *usage, int argc,
                     char **argv, const char *shortopts,
                     const struct option *longopts, telem_cli_option_fn *fn,
