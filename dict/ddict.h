@@ -72,6 +72,18 @@ int ddict_cas(ddict_t *self, const void *key, size_t klen, const void *val,
 int ddict_get(ddict_t *self, const void *key, size_t klen, void **val,
               size_t *vlen, uint64_t *version);
 
+/* Reads a value straight into the caller's buffer `buf` of `cap` bytes
+ * (no allocation, no terminating NUL).  *vlen (may be NULL) gets the
+ * value's length.  Returns 0, TELEM_ENOTFOUND, or TELEM_ETOOBIG when the
+ * value is longer than cap (*vlen then says how long; buf's contents are
+ * unspecified).  buf may be NULL when cap is 0.  The value travels in
+ * small frames that are copied into buf and released one by one, so a
+ * large value costs no fresh receive buffer: for values of a megabyte or
+ * more this is the fastest read, and restoring into memory the
+ * application already owns is what it is for.  *version may be NULL. */
+int ddict_get_into(ddict_t *self, const void *key, size_t klen, void *buf,
+                   size_t cap, size_t *vlen, uint64_t *version);
+
 /* Removes a key.  TELEM_ENOTFOUND if absent. */
 int ddict_del(ddict_t *self, const void *key, size_t klen);
 
@@ -113,6 +125,15 @@ void ddict_batch_clear(ddict_batch_t *self);
 int ddict_batch_put(ddict_batch_t *self, const void *key, size_t klen,
                     const void *val, size_t vlen);
 int ddict_batch_get(ddict_batch_t *self, const void *key, size_t klen);
+/* A get whose value goes into buf (cap bytes, borrowed until the batch is
+ * executed or cleared), as ddict_get_into.  These gets are pipelined:
+ * a window of them (up to 64 requests or 16 MiB of buffers) is in flight
+ * at once, each value is copied into its buffer as its frames arrive, so
+ * a batch of any size needs no more receive memory than the window.  The
+ * result (ddict_batch_result) gives buf and the value's length, with
+ * TELEM_ETOOBIG when it did not fit. */
+int ddict_batch_get_into(ddict_batch_t *self, const void *key, size_t klen,
+                         void *buf, size_t cap);
 int ddict_batch_del(ddict_batch_t *self, const void *key, size_t klen);
 size_t ddict_batch_size(const ddict_batch_t *self);
 
@@ -122,7 +143,8 @@ size_t ddict_batch_size(const ddict_batch_t *self);
 int ddict_batch_exec(ddict_t *self, ddict_batch_t *b);
 
 /* Result of operation i: its code, and for a get the value (borrowed,
- * valid until the batch is executed again, cleared or destroyed). */
+ * valid until the batch is executed again, cleared or destroyed; for a
+ * get into a buffer, that buffer and the value's length). */
 int ddict_batch_result(const ddict_batch_t *b, size_t i, const void **val,
                        size_t *vlen, uint64_t *version);
 

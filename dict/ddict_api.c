@@ -77,6 +77,24 @@ ddict_get(ddict_t *self, const void *key, size_t klen, void **val,
 }
 
 int
+ddict_get_into(ddict_t *self, const void *key, size_t klen, void *buf,
+               size_t cap, size_t *vlen, uint64_t *version)
+{
+    ddict_batch_t *b = self->one;
+    ddict_batch_clear(b);
+    int rc = dc_batch_add_into(b, key, klen, buf, cap);
+    if (rc == 0)
+        rc = dc_exec(self, b, NULL);
+    if (rc == 0)
+        rc = b->codes[0];
+    if (vlen)
+        *vlen = b->n ? b->dlen[0] : 0;
+    if (version)
+        *version = b->n ? b->versions[0] : 0;
+    return rc;
+}
+
+int
 ddict_del(ddict_t *self, const void *key, size_t klen)
 {
     return s_one(self, TELEM_DOP_DEL, key, klen, 0, NULL, 0, -1, NULL);

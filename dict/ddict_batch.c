@@ -6,6 +6,14 @@
  * allocates nothing per operation once warm.  Results of gets keep the
  * received ZeroMQ frame itself: the value is never copied on its way from
  * the socket to the caller.
+ *
+ * Gets into caller buffers (ddict_batch_get_into) take another path: each
+ * is a request of its own, answered with the value in frames of
+ * DC_STREAM_FRAME bytes that are copied into the buffer and released one
+ * by one.  A window keeps a few of them in flight, so the server's send
+ * and this side's receive overlap, and the received memory stays bounded
+ * and small-grained: the allocator recycles it instead of handing the
+ * kernel fresh pages to fault in and zero for every large value.
  */
 #include "ddict_client_int.h"
 
@@ -19,6 +27,7 @@ typedef struct {
     int node;
     size_t first, n;          /* range in the index list */
     int answered;
+    int streamed;             /* one get into a caller buffer */
 } s_req_t;
 
 ddict_batch_t *
@@ -49,6 +58,10 @@ ddict_batch_destroy(ddict_batch_t **self_p)
     free(self->codes);
     free(self->versions);
     free(self->rvals);
+    free(self->into);
+    free(self->dst);
+    free(self->dcap);
+    free(self->dlen);
     free(self->done);
     free(self);
     *self_p = NULL;
@@ -72,6 +85,10 @@ s_grow(ddict_batch_t *b)
     S_GROW(b->codes, cap);
     S_GROW(b->versions, cap);
     S_GROW(b->rvals, cap);
+    S_GROW(b->into, cap);
+    S_GROW(b->dst, cap);
+    S_GROW(b->dcap, cap);
+    S_GROW(b->dlen, cap);
     S_GROW(b->done, cap);
     b->cap = cap;
     return 0;
@@ -92,8 +109,28 @@ dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
     b->vals[i] = val;
     b->vlens[i] = vlen;
     b->target[i] = target;
+    b->into[i] = 0;
+    b->dst[i] = NULL;
+    b->dcap[i] = 0;
+    b->dlen[i] = 0;
     zmq_msg_init(&b->rvals[i]);
     return 0;
+}
+
+int
+dc_batch_add_into(ddict_batch_t *b, const void *key, size_t klen, void *dst,
+                  size_t cap)
+{
+    if (cap && !dst)
+        return TELEM_EINVAL;
+    int rc = dc_batch_add(b, TELEM_DOP_GET, key, klen, DC_STREAM_FRAME, NULL,
+                          0, -1);
+    if (rc == 0) {
+        b->into[b->n - 1] = 1;
+        b->dst[b->n - 1] = dst;
+        b->dcap[b->n - 1] = cap;
+    }
+    return rc;
 }
 
 int
@@ -108,6 +145,13 @@ int
 ddict_batch_get(ddict_batch_t *self, const void *key, size_t klen)
 {
     return dc_batch_add(self, TELEM_DOP_GET, key, klen, 0, NULL, 0, -1);
+}
+
+int
+ddict_batch_get_into(ddict_batch_t *self, const void *key, size_t klen,
+                     void *buf, size_t cap)
+{
+    return dc_batch_add_into(self, key, klen, buf, cap);
 }
 
 int
@@ -129,9 +173,11 @@ ddict_batch_result(const ddict_batch_t *b, size_t i, const void **val,
     if (i >= b->n)
         return TELEM_EINVAL;
     if (val)
-        *val = zmq_msg_data((zmq_msg_t *) &b->rvals[i]);
+        *val = b->into[i] ? b->dst[i]
+                         : zmq_msg_data((zmq_msg_t *) &b->rvals[i]);
     if (vlen)
-        *vlen = zmq_msg_size((zmq_msg_t *) &b->rvals[i]);
+        *vlen = b->into[i] ? b->dlen[i]
+                          : zmq_msg_size((zmq_msg_t *) &b->rvals[i]);
     if (version)
         *version = b->versions[i];
     return b->codes[i];
@@ -149,6 +195,8 @@ typedef struct {
     int *node;                /* each op's node this round */
     telem_dict_op_t *tmp;     /* ops of the request being encoded */
     int retry;
+    size_t snext, send;       /* streamed ops idx[snext .. send) to send */
+    size_t sflight, sbytes;   /* streamed requests in flight, their caps */
 } s_run_t;
 
 static int
@@ -201,12 +249,34 @@ s_send(s_run_t *r, int node, size_t first, size_t n)
         r->reqs = q;
         r->capreqs = cap;
     }
-    s_req_t q = { m.id, node, first, n, 0 };
+    s_req_t q = { m.id, node, first, n, 0, b->into[r->idx[first]] };
     r->reqs[r->nreqs++] = q;
     return 0;
 }
 
-/* Groups the undone ops by node and sends them. */
+/* Sends streamed ops while the window has room. */
+static int
+s_stream_more(s_run_t *r)
+{
+    ddict_batch_t *b = r->b;
+    while (r->snext < r->send
+           && (r->sflight == 0 || (r->sflight < DC_STREAM_OPS
+                                   && r->sbytes < DC_STREAM_BYTES))) {
+        size_t at = r->snext++;
+        size_t i = r->idx[at];
+        int rc = s_send(r, r->node[i], at, 1);
+        if (rc == TELEM_ENOMEM)
+            return rc;
+        if (rc == 0) {
+            r->sflight++;
+            r->sbytes += b->dcap[i];
+        }
+    }
+    return 0;
+}
+
+/* Groups the undone ops by node and sends them; streamed ops go after
+ * them in the index list and are sent through the window. */
 static int
 s_send_all(s_run_t *r)
 {
@@ -218,7 +288,7 @@ s_send_all(s_run_t *r)
     for (int node = 0; node < r->d->nnodes; node++) {
         size_t first = nidx;
         for (size_t i = 0; i < b->n; i++)
-            if (r->node[i] == node)
+            if (r->node[i] == node && !b->into[i])
                 r->idx[nidx++] = i;
         for (size_t at = first; at < nidx; at += DC_CHUNK_OPS) {
             size_t n = nidx - at < DC_CHUNK_OPS ? nidx - at : DC_CHUNK_OPS;
@@ -227,7 +297,35 @@ s_send_all(s_run_t *r)
                 return rc;
         }
     }
-    return 0;
+    r->snext = nidx;
+    for (size_t i = 0; i < b->n; i++)
+        if (r->node[i] >= 0 && b->into[i])
+            r->idx[nidx++] = i;
+    r->send = nidx;
+    r->sflight = r->sbytes = 0;
+    return s_stream_more(r);
+}
+
+/* Receives the rest of a streamed reply into op i's buffer, releasing
+ * each frame as soon as it is copied.  Returns the op's code. */
+static int32_t
+s_take_into(ddict_batch_t *b, size_t i, void *raw, int *more)
+{
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    size_t at = 0;
+    int fits = 1;
+    while (*more && zmq_msg_recv(&f, raw, 0) >= 0) {
+        size_t n = zmq_msg_size(&f);
+        fits = fits && n <= b->dcap[i] - at;
+        if (fits && n)
+            memcpy((uint8_t *) b->dst[i] + at, zmq_msg_data(&f), n);
+        at += n;
+        *more = zmq_msg_more(&f);
+    }
+    zmq_msg_close(&f);
+    b->dlen[i] = at;
+    return fits ? 0 : TELEM_ETOOBIG;
 }
 
 /* Takes one reply message off socket s and applies it. */
@@ -265,12 +363,17 @@ s_take(s_run_t *r, zsock_t *s)
         b->done[i] = 1;
         if (!rep->code) {
             b->versions[i] = rep->res[k].version;
-            if (rep->res[k].val && more) {
+            if (rep->res[k].val && more && b->into[i]) {
+                int32_t rc = s_take_into(b, i, raw, &more);
+                if (code == 0)
+                    b->codes[i] = rc;
+            } else if (rep->res[k].val && more) {
                 zmq_msg_recv(&b->rvals[i], raw, 0);
                 more = zmq_msg_more(&b->rvals[i]);
             }
         }
     }
+    int streamed = q && q->streamed;
     if (q)
         q->answered = 1;
     while (more) {
@@ -278,6 +381,11 @@ s_take(s_run_t *r, zsock_t *s)
         more = zmq_msg_more(&head);
     }
     zmq_msg_close(&head);
+    if (streamed) {
+        r->sflight--;
+        r->sbytes -= b->dcap[r->idx[q->first]];
+        s_stream_more(r);     /* may move r->reqs: q is not used after */
+    }
 }
 
 /* Polls until every request of this round is answered or the deadline. */
@@ -328,12 +436,13 @@ dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns)
                   malloc((b->n + 1) * sizeof (size_t)),
                   malloc((b->n + 1) * sizeof (int)),
                   malloc((b->n < DC_CHUNK_OPS ? b->n + 1 : DC_CHUNK_OPS)
-                         * sizeof (telem_dict_op_t)), 0 };
+                         * sizeof (telem_dict_op_t)), 0, 0, 0, 0, 0 };
     int rc = r.idx && r.node && r.tmp ? 0 : TELEM_ENOMEM;
     for (size_t i = 0; i < b->n; i++) {
         b->done[i] = 0;
         b->codes[i] = TELEM_ETIMEDOUT;
         b->versions[i] = 0;
+        b->dlen[i] = 0;
         zmq_msg_close(&b->rvals[i]);
         zmq_msg_init(&b->rvals[i]);
     }

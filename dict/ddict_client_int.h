@@ -16,6 +16,12 @@
 #include "telem_proto_dict.h"
 
 #define DC_CHUNK_OPS 4096          /* operations per request message */
+/* Gets into caller buffers are streamed: one request each, the value in
+ * frames of DC_STREAM_FRAME bytes, at most DC_STREAM_OPS requests or
+ * DC_STREAM_BYTES of buffer in flight. */
+#define DC_STREAM_FRAME (64u << 10)
+#define DC_STREAM_OPS 64
+#define DC_STREAM_BYTES (16u << 20)
 
 typedef struct {
     char name[TELEM_NAME_MAX + 1];
@@ -45,6 +51,10 @@ struct ddict_batch {
     int32_t *codes;
     uint64_t *versions;
     zmq_msg_t *rvals;              /* values of gets (zero-length if none) */
+    uint8_t *into;                 /* 1: a get into a caller buffer */
+    void **dst;                    /* that buffer (NULL if dcap is 0) */
+    size_t *dcap;                  /* its capacity */
+    size_t *dlen;                  /* the value's length */
     uint8_t *done;
     size_t n, cap;
 };
@@ -52,6 +62,10 @@ struct ddict_batch {
 /* Adds an operation; val (vlen bytes) goes in a value frame when non-NULL. */
 int dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
                  uint64_t arg, const void *val, size_t vlen, int target);
+
+/* Adds a streamed get whose value goes into dst (cap bytes). */
+int dc_batch_add_into(ddict_batch_t *b, const void *key, size_t klen,
+                      void *dst, size_t cap);
 
 /* Executes the batch against the handle's namespace `ns` (NULL: the
  * handle's), retrying what meets a re-forming or stale map until the

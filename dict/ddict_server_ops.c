@@ -8,7 +8,11 @@
  * waits in that pending slot until every replica has acknowledged: an
  * acknowledged write is on every owner of its shard.  Values sent to the
  * replicas and back to readers are zmq_msg_copy()s of the stored message,
- * which share the bytes instead of copying them.
+ * which share the bytes instead of copying them.  A streamed GET (arg =
+ * a frame size, the only op of its request) gets its value as several
+ * frames, each a view of the stored bytes (zmq_msg_init_data() with a
+ * shared reference), so a large value reaches the reader in small frames
+ * that its ZeroMQ can recycle, still without a copy here.
  *
  * Each write to a replicated shard also records how to undo it (the
  * previous value, shared, and its version).  When replication fails the
@@ -17,6 +21,7 @@
  */
 #include "ddict_server_int.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +46,17 @@ typedef struct {
     size_t nundo;
     uint8_t *ubuf;            /* their keys */
     size_t uused;
+    size_t capv;              /* value slots in outv */
 } s_ctx_t;
+
+#define S_CHUNK_MIN 4096u     /* smallest frame of a streamed value */
+
+/* A stored value sent as several frames: each frame is a view of the
+ * stored bytes; the last frame released drops this reference. */
+typedef struct {
+    zmq_msg_t whole;
+    atomic_size_t parts;
+} s_share_t;
 
 /* Records how to undo a write of key k in shard (before it is applied). */
 static void
@@ -207,6 +222,75 @@ s_checkpoint(s_ctx_t *c, const telem_dict_op_t *op)
     return 0;
 }
 
+/* Called by ZeroMQ (any thread) when a frame of a streamed value is
+ * released. */
+static void
+s_share_free(void *data, void *hint)
+{
+    (void) data;
+    s_share_t *sh = hint;
+    if (atomic_fetch_sub(&sh->parts, 1) == 1) {
+        zmq_msg_close(&sh->whole);
+        free(sh);
+    }
+}
+
+/* Makes room for n more value frames in the reply. */
+static int
+s_outv_room(s_ctx_t *c, size_t n)
+{
+    if (c->nout + n <= c->capv)
+        return 0;
+    size_t cap = c->nout + n;
+    zmq_msg_t *base = realloc(c->outv - 1, (cap + 1) * sizeof *base);
+    if (!base)
+        return TELEM_ENOMEM;
+    c->outv = base + 1;       /* outv[-1] stays the header's slot */
+    c->capv = cap;
+    return 0;
+}
+
+/* Appends value v to the reply: one shared frame, or (chunk > 0) views
+ * of at most `chunk` bytes each. */
+static int32_t
+s_value_out(s_ctx_t *c, zmq_msg_t *v, uint64_t chunk)
+{
+    size_t size = zmq_msg_size(v);
+    if (chunk && chunk < S_CHUNK_MIN)
+        chunk = S_CHUNK_MIN;
+    size_t n = chunk && size > chunk ? (size + chunk - 1) / chunk : 1;
+    s_share_t *sh = n > 1 ? malloc(sizeof *sh) : NULL;
+    if ((n > 1 && !sh) || s_outv_room(c, n) != 0) {
+        free(sh);
+        return TELEM_ENOMEM;
+    }
+    zmq_msg_t *o = &c->outv[c->nout];
+    if (n == 1) {
+        zmq_msg_init(o);
+        zmq_msg_copy(o, v);
+        c->nout++;
+        return 0;
+    }
+    zmq_msg_init(&sh->whole);
+    zmq_msg_copy(&sh->whole, v);
+    atomic_init(&sh->parts, n);
+    uint8_t *p = zmq_msg_data(&sh->whole);
+    size_t k = 0;
+    for (; k < n; k++) {
+        size_t len = k + 1 < n ? chunk : size - k * chunk;
+        if (zmq_msg_init_data(&o[k], p + k * chunk, len, s_share_free, sh))
+            break;
+    }
+    if (k < n) {              /* out of memory: undo the frames made */
+        for (size_t j = k; j < n; j++)
+            s_share_free(NULL, sh);
+        ds_close_frames(o, k);
+        return TELEM_ENOMEM;
+    }
+    c->nout += n;
+    return 0;
+}
+
 /* Executes op i; `val` is its value frame (or NULL). */
 static int32_t
 s_exec(s_ctx_t *c, const telem_dict_op_t *op, zmq_msg_t *val,
@@ -228,12 +312,12 @@ s_exec(s_ctx_t *c, const telem_dict_op_t *op, zmq_msg_t *val,
         ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
         if (!e)
             return TELEM_ENOTFOUND;
-        res->version = ddict_entry_version(e);
-        zmq_msg_t *o = &c->outv[c->nout++];
-        zmq_msg_init(o);
-        zmq_msg_copy(o, ddict_entry_value(e));
-        res->val = 1;
-        return 0;
+        int32_t rc = s_value_out(c, ddict_entry_value(e), op->arg);
+        if (rc == 0) {
+            res->version = ddict_entry_version(e);
+            res->val = 1;
+        }
+        return rc;
     }
     case TELEM_DOP_PUT:
     case TELEM_DOP_CAS:
@@ -382,6 +466,9 @@ s_valid(ddict_server_t *self, const telem_dict_req_t *req, size_t nvals)
             return TELEM_EPROTO;
         if (req->ops[i].val && op != TELEM_DOP_PUT && op != TELEM_DOP_CAS)
             return TELEM_EPROTO;
+        /* A streamed GET's frames are all the reply's: it stands alone. */
+        if (op == TELEM_DOP_GET && req->ops[i].arg && req->nops != 1)
+            return TELEM_EPROTO;
     }
     (void) self;
     return want == nvals && strlen(req->ns) <= DDICT_NS_MAX ? 0
@@ -495,7 +582,8 @@ ds_client_request(ddict_server_t *self, zmq_msg_t *route,
         return rc;
     s_ctx_t c = { self, req, malloc((req->nops + 1) * sizeof (zmq_msg_t)),
                   0, malloc(((size_t) req->nops * (size_t) r + 1)
-                            * sizeof (s_fwd_t)), 0, 0, NULL, 0, NULL, 0 };
+                            * sizeof (s_fwd_t)), 0, 0, NULL, 0, NULL, 0,
+                  req->nops };
     if (r > 1 && s_undo_alloc(&c) != 0) {
         free(c.outv);
         c.outv = NULL;

@@ -17,7 +17,8 @@
  * restart from the log; re-form admin phases (prepare, transfer, commit)
  * including a retry after a prepare that was never committed; log
  * compaction in steps while writes go on, then a restart from the
- * compacted log.
+ * compacted log; streamed gets (the value in frames of a requested size,
+ * views that outlive the key's deletion; refused beside other ops).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -656,6 +657,90 @@ test_compaction(void)
     s_net_fini(&net);
 }
 
+/* The frames after the header of the reply with id `id`: their count,
+ * sizes (at most S_MAXF) and the bytes joined into out (size bytes). */
+static int
+s_frames(s_net_t *net, uint64_t id, size_t *sizes, char *out, size_t size)
+{
+    for (int k = 0; k < net->nin; k++) {
+        s_out_t *o = &net->inbox[k];
+        telem_msg_t m;
+        if (telem_proto_decode(net->dec, zmq_msg_data(&o->f[0]),
+                               zmq_msg_size(&o->f[0]), &m) != 0
+            || (int) m.type != TELEM_MSG_DICT_REP || m.u.dict_rep.id != id)
+            continue;
+        size_t at = 0;
+        for (size_t i = 1; i < o->n; i++) {
+            size_t n = zmq_msg_size(&o->f[i]);
+            sizes[i - 1] = n;
+            if (at + n < size)
+                memcpy(out + at, zmq_msg_data(&o->f[i]), n);
+            at += n;
+        }
+        out[at < size ? at : size - 1] = '\0';
+        return (int) o->n - 1;
+    }
+    return -1;
+}
+
+static void
+test_streamed_get(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    const char *one[1] = { "n1" };
+    ddict_server_t *s = s_start(&net, 0, one, 1, 1);
+    static char big[20001], got[20001];
+    for (size_t i = 0; i < sizeof big - 1; i++)
+        big[i] = (char) ('a' + (i * 7 + i / 4096) % 26);
+    CHECK(s_one(&net, 0, 1, TELEM_DOP_PUT, "big", big, 0, NULL, NULL, 0)
+          == 0);
+    CHECK(s_one(&net, 0, 2, TELEM_DOP_PUT, "small", "tiny", 0, NULL, NULL, 0)
+          == 0);
+    /* Frames of 4096 bytes: 4 full ones and the rest, in order. */
+    uint64_t v = 0;
+    size_t sizes[S_MAXF];
+    CHECK(s_one(&net, 0, 3, TELEM_DOP_GET, "big", NULL, 4096, &v, NULL, 0)
+          == 0 && v == 1);
+    CHECK_INT(s_frames(&net, 3, sizes, got, sizeof got), 5);
+    CHECK(sizes[0] == 4096 && sizes[3] == 4096 && sizes[4] == 20000 - 16384);
+    CHECK(strcmp(got, big) == 0);
+    /* A frame size under the floor is raised to it (4 KiB); a value that
+       fits one frame comes as one. */
+    CHECK(s_one(&net, 0, 4, TELEM_DOP_GET, "big", NULL, 1, NULL, NULL, 0)
+          == 0);
+    CHECK_INT(s_frames(&net, 4, sizes, got, sizeof got), 5);
+    CHECK(s_one(&net, 0, 5, TELEM_DOP_GET, "small", NULL, 4096, NULL, NULL,
+                0) == 0);
+    CHECK(s_frames(&net, 5, sizes, got, sizeof got) == 1
+          && strcmp(got, "tiny") == 0);
+    /* The frames are views of the stored value: they stay valid after the
+       key is deleted, until they are closed. */
+    telem_dict_op_t get = s_op(TELEM_DOP_GET, "big", 8192);
+    s_inbox_clear(&net);
+    s_request(&net, 0, 6, 0, "ns", &get, 1, NULL);
+    s_pump(&net);
+    s_out_t keep = net.inbox[0];
+    net.nin = 0;                  /* the frames are ours now */
+    CHECK(s_one(&net, 0, 7, TELEM_DOP_DEL, "big", NULL, 0, NULL, NULL, 0)
+          == 0);
+    CHECK_INT(keep.n, 4);
+    net.inbox[net.nin++] = keep;
+    CHECK(s_frames(&net, 6, sizes, got, sizeof got) == 3
+          && strcmp(got, big) == 0);
+    /* Streamed gets stand alone: beside another op, the request is bad. */
+    ddict_server_stats_t st;
+    ddict_server_stats(s, &st);
+    uint64_t bad = st.bad_messages;
+    telem_dict_op_t two[2] = { s_op(TELEM_DOP_GET, "small", 4096),
+                               s_op(TELEM_DOP_GET, "small", 0) };
+    s_request(&net, 0, 8, 0, "ns", two, 2, NULL);
+    s_pump(&net);
+    ddict_server_stats(s, &st);
+    CHECK(st.bad_messages == bad + 1);
+    s_net_fini(&net);
+}
+
 int
 main(void)
 {
@@ -667,5 +752,6 @@ main(void)
     test_restart();
     test_reform_retry();
     test_compaction();
+    test_streamed_get();
     return check_report("test_dict_server");
 }
