@@ -73,6 +73,7 @@ cg_destroy(cg_t **g_p)
     free(g->user_program);
     free(g->collector);
     free(g->devices);
+    free(g->local);
     free(g->nodefile);
     free(g->spawn);
     free(g);
@@ -166,6 +167,36 @@ cg_set_reps(cg_t *g, int reps)
     if (g->started)
         return TELEM_ESTATE;
     g->reps = reps;
+    return 0;
+}
+
+int
+cg_set_spread(cg_t *g, int spread)
+{
+    if (g->started)
+        return TELEM_ESTATE;
+    g->spread = spread != 0;
+    return 0;
+}
+
+int
+cg_set_local_devices(cg_t *g, const char *list)
+{
+    long tmp[S_DEVICES_MAX];
+    size_t n = 0;
+    if (g->started)
+        return TELEM_ESTATE;
+    if (list && strcmp(list, "all") != 0
+        && telem_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
+        return TELEM_EINVAL;
+    long *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && !copy)
+        return TELEM_ENOMEM;
+    if (n)
+        memcpy(copy, tmp, n * sizeof *copy);
+    free(g->local);
+    g->local = copy;
+    g->nlocal = n;
     return 0;
 }
 
@@ -294,12 +325,22 @@ s_devices(cg_t *g, size_t nmachine, char *why, size_t why_size)
     return 0;
 }
 
-/* Fills pins and phases of the collectors (local spawn only). */
+/* Fills pins and phases of the collectors (local spawn only): device i of
+ * node k on machine device (i + k x per) mod the devices used (all, or the
+ * local list); collectors sharing one take turns in the period (or, with
+ * spread repetitions, in period / reps). */
 static int
-s_map(cg_t *g, const telem_backend_t *b)
+s_map(cg_t *g, const telem_backend_t *b, char *why, size_t why_size)
 {
     size_t nm = telem_backend_ndevices(b);
+    size_t nuse = g->nlocal ? g->nlocal : nm;
     size_t per = g->per_node ? 1 : g->ndevices;
+    for (size_t i = 0; i < g->nlocal; i++)
+        if ((size_t) g->local[i] >= nm) {
+            snprintf(why, why_size, "local device %ld: this machine has %zu "
+                     "%s devices", g->local[i], nm, g->backend);
+            return TELEM_EINVAL;
+        }
     size_t *share = calloc(nm, sizeof *share);
     size_t *seen = calloc(nm, sizeof *seen);
     if (!share || !seen) {
@@ -311,15 +352,17 @@ s_map(cg_t *g, const telem_backend_t *b)
         cg__coll_t *c = &g->colls[j];
         size_t k = j / per, p = j % per;
         size_t idx = g->per_node ? 0 : (size_t) g->devices[p];
-        c->pin = (int) ((idx + k * per) % nm);
+        size_t u = (idx + k * per) % nuse;
+        c->pin = (int) (g->nlocal ? (size_t) g->local[u] : u);
         snprintf(c->pin_id, sizeof c->pin_id, "%s",
                  telem_backend_device(b, (size_t) c->pin)->id);
         share[c->pin]++;
     }
+    int64_t turn = g->spread ? g->period_ns / g->reps : g->period_ns;
     for (size_t j = 0; j < g->ncolls; j++) {
         cg__coll_t *c = &g->colls[j];
         size_t s = seen[c->pin]++;
-        c->phase_ns = (int64_t) ((double) g->period_ns * (double) s
+        c->phase_ns = (int64_t) ((double) turn * (double) s
                                  / (double) share[c->pin]);
     }
     free(share);
@@ -329,7 +372,7 @@ s_map(cg_t *g, const telem_backend_t *b)
 
 /* Builds the collector list, node-major. */
 static int
-s_plan(cg_t *g, const telem_backend_t *b)
+s_plan(cg_t *g, const telem_backend_t *b, char *why, size_t why_size)
 {
     size_t per = g->per_node ? 1 : g->ndevices;
     g->ncolls = g->nnodes * per;
@@ -344,7 +387,7 @@ s_plan(cg_t *g, const telem_backend_t *b)
         if (!(c->node = strdup(g->nodes[j / per])))
             return TELEM_ENOMEM;
     }
-    return g->spawn || !b ? 0 : s_map(g, b);
+    return g->spawn || !b ? 0 : s_map(g, b, why, why_size);
 }
 
 /* Everything before the first spawn. */
@@ -363,7 +406,7 @@ s_prepare(cg_t *g, char *why, size_t why_size)
     }
     rc = s_devices(g, b ? telem_backend_ndevices(b) : 0, why, why_size);
     if (rc == 0)
-        rc = s_plan(g, b);
+        rc = s_plan(g, b, why, why_size);
     telem_backend_close(&b);
     return rc;
 }

@@ -118,6 +118,16 @@ int cg_set_user_test(cg_t *g, const char *metric, const char *program);
 int cg_set_devices(cg_t *g, const char *list);
 int cg_set_period(cg_t *g, int64_t period_ns);   /* 1 ms - 1 day */
 int cg_set_reps(cg_t *g, int reps);               /* 1-1000 */
+/* 1: each collector spreads its repetitions evenly over the round
+ * (telem_collector --spread); with local spawn, collectors sharing a
+ * device then take turns inside period/reps instead of the period. */
+int cg_set_spread(cg_t *g, int spread);
+/* Local spawn only: the machine's devices the virtual nodes' devices are
+ * mapped onto, "1" or "0,2-3" (NULL or "all": every device).  Mapping
+ * every virtual device onto one core makes them take turns on it, so they
+ * are compared on equal hardware; the map formula is applied to this
+ * list instead of to all the machine's devices. */
+int cg_set_local_devices(cg_t *g, const char *list);
 int cg_set_per_node(cg_t *g, int per_node);       /* 1: one per node */
 int cg_set_nodefile(cg_t *g, const char *path);   /* NULL: the default */
 /* Explicit node names instead of the node file (copied). */

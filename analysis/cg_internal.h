@@ -31,6 +31,9 @@ struct cg {
     size_t ndevices;
     int64_t period_ns;
     int reps;
+    int spread;                         /* repetitions spread over the round */
+    long *local;                        /* machine devices for local spawn */
+    size_t nlocal;                      /* 0: all of them */
     int per_node;
     char *nodefile;
     char **nodes;                       /* explicit names, or NULL */

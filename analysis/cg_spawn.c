@@ -117,6 +117,8 @@ s_collector_args(const cg_t *g, const cg__coll_t *c, const char *prog,
         s_add(a, "--pin"), s_add(a, "%d", c->pin);
     s_add(a, "--period"), s_add(a, "%.9f", g->period_ns / 1e9);
     s_add(a, "--reps"), s_add(a, "%d", g->reps);
+    if (g->spread)
+        s_add(a, "--spread");
     s_add(a, "--epoch"), s_add(a, "%lld", (long long) g->epoch_ns);
     s_add(a, "--phase"), s_add(a, "%lld", (long long) c->phase_ns);
     s_add(a, "--group"), s_add(a, "%s", g->name);

@@ -38,6 +38,13 @@ static const char s_usage[] =
 "                         (default: every device of the backend)\n"
 "  -p, --period S         round period in seconds (default 1)\n"
 "  -R, --reps N           repetitions per round, 1-1000 (default 5)\n"
+"      --spread           spread each collector's repetitions evenly over\n"
+"                         the round instead of running them back to back\n"
+"  -D, --local-devices L  with local spawn: this machine's devices the\n"
+"                         virtual nodes' devices are mapped onto, e.g. 1\n"
+"                         (every virtual device takes turns on core 1, so\n"
+"                         all are compared on the same hardware; default:\n"
+"                         every device)\n"
 "      --per-node         one collector per node instead of per device\n"
 "  -g, --name NAME        group name, the tag group (default cg)\n"
 "  -N, --nodefile FILE    the job's nodes (default: $TELEM_NODEFILE or\n"
@@ -66,8 +73,9 @@ static const char s_usage[] =
 typedef struct {
     char *backends;
     const char *kernel, *devices, *name, *nodefile, *spawn, *collector;
+    const char *local;
     int64_t period_ns;
-    int reps, per_node;
+    int reps, per_node, spread;
     int stop_ms;
     telem_log_level_t loglevel;
 } s_args_t;
@@ -128,6 +136,12 @@ s_option(void *arg, int c, char *v)
         a->name = v;
         return 0;
     case 'N': a->nodefile = v; return 0;
+    case 'S': a->spread = 1; return 0;
+    case 'D':
+        if (telem_device_list_parse(v, 65535, tmp, 64, &n))
+            return s_bad("--local-devices", v, "indices such as 1 or 0,2-3");
+        a->local = v;
+        return 0;
     case 's': a->spawn = v; return 0;
     case 'C': a->collector = v; return 0;
     case 't':
@@ -153,10 +167,11 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "name", 1, 0, 'g' }, { "nodefile", 1, 0, 'N' },
         { "spawn", 1, 0, 's' }, { "collector", 1, 0, 'C' },
         { "stop-timeout", 1, 0, 't' }, { "log-level", 1, 0, 'l' },
+        { "spread", 0, 0, 'S' }, { "local-devices", 1, 0, 'D' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
     return telem_cli_parse(S_PROG, s_usage, argc, argv,
-                           "b:k:d:p:R:g:N:s:t:l:h", opts, s_option, a);
+                           "b:k:d:p:R:g:N:s:t:D:l:h", opts, s_option, a);
 }
 
 static int
@@ -171,6 +186,10 @@ s_configure(cg_t *g, const s_args_t *a, const char *backend)
         rc = cg_set_period(g, a->period_ns);
     if (!rc)
         rc = cg_set_reps(g, a->reps);
+    if (!rc)
+        rc = cg_set_spread(g, a->spread);
+    if (!rc)
+        rc = cg_set_local_devices(g, a->local);
     if (!rc)
         rc = cg_set_per_node(g, a->per_node);
     if (!rc)
@@ -187,7 +206,7 @@ s_configure(cg_t *g, const s_args_t *a, const char *backend)
 static cg_t *
 s_start(const s_args_t *a, int *status)
 {
-    char *list = strdup(a->backends), *save = NULL, why[512];
+    char *list = strdup(a->backends), *save = NULL, why[512] = "";
     *status = 3;
     for (char *b = list ? strtok_r(list, ",", &save) : NULL; b;
          b = strtok_r(NULL, ",", &save)) {

@@ -66,6 +66,9 @@ typedef struct {
                                a multiple of the period */
     int64_t phase_ns;       /* 0 <= phase < period */
     int reps;               /* repetitions per round, 1-1000 */
+    int spread;             /* 1: repetition j runs at round start + phase
+                               + j x period / reps, spread over the round;
+                               0: back to back */
     const char *group;      /* group tag, 1-255 bytes */
     uint64_t rounds;        /* stop after this many rounds; 0 = no limit */
     int stop_fd;            /* readable = stop now; -1 = none */

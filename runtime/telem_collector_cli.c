@@ -49,6 +49,10 @@ static const char s_usage[] =
 "      --pin J           this machine's device to run on (default: I)\n"
 "  -p, --period S        round period in seconds (default 1)\n"
 "  -R, --reps N          repetitions per round, 1-1000 (default 5)\n"
+"      --spread          spread the repetitions evenly over the round\n"
+"                        (repetition j at its start + j*period/reps)\n"
+"                        instead of back to back; then --phase must be\n"
+"                        below period/reps\n"
 "  -e, --epoch NS        realtime ns of round 0 (default: now rounded up\n"
 "                        to the period)\n"
 "      --phase NS        run rounds NS after their scheduled time\n"
@@ -106,6 +110,9 @@ s_schedule_option(s_args_t *a, int c, const char *v)
     case 'H':
         if (telem_cli_int64(v, 0, 86400 * TELEM_NS_PER_SEC, &cfg->phase_ns))
             return s_bad(a, "--phase", v, "nanoseconds, >= 0");
+        return 0;
+    case 'S':
+        cfg->spread = 1;
         return 0;
     case 'N':
         if (telem_cli_int64(v, 1, INT64_C(1000000000000000), &i))
@@ -176,6 +183,7 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "device", 1, 0, 'd' }, { "per-node", 0, 0, 'P' },
         { "pin", 1, 0, 'J' }, { "period", 1, 0, 'p' }, { "reps", 1, 0, 'R' },
         { "epoch", 1, 0, 'e' }, { "phase", 1, 0, 'H' },
+        { "spread", 0, 0, 'S' },
         { "group", 1, 0, 'g' }, { "rounds", 1, 0, 'N' },
         { "list-devices", 0, 0, 'L' }, { "json", 0, 0, 'j' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
@@ -186,6 +194,9 @@ s_parse(s_args_t *a, int argc, char **argv)
         return rc;
     if (a->cfg.phase_ns >= a->cfg.period_ns)
         return telem_cli_error(a->prog, "--phase must be below the period");
+    if (a->cfg.spread && a->cfg.phase_ns >= a->cfg.period_ns / a->cfg.reps)
+        return telem_cli_error(a->prog, "with --spread, --phase must be "
+                               "below period/reps");
     return 0;
 }
 
@@ -285,11 +296,12 @@ s_announce(const s_args_t *a)
     if (telem_node_default(node, sizeof node))
         snprintf(node, sizeof node, "?");
     telem_log(TELEM_LOG_INFO, "node %s device %d pin %d backend %s test %s "
-              "group %s period %.3f s reps %d epoch %lld phase %.1f ms",
+              "group %s period %.3f s reps %d%s epoch %lld phase %.1f ms",
               node, c->device, c->pin >= 0 ? c->pin : c->device,
               c->backend ? c->backend : "cpu",
               c->fn ? c->metric : c->kernel ? c->kernel : "(default)",
-              c->group, c->period_ns / 1e9, c->reps, (long long) c->epoch_ns,
+              c->group, c->period_ns / 1e9, c->reps,
+              c->spread ? " (spread)" : "", (long long) c->epoch_ns,
               c->phase_ns / 1e6);
 }
 

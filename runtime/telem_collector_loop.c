@@ -6,8 +6,12 @@
  * collectors do not drift apart however long they run.  Waiting for a
  * round is one ppoll() on the stop descriptor with the time left as its
  * timeout (repeated only if it wakes early), so a stop request ends the
- * wait at once.  Median and MAD come from GSL (quickselect based; a round
- * has a handful of figures).
+ * wait at once.  With `spread`, repetition j waits the same way for its
+ * own time in the round (start + phase + j x period / reps): devices that
+ * take turns on one core, each at its own phase, then sample the whole
+ * round at nearly the same instants, so a machine whose speed changes
+ * within a round changes every device's figure alike.  Median and MAD
+ * come from GSL (quickselect based; a round has a handful of figures).
  */
 #include "telem_collector.h"
 
@@ -55,6 +59,8 @@ s_check(const telem_collector_config_t *c, char *why, size_t why_size)
         bad = "the phase must be at least 0 and below the period";
     else if (c->reps < 1 || c->reps > S_REPS_MAX)
         bad = "repetitions must be 1-1000";
+    else if (c->spread && c->phase_ns >= c->period_ns / c->reps)
+        bad = "with spread repetitions the phase must be below period/reps";
     else if (!c->group || !*c->group || strlen(c->group) > TELEM_NAME_MAX)
         bad = "the group name must be 1-255 bytes";
     else if (c->device < -1 || c->pin < -1)
@@ -149,14 +155,19 @@ s_wait_until(int stop_fd, int64_t target)
     }
 }
 
-/* Runs the repetitions; fills the round's median and MAD. */
+/* Runs the repetitions of the round whose first one starts at `start`
+ * (realtime); fills its median and MAD.  Returns TELEM_EIO when no
+ * repetition gave a figure, 1 on a stop request. */
 static int
-s_round(s_run_t *r, double *median, double *mad)
+s_round(s_run_t *r, int64_t start, double *median, double *mad)
 {
     const telem_collector_config_t *c = r->cfg;
     size_t n = 0;
     for (int i = 0; i < c->reps; i++) {
         double x = NAN;
+        if (c->spread && i > 0 &&
+            s_wait_until(c->stop_fd, start + i * (c->period_ns / c->reps)))
+            return 1;
         int rc = c->fn ? c->fn(c->fn_arg, c->device, &x)
                        : telem_kernel_run(r->kernel, &x);
         if (rc == 0 && isfinite(x) && x >= 0)
@@ -201,7 +212,10 @@ s_loop(s_run_t *r, telem_collector_stats_t *st)
         if (s_wait_until(c->stop_fd, ts + c->phase_ns))
             break;
         double median, mad;
-        if (s_round(r, &median, &mad) == 0) {
+        int rc = s_round(r, ts + c->phase_ns, &median, &mad);
+        if (rc == 1)
+            break;                  /* stopped inside a round */
+        if (rc == 0) {
             st->refused += s_push(r, r->metric, median, ts) < 0;
             st->refused += s_push(r, r->spread, mad, ts) < 0;
             st->rounds++;

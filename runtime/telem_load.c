@@ -8,6 +8,13 @@
  * for duty x cycle and left alone for the rest; several threads contend
  * harder.  Cycles follow an absolute schedule; the idle part is a
  * ppoll() on a signalfd, so SIGTERM/SIGINT stop it at once.
+ *
+ * With --period the load contends only inside a window of every round of
+ * a collector schedule (epoch + k x period + phase, the collectors' own
+ * arithmetic, wall clock): when several devices are emulated by sharing
+ * one core at different phases, it slows the one device whose phase it
+ * covers and leaves the others alone, as a competing kernel on one GPU
+ * does.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -50,6 +57,13 @@ static const char s_usage[] =
 "                       1); on cpu, N busy threads leave a collector on\n"
 "                       that core about 1/(N+1) of it\n"
 "  -t, --duration S     stop after S seconds (default: run until a signal)\n"
+"  -p, --period S       contend only in a window of every round of a\n"
+"                       collector schedule with this period (seconds)\n"
+"  -w, --window S       that window's length (required with --period)\n"
+"  -P, --phase S        where the window starts in the round (default 0)\n"
+"  -e, --epoch NS       the schedule's epoch, wall-clock ns, as given to\n"
+"                       the collectors (default 0: rounds at multiples of\n"
+"                       the period)\n"
 "  -l, --log-level LVL  error, warn, info (default) or debug\n"
 "  -h, --help           show this help\n"
 "\n"
@@ -64,6 +78,7 @@ typedef struct {
     int64_t cycle_ns;
     int threads;
     int64_t duration_ns;
+    int64_t period_ns, window_ns, phase_ns, epoch_ns;   /* windowed mode */
     telem_log_level_t loglevel;
 } s_args_t;
 
@@ -110,6 +125,22 @@ s_option(void *arg, int c, char *v)
         if (telem_cli_seconds(v, 0.001, 1e7, &a->duration_ns))
             return s_bad("--duration", v, "seconds, above 0");
         return 0;
+    case 'p':
+        if (telem_cli_seconds(v, 0.001, 86400, &a->period_ns))
+            return s_bad("--period", v, "seconds, 0.001 to 86400");
+        return 0;
+    case 'w':
+        if (telem_cli_seconds(v, 0.0001, 86400, &a->window_ns))
+            return s_bad("--window", v, "seconds, above 0");
+        return 0;
+    case 'P':
+        if (telem_cli_seconds(v, 0, 86400, &a->phase_ns))
+            return s_bad("--phase", v, "seconds, 0 or more");
+        return 0;
+    case 'e':
+        if (telem_cli_int64(v, 0, INT64_MAX, &a->epoch_ns))
+            return s_bad("--epoch", v, "nanoseconds since 1970, 0 or more");
+        return 0;
     case 'l':
         return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default:
@@ -125,14 +156,24 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "device", 1, 0, 'd' }, { "backend", 1, 0, 'b' },
         { "duty", 1, 0, 'u' }, { "duration", 1, 0, 't' },
         { "threads", 1, 0, 'n' }, { "cycle-ms", 1, 0, 'c' },
+        { "period", 1, 0, 'p' }, { "window", 1, 0, 'w' },
+        { "phase", 1, 0, 'P' }, { "epoch", 1, 0, 'e' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
-    int rc = telem_cli_parse(S_PROG, s_usage, argc, argv, "d:b:u:c:n:t:l:h",
-                             opts, s_option, a);
+    int rc = telem_cli_parse(S_PROG, s_usage, argc, argv,
+                             "d:b:u:c:n:t:p:w:P:e:l:h", opts, s_option, a);
     if (rc)
         return rc;
     if (a->device < 0)
         return telem_cli_error(S_PROG, "--device is required");
+    if ((a->window_ns || a->phase_ns || a->epoch_ns) && !a->period_ns)
+        return telem_cli_error(S_PROG, "--window, --phase and --epoch need "
+                               "--period");
+    if (a->period_ns && (!a->window_ns || a->window_ns > a->period_ns ||
+                         a->phase_ns >= a->period_ns))
+        return telem_cli_error(S_PROG, "with --period, --window is required "
+                               "and no longer than the period, and --phase "
+                               "is below the period");
     return 0;
 }
 
@@ -157,31 +198,78 @@ typedef struct {
     int rc;
 } s_worker_t;
 
-/* One contending thread: busy/idle cycles on an absolute schedule until
- * the duration ends or a stop signal makes the signalfd readable (nobody
- * reads it, so every worker sees it). */
+/* Windowed mode: the wall-clock end of the window `now` is in, and in
+ * *start the window's start (now itself when inside one, else the next). */
+static int64_t
+s_window(const s_args_t *a, int64_t now, int64_t *start)
+{
+    int64_t since = now - a->epoch_ns - a->phase_ns;
+    int64_t k = since >= 0 ? since / a->period_ns
+                           : -((-since + a->period_ns - 1) / a->period_ns);
+    int64_t w0 = a->epoch_ns + a->phase_ns + k * a->period_ns;
+    if (now >= w0 + a->window_ns)
+        w0 += a->period_ns;
+    *start = w0 > now ? w0 : now;
+    return w0 + a->window_ns;
+}
+
+/* Busy/idle cycles on an absolute monotonic schedule from t0 until `end`
+ * (0: no end).  Returns 0 at the end, 1 on a stop signal, -1 on an error. */
+static int
+s_duty(s_worker_t *w, int64_t t0, int64_t end)
+{
+    const int64_t cycle = w->args->cycle_ns;
+    int64_t busy = (int64_t) llround(w->args->duty * (double) cycle);
+    for (int64_t k = 0;; k++) {
+        int64_t start = t0 + k * cycle;
+        if (end && start >= end)
+            return 0;
+        int64_t b = end && start + busy > end ? end - start : busy;
+        if (b > 0 && telem_load_run(w->load, b))
+            return -1;
+        int64_t late = telem_mono_ns() - (start + cycle);
+        if (late > 0)
+            k += late / cycle;              /* overran: skip, do not drift */
+        int64_t next = t0 + (k + 1) * cycle;
+        if (s_idle_until(w->sfd, end && next > end ? end : next))
+            return 1;
+    }
+}
+
+/* One contending thread: duty cycles until the duration ends or a stop
+ * signal makes the signalfd readable (nobody reads it, so every worker
+ * sees it); in windowed mode only inside the windows. */
 static void *
 s_cycles(void *p)
 {
     s_worker_t *w = p;
-    const int64_t cycle = w->args->cycle_ns;
-    int64_t busy = (int64_t) llround(w->args->duty * (double) cycle);
+    const s_args_t *a = w->args;
     int64_t t0 = telem_mono_ns();
-    for (int64_t k = 0;; k++) {
-        int64_t start = t0 + k * cycle;
-        if (w->args->duration_ns && start - t0 >= w->args->duration_ns)
-            return NULL;
-        if (busy > 0 && telem_load_run(w->load, busy)) {
-            telem_log(TELEM_LOG_ERROR, "the device failed under load");
-            w->rc = 1;
-            return NULL;
+    int64_t stop = a->duration_ns ? t0 + a->duration_ns : 0;
+    int rc = 0;
+    while (rc == 0) {
+        int64_t from = telem_mono_ns(), to = stop;
+        if (a->period_ns) {
+            int64_t now = telem_now_ns(), start;
+            int64_t wend = s_window(a, now, &start);
+            from += start - now;
+            to = from + (wend - start);
+            if (stop && to > stop)
+                to = stop;
+            if (s_idle_until(w->sfd, from))
+                return NULL;
         }
-        int64_t late = telem_mono_ns() - (start + cycle);
-        if (late > 0)
-            k += late / cycle;              /* overran: skip, do not drift */
-        if (s_idle_until(w->sfd, t0 + (k + 1) * cycle))
+        if (stop && from >= stop)
             return NULL;
+        rc = s_duty(w, from, to);
+        if (!a->period_ns || (stop && telem_mono_ns() >= stop))
+            break;
     }
+    if (rc < 0) {
+        telem_log(TELEM_LOG_ERROR, "the device failed under load");
+        w->rc = 1;
+    }
+    return NULL;
 }
 
 /* Runs the workers (threads created after the pinning inherit it). */

@@ -235,6 +235,52 @@ test_local_map(s_pipe_t *p)
     telem_backend_close(&b);
 }
 
+/* --local-devices and --spread: every virtual device on one core, taking
+ * turns within period / reps; a device the machine lacks is refused. */
+static void
+test_local_spread(s_pipe_t *p)
+{
+    char why[256], v[64], list[16];
+    const char *nodes[] = { "la", "lb", "lc" };
+    int err;
+    telem_backend_t *b = telem_backend_open("cpu", &err, NULL, 0);
+    size_t nm = b ? telem_backend_ndevices(b) : 1;
+    cg_t *g = cg_new("spreadtest");
+    snprintf(list, sizeof list, "%zu", nm - 1);
+    CHECK(cg_set_nodes(g, nodes, 3) == 0);
+    CHECK(cg_set_devices(g, "0") == 0);
+    CHECK(cg_set_period(g, 100 * TELEM_NS_PER_MS) == 0);
+    CHECK(cg_set_reps(g, 5) == 0);
+    CHECK(cg_set_spread(g, 1) == 0);
+    CHECK(cg_set_local_devices(g, "x") == TELEM_EINVAL);
+    CHECK(cg_set_local_devices(g, list) == 0);
+    CHECK(cg_set_user_test(g, "cg_test_figure", NULL) == 0);
+    CHECK(cg_start(g, why, sizeof why) == 0);
+    CHECK(cg_set_spread(g, 0) == TELEM_ESTATE);
+    s_read_lines(p, 3);
+    CHECK(p->n == 3);
+    for (size_t k = 0; k < 3; k++) {
+        cg_info_t in;
+        CHECK(cg_info(g, k, &in) == 0);
+        CHECK(in.pin == (int) (nm - 1));
+        CHECK(in.phase_ns == (int64_t) k * (20 * TELEM_NS_PER_MS) / 3);
+        const char *m = s_msg_for(p, nodes[k]);
+        CHECK(m && strstr(m, "\x1f--spread\x1f") != NULL);
+        CHECK(m && s_arg(m, "--pin", v, sizeof v) && atoi(v) == in.pin);
+    }
+    CHECK(cg_stop(g, 20000) == 0);
+    cg_destroy(&g);
+    g = cg_new("spreadbad");
+    snprintf(list, sizeof list, "%zu", nm);
+    CHECK(cg_set_nodes(g, nodes, 1) == 0);
+    CHECK(cg_set_local_devices(g, list) == 0);
+    CHECK(cg_set_user_test(g, "cg_test_figure", NULL) == 0);
+    CHECK(cg_start(g, why, sizeof why) == TELEM_EINVAL);
+    CHECK(strstr(why, "local device") != NULL);
+    cg_destroy(&g);
+    telem_backend_close(&b);
+}
+
 /* Templates: {node} inside a word, and {cmd} through a shell. */
 static void
 test_templates(s_pipe_t *p)
@@ -340,6 +386,7 @@ main(int argc, char **argv)
     unsetenv("TELEM_CPU_DEVICES");
     test_settings();
     test_local_map(&p);
+    test_local_spread(&p);
     test_templates(&p);
     test_stop_escalates(&p);
     test_builtin();
