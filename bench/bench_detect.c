@@ -3,34 +3,39 @@
  *
  * Records a real run, then judges it offline:
  *   - 4 telemd agents (in-process actors) and H+1 real telem_collector
- *     processes (cpu backend, DGEMM): the H healthy devices share one core
- *     at different phases of the period (so they never overlap), the
- *     target device has the other core to itself;
+ *     processes (cpu backend, DGEMM, 5 repetitions spread over the round):
+ *     all of them take turns on one core, each in its own slot of every
+ *     period/reps (so they never overlap and sample the round at nearly
+ *     the same instants: a vCPU whose speed changes changes every device
+ *     alike, and devices on different vCPUs of a VM are not comparable);
  *   - a clean stretch, then, repeated, real contention of graded strength
- *     on the target's core (telem_load --duty D) followed by a clean gap;
+ *     on the target: telem_load --duty D --cycle-ms 2 windowed on the
+ *     target's slot (--period/--window/--phase), so only the target is
+ *     slowed;
  *   - the recorded rounds are fed, one round at a time as telem_watch feeds
- *     them, to slowgpu (robust rule, defaults) and to slowgpu rule=dragon,
- *     for G = 2, 3, 4, 8 and H+1 devices (the target and the first G-1
- *     healthy ones).
+ *     them, to slowgpu (robust rule, defaults or -s parameters) and to
+ *     slowgpu rule=dragon, as jobs of G = 2, 3, 4, 8 and H+1 devices: the
+ *     target with disjoint sets of G-1 healthy devices (15 jobs of 2
+ *     devices from 15 healthy ones), each one detector fed the whole
+ *     recording.
  * Reported: the slowdown each load really caused (median over its rounds
- * of target / median of the healthy devices; a duty cycle's effect on a
- * median of repetitions depends on how its 10 ms cycle falls on them, so
- * segments are grouped by the slowdown measured, not by duty), whether the
- * target was named within 3 rounds of the load's start (a fresh detector
- * over the 10 clean rounds before the load and the load itself; "pre" when
- * it was already flagged in those clean rounds), the noise of the clean
- * rounds, and events
- * on clean rounds (the clean stretch and each gap after its first 2 rounds,
- * each replayed by a fresh detector) per clean device-rounds.
+ * of target / median of the healthy devices; segments are grouped by the
+ * slowdown measured), whether the target was named within 3 rounds of the
+ * load's start ("pre" when it named the target in the 10 clean rounds
+ * before), the noise of the clean rounds, and false act events (naming a
+ * healthy device, or the target in a clean round: the clean stretch and
+ * each gap after its first 2 rounds) per clean device-round from round 10.
  * Collectors (priority 20) and loads (30) run SCHED_FIFO unless -n is given
  * or that is refused: on a shared machine, work this benchmark did not
- * start then cannot preempt them, so the contention measured is the load's;
- * the load, busy `duty` of every 10 ms, preempts the target's collector for
- * that share of its core (a slowdown of about 1 / (1 - duty)).  The bench's own telemd actors stay at normal
- * priority (they only store samples, stamped by the collectors).
+ * start then cannot preempt them, so the contention measured is the load's.
+ * The bench's own telemd actors stay at normal priority (they only store
+ * samples, stamped by the collectors).  -o saves the recording and -i
+ * judges a saved one again (e.g. with other -s parameters) without
+ * recording.
  * Usage: bench_detect [-H healthy] [-p period_s] [-c clean_rounds]
  *                     [-l load_rounds] [-g gap_rounds] [-r repeats]
- *                     [-d duty,duty,...] [-b bindir] [-n]
+ *                     [-d duty,duty,...] [-C cycle_ms] [-b bindir] [-n]
+ *                     [-o save] [-i recording] [-s name=value,...]
  */
 #include "bench_common.h"
 #include "ac.h"
@@ -56,6 +61,7 @@ extern char **environ;
 #define S_MAXDEV 64
 #define S_MAXSEG 64
 #define S_METRIC "cg_dgemm_seconds"
+#define S_REPS 5             /* repetitions per round, spread over it */
 
 typedef struct {
     int healthy;             /* -H */
@@ -67,6 +73,10 @@ typedef struct {
     char bindir[512];
     int peer_core, target_core;
     int rt;                  /* collectors and load SCHED_FIFO (-n: not) */
+    double cycle_ms;         /* -C, the load's duty cycle */
+    const char *save;        /* -o: write the recording there */
+    const char *replay;      /* -i: judge this recording, run nothing */
+    const char *params;      /* -s: slowgpu parameters, name=value,... */
 } s_opts_t;
 
 typedef struct {
@@ -143,28 +153,40 @@ s_collector(s_opts_t *o, const char *rundir, const char *node,
             const char *gpu, int core, int64_t epoch, int64_t phase,
             const char *log)
 {
-    char exe[600], pin[16], period[32], ep[32], ph[32];
+    char exe[600], pin[16], period[32], ep[32], ph[32], reps[8];
     snprintf(exe, sizeof exe, "%s/telem_collector", o->bindir);
+    snprintf(reps, sizeof reps, "%d", S_REPS);
     snprintf(pin, sizeof pin, "%d", core);
     snprintf(period, sizeof period, "%.6f", o->period);
     snprintf(ep, sizeof ep, "%lld", (long long) epoch);
     snprintf(ph, sizeof ph, "%lld", (long long) phase);
     char *argv[] = { exe, "--node", (char *) node, "--rundir", (char *) rundir,
                      "--device", (char *) gpu, "--pin", pin, "--period",
-                     period, "--reps", "5", "--epoch", ep, "--phase", ph,
+                     period, "--reps", reps, "--spread", "--epoch", ep,
+                     "--phase", ph,
                      "--group", "bench", "--log-level", "warn", NULL };
     return s_spawn(argv, log, &o->rt, 20);
 }
 
+/* The load: real contention on the shared core, only inside the target's
+ * slot of every round (telem_load --period/--phase/--window), so the
+ * target is slowed and the devices sharing the core are not. */
 static pid_t
-s_load(s_opts_t *o, double duty, const char *log)
+s_load(s_opts_t *o, double duty, int64_t epoch, int64_t slot_ns,
+       int64_t phase_ns, const char *log)
 {
-    char exe[600], core[16], d[32];
+    char exe[600], core[16], d[32], cyc[32], per[32], win[32], ph[32], ep[32];
     snprintf(exe, sizeof exe, "%s/telem_load", o->bindir);
     snprintf(core, sizeof core, "%d", o->target_core);
     snprintf(d, sizeof d, "%g", duty);
-    char *argv[] = { exe, "--device", core, "--duty", d, "--log-level",
-                     "warn", NULL };
+    snprintf(cyc, sizeof cyc, "%g", o->cycle_ms);
+    snprintf(per, sizeof per, "%.9f", o->period / S_REPS);
+    snprintf(win, sizeof win, "%.9f", (double) slot_ns / 1e9);
+    snprintf(ph, sizeof ph, "%.9f", (double) phase_ns / 1e9);
+    snprintf(ep, sizeof ep, "%lld", (long long) epoch);
+    char *argv[] = { exe, "--device", core, "--duty", d, "--cycle-ms", cyc,
+                     "--period", per, "--window", win, "--phase", ph,
+                     "--epoch", ep, "--log-level", "warn", NULL };
     return s_spawn(argv, log, &o->rt, 30);
 }
 
@@ -245,13 +267,14 @@ s_record(s_opts_t *o, s_rec_t *rec)
     for (size_t i = 0; i < (size_t) rec->ndev * (size_t) rec->nrounds; i++)
         rec->v[i] = NAN;
     pid_t col[S_MAXDEV];
+    int64_t slot = pns / S_REPS / rec->ndev;
     for (int d = 0; d < rec->ndev; d++) {
         int target = d == o->healthy;
         snprintf(rec->node[d], sizeof rec->node[d], "n%d", d % S_NODES);
         snprintf(rec->gpu[d], sizeof rec->gpu[d], "%d", d / S_NODES);
         col[d] = s_collector(o, dir, rec->node[d], rec->gpu[d],
                              target ? o->target_core : o->peer_core, epoch,
-                             target ? 0 : d * pns / o->healthy, log);
+                             d * slot, log);
     }
     int a = o->clean;
     for (int r = 0; r < o->repeats; r++)
@@ -260,7 +283,8 @@ s_record(s_opts_t *o, s_rec_t *rec)
             sg->start = a;
             sg->duty = o->duty[i];
             s_until(epoch + a * pns - pns / 2);
-            pid_t lp = s_load(o, o->duty[i], log);
+            pid_t lp = s_load(o, o->duty[i], epoch, slot, o->healthy * slot,
+                              log);
             s_until(epoch + (a + o->load) * pns - pns / 2);
             s_stop(lp);
         }
@@ -274,26 +298,110 @@ s_record(s_opts_t *o, s_rec_t *rec)
     bench_rmtree(dir);
 }
 
+/* ---- saved recordings ------------------------------------------------- */
+
+/* Writes the recording as text: a header, one line per load segment, one
+ * line per device with its figure in every round ("nan" when missing). */
+static void
+s_save(const s_opts_t *o, const s_rec_t *rec, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        bench_die("bench_detect", "cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "telem-bench-detect 1\n%d %d %d %d %d %.9g\n", rec->ndev,
+            rec->nrounds, o->clean, o->load, o->gap, o->period);
+    for (int i = 0; i < rec->nseg; i++)
+        fprintf(f, "seg %d %.9g\n", rec->seg[i].start, rec->seg[i].duty);
+    for (int d = 0; d < rec->ndev; d++) {
+        fprintf(f, "dev %s %s", rec->node[d], rec->gpu[d]);
+        for (int k = 0; k < rec->nrounds; k++)
+            fprintf(f, " %.9g", V(rec, d, k));
+        fputc('\n', f);
+    }
+    if (fclose(f))
+        bench_die("bench_detect", "cannot write %s", path);
+}
+
+/* Reads a recording s_save wrote; the options take its shape. */
+static void
+s_load_file(s_opts_t *o, s_rec_t *rec, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int version = 0;
+    if (!f)
+        bench_die("bench_detect", "cannot read %s: %s", path, strerror(errno));
+    if (fscanf(f, "telem-bench-detect %d %d %d %d %d %d %lg", &version,
+               &rec->ndev, &rec->nrounds, &o->clean, &o->load, &o->gap,
+               &o->period) != 7 || version != 1 || rec->ndev < 2 ||
+        rec->ndev > S_MAXDEV || rec->nrounds < 1 || rec->nrounds > 1000000)
+        bench_die("bench_detect", "%s: not a recording", path);
+    o->healthy = rec->ndev - 1;
+    rec->v = malloc((size_t) rec->ndev * (size_t) rec->nrounds * sizeof *rec->v);
+    if (!rec->v)
+        bench_die("bench_detect", "out of memory");
+    s_seg_t sg;
+    while (rec->nseg < S_MAXSEG &&
+           fscanf(f, " seg %d %lg", &sg.start, &sg.duty) == 2)
+        rec->seg[rec->nseg++] = sg;
+    for (int d = 0; d < rec->ndev; d++) {
+        if (fscanf(f, " dev %7s %7s", rec->node[d], rec->gpu[d]) != 2)
+            bench_die("bench_detect", "%s: device %d is missing", path, d);
+        for (int k = 0; k < rec->nrounds; k++)
+            if (fscanf(f, " %lg", &V(rec, d, k)) != 1)
+                bench_die("bench_detect", "%s: device %d is short", path, d);
+    }
+    fclose(f);
+}
+
 /* ---- judging ----------------------------------------------------------- */
 
 typedef struct {
     int first_target;        /* round of the first event naming the target */
+    int *round;              /* every act event: its round, */
+    char *target;            /* and whether it names the target */
+    int cap;
     int events;              /* every event */
 } s_replay_t;
 
 
 
-/* Feeds rounds [from, to) of the target and the first g-1 healthy devices
- * to a fresh slowgpu with `rule`, one round per run. */
-static s_replay_t
-s_replay(const s_rec_t *rec, int g, const char *rule, int from, int to)
+/* A job the recording is cut into: the target and g-1 healthy devices
+ * from healthy device `first` on. */
+typedef struct {
+    int g, first;
+} s_job_t;
+
+/* Sets the -s parameters (name=value,...) on d. */
+static void
+s_params(det_t *d, const char *params)
 {
-    s_replay_t out = { -1, 0 };
+    char buf[512], why[256];
+    snprintf(buf, sizeof buf, "%s", params ? params : "");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (!eq)
+            bench_die("bench_detect", "-s %s: expected name=value", t);
+        *eq = '\0';
+        if (det_set(d, t, eq + 1, why, sizeof why))
+            bench_die("bench_detect", "-s %s: %s", t, why);
+    }
+}
+
+/* Feeds rounds [from, to) of job j to a fresh slowgpu with `rule` and the
+ * -s parameters, one round per run. */
+static s_replay_t
+s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule,
+         int from, int to)
+{
+    s_replay_t out = { .first_target = -1 };
     int err = 0;
+    int g = j.g;
     det_t *d = det_new(det_find("slowgpu"), NULL, &err);
     char why[128];
     if (!d || det_set(d, "rule", rule, why, sizeof why))
         bench_die("slowgpu", "cannot create");
+    s_params(d, o->params);
     det_events_t *evs = det_events_new();
     static det_series_t s[S_MAXDEV];
     static det_tag_t tags[S_MAXDEV][2];
@@ -302,8 +410,8 @@ s_replay(const s_rec_t *rec, int g, const char *rule, int from, int to)
     int target = rec->ndev - 1;
     for (int k = from; k < to; k++) {
         size_t n = 0;
-        for (int j = 0; j < g; j++) {
-            int dv = j == g - 1 ? target : j;
+        for (int i = 0; i < g; i++) {
+            int dv = i == g - 1 ? target : j.first + i;
             if (isnan(V(rec, dv, k)))
                 continue;
             tags[n][0] = (det_tag_t) { "gpu", rec->gpu[dv] };
@@ -321,6 +429,17 @@ s_replay(const s_rec_t *rec, int g, const char *rule, int from, int to)
             const det_event_t *ev = det_events_get(evs, e);
             if (ev->severity != DET_SEV_ACT)
                 continue;               /* drift warnings are not counted */
+            int tg = strcmp(ev->devices[0].node, rec->node[target]) == 0 &&
+                     strcmp(ev->devices[0].device, rec->gpu[target]) == 0;
+            if (out.events == out.cap) {
+                out.cap = out.cap ? 2 * out.cap : 64;
+                out.round = realloc(out.round, (size_t) out.cap * sizeof (int));
+                out.target = realloc(out.target, (size_t) out.cap);
+                if (!out.round || !out.target)
+                    bench_die("bench_detect", "out of memory");
+            }
+            out.round[out.events] = k;
+            out.target[out.events] = (char) tg;
             out.events++;
             if (out.first_target < 0 &&
                 strcmp(ev->devices[0].node, rec->node[target]) == 0 &&
@@ -393,14 +512,14 @@ s_noise(const s_rec_t *rec, int from, int to)
            (double) n);
 }
 
-/* Clean device-rounds of the subset over [from, to). */
+/* Clean device-rounds of job j over [from, to). */
 static int
-s_device_rounds(const s_rec_t *rec, int g, int from, int to)
+s_device_rounds(const s_rec_t *rec, s_job_t j, int from, int to)
 {
     int n = 0;
     for (int k = from; k < to; k++)
-        for (int j = 0; j < g; j++)
-            n += !isnan(V(rec, j == g - 1 ? rec->ndev - 1 : j, k));
+        for (int i = 0; i < j.g; i++)
+            n += !isnan(V(rec, i == j.g - 1 ? rec->ndev - 1 : j.first + i, k));
     return n;
 }
 
@@ -411,38 +530,70 @@ static const struct { const char *name; double lo, hi; } s_bins[] = {
 };
 #define S_NBINS (sizeof s_bins / sizeof s_bins[0])
 
+/* Whether round k is clean: before the first load, or in a gap after its
+ * first 2 rounds (a load's effect may last into the round after it). */
+static int
+s_clean_round(const s_opts_t *o, const s_rec_t *rec, int k)
+{
+    for (int i = 0; i < rec->nseg; i++)
+        if (k >= rec->seg[i].start && k < rec->seg[i].start + o->load + 2)
+            return 0;
+    return 1;
+}
+
+/* Judges every job of g devices the recording holds: the target with
+ * disjoint sets of g-1 healthy devices (15 jobs of 2 devices from 15
+ * healthy ones, 1 job of all of them).  Each job is one detector fed the
+ * whole recording, round by round, as a watcher running through the job
+ * would be.  An act event is false when it names a healthy device, or the
+ * target in a clean round; a load segment is detected within 3 rounds
+ * when the first event naming the target in [start - 10, start + load)
+ * falls in its first 3 rounds ("pre" before the start, "late" after).
+ * Clean device-rounds are counted from round 10 (the detector learns the
+ * noise in its first rounds). */
 static void
 s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
 {
-    int false_ev = s_replay(rec, g, rule, 0, o->clean).events;
-    int rounds = s_device_rounds(rec, g, 0, o->clean);
-    for (int i = 0; i < rec->nseg; i++) {
-        int a = rec->seg[i].start + o->load + 2, b = rec->seg[i].start + o->load
-                                                         + o->gap;
-        false_ev += s_replay(rec, g, rule, a, b).events;
-        rounds += s_device_rounds(rec, g, a, b);
-    }
-    printf("  %4d  %-7s", g, strcmp(rule, "robust") ? "dragon" : "slowgpu");
-    for (size_t bi = 0; bi < S_NBINS; bi++) {
-        int segs = 0, in3 = 0, pre = 0, late = 0;
+    int njobs = (rec->ndev - 1) / (g - 1), false_ev = 0, rounds = 0;
+    int segs[S_NBINS] = { 0 }, in3[S_NBINS] = { 0 }, pre[S_NBINS] = { 0 },
+        late[S_NBINS] = { 0 };
+    for (int jb = 0; jb < njobs; jb++) {
+        s_job_t j = { g, jb * (g - 1) };
+        s_replay_t r = s_replay(o, rec, j, rule, 0, rec->nrounds);
+        for (int k = 10; k < rec->nrounds; k++)
+            if (s_clean_round(o, rec, k))
+                rounds += s_device_rounds(rec, j, k, k + 1);
+        for (int e = 0; e < r.events; e++)
+            false_ev += !r.target[e] || s_clean_round(o, rec, r.round[e]);
         for (int i = 0; i < rec->nseg; i++) {
             double sd = rec->seg[i].slowdown;
-            if (!(sd >= s_bins[bi].lo && sd < s_bins[bi].hi))
-                continue;
-            int a = rec->seg[i].start;
-            s_replay_t r = s_replay(rec, g, rule, a - 10, a + o->load);
-            segs++;
-            int when = r.first_target - a + 1;   /* rounds into the load */
-            pre += r.first_target >= 0 && r.first_target < a;
-            in3 += r.first_target >= a && when <= 3;
-            late += r.first_target >= a && when > 3;
+            int a = rec->seg[i].start, first = -1;
+            for (int e = 0; e < r.events && first < 0; e++)
+                if (r.target[e] && r.round[e] >= a - 10 &&
+                    r.round[e] < a + o->load)
+                    first = r.round[e];
+            for (size_t bi = 0; bi < S_NBINS; bi++) {
+                if (!(sd >= s_bins[bi].lo && sd < s_bins[bi].hi))
+                    continue;
+                int when = first - a + 1;       /* rounds into the load */
+                segs[bi]++;
+                pre[bi] += first >= 0 && first < a;
+                in3[bi] += first >= a && when <= 3;
+                late[bi] += first >= a && when > 3;
+            }
         }
+        free(r.round);
+        free(r.target);
+    }
+    printf("  %4d  %4d  %-7s", g, njobs,
+           strcmp(rule, "robust") ? "dragon" : "slowgpu");
+    for (size_t bi = 0; bi < S_NBINS; bi++) {
         char cell[96];
-        if (segs == 0)
+        if (segs[bi] == 0)
             snprintf(cell, sizeof cell, "-");
         else
-            snprintf(cell, sizeof cell, "%d/%d (%d late, %d pre)", in3,
-                     segs, late, pre);
+            snprintf(cell, sizeof cell, "%d/%d (%d late, %d pre)", in3[bi],
+                     segs[bi], late[bi], pre[bi]);
         printf("  %-24s", cell);
     }
     printf("  %3d / %d\n", false_ev, rounds);
@@ -453,17 +604,24 @@ s_usage(void)
 {
     fputs("usage: bench_detect [-H healthy] [-p period_s] [-c clean_rounds]\n"
           "       [-l load_rounds] [-g gap_rounds] [-r repeats]\n"
-          "       [-d duty,duty,...] [-b bindir] [-n]\n", stderr);
+          "       [-d duty,duty,...] [-C cycle_ms] [-b bindir] [-n]\n"
+          "       [-o save_file] [-i recording] [-s name=value,...]\n"
+          "  -C  the load's duty cycle in ms (default 2)\n"
+          "  -o  also write the recording to save_file\n"
+          "  -i  judge a saved recording instead of recording one\n"
+          "  -s  slowgpu parameters for the judging (telem_watch ctl names)\n",
+          stderr);
     exit(2);
 }
 
 static void
 s_parse(int argc, char **argv, s_opts_t *o)
 {
-    *o = (s_opts_t) { .healthy = 15, .period = 0.3, .clean = 450, .load = 15,
+    *o = (s_opts_t) { .healthy = 15, .period = 0.5, .clean = 300, .load = 15,
                       .gap = 10, .repeats = 3,
-                      .duty = { 0.3, 0.35, 0.4, 0.45 }, .nduty = 4, .peer_core = 0, .target_core = 1,
-                      .rt = 1 };
+                      .duty = { 0.05, 0.1, 0.2, 0.35 }, .nduty = 4,
+                      .peer_core = 1, .target_core = 1, .rt = 1,
+                      .cycle_ms = 2 };
     snprintf(o->bindir, sizeof o->bindir, "%s", argv[0]);
     char *slash = strrchr(o->bindir, '/');
     if (slash)
@@ -471,7 +629,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
     else
         snprintf(o->bindir, sizeof o->bindir, ".");
     int c;
-    while ((c = getopt(argc, argv, "H:p:c:l:g:r:d:b:nh")) != -1) {
+    while ((c = getopt(argc, argv, "H:p:c:l:g:r:d:b:C:o:i:s:nh")) != -1) {
         switch (c) {
         case 'H': o->healthy = atoi(optarg); break;
         case 'p': o->period = atof(optarg); break;
@@ -481,6 +639,10 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case 'r': o->repeats = atoi(optarg); break;
         case 'b': snprintf(o->bindir, sizeof o->bindir, "%s", optarg); break;
         case 'n': o->rt = 0; break;
+        case 'C': o->cycle_ms = atof(optarg); break;
+        case 'o': o->save = optarg; break;
+        case 'i': o->replay = optarg; break;
+        case 's': o->params = optarg; break;
         case 'd':
             o->nduty = 0;
             for (char *t = strtok(optarg, ","); t && o->nduty < 8;
@@ -492,7 +654,8 @@ s_parse(int argc, char **argv, s_opts_t *o)
     }
     if (o->healthy < 1 || o->healthy + 1 > S_MAXDEV || o->period < 0.05 ||
         o->clean < 20 || o->load < 3 || o->gap < 5 || o->repeats < 1 ||
-        o->nduty < 1 || o->repeats * o->nduty > S_MAXSEG)
+        o->nduty < 1 || o->repeats * o->nduty > S_MAXSEG ||
+        o->cycle_ms < 0.1 || o->cycle_ms > 1000)
         s_usage();
 }
 
@@ -503,15 +666,28 @@ main(int argc, char **argv)
     s_parse(argc, argv, &o);
     bench_print_machine("bench_detect");
     static s_rec_t rec;
-    int64_t t0 = bench_now_ns();
-    s_record(&o, &rec);
-    printf("recorded %d devices x %d rounds in %.0f s: %d healthy sharing "
-           "core %d (phased), the target alone on core %d; period %.3g s, "
-           "5 reps; %d clean rounds, then %d x (%d load + %d gap) rounds; "
-           "scheduling %s\n",
-           rec.ndev, rec.nrounds, (bench_now_ns() - t0) / 1e9, o.healthy,
-           o.peer_core, o.target_core, o.period, o.clean, rec.nseg, o.load,
-           o.gap, o.rt ? "SCHED_FIFO" : "normal");
+    if (o.replay) {
+        s_load_file(&o, &rec, o.replay);
+        printf("judging the recording %s: %d devices x %d rounds, period "
+               "%.3g s; %d clean rounds, then %d x (%d load + %d gap) "
+               "rounds\n", o.replay, rec.ndev, rec.nrounds, o.period,
+               o.clean, rec.nseg, o.load, o.gap);
+    } else {
+        int64_t t0 = bench_now_ns();
+        s_record(&o, &rec);
+        printf("recorded %d devices x %d rounds in %.0f s: %d healthy "
+               "on core %d and the target on core %d, each in its own slot "
+               "of the round; "
+               "period %.3g s, 5 reps; %d clean rounds, then %d x (%d load "
+               "+ %d gap) rounds; load cycle %.3g ms; scheduling %s\n",
+               rec.ndev, rec.nrounds, (bench_now_ns() - t0) / 1e9,
+               o.healthy, o.peer_core, o.target_core, o.period, o.clean,
+               rec.nseg, o.load, o.gap, o.cycle_ms,
+               o.rt ? "SCHED_FIFO" : "normal");
+        if (o.save)
+            s_save(&o, &rec, o.save);
+    }
+    printf("slowgpu parameters: %s\n", o.params ? o.params : "defaults");
     printf("load (telem_load --duty) and the slowdown it caused (median "
            "target / healthy median):\n ");
     for (int i = 0; i < rec.nseg; i++) {
@@ -526,7 +702,7 @@ main(int argc, char **argv)
            "rounds of the load's start / segments (detected later; already "
            "flagged in the 10 clean rounds before), and act events on clean "
            "rounds\n");
-    printf("  %4s  %-7s", "devs", "rule");
+    printf("  %4s  %4s  %-7s", "devs", "jobs", "rule");
     for (size_t bi = 0; bi < S_NBINS; bi++)
         printf("  %-24s", s_bins[bi].name);
     printf("  false / clean device-rounds\n");

@@ -35,15 +35,15 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
         "robust: leave-one-out median/MAD, effect size, k of n rounds, "
         "plus drift; dragon: Dragon's pooled z-score of each device's mean "
         "over its last samples; both: each rule reports on its own" },
-    [SG_EFFECT] = { "effect", DET_PARAM_NUM, 0.08, 0, 10, 0, NULL, NULL,
-        "minimum slowdown against the peer median (0.08 = 8 % slower)" },
+    [SG_EFFECT] = { "effect", DET_PARAM_NUM, 0.06, 0, 10, 0, NULL, NULL,
+        "minimum slowdown against the peer median (0.06 = 6 % slower)" },
     [SG_Z] = { "z", DET_PARAM_NUM, 3.0, 0, 1e6, 0, NULL, NULL,
         "minimum robust z: (time - peer median) / max(1.4826 MAD, "
-        "mad_floor x peer median)" },
+        "mad_floor x peer median, noise wander x peer median)" },
     [SG_MAD_FLOOR] = { "mad_floor", DET_PARAM_NUM, 0.01, 1e-6, 1, 0, NULL,
         NULL, "floor of the peers' scaled MAD, relative to their median "
         "(guards identical peers and 2-device jobs)" },
-    [SG_K] = { "k", DET_PARAM_NUM, 2, 1, 64, 1, NULL, NULL,
+    [SG_K] = { "k", DET_PARAM_NUM, 3, 1, 64, 1, NULL, NULL,
         "rounds out of the device's last n that must be slow" },
     [SG_N] = { "n", DET_PARAM_NUM, 3, 1, 64, 1, NULL, NULL,
         "persistence window in rounds" },
@@ -62,6 +62,12 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
         "Dragon's rule: samples averaged per device" },
     [SG_WINDOW] = { "window", DET_PARAM_NUM, 120, 1, 86400, 0, NULL, NULL,
         "seconds of history read at the start and after a gap" },
+    [SG_NOISE] = { "noise", DET_PARAM_NUM, 32, 0, SG_RING_MAX, 1, NULL,
+        NULL, "rounds of each device's ratio to its peers whose wander "
+        "(scaled MAD around the device's own median; the median over the "
+        "group's devices) also floors the z scale, so devices that wander "
+        "more than the peers' spread shows need z times that wander to "
+        "act; 0 turns it off" },
 };
 
 /* ---- state ------------------------------------------------------------- */
@@ -183,6 +189,7 @@ s_device(sg_state_t *st, const det_series_t *s)
     d->device = memcpy(d->key + kl + nl, device, dl);
     d->group = (uint32_t) g;
     d->last_ts = INT64_MIN;
+    d->last_lr = NAN;
     return (long) st->ndevs++;
 }
 

@@ -18,12 +18,15 @@
 #define SG_RING_MAX 64
 #define SG_KEEP_ROUNDS 8       /* judged rounds kept for late samples */
 #define SG_DRIFT_CLIP 3.0     /* largest CUSUM step, noise units */
+#define SG_NOISE_MIN 6        /* changes of a device's ratio before its
+                                 wander counts as the machine's noise */
+#define SG_NOISE_DEVS 64      /* devices sampled for that noise */
 
 /* Parameter indices into det_slowgpu.params. */
 enum {
     SG_METRIC, SG_RULE, SG_EFFECT, SG_Z, SG_MAD_FLOOR, SG_K, SG_N,
     SG_DRIFT, SG_SLACK, SG_WARMUP, SG_DRAGON_Z, SG_DRAGON_SAMPLES,
-    SG_WINDOW, SG_NPARAMS
+    SG_WINDOW, SG_NOISE, SG_NPARAMS
 };
 
 /* One device: node, device index (the gpu tag) and collector group. */
@@ -42,6 +45,9 @@ typedef struct {
     double base, sigma;        /* their median and scaled MAD, once set */
     double cusum;              /* in units of sigma */
     double ratio;              /* last ratio to peers, for status */
+    double lr[SG_RING_MAX];    /* newest changes of the log ratio */
+    double last_lr;            /* the log ratio of the last round (NAN) */
+    uint32_t nlr, lr_pos;
     uint64_t seen_run;         /* last run whose data held it */
     int peer_active, drift_active, dragon_active;
     uint64_t rounds;
@@ -58,6 +64,7 @@ typedef struct {
     double *x;                 /* their values */
     double *med, *mad;         /* leave-one-out peer median, MAD (scaled) */
     double *tmp;               /* scratch for the rules */
+    double noise;              /* the group's wander, relative; 0: none */
 } sg_round_t;
 
 /* One sample waiting to be judged. */
@@ -98,7 +105,7 @@ typedef struct {
 /* Judges round `r` (already holding LOO statistics) with the rules that
  * parameter `rule` selects, updating device state and appending events.
  * Returns 0 or TELEM_ENOMEM. */
-int sg_judge(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
+int sg_judge(sg_state_t *st, const det_params_t *p, sg_round_t *r,
              det_events_t *out);
 
 #endif

@@ -10,6 +10,23 @@
  * devices work at all.  The device is flagged when k of its last n rounds
  * were slow, once, until a run of n clean rounds clears it.
  *
+ * Noise floor (parameter noise).  The peers' spread in one round says
+ * nothing about how much a device wanders from round to round, and with 2
+ * or 3 devices it says almost nothing at all.  So each device also keeps
+ * the changes of its log ratio to its peers between consecutive rounds,
+ * the last `noise` of them: their median, divided by 0.6745 x sqrt 2, is
+ * its noise as a standard deviation (the median absolute successive
+ * difference).  A device that has just become slow adds one large change,
+ * which a median ignores, and a device that has always been slow adds
+ * none, so a real slowdown does not hide itself.  The median of that over
+ * the round's devices (at most SG_NOISE_DEVS of them, each with at least
+ * SG_NOISE_MIN changes) floors the z scale as well.  On a quiet machine
+ * it is below the effect size and changes nothing; on a shared one it
+ * raises the bar to z times what its devices really do between rounds.
+ * Until some device has that much history the rule only learns: judging
+ * before the noise is known is what made a fresh detector on a shared
+ * machine report its first noisy rounds.
+ *
  * Drift (warn).  The ratio x/m is also tracked against the device's own
  * history: its first `warmup` ratios give a baseline (their median) and a
  * noise level s (their scaled MAD, floored at mad_floor x baseline, and
@@ -92,10 +109,62 @@ s_peer_event(const sg_state_t *st, const sg_round_t *r, size_t i,
         { "value_s", r->x[i] }, { "peer_median_s", r->med[i] },
         { "peer_mad_s", r->mad[i] }, { "ratio", ratio }, { "z", z },
         { "slow_rounds", count }, { "rounds", n },
-        { "devices", (double) r->peers + 1 },
+        { "devices", (double) r->peers + 1 }, { "noise", r->noise },
     };
     return s_emit(out, d, r->ts, DET_SEV_ACT, ratio - 1, ev,
                   sizeof ev / sizeof ev[0], text);
+}
+
+/* Keeps the newest `w` changes of d's log ratio (w = 0: none). */
+static void
+s_lr_push(sg_dev_t *d, double lr, uint32_t w)
+{
+    if (!isfinite(lr))
+        return;
+    double last = d->last_lr;
+    d->last_lr = lr;
+    if (w == 0 || !isfinite(last))
+        return;
+    if (d->nlr > w)
+        d->nlr = w;                 /* the window was made smaller */
+    d->lr[d->lr_pos % w] = fabs(lr - last);
+    d->lr_pos = (d->lr_pos + 1) % w;
+    d->nlr += d->nlr < w;
+}
+
+/* d's noise as a relative standard deviation, from the median of its
+ * successive changes (NAN: too few). */
+static double
+s_wander(const sg_dev_t *d, double *v)
+{
+    size_t n = d->nlr;
+    if (n < SG_NOISE_MIN)
+        return NAN;
+    memcpy(v, d->lr, n * sizeof *v);
+    gsl_sort(v, 1, n);
+    return det_median_skip(v, n, n) / (0.6744897501960817 * M_SQRT2);
+}
+
+/* The round's noise floor: the median wander of (up to SG_NOISE_DEVS
+ * evenly spread) devices of the round, as a relative figure; 0 when off,
+ * NAN while no device has SG_NOISE_MIN changes yet (learning). */
+static double
+s_round_noise(const sg_state_t *st, const det_params_t *p,
+              const sg_round_t *r)
+{
+    double w[SG_NOISE_DEVS], v[SG_RING_MAX];
+    size_t m = 0, step = r->n > SG_NOISE_DEVS ? r->n / SG_NOISE_DEVS : 1;
+    if (det_params_num(p, SG_NOISE) <= 0)
+        return 0;
+    for (size_t i = 0; i < r->n && m < SG_NOISE_DEVS; i += step) {
+        double x = s_wander(&st->devs[r->dev[i]], v);
+        if (isfinite(x))
+            w[m++] = x;
+    }
+    if (m == 0)
+        return NAN;
+    gsl_sort(w, 1, m);
+    return expm1(det_median_skip(w, m, m));
 }
 
 /* Robust rule for device i of the round. */
@@ -105,9 +174,12 @@ s_peer(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
 {
     sg_dev_t *d = &st->devs[r->dev[i]];
     double m = r->med[i];
-    double scale = fmax(r->mad[i], det_params_num(p, SG_MAD_FLOOR) * m);
+    int learning = isnan(r->noise);
+    double scale = fmax(fmax(r->mad[i], det_params_num(p, SG_MAD_FLOOR) * m),
+                        learning ? 0 : r->noise * m);
     double ratio = r->x[i] / m, z = (r->x[i] - m) / scale;
-    int slow = ratio >= 1 + det_params_num(p, SG_EFFECT) &&
+    s_lr_push(d, log(ratio), (uint32_t) det_params_num(p, SG_NOISE));
+    int slow = !learning && ratio >= 1 + det_params_num(p, SG_EFFECT) &&
                z >= det_params_num(p, SG_Z);
     int n = (int) det_params_num(p, SG_N), k = (int) det_params_num(p, SG_K);
     d->slow_bits = (d->slow_bits << 1) | (uint64_t) slow;
@@ -262,7 +334,7 @@ s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
 }
 
 int
-sg_judge(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
+sg_judge(sg_state_t *st, const det_params_t *p, sg_round_t *r,
          det_events_t *out)
 {
     const char *rule = det_params_str(p, SG_RULE);
@@ -275,6 +347,7 @@ sg_judge(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
         d->rounds++;
         s_ring_push(d, r->x[i]);
     }
+    r->noise = robust ? s_round_noise(st, p, r) : 0;
     for (size_t i = 0; robust && r->peers >= 1 && i < r->n && !rc; i++) {
         rc = s_peer(st, p, r, i, out);
         if (!rc)

@@ -131,21 +131,22 @@ test_loo_matches_brute_force(void)
 
 /* ---- slowgpu, robust rule ---------------------------------------------- */
 
-/* One device 10 % slower from round 5 is flagged (act) by round 7 and is
- * the only device ever named; nothing before. */
+/* One device 10 % slower from round 10 (after the noise floor's learning
+ * rounds) is flagged (act) by round 12, within 3 rounds, and is the only
+ * device ever named; nothing before. */
 static void
 check_one_slow(size_t ndev, size_t per_node, size_t slow_dev)
 {
     fx_t *fx = fx_new(ndev, per_node, "cg_dgemm_seconds");
     det_t *d = fx_det("slowgpu", NULL);
     det_events_t *evs = det_events_new();
-    slow_t s = { slow_dev, SIZE_MAX, 1.10, 5 };
+    slow_t s = { slow_dev, SIZE_MAX, 1.10, 10 };
     sim(fx, d, 0, 40, 0.01, f_slow, &s, evs);
     CHECK_INT(ev_count_for(evs, fx, slow_dev, DET_SEV_ACT), 1);
     CHECK_INT(det_events_count(evs), 1);
     const det_event_t *e = det_events_get(evs, 0);
     if (e) {
-        CHECK(ev_round(e) >= 5 && ev_round(e) <= 7);
+        CHECK(ev_round(e) >= 10 && ev_round(e) <= 12);
         CHECK_INT(e->nnodes, 1);
         CHECK_STR(e->detector, "slowgpu");
         CHECK(e->score > 0.05 && e->score < 0.15);
@@ -153,7 +154,7 @@ check_one_slow(size_t ndev, size_t per_node, size_t slow_dev)
         if (ndev == 2)
             CHECK(strstr(e->text, "only other device") != NULL);
     }
-    if (!e || ev_round(e) > 7)
+    if (!e || ev_round(e) > 12)
         fprintf(stderr, "  (with %zu devices)\n", ndev);
     det_events_destroy(&evs);
     det_destroy(&d);
@@ -190,7 +191,7 @@ test_clean_rounds_no_event(void)
 
 /* Heavy-tailed noise: every device has a preempted round (1.5-3x slower)
  * once in every 5 rounds, never two within 3 rounds.  Isolated spikes never
- * make an event (2 of 3 rounds must be slow), over 500 rounds of 3, 8 and
+ * make an event (3 of 3 rounds must be slow), over 500 rounds of 3, 8 and
  * 64 devices, whatever their size. */
 static double
 f_spikes(size_t dev, size_t round, const void *arg)
@@ -217,6 +218,53 @@ test_spiky_rounds_no_event(void)
         det_destroy(&d);
         fx_destroy(&fx);
     }
+}
+
+/* A machine whose devices wander 5 % from round to round (a shared VM):
+ * without the noise floor, 2 and 3 clean devices report that noise as
+ * slow devices; with it (the default) 600 clean rounds give no event, a
+ * 50 % slower device is still named within 3 rounds, and nothing is
+ * judged during the first, learning rounds. */
+static void
+test_noise_floor(void)
+{
+    static const size_t counts[] = { 2, 3 };
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        fx_t *fx = fx_new(counts[c], 1, "cg_dgemm_seconds");
+        det_t *off = fx_det("slowgpu", (const char *const[]) { "noise", "0",
+                                                               NULL });
+        det_events_t *evs = det_events_new();
+        sim(fx, off, 0, 600, 0.05, f_clean, NULL, evs);
+        CHECK(det_events_count(evs) > 0);
+        det_events_clear(evs);
+        fx_t *fx2 = fx_new(counts[c], 1, "cg_dgemm_seconds");
+        det_t *d = fx_det("slowgpu", NULL);
+        sim(fx2, d, 0, 600, 0.05, f_clean, NULL, evs);
+        CHECK_INT(det_events_count(evs), 0);
+        slow_t s = { 0, SIZE_MAX, 1.5, 600 };
+        sim(fx2, d, 600, 10, 0.05, f_slow, &s, evs);
+        CHECK_INT(ev_count_for(evs, fx2, 0, DET_SEV_ACT), 1);
+        const det_event_t *e = det_events_get(evs, 0);
+        CHECK(e && ev_round(e) >= 600 && ev_round(e) <= 602);
+        det_events_destroy(&evs);
+        det_destroy(&off);
+        det_destroy(&d);
+        fx_destroy(&fx);
+        fx_destroy(&fx2);
+    }
+    /* Slow from the first round: named once the noise is known (7 rounds
+     * of ratios), not before. */
+    fx_t *fx = fx_new(3, 1, "cg_dgemm_seconds");
+    det_t *d = fx_det("slowgpu", NULL);
+    det_events_t *evs = det_events_new();
+    slow_t s = { 1, SIZE_MAX, 1.3, 0 };
+    sim(fx, d, 0, 20, 0.01, f_slow, &s, evs);
+    CHECK_INT(ev_count_for(evs, fx, 1, DET_SEV_ACT), 1);
+    const det_event_t *e = det_events_get(evs, 0);
+    CHECK(e && ev_round(e) >= 7 && ev_round(e) <= 9);
+    det_events_destroy(&evs);
+    det_destroy(&d);
+    fx_destroy(&fx);
 }
 
 static void
@@ -307,7 +355,7 @@ test_round_completeness(void)
 {
     fx_t *fx = fx_new(4, 1, "cg_dgemm_seconds");
     det_t *d = fx_det("slowgpu", (const char *const[]) { "k", "1", "n", "1",
-                                                         NULL });
+                                                         "noise", "0", NULL });
     det_events_t *evs = det_events_new();
     sim(fx, d, 0, 3, 0.0, f_clean, NULL, evs);
     int64_t ts = FX_T0 + 3 * FX_PERIOD;
@@ -361,7 +409,7 @@ f_creep(size_t dev, size_t round, const void *arg)
     if (dev != 1 || round < 20)
         return 1;
     double f = 1 + 0.002 * (double) (round - 20);
-    return f > 1.06 ? 1.06 : f;
+    return f > 1.05 ? 1.05 : f;
 }
 
 static void
@@ -372,7 +420,7 @@ test_drift(void)
     det_events_t *evs = det_events_new();
     sim(fx, d, 0, 120, 0.005, f_creep, NULL, evs);
     CHECK_INT(ev_count_for(evs, fx, 1, DET_SEV_WARN), 1);
-    CHECK_INT(det_events_count(evs), 1);  /* never an act: under 8 % */
+    CHECK_INT(det_events_count(evs), 1);  /* never an act: under 6 % */
     const det_event_t *e = det_events_get(evs, 0);
     CHECK(e && strstr(e->text, "drifted") != NULL);
     CHECK(e && ev_round(e) > 25);
@@ -391,8 +439,8 @@ test_drift(void)
     fx_destroy(&fx2);
 }
 
-/* A device slow in one round of every three never reaches k=2 of n=3 ...
- * but does with k=1; clearing needs n clean rounds, then it fires again. */
+/* A device slow in one round of every three never reaches k=3 (or 2) of
+ * n=3, but does with k=1; clearing needs n clean rounds, then it fires again. */
 static double
 f_every_third(size_t dev, size_t round, const void *arg)
 {
@@ -503,6 +551,7 @@ main(void)
     test_one_slow_device_any_count();
     test_clean_rounds_no_event();
     test_spiky_rounds_no_event();
+    test_noise_floor();
     test_two_slow_devices();
     test_zero_mad();
     test_missing_series();

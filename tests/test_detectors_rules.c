@@ -249,7 +249,7 @@ test_params(void)
     det_t *d = fx_det("slowgpu", NULL);
     char buf[64], why[256];
     CHECK_INT(det_get(d, "effect", buf, sizeof buf), 0);
-    CHECK_STR(buf, "0.08");
+    CHECK_STR(buf, "0.06");
     CHECK_INT(det_get(d, "metric", buf, sizeof buf), 0);
     CHECK_STR(buf, "cg_dgemm_seconds");
     CHECK_INT(det_set(d, "effect", "0.1", why, sizeof why), 0);

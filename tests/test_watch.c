@@ -113,7 +113,7 @@ test_input_and_run(void)
     CHECK(di.series[2].val == t.val[2] && di.series[2].n == NROUND);
     tw_t *tw = tw_new(NULL);
     char why[256];
-    CHECK_RC(tw_add_detector(tw, "slowgpu", why, sizeof why), 0);
+    CHECK_RC(tw_add_detector(tw, "slowgpu:noise=0", why, sizeof why), 0);
     CHECK_RC(tw_run(tw, &di), 0);
     const det_events_t *evs = tw_events(tw);
     CHECK(det_events_count(evs) == 1);
@@ -163,14 +163,14 @@ test_control(void)
     CHECK(r->code == 0 && row(r, "heartbeat", "timeout") &&
           strcmp(row(r, "heartbeat", "timeout"), "3") == 0);
     CHECK(row(r, "slowgpu", "effect") &&
-          strcmp(row(r, "slowgpu", "effect"), "0.08") == 0);
+          strcmp(row(r, "slowgpu", "effect"), "0.06") == 0);
     q.detector = "heartbeat";
     r = tw_control(tw, &q, NULL, 0);
     CHECK(r->code == 0 && row(r, "slowgpu", "effect") == NULL);
 
     q = (telem_watch_ctl_t) { 7, TELEM_WCTL_SET, "slowgpu", "effect", "0.15" };
     r = tw_control(tw, &q, NULL, 0);
-    CHECK(r->code == 0 && strstr(r->message, "0.08 -> 0.15") != NULL);
+    CHECK(r->code == 0 && strstr(r->message, "0.06 -> 0.15") != NULL);
     char v[32];
     det_get(tw_find(tw, "slowgpu"), "effect", v, sizeof v);
     CHECK(strcmp(v, "0.15") == 0);
