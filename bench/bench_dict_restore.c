@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench_common.h"
@@ -179,10 +180,20 @@ s_gbps(const s_ctx_t *c, int64_t ns)
     return (double) c->total / (double) ns;
 }
 
-/* Step 1: restore on the running server and read everything. */
 static double
-s_restore_in_place(s_ctx_t *c, ddict_t *d, int views)
+s_minflt(void)
 {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double) ru.ru_minflt;
+}
+
+/* Step 1: restore on the running server and read everything; *faults
+ * gets the page faults the process took meanwhile. */
+static double
+s_restore_in_place(s_ctx_t *c, ddict_t *d, int views, double *faults)
+{
+    double f0 = s_minflt();
     int64_t t0 = bench_now_ns();
     uint64_t id = 0;
     s_check(ddict_restore(d, &id), "restore");
@@ -193,7 +204,9 @@ s_restore_in_place(s_ctx_t *c, ddict_t *d, int views)
         s_read_views(c, d);
     else
         s_read_into(c, d);
-    return s_gbps(c, bench_now_ns() - t0);
+    double gbps = s_gbps(c, bench_now_ns() - t0);
+    *faults = s_minflt() - f0;
+    return gbps;
 }
 
 static int
@@ -244,13 +257,15 @@ s_replay(s_ctx_t *c, int cold, uint64_t *log_bytes)
     return s_gbps(c, ns);
 }
 
-/* Step 3: restart the server, open, restore, read everything. */
+/* Step 3: restart the server, open, restore, read everything; *replay
+ * gets the seconds until the server was up. */
 static double
-s_restart(s_ctx_t *c)
+s_restart(s_ctx_t *c, double *replay)
 {
     s_drop_cache(c->log);
     int64_t t0 = bench_now_ns();
     ddict_actor_t *a = s_start(c);
+    *replay = (double) (bench_now_ns() - t0) / 1e9;
     int err = 0;
     ddict_t *d = ddict_open(c->nodefile, "job", 60000, &err);
     s_check(d ? 0 : err, "ddict_open");
@@ -346,10 +361,11 @@ main(int argc, char **argv)
     printf("%-48s %8.2f GB/s\n", "write (batches of 16 puts, synced)", wr);
     printf("%-48s %8.1f ms\n", "ddict_checkpoint (values shared)", ck_ms);
     double into[S_REPS_MAX], views[S_REPS_MAX], cold[S_REPS_MAX];
-    double warm[S_REPS_MAX], restart[S_REPS_MAX];
+    double warm[S_REPS_MAX], restart[S_REPS_MAX], up[S_REPS_MAX];
+    double fi[S_REPS_MAX], fv[S_REPS_MAX];
     for (int r = 0; r < c.reps; r++) {     /* alternated: same conditions */
-        into[r] = s_restore_in_place(&c, d, 0);
-        views[r] = s_restore_in_place(&c, d, 1);
+        into[r] = s_restore_in_place(&c, d, 0, &fi[r]);
+        views[r] = s_restore_in_place(&c, d, 1, &fv[r]);
     }
     ddict_close(&d);
     ddict_actor_destroy(&a);
@@ -357,7 +373,7 @@ main(int argc, char **argv)
     for (int r = 0; r < c.reps; r++) {
         warm[r] = s_replay(&c, 0, &log_bytes);
         cold[r] = s_replay(&c, 1, &log_bytes);
-        restart[r] = s_restart(&c);
+        restart[r] = s_restart(&c, &up[r]);
     }
     printf("# log %llu MiB\n", (unsigned long long) (log_bytes >> 20));
     double mi = s_report("restore in place + read all into job memory",
@@ -365,9 +381,17 @@ main(int argc, char **argv)
     double mv = s_report("  same, zero-copy views of whole values", views,
                          c.reps);
     printf("%-48s %8.2f x\n", "  ratio get_into / views (same run)", mi / mv);
+    printf("%-48s %8.0f / %.0f  (of %llu pages)\n",
+           "  page faults per read, get_into / views",
+           bench_median_d(fi, (size_t) c.reps),
+           bench_median_d(fv, (size_t) c.reps),
+           (unsigned long long) (c.total / 4096));
     s_report("log replay, file in page cache", warm, c.reps);
     s_report("log replay, file dropped from cache", cold, c.reps);
     s_report("restart: replay + open + restore + read all", restart, c.reps);
+    printf("%-48s %8.2f s of %.2f s\n", "  of which replay (server up)",
+           bench_median_d(up, (size_t) c.reps),
+           (double) c.total / 1e9 / bench_median_d(restart, (size_t) c.reps));
     free(c.pat);
     free(c.job);
     bench_rmtree(c.rundir);
