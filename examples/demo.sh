@@ -8,8 +8,11 @@
 # program on every node record its metrics through telem.h, reads them back
 # across the nodes with telem_client, then kills one node with SIGKILL and
 # shows that the next query still returns within its deadline, naming the
-# node that did not answer.  Last, a resilient job under telem_launch loses
-# a node, restarts on the reserve and resumes from the dictionary.
+# node that did not answer.  Then a resilient job under telem_launch loses
+# a node, restarts on the reserve and resumes from the dictionary.  Last,
+# the slow-device scenario (examples/slow_gpu.sh): a real load slows one
+# node's device, slowgpu finds it, and the launcher restarts the job
+# without that node.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -100,5 +103,21 @@ wait "$launcher" || rc=$?
 grep "restart" "$work/job.log" | sed 's/^[^]]*] //' || true
 grep -E "resumed|semicircle|checksum" "$work/job.out" || true
 echo "telem_launch exit status $rc (0 = the job finished on the nodes left)"
+job_rc=$rc
+unset TELEM_RUNDIR TELEM_NODEFILE TELEM_DICT_NODEFILE
 
+step "10. A slow device: slowgpu finds it and telem_launch restarts without its node"
+rc=0
+TELEM_BIN=$bin bash "$top/examples/slow_gpu.sh" "$work/slow_gpu.svg" \
+    >"$work/sg.out" 2>"$work/sg.log" || rc=$?
+grep -E "^== telem_l" "$work/sg.out" || true
+sed -n '/^== summary/,$p' "$work/sg.out" \
+    | grep -E "restart [0-9]+ \(of at most|resumed at|semicircle law" \
+    | sed 's/^[^]]*] //' || true
+echo "slow_gpu.sh exit status $rc"
+
+if [ "$job_rc" != 0 ] || [ "$rc" != 0 ]; then
+    echo "demo finished, but a job failed (logs above)" >&2
+    exit 1
+fi
 echo "demo finished"

@@ -10,7 +10,7 @@
 #                checksum: no iteration lost or counted twice) and passes
 #                the semicircle check.
 # The detector-driven slow_gpu scenario (a contending load, slowgpu) is
-# examples/slow_gpu.sh; it needs quiet cores and is not part of the suite.
+# examples/slow_gpu.sh, run by it_slow_gpu.sh.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 L=$TELEM_BIN/telem_launch
 unset TELEM_LEVEL TELEM_DICT_NODEFILE SLURM_JOB_NODELIST || true
