@@ -191,7 +191,6 @@ main(int argc, char **argv)
     }
     telem_log_init("telem_dictd", a.level);
     zsys_init();
-    zsys_handler_set(NULL);
     zsys_catch_interrupts();
     a.cfg.node = a.node;
     a.cfg.rundir = a.rundir;
