@@ -42,7 +42,9 @@ enum {
 
 /* Operations (telem_dict_op_t.op). */
 enum {
-    TELEM_DOP_GET = 1,      /* -> version, value frame */
+    TELEM_DOP_GET = 1,      /* -> version, value frame; arg > 0: the value
+                               streamed in frames of arg bytes (>= 4 KiB),
+                               the only op of its request */
     TELEM_DOP_PUT = 2,      /* value frame -> new version */
     TELEM_DOP_DEL = 3,      /* -> 0 or TELEM_ENOTFOUND */
     TELEM_DOP_CAS = 4,      /* arg = expected version (0: absent); value */
