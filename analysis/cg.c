@@ -127,8 +127,9 @@ cg_set_user_test(cg_t *g, const char *metric, const char *program)
     return rc;
 }
 
-int
-cg_set_devices(cg_t *g, const char *list)
+/* Parses a device list ("0,2-3"; NULL or "all": none) into *out / *n. */
+static int
+s_set_list(cg_t *g, const char *list, long **out, size_t *n_out)
 {
     long tmp[S_DEVICES_MAX];
     size_t n = 0;
@@ -142,10 +143,16 @@ cg_set_devices(cg_t *g, const char *list)
         return TELEM_ENOMEM;
     if (n)
         memcpy(copy, tmp, n * sizeof *copy);
-    free(g->devices);
-    g->devices = copy;
-    g->ndevices = n;
+    free(*out);
+    *out = copy;
+    *n_out = n;
     return 0;
+}
+
+int
+cg_set_devices(cg_t *g, const char *list)
+{
+    return s_set_list(g, list, &g->devices, &g->ndevices);
 }
 
 int
@@ -182,22 +189,7 @@ cg_set_spread(cg_t *g, int spread)
 int
 cg_set_local_devices(cg_t *g, const char *list)
 {
-    long tmp[S_DEVICES_MAX];
-    size_t n = 0;
-    if (g->started)
-        return TELEM_ESTATE;
-    if (list && strcmp(list, "all") != 0
-        && telem_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
-        return TELEM_EINVAL;
-    long *copy = n ? malloc(n * sizeof *copy) : NULL;
-    if (n && !copy)
-        return TELEM_ENOMEM;
-    if (n)
-        memcpy(copy, tmp, n * sizeof *copy);
-    free(g->local);
-    g->local = copy;
-    g->nlocal = n;
-    return 0;
+    return s_set_list(g, list, &g->local, &g->nlocal);
 }
 
 int
