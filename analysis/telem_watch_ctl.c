@@ -13,6 +13,7 @@
 #include "telem_watch_cli.h"
 #include "telem_cli.h"
 #include "telem_paths.h"
+#include "telem_sock.h"
 #include "telem_time.h"
 
 #include <czmq.h>
@@ -231,19 +232,22 @@ s_exchange(s_ctl_t *c, const char *ep)
     int rc = 1;
     telem_encoder_t *enc = telem_encoder_new();
     telem_decoder_t *dec = telem_decoder_new();
-    zsock_t *s = zsock_new(ZMQ_DEALER);
+    zsock_t *s = NULL;
     zpoller_t *p = NULL;
     const void *data;
     size_t size;
     c->req.id = ((uint64_t) getpid() << 32) ^ (uint64_t) telem_mono_ns();
-    if (!enc || !dec || !s ||
+    if (!enc || !dec ||
         telem_encode_watch_ctl(enc, &c->req, &data, &size) != 0) {
         fprintf(stderr, S_PROG ": cannot build the request\n");
         goto out;
     }
-    zsock_set_linger(s, 0);
-    zsock_set_maxmsgsize(s, TELEM_PROTO_MAX_MSG);
-    if (zsock_connect(s, "%s", ep) < 0) {
+    const telem_sock_opts_t o = {
+        .max_msg = TELEM_PROTO_MAX_MSG, .sndhwm = TELEM_SOCK_KEEP,
+        .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
+        .sndtimeo_ms = TELEM_SOCK_KEEP,
+    };
+    if (!(s = telem_sock_new_connect(ZMQ_DEALER, &o, ep))) {
         fprintf(stderr, S_PROG ": bad endpoint %s\n", ep);
         goto out;
     }

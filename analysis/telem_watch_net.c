@@ -15,6 +15,7 @@
  */
 #include "telem_watch.h"
 #include "telem_paths.h"
+#include "telem_sock.h"
 
 #include <czmq.h>
 #include <errno.h>
@@ -69,16 +70,18 @@ s_take_dir(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
     return 0;
 }
 
-static int
-s_bind(zsock_t *sock, const char *ep, char *out, size_t out_size, char *why,
-       size_t why_size)
+/* Makes a socket of `type` with `o` and binds it to ep; the endpoint
+ * actually bound (tcp://...:0 resolved) goes to out. */
+static zsock_t *
+s_bind(int type, const telem_sock_opts_t *o, const char *ep, char *out,
+       size_t out_size, char *why, size_t why_size)
 {
-    if (zsock_bind(sock, "%s", ep) < 0)
-        return snprintf(why, why_size, "cannot bind %s: %s", ep,
-                        zmq_strerror(zmq_errno())), -1;
-    const char *real = zsock_endpoint(sock);   /* tcp://...:* resolved */
-    snprintf(out, out_size, "%s", real && *real ? real : ep);
-    return 0;
+    int err = 0;
+    zsock_t *s = telem_sock_new_bind(type, o, ep, out, out_size, &err);
+    if (!s)
+        snprintf(why, why_size, "cannot bind %s: %s", ep,
+                 err == TELEM_EIO ? zmq_strerror(errno) : telem_strerror(err));
+    return s;
 }
 
 static int
@@ -103,36 +106,36 @@ s_write_endpoints(tw_net_t *self, char *why, size_t why_size)
 static zsock_t *
 s_dealer(const char *ep)
 {
-    zsock_t *s = zsock_new(ZMQ_DEALER);
-    if (!s)
-        return NULL;
-    zsock_set_linger(s, 0);
-    zsock_set_sndhwm(s, 16);
-    zsock_set_maxmsgsize(s, 1 << 20);
-    if (zsock_connect(s, "%s", ep) < 0)
-        zsock_destroy(&s);
-    return s;
+    const telem_sock_opts_t o = {
+        .max_msg = 1 << 20, .sndhwm = 16, .rcvhwm = TELEM_SOCK_KEEP,
+        .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
+    };
+    return telem_sock_new_connect(ZMQ_DEALER, &o, ep);
 }
 
 static int
 s_sockets(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
 {
     char def[TELEM_PATH_MAX + 16];
-    self->pub = zsock_new(ZMQ_PUB);
-    self->ctl = zsock_new(ZMQ_ROUTER);
-    if (!self->pub || !self->ctl)
-        return snprintf(why, why_size, "cannot create sockets"), -1;
-    zsock_set_linger(self->pub, 0);
-    zsock_set_sndhwm(self->pub, 10000);
-    zsock_set_linger(self->ctl, 0);
-    zsock_set_maxmsgsize(self->ctl, 1 << 20);
+    const telem_sock_opts_t pub = {
+        .max_msg = TELEM_SOCK_KEEP, .sndhwm = 10000,
+        .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
+        .sndtimeo_ms = TELEM_SOCK_KEEP,
+    };
+    const telem_sock_opts_t ctl = {
+        .max_msg = 1 << 20, .sndhwm = TELEM_SOCK_KEEP,
+        .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
+        .sndtimeo_ms = TELEM_SOCK_KEEP,
+    };
     snprintf(def, sizeof def, "ipc://%s/pub.sock", self->dir);
-    if (s_bind(self->pub, o->pub_ep ? o->pub_ep : def, self->pub_ep,
-               sizeof self->pub_ep, why, why_size))
+    if (!(self->pub = s_bind(ZMQ_PUB, &pub, o->pub_ep ? o->pub_ep : def,
+                             self->pub_ep, sizeof self->pub_ep, why,
+                             why_size)))
         return -1;
     snprintf(def, sizeof def, "ipc://%s/ctl.sock", self->dir);
-    if (s_bind(self->ctl, o->ctl_ep ? o->ctl_ep : def, self->ctl_ep,
-               sizeof self->ctl_ep, why, why_size))
+    if (!(self->ctl = s_bind(ZMQ_ROUTER, &ctl, o->ctl_ep ? o->ctl_ep : def,
+                             self->ctl_ep, sizeof self->ctl_ep, why,
+                             why_size)))
         return -1;
     if (!o->restart_ep)
         return 0;

@@ -21,6 +21,7 @@
 
 #include "telem_error.h"
 #include "telem_log.h"
+#include "telem_sock.h"
 #include "telem_time.h"
 
 #define S_REQUEST_MAX (1 << 20)      /* bytes of one restart request */
@@ -209,18 +210,24 @@ s_sockets(tl_job_t *self, char *why, size_t why_size)
     self->enc = telem_encoder_new();
     self->dec = telem_decoder_new();
     self->loop = zloop_new();
-    self->restart_sock = zsock_new(ZMQ_ROUTER);
-    if (!self->enc || !self->dec || !self->loop || !self->restart_sock) {
+    if (!self->enc || !self->dec || !self->loop) {
         snprintf(why, why_size, "out of memory");
         return TELEM_ENOMEM;
     }
-    zsock_set_maxmsgsize(self->restart_sock, S_REQUEST_MAX);
-    zsock_set_linger(self->restart_sock, 0);
-    zsock_set_sndtimeo(self->restart_sock, 0);
-    if (zsock_bind(self->restart_sock, "%s", self->restart_ep) < 0) {
-        snprintf(why, why_size, "cannot bind %s: %s", self->restart_ep,
-                 zmq_strerror(zmq_errno()));
-        return TELEM_EIO;
+    const telem_sock_opts_t o = {
+        .max_msg = S_REQUEST_MAX, .sndhwm = TELEM_SOCK_KEEP,
+        .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0, .sndtimeo_ms = 0,
+    };
+    int err = 0;
+    self->restart_sock = telem_sock_new_bind(ZMQ_ROUTER, &o, self->restart_ep,
+                                             NULL, 0, &err);
+    if (!self->restart_sock) {
+        if (err == TELEM_ENOMEM)
+            snprintf(why, why_size, "out of memory");
+        else
+            snprintf(why, why_size, "cannot bind %s: %s", self->restart_ep,
+                     zmq_strerror(errno));
+        return err ? err : TELEM_EIO;
     }
     return 0;
 }
