@@ -1,7 +1,11 @@
 /* telem_dict.c - command-line client of the distributed dictionary, for
  * scripts and tests: one operation per run, through ddict.h only.
+ *
+ * The flags are read by telem_cli's shared loop, which lets them stand
+ * anywhere among the words (put -s NS KEY VALUE); the operands, the
+ * command and its arguments, are checked against the command only once
+ * the dictionary is open (a wrong count is a bad command line, status 2).
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +155,44 @@ s_run(ddict_t *d, int argc, char **argv, int replicas)
 typedef struct {
     const char *nodefile, *ns;
     int64_t timeout, replicas;
+    int argc;                   /* the command and its arguments */
+    char **argv;
 } s_args_t;
+
+/* One flag for telem_cli_parse_spec(); returns 0 or 2 (bad value). */
+static int
+s_option(void *arg, int c, char *v)
+{
+    s_args_t *a = arg;
+    switch (c) {
+    case 'N': a->nodefile = v; return 0;
+    case 's': a->ns = v; return 0;
+    case 't':
+        if (telem_cli_int64(v, 1, INT64_MAX, &a->timeout))
+            return telem_cli_bad(S_PROG, "--timeout", v,
+                                 "milliseconds, above 0");
+        return 0;
+    case 'R':
+        if (telem_cli_int64(v, 0, 4, &a->replicas))
+            return telem_cli_bad(S_PROG, "--replicas", v,
+                                 "an integer from 0 to 4");
+        return 0;
+    default: return 2;
+    }
+}
+
+/* The operands: a command is required; its arguments are checked by
+   s_run(). */
+static int
+s_command(void *arg, int argc, char **argv)
+{
+    s_args_t *a = arg;
+    if (argc == 0)
+        return telem_cli_error(S_PROG, "a command is required");
+    a->argc = argc;
+    a->argv = argv;
+    return 0;
+}
 
 /* Returns 0 to run, 1 after --help, 2 on a usage error. */
 static int
@@ -161,28 +202,11 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "nodefile", 1, NULL, 'N' }, { "ns", 1, NULL, 's' },
         { "timeout", 1, NULL, 't' }, { "replicas", 1, NULL, 'R' },
         { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "N:s:t:R:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'N': a->nodefile = optarg; break;
-        case 's': a->ns = optarg; break;
-        case 't':
-            if (telem_cli_int64(optarg, 1, INT64_MAX, &a->timeout))
-                return telem_cli_bad(S_PROG, "--timeout", optarg,
-                                     "milliseconds, above 0");
-            break;
-        case 'R':
-            if (telem_cli_int64(optarg, 0, 4, &a->replicas))
-                return telem_cli_bad(S_PROG, "--replicas", optarg,
-                                     "an integer from 0 to 4");
-            break;
-        case 'h': fputs(s_usage, stdout); return 1;
-        default: return telem_cli_hint(S_PROG);
-        }
-    }
-    if (optind >= argc)
-        return telem_cli_error(S_PROG, "a command is required");
-    return 0;
+    const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage, .shortopts = "N:s:t:R:h",
+        .longopts = opts, .option = s_option, .operands = s_command,
+    };
+    return telem_cli_parse_spec(&spec, argc, argv, a);
 }
 
 int
@@ -196,10 +220,10 @@ main(int argc, char **argv)
     ddict_t *d = ddict_open(a.nodefile, a.ns, a.timeout, &err);
     if (!d)
         return s_fail("open", err);
-    rc = s_run(d, argc - optind, argv + optind, (int) a.replicas);
+    rc = s_run(d, a.argc, a.argv, (int) a.replicas);
     ddict_close(&d);
     if (rc == 1000)
         return telem_cli_error(S_PROG, "unknown command or wrong "
-                               "arguments: %s", argv[optind]);
-    return rc ? s_fail(argv[optind], rc) : 0;
+                               "arguments: %s", a.argv[0]);
+    return rc ? s_fail(a.argv[0], rc) : 0;
 }

@@ -2,10 +2,12 @@
  * the actor, wait for a signal or a shutdown request.
  *
  * Everything else lives in ddict_actor.c (sockets, loop) and
- * ddict_server*.c (what messages mean).
+ * ddict_server*.c (what messages mean).  The flags are read by
+ * telem_cli's shared loop; the defaults that depend on the environment
+ * (node name, run directory, node file) are filled in after it, so that
+ * --help and a bad flag never look at the machine.
  */
 #include <czmq.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,35 +133,23 @@ s_option(s_args_t *a, int c, const char *arg)
     return 2;
 }
 
+/* One flag for telem_cli_parse(): --version here (1: the run ends,
+   successfully), the rest in s_option() (0, or 2 for a bad value). */
 static int
-s_parse(s_args_t *a, int argc, char **argv)
+s_flag(void *arg, int c, char *v)
 {
-    static const struct option opts[] = {
-        { "node", 1, NULL, 'n' }, { "rundir", 1, NULL, 'r' },
-        { "nodefile", 1, NULL, 'N' }, { "nodes", 1, NULL, 'a' },
-        { "replicas", 1, NULL, 'R' }, { "sync", 1, NULL, 's' },
-        { "bind", 1, NULL, 'b' }, { "port", 1, NULL, 'p' },
-        { "log-level", 1, NULL, 'l' }, { "help", 0, NULL, 'h' },
-        { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "n:r:N:a:R:s:b:p:l:hV", opts, NULL))
-           != -1) {
-        if (c == 'h') {
-            fputs(s_usage, stdout);
-            exit(0);
-        }
-        if (c == 'V') {
-            puts("telem_dictd 0.1.0");
-            exit(0);
-        }
-        if (c == '?')
-            return telem_cli_hint(S_PROG);
-        int rc = s_option(a, c, optarg);
-        if (rc)
-            return rc;
+    if (c == 'V') {
+        puts(S_PROG " 0.1.0");
+        return 1;
     }
-    if (optind < argc)
-        return s_bad("argument", argv[optind], "no arguments are taken");
+    return s_option(arg, c, v);
+}
+
+/* Fills in what the command line left out: node name, run directory,
+   node file; and the TCP endpoint from --bind and --port. */
+static int
+s_finish(s_args_t *a)
+{
     if (!a->node[0] && telem_node_default(a->node, sizeof a->node))
         return s_bad("--node", "", "no usable default");
     if (!a->rundir[0] && telem_rundir_default(a->rundir, sizeof a->rundir))
@@ -177,6 +167,23 @@ s_parse(s_args_t *a, int argc, char **argv)
     return 0;
 }
 
+/* Returns 0 to run, 1 after --help or --version, 2 on a bad command
+   line. */
+static int
+s_parse(s_args_t *a, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "node", 1, NULL, 'n' }, { "rundir", 1, NULL, 'r' },
+        { "nodefile", 1, NULL, 'N' }, { "nodes", 1, NULL, 'a' },
+        { "replicas", 1, NULL, 'R' }, { "sync", 1, NULL, 's' },
+        { "bind", 1, NULL, 'b' }, { "port", 1, NULL, 'p' },
+        { "log-level", 1, NULL, 'l' }, { "help", 0, NULL, 'h' },
+        { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 } };
+    int rc = telem_cli_parse(S_PROG, s_usage, argc, argv,
+                             "n:r:N:a:R:s:b:p:l:hV", opts, s_flag, a);
+    return rc ? rc : s_finish(a);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -187,7 +194,7 @@ main(int argc, char **argv)
     int rc = s_parse(&a, argc, argv);
     if (rc) {
         free(a.list);
-        return rc;
+        return rc == 1 ? 0 : rc;
     }
     telem_log_init("telem_dictd", a.level);
     zsys_init();

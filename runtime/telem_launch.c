@@ -3,10 +3,11 @@
  *
  * Everything the job does lives in launch_job.c and its siblings; this
  * file only turns words into a tl_job_config_t, so that every flag is
- * checked in one place with a message that names it.
+ * checked in one place with a message that names it.  The words are read
+ * by telem_cli's shared loop with a '+' in front of the short options:
+ * the first operand is the program, and every word after it is the
+ * program's own, even one that looks like a flag of ours.
  */
-#include <errno.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
@@ -16,12 +17,14 @@
 #include <unistd.h>
 
 #include "launch_job.h"
+#include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
 #include "telem_time.h"
 
+#define S_PROG "telem_launch"
 #define S_DETECTORS_MAX 16
 
 static const char s_usage[] =
@@ -101,20 +104,17 @@ typedef struct {
 static int
 s_bad(const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "telem_launch: invalid %s '%s': %s\n"
-            "Try 'telem_launch --help'.\n", flag, value, why);
-    return TL_EXIT_USAGE;
+    return telem_cli_bad(S_PROG, flag, value, why);
 }
 
+/* Parses all of `s` as a whole number in [lo, hi] (written as an integer
+   or as a float with no fraction, "2e3"). */
 static int
-s_number(const char *s, double lo, double hi, int integer, double *out)
+s_integer(const char *s, double lo, double hi, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi
-        || (integer && v != floor(v)))
-        return -1;
+    double v;
+    if (telem_cli_number(s, lo, hi, &v) || v != floor(v))
+        return TELEM_EINVAL;
     *out = v;
     return 0;
 }
@@ -124,7 +124,7 @@ static int
 s_count(const char *flag, const char *v, double lo, double hi, long *out)
 {
     double d;
-    if (s_number(v, lo, hi, 1, &d)) {
+    if (s_integer(v, lo, hi, &d)) {
         char why[96];
         snprintf(why, sizeof why, "an integer from %.0f to %.0f", lo, hi);
         return s_bad(flag, v, why);
@@ -137,7 +137,7 @@ static int
 s_seconds(const char *flag, const char *v, double lo, int64_t *out)
 {
     double d;
-    if (s_number(v, lo, 86400.0 * 365, 0, &d)) {
+    if (telem_cli_number(v, lo, 86400.0 * 365, &d)) {
         char why[96];
         snprintf(why, sizeof why, "seconds, at least %g", lo);
         return s_bad(flag, v, why);
@@ -151,18 +151,6 @@ enum {
     O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_RUNDIR, O_BINDIR,
     O_LOGLEVEL
 };
-
-static int
-s_log_level(const char *v, telem_log_level_t *out)
-{
-    static const char *const names[] = { "error", "warn", "info", "debug" };
-    for (int i = 0; i < 4; i++)
-        if (strcmp(v, names[i]) == 0) {
-            *out = (telem_log_level_t) i;
-            return 0;
-        }
-    return s_bad("--log-level", v, "one of error, warn, info, debug");
-}
 
 static int
 s_option_nodes(s_args_t *a, int c, const char *v)
@@ -236,7 +224,7 @@ s_option(s_args_t *a, int c, const char *v)
     case O_BIND: j->bind_addr = v; return 0;
     case O_RUNDIR: j->rundir = v; return 0;
     case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
-    case O_LOGLEVEL: return s_log_level(v, &a->loglevel);
+    case O_LOGLEVEL: return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default: return TL_EXIT_USAGE;
     }
 }
@@ -258,52 +246,52 @@ static const struct option s_opts[] = {
     { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 };
 
-/* Returns 0 to go on, -1 after --help/--version, or an exit code. */
+/* One flag for telem_cli_parse_spec(): --version here (1: the run ends,
+   successfully), the rest in s_option() (0, or TL_EXIT_USAGE). */
+static int
+s_flag(void *arg, int c, char *v)
+{
+    if (c == 'V') {
+        printf(S_PROG " 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
+        return 1;
+    }
+    return s_option(arg, c, v);
+}
+
+/* The operands: the program and its arguments, all of them kept. */
+static int
+s_program(void *arg, int argc, char **argv)
+{
+    s_args_t *a = arg;
+    if (argc == 0)
+        return telem_cli_error(S_PROG, "no program to run");
+    a->job.program = (const char *const *) argv;
+    a->job.detectors = a->detectors;
+    return 0;
+}
+
+/* Returns 0 to go on, 1 after --help/--version, or TL_EXIT_USAGE. */
 static int
 s_parse(s_args_t *a, int argc, char **argv)
 {
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "+l:x:n:i:reR:fL:d:hV", s_opts,
-                            NULL)) != -1) {
-        if (c == 'h' || c == 'V') {
-            if (c == 'h')
-                fputs(s_usage, stdout);
-            else
-                printf("telem_launch 0.1.0 (protocol %d)\n",
-                       TELEM_PROTO_VERSION);
-            return -1;
-        }
-        if (c == '?') {
-            fputs("Try 'telem_launch --help'.\n", stderr);
-            return TL_EXIT_USAGE;
-        }
-        if ((rc = s_option(a, c, optarg)) != 0)
-            return rc;
-    }
-    if (optind >= argc) {
-        fputs("telem_launch: no program to run\n"
-              "Try 'telem_launch --help'.\n", stderr);
-        return TL_EXIT_USAGE;
-    }
-    a->job.program = (const char *const *) &argv[optind];
-    a->job.detectors = a->detectors;
-    return 0;
+    const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage,
+        .shortopts = "+l:x:n:i:reR:fL:d:hV", .longopts = s_opts,
+        .option = s_flag, .operands = s_program,
+    };
+    return telem_cli_parse_spec(&spec, argc, argv, a);
 }
 
 static int
 s_check_sources(const s_args_t *a)
 {
     int n = (a->local > 0) + a->slurm + (a->template_ != NULL);
-    if (n > 1) {
-        fputs("telem_launch: choose one of --local, --slurm and "
-              "--exec-template\nTry 'telem_launch --help'.\n", stderr);
-        return TL_EXIT_USAGE;
-    }
-    if (!a->template_ != !a->hosts) {
-        fputs("telem_launch: --exec-template and --hosts go together\n"
-              "Try 'telem_launch --help'.\n", stderr);
-        return TL_EXIT_USAGE;
-    }
+    if (n > 1)
+        return telem_cli_error(S_PROG, "choose one of --local, --slurm and "
+                               "--exec-template");
+    if (!a->template_ != !a->hosts)
+        return telem_cli_error(S_PROG, "--exec-template and --hosts go "
+                               "together");
     return 0;
 }
 
@@ -358,7 +346,7 @@ s_defaults(s_args_t *a, const char *argv0)
     tl_job_config_defaults(&a->job);
     const char *env = getenv("TELEM_LEVEL");
     double v;
-    if (env && s_number(env, 0, 4, 1, &v) == 0)
+    if (env && s_integer(env, 0, 4, &v) == 0)
         a->job.level = (int) v;
     a->loglevel = TELEM_LOG_INFO;
     s_default_bindir(a, argv0);
@@ -371,7 +359,7 @@ main(int argc, char **argv)
     s_defaults(&a, argv[0]);
     int rc = s_parse(&a, argc, argv);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc == 1 ? TL_EXIT_OK : rc;
     if ((rc = s_check_sources(&a)) != 0)
         return rc;
     telem_log_init("telem_launch", a.loglevel);
