@@ -11,7 +11,12 @@
  *
  * Appends of small records are packed into one buffer; a record whose
  * value is larger than S_DIRECT flushes the buffer and goes out with one
- * writev() of header, names and the caller's value bytes.
+ * writev() of header, names and the caller's value bytes.  A large value
+ * given as a message is held instead: its header and names go into the
+ * buffer, and the pending iovec list alternates spans of the buffer with
+ * held values, so the next flush writes everything appended, in order,
+ * with one writev().  The buffer is not reused until that flush, so the
+ * spans stay valid.
  */
 #include "ddict_log.h"
 
@@ -36,6 +41,8 @@
 #define S_MAGIC_V1 0x4c444454u     /* "TDDL": zlib CRC-32, not read */
 #define S_BUF (1u << 20)
 #define S_DIRECT (16u << 10)
+#define S_HOLD 256u                /* held values before a forced flush */
+#define S_HOLD_BYTES (1u << 20)    /* held bytes before a forced flush */
 
 struct ddict_log {
     char path[TELEM_PATH_MAX];
@@ -45,6 +52,13 @@ struct ddict_log {
     int dirty;              /* appended since the last sync */
     size_t used;
     uint8_t *buf;
+    /* pending writev: spans of buf and held values, in file order */
+    size_t seg;             /* start of the buffer span not yet in iov */
+    int niov;
+    size_t nheld;
+    uint64_t held_bytes;
+    struct iovec iov[2 * S_HOLD + 1];
+    zmq_msg_t held[S_HOLD];
 };
 
 /* ---------------------------------------------------------------- bytes */
@@ -296,24 +310,85 @@ s_writev_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-int
-ddict_log_flush(ddict_log_t *self)
+/* Forgets what is buffered or held without writing it. */
+static void
+s_drop_pending(ddict_log_t *self)
 {
-    if (self->used == 0)
-        return 0;
-    struct iovec iov = { self->buf, self->used };
-    int rc = s_writev_all(self->fd, &iov, 1);
+    for (size_t i = 0; i < self->nheld; i++)
+        zmq_msg_close(&self->held[i]);
+    self->nheld = 0;
+    self->held_bytes = 0;
+    self->niov = 0;
+    self->seg = 0;
     self->used = 0;
-    return rc;
 }
 
 int
-ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec)
+ddict_log_flush(ddict_log_t *self)
+{
+    if (self->used == 0 && self->niov == 0)
+        return 0;
+    if (self->used > self->seg)
+        self->iov[self->niov++] = (struct iovec) {
+            self->buf + self->seg, self->used - self->seg };
+    int rc = s_writev_all(self->fd, self->iov, self->niov);
+    s_drop_pending(self);
+    return rc;
+}
+
+static int
+s_check(const ddict_rec_t *rec)
 {
     if (rec->type < DDICT_REC_PUT || rec->type > DDICT_REC_MAX
         || rec->klen > DDICT_KEY_MAX || rec->vlen > DDICT_VALUE_MAX
         || (rec->nslen && !rec->ns) || (rec->klen && !rec->key)
         || (rec->vlen && !rec->val))
+        return TELEM_EINVAL;
+    return 0;
+}
+
+int
+ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
+                     zmq_msg_t *val)
+{
+    ddict_rec_t r = *rec;
+    r.val = zmq_msg_data(val);
+    r.vlen = zmq_msg_size(val);
+    if (r.vlen <= S_DIRECT)
+        return ddict_log_append(self, &r);
+    if (s_check(&r) != 0)
+        return TELEM_EINVAL;
+    size_t head = DDICT_LOG_HDR + (size_t) r.nslen + r.klen;
+    if (self->used + head > S_BUF && ddict_log_flush(self) != 0)
+        return TELEM_EIO;
+    zmq_msg_t *h = &self->held[self->nheld];
+    zmq_msg_init(h);
+    if (zmq_msg_copy(h, val) != 0)
+        return TELEM_ENOMEM;
+    self->nheld++;
+    uint8_t *p = self->buf + self->used;
+    s_header(p, &r);
+    if (r.nslen)
+        memcpy(p + DDICT_LOG_HDR, r.ns, r.nslen);
+    if (r.klen)
+        memcpy(p + DDICT_LOG_HDR + r.nslen, r.key, r.klen);
+    self->used += head;
+    self->iov[self->niov++] = (struct iovec) {
+        self->buf + self->seg, self->used - self->seg };
+    self->seg = self->used;
+    self->iov[self->niov++] = (struct iovec) { zmq_msg_data(h), r.vlen };
+    self->held_bytes += r.vlen;
+    self->size += head + r.vlen;
+    self->dirty = 1;
+    if (self->nheld == S_HOLD || self->held_bytes >= S_HOLD_BYTES)
+        return ddict_log_flush(self);
+    return 0;
+}
+
+int
+ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec)
+{
+    if (s_check(rec) != 0)
         return TELEM_EINVAL;
     uint8_t h[DDICT_LOG_HDR];
     s_header(h, rec);
@@ -400,7 +475,7 @@ ddict_log_compact(ddict_log_t *self, ddict_log_dump_fn dump, void *arg)
         goto fail;
     /* The fresh file is the log now: take over its descriptor.  Records
        still buffered for the old file are in the dump already. */
-    self->used = 0;
+    s_drop_pending(self);
     close(self->fd);
     self->fd = fresh->fd;
     self->size = fresh->size;

@@ -44,6 +44,20 @@ ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
     return rc;
 }
 
+/* A PUT record whose value is a message: a large one is held by the log
+ * and written with the rest of the burst, without a copy. */
+int
+ds_log_msg(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
+           zmq_msg_t *val, uint64_t version)
+{
+    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k->ns, k->nslen,
+                      k->key, k->klen, NULL, 0, version };
+    int rc = ddict_log_append_msg(self->log, &r, val);
+    if (rc)
+        self->failed_io = 1;
+    return rc;
+}
+
 int
 ds_reserve(ddict_server_t *self, size_t n)
 {

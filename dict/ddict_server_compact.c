@@ -57,9 +57,8 @@ s_dump_entry(void *arg, uint32_t shard, ddict_entry_t *e)
     ddict_key_t k = ddict_entry_key(e);
     zmq_msg_t *v = ddict_entry_value(e);
     ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k.ns, k.nslen, k.key,
-                      k.klen, zmq_msg_data(v), zmq_msg_size(v),
-                      ddict_entry_version(e) };
-    return ddict_log_append(out, &r);
+                      k.klen, NULL, 0, ddict_entry_version(e) };
+    return ddict_log_append_msg(out, &r, v);
 }
 
 /* Writes the map record of the current map to `out`. */
@@ -180,7 +179,7 @@ s_write_some(ds_compact_t *c, int *rc)
                           it->nslen, kb + it->nslen, it->klen,
                           zmq_msg_data(&it->val), zmq_msg_size(&it->val),
                           it->version };
-        *rc = ddict_log_append(c->fresh, &r);
+        *rc = ddict_log_append_msg(c->fresh, &r, &it->val);
         bytes += DDICT_LOG_HDR + r.nslen + r.klen + r.vlen;
         zmq_msg_close(&it->val);
         zmq_msg_init(&it->val);

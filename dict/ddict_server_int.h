@@ -124,6 +124,8 @@ struct ddict_server {
 int ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
            const ddict_key_t *k, const void *val, uint64_t vlen,
            uint64_t version);
+int ds_log_msg(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
+               zmq_msg_t *val, uint64_t version);
 int ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
                int replicas, uint64_t epoch, int log_it);
 int ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames,

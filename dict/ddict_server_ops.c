@@ -124,8 +124,7 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
     }
     *version = cur + 1;
     s_undo_note(c, shard, k, e);
-    ds_log(self, DDICT_REC_PUT, shard, k, zmq_msg_data(val),
-           zmq_msg_size(val), *version);
+    ds_log_msg(self, shard, k, val, *version);
     if (ddict_store_put(self->store, shard, k, val, *version) != 0) {
         if (c->undo)
             zmq_msg_close(&c->undo[--c->nundo].old);
@@ -551,8 +550,7 @@ ds_rollback(ddict_server_t *self, ds_pending_t *p)
             zmq_msg_t v;
             zmq_msg_init(&v);
             zmq_msg_copy(&v, &u->old);
-            ds_log(self, DDICT_REC_PUT, u->shard, &k, zmq_msg_data(&v),
-                   zmq_msg_size(&v), u->old_version);
+            ds_log_msg(self, u->shard, &k, &v, u->old_version);
             ddict_store_put(self->store, u->shard, &k, &v, u->old_version);
             zmq_msg_close(&v);
         } else if (e) {

@@ -154,8 +154,7 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
     ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
     if (op->op == TELEM_DOP_MERGE && e && ddict_entry_version(e) >= op->arg)
         return 0;
-    ds_log(self, DDICT_REC_PUT, shard, &k, zmq_msg_data(val),
-           zmq_msg_size(val), op->arg);
+    ds_log_msg(self, shard, &k, val, op->arg);
     return ddict_store_put(self->store, shard, &k, val, op->arg);
 }
 

@@ -3,8 +3,8 @@
  * Writes records, reopens and compares what replay hands back; cuts the
  * file at every byte of its last record (a torn write) and flips bytes in
  * it (damage) to check that replay keeps exactly the good prefix and
- * truncates the rest; checks large values (direct writes), compaction and
- * invalid appends.
+ * truncates the rest; checks large values (direct writes), values held
+ * as messages until a flush, compaction and invalid appends.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -273,6 +273,82 @@ test_compact(const char *path)
     CHECK(access(tmp, F_OK) != 0);
 }
 
+/* A message of `size` bytes, every byte `fill`. */
+static void
+s_msg(zmq_msg_t *m, size_t size, int fill)
+{
+    CHECK(zmq_msg_init_size(m, size) == 0);
+    memset(zmq_msg_data(m), fill, size);
+}
+
+/* Values appended as messages are written at the flush, in order with the
+ * records around them, and the caller's messages may be closed at once. */
+static void
+test_held(const char *path)
+{
+    unlink(path);
+    ddict_log_t *log = NULL;
+    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == 0);
+    ddict_rec_t a = s_put("app", "small", "x", 1, 1);
+    ddict_rec_t h = s_put("app", "big", NULL, 0, 2);
+    zmq_msg_t m;
+    CHECK(ddict_log_append(log, &a) == 0);
+    s_msg(&m, 40000, 'A');
+    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
+    zmq_msg_close(&m);
+    s_msg(&m, 10, 'b');       /* small: copied into the buffer */
+    h.version = 3;
+    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
+    zmq_msg_close(&m);
+    s_msg(&m, 70000, 'C');
+    h.version = 4;
+    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
+    zmq_msg_close(&m);
+    uint64_t size = ddict_log_size(log);
+    CHECK(size == 4 * (DDICT_LOG_HDR + 3) + 5 + 3 * 3 + 1 + 40000 + 10
+                      + 70000);
+    CHECK(s_fsize(path) == 0);           /* held until the flush */
+    CHECK(ddict_log_flush(log) == 0);
+    CHECK(s_fsize(path) == (off_t) size);
+    ddict_log_destroy(&log);
+    seen_t s = { 0 };
+    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK(s.n == 4);
+    CHECK(s.rec[0].vlen == 1 && s.val[0][0] == 'x');
+    CHECK(s.rec[1].vlen == 40000 && s.rec[1].version == 2
+          && s.val[1][0] == 'A' && s.val[1][39999] == 'A');
+    CHECK(s.rec[2].vlen == 10 && s.val[2][9] == 'b');
+    CHECK(s.rec[3].vlen == 70000 && s.rec[3].version == 4
+          && s.val[3][69999] == 'C');
+    s_seen_free(&s);
+    /* Past the bound (1 MiB held) the log writes without being asked. */
+    for (int i = 0; i < 60; i++) {
+        s_msg(&m, 20000, i);
+        h.version = (uint64_t) i;
+        CHECK(ddict_log_append_msg(log, &h, &m) == 0);
+        zmq_msg_close(&m);
+    }
+    CHECK(s_fsize(path) > (off_t) size);
+    CHECK(s_fsize(path) < (off_t) ddict_log_size(log));
+    ddict_log_destroy(&log);              /* writes the rest */
+    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK(s.n == 64);
+    for (int i = 0; i < 60; i++)
+        CHECK(s.rec[4 + i].version == (uint64_t) i
+              && s.val[4 + i][19999] == (uint8_t) i);
+    s_seen_free(&s);
+    /* A compaction drops held values: the dump has the live state. */
+    s_msg(&m, 30000, 'D');
+    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
+    zmq_msg_close(&m);
+    CHECK(ddict_log_compact(log, s_dump_two, NULL) == 0);
+    ddict_log_destroy(&log);
+    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK(s.n == 2);
+    s_seen_free(&s);
+    ddict_log_destroy(&log);
+}
+
 /* A log of the first format is refused and left as it was. */
 static void
 test_old_format(const char *path)
@@ -302,6 +378,7 @@ main(void)
     test_damage(path);
     test_large_and_invalid(path);
     test_compact(path);
+    test_held(path);
     CHECK(ddict_log_crc("123456789", 9) == 0xe3069283u);   /* CRC-32C */
     test_old_format(path);
     unlink(path);
