@@ -25,7 +25,10 @@
  * kernel less per byte on ext4 (fewer calls, larger page-cache folios,
  * which are also cheaper to free when compaction deletes the old file);
  * the bound keeps the held values in the CPU's cache between the CRC
- * pass and the kernel's copy (held 16 MiB were slower than none).
+ * pass and the kernel's copy (held 16 MiB were slower than none).  File
+ * space is reserved 8 MiB ahead of the writes (fallocate with
+ * FALLOC_FL_KEEP_SIZE, so the file's size is still its last record's
+ * end), which spares ext4 its per-block delayed allocation in the write.
  * ddict_log_sync() writes the buffer and calls fdatasync(2) once for
  * everything appended since the last sync, which is how a server batches
  * durability (FACTS.md: one sync costs ~180 us).
