@@ -125,7 +125,9 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
     *version = cur + 1;
     s_undo_note(c, shard, k, e);
     ds_log_msg(self, shard, k, val, *version);
-    if (ddict_store_put(self->store, shard, k, val, *version) != 0) {
+    if (e) {
+        ddict_store_replace(self->store, e, val, *version);
+    } else if (ddict_store_put(self->store, shard, k, val, *version) != 0) {
         if (c->undo)
             zmq_msg_close(&c->undo[--c->nundo].old);
         return TELEM_ENOMEM;
@@ -133,7 +135,8 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
     if (c->undo)
         c->undo[c->nundo - 1].new_version = *version;
     if (ddict_map_replicas(self->map) > 1) {
-        e = ddict_store_find(self->store, shard, k);
+        if (!e)
+            e = ddict_store_find(self->store, shard, k);
         s_forward(c, shard, TELEM_DOP_SET, op, *version,
                   ddict_entry_value(e));
     }

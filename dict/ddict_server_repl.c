@@ -155,6 +155,10 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
     if (op->op == TELEM_DOP_MERGE && e && ddict_entry_version(e) >= op->arg)
         return 0;
     ds_log_msg(self, shard, &k, val, op->arg);
+    if (e) {
+        ddict_store_replace(self->store, e, val, op->arg);
+        return 0;
+    }
     return ddict_store_put(self->store, shard, &k, val, op->arg);
 }
 

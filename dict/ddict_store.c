@@ -141,11 +141,7 @@ ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
     uint64_t h = s_hash(k);
     ddict_entry_t **pp = s_slot(t, h, k);
     if (pp && *pp) {
-        ddict_entry_t *e = *pp;
-        self->bytes -= zmq_msg_size(&e->val);
-        zmq_msg_move(&e->val, val);
-        self->bytes += zmq_msg_size(&e->val);
-        e->version = version;
+        ddict_store_replace(self, *pp, val, version);
         return 0;
     }
     if (t->count >= t->nbuckets && s_grow(t) != 0)
@@ -167,6 +163,16 @@ ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
     t->count++;
     self->bytes += e->klen + e->nslen + zmq_msg_size(&e->val);
     return 0;
+}
+
+void
+ddict_store_replace(ddict_store_t *self, ddict_entry_t *e, zmq_msg_t *val,
+                    uint64_t version)
+{
+    self->bytes -= zmq_msg_size(&e->val);
+    zmq_msg_move(&e->val, val);
+    self->bytes += zmq_msg_size(&e->val);
+    e->version = version;
 }
 
 int

@@ -47,6 +47,12 @@ ddict_entry_t *ddict_store_find(ddict_store_t *self, uint32_t shard,
 int ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
                     zmq_msg_t *val, uint64_t version);
 
+/* Sets the value and version of entry `e`, found in this store by
+ * ddict_store_find with no change to the store since: the message is
+ * moved in as by ddict_store_put, without a second lookup.  Cannot fail. */
+void ddict_store_replace(ddict_store_t *self, ddict_entry_t *e,
+                         zmq_msg_t *val, uint64_t version);
+
 /* Removes `k` from `shard`.  Returns 0 or TELEM_ENOTFOUND. */
 int ddict_store_del(ddict_store_t *self, uint32_t shard, const ddict_key_t *k);
 

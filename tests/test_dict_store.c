@@ -68,6 +68,19 @@ test_basic(void)
     CHECK(s_has(st, 3, s_k("ns", "a"), 100, 'y', 2));
     CHECK(ddict_store_size(st, 3) == 1);
     CHECK(ddict_store_bytes(st) == 2 + 1 + 100);
+    /* Replacing through a found entry: moved in, accounted, no new entry. */
+    ddict_key_t ka = s_k("ns", "a");
+    ddict_entry_t *found = ddict_store_find(st, 3, &ka);
+    zmq_msg_t m;
+    CHECK(found && zmq_msg_init_size(&m, 50) == 0);
+    memset(zmq_msg_data(&m), 'q', 50);
+    ddict_store_replace(st, found, &m, 3);
+    CHECK(zmq_msg_size(&m) == 0);
+    zmq_msg_close(&m);
+    CHECK(s_has(st, 3, ka, 50, 'q', 3));
+    CHECK(ddict_store_size(st, 3) == 1);
+    CHECK(ddict_store_bytes(st) == 2 + 1 + 50);
+    CHECK(s_put(st, 3, s_k("ns", "a"), 100, 'y', 2) == 0);
     /* Same key, other namespace; same bytes split differently. */
     CHECK(s_put(st, 3, s_k("", "a"), 1, 'z', 5) == 0);
     CHECK(s_put(st, 3, s_k("n", "sa"), 1, 'w', 6) == 0);
