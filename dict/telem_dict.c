@@ -149,7 +149,7 @@ s_run(ddict_t *d, int argc, char **argv, int replicas)
         free(list);
         return rc;
     }
-    return 1000;
+    return TELEM_EINVAL;                /* s_command() checked the name */
 }
 
 typedef struct {
@@ -183,15 +183,48 @@ s_option(void *arg, int c, char *v)
 
 /* The operands: a command is required; its arguments are checked by
    s_run(). */
+/* The commands: name, operands after it (min, max), and which operand
+ * (1-based; 0 none) must be a non-negative integer. */
+static const struct {
+    const char *name;
+    int min, max, number;
+} s_cmds[] = {
+    { "put", 2, 2, 0 }, { "get", 1, 1, 0 }, { "del", 1, 1, 0 },
+    { "len", 0, 0, 0 }, { "keys", 0, 0, 0 }, { "fill", 1, 2, 1 },
+    { "check", 1, 2, 1 }, { "event-set", 1, 1, 0 },
+    { "event-wait", 2, 2, 2 }, { "event-is-set", 1, 1, 0 },
+    { "checkpoint", 1, 1, 1 }, { "restore", 0, 0, 0 }, { "reform", 1, 1, 0 },
+};
+
+/* Takes the command and its arguments, checked before anything is opened,
+ * for s_run(). */
 static int
 s_command(void *arg, int argc, char **argv)
 {
     s_args_t *a = arg;
+    int64_t v;
     if (argc == 0)
         return telem_cli_error(S_PROG, "a command is required");
-    a->argc = argc;
-    a->argv = argv;
-    return 0;
+    for (size_t i = 0; i < sizeof s_cmds / sizeof s_cmds[0]; i++) {
+        if (strcmp(argv[0], s_cmds[i].name) != 0)
+            continue;
+        if ((argc - 1 < s_cmds[i].min || argc - 1 > s_cmds[i].max) &&
+            s_cmds[i].min == s_cmds[i].max)
+            return telem_cli_error(S_PROG, "%s takes %d argument(s), not %d",
+                                   argv[0], s_cmds[i].min, argc - 1);
+        if (argc - 1 < s_cmds[i].min || argc - 1 > s_cmds[i].max)
+            return telem_cli_error(S_PROG, "%s takes %d or %d arguments, "
+                                   "not %d", argv[0], s_cmds[i].min,
+                                   s_cmds[i].max, argc - 1);
+        int k = s_cmds[i].number;
+        if (k && telem_cli_int64(argv[k], 0, INT64_MAX, &v))
+            return telem_cli_bad(S_PROG, argv[0], argv[k],
+                                 "a non-negative integer");
+        a->argc = argc;
+        a->argv = argv;
+        return 0;
+    }
+    return telem_cli_error(S_PROG, "unknown command: %s", argv[0]);
 }
 
 /* Returns 0 to run, 1 after --help, 2 on a usage error. */
@@ -222,8 +255,5 @@ main(int argc, char **argv)
         return s_fail("open", err);
     rc = s_run(d, a.argc, a.argv, (int) a.replicas);
     ddict_close(&d);
-    if (rc == 1000)
-        return telem_cli_error(S_PROG, "unknown command or wrong "
-                               "arguments: %s", a.argv[0]);
     return rc ? s_fail(a.argv[0], rc) : 0;
 }
