@@ -63,6 +63,8 @@ struct ddict_log {
     zmq_msg_t held[S_HOLD];
 };
 
+static void s_drop_pending(ddict_log_t *self);
+
 /* ---------------------------------------------------------------- bytes */
 
 static void
@@ -282,6 +284,7 @@ ddict_log_destroy(ddict_log_t **self_p)
         ddict_log_flush(self);
         close(self->fd);
     }
+    s_drop_pending(self);       /* a log whose file was taken over */
     free(self->buf);
     free(self);
     *self_p = NULL;
@@ -341,8 +344,9 @@ s_prealloc(ddict_log_t *self)
     if (fallocate(self->fd, FALLOC_FL_KEEP_SIZE, (off_t) from,
                   (off_t) (end - from)) == 0)
         self->alloc_end = end;
-    else
+    else if (errno == EOPNOTSUPP || errno == ENOSYS)
         self->alloc_end = UINT64_MAX;   /* not supported: stop trying */
+    /* else (no space, for one): the write itself says whether it fits */
 }
 
 int
