@@ -16,8 +16,9 @@
  * events (a parked waiter woken by a set, a wait that expires on tick);
  * restart from the log; re-form admin phases (prepare, transfer, commit)
  * including a retry after a prepare that was never committed; log
- * compaction in steps while writes go on, then a restart from the
- * compacted log; streamed gets (the value in frames of a requested size,
+ * compaction in steps while writes go on (small values, and replicated
+ * values over 16 KiB, which the log holds until the burst ends), then a
+ * restart from the compacted log; streamed gets (the value in frames of a requested size,
  * views that outlive the key's deletion; refused beside other ops).
  */
 #include <stdint.h>
@@ -741,6 +742,48 @@ test_streamed_get(void)
     s_net_fini(&net);
 }
 
+/* Values over 16 KiB are held by the logs until the end of the burst:
+ * replicated, compacted in steps, then both servers restarted from their
+ * logs with every last value intact. */
+static void
+test_large_values(void)
+{
+    s_net_t net;
+    s_net_init(&net);
+    net.nsrv = 2;
+    net.compact_min = 64 << 10;
+    const char *two[2] = { "n1", "n2" };
+    s_start(&net, 0, two, 2, 2);
+    s_start(&net, 1, two, 2, 2);
+    static char val[20001], out[20002];
+    char key[8][32], pre[2] = "a";
+    for (int k = 0; k < 8; k++, pre[0]++)
+        s_key_on(two, 2, 0, pre, key[k], sizeof key[k]);
+    for (int i = 0; i < 48; i++) {
+        memset(val, 'A' + i % 26, sizeof val - 1);
+        val[0] = (char) ('a' + i % 8);
+        CHECK(s_one(&net, 0, 10 + (uint64_t) i, TELEM_DOP_PUT, key[i % 8],
+                    val, 0, NULL, NULL, 0) == 0);
+    }
+    ddict_server_stats_t st;
+    ddict_server_stats(net.srv[0], &st);
+    CHECK(st.log_bytes < 48 * 20000);                /* compacted */
+    ddict_server_destroy(&net.srv[0]);
+    ddict_server_destroy(&net.srv[1]);
+    s_start(&net, 0, two, 2, 2);
+    s_start(&net, 1, two, 2, 2);
+    ddict_server_stats(net.srv[1], &st);
+    CHECK(st.keys == 8 && st.dropped_bytes == 0);
+    for (int k = 0; k < 8; k++) {
+        uint64_t v = 0;
+        CHECK(s_one(&net, 0, 100 + (uint64_t) k, TELEM_DOP_GET, key[k], NULL,
+                    0, &v, out, sizeof out) == 0 && v == 6);
+        CHECK(strlen(out) == 20000 && out[0] == 'a' + k
+              && out[19999] == 'A' + (40 + k) % 26);
+    }
+    s_net_fini(&net);
+}
+
 int
 main(void)
 {
@@ -753,5 +796,6 @@ main(void)
     test_reform_retry();
     test_compaction();
     test_streamed_get();
+    test_large_values();
     return check_report("test_dict_server");
 }
