@@ -156,7 +156,7 @@ static int
 s_option_nodes(s_args_t *a, int c, const char *v)
 {
     tl_job_config_t *j = &a->job;
-    long n;
+    long n = 0;
     int rc;
     switch (c) {
     case 'l':
@@ -192,7 +192,7 @@ static int
 s_option(s_args_t *a, int c, const char *v)
 {
     tl_job_config_t *j = &a->job;
-    long n;
+    long n = 0;
     int rc = s_option_nodes(a, c, v);
     if (rc >= 0)
         return rc;
