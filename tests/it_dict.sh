@@ -25,6 +25,11 @@ stop_dict() {    # stop_dict NAME [SIGNAL]
 expect_rc 2 "$TELEM_BIN/telem_dictd" --replicas 9
 expect_rc 2 "$TELEM_BIN/telem_dictd" --sync sometimes
 expect_rc 2 "$D"
+# Commands are checked before any node file is read.
+for bad in "frob" "get" "put k" "fill x" "event-wait e soon" "len extra"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "$TELEM_BIN/telem_dict" -N "$T/no-such-file" $bad
+done
 "$TELEM_BIN/telem_dictd" --help | grep -q Usage || fail "--help"
 
 for n in n1 n2 n3; do start_dict $n --nodes n1,n2,n3; done
@@ -79,7 +84,11 @@ done <"$T/acked"
 [ "$($D -s app get a)" = 1 ] || fail "namespace app after reform"
 
 # Restart every server from its log.
-stop_dict n1; stop_dict n3
+kill -TERM "${DPID[n1]}"
+rc=0
+wait "${DPID[n1]}" || rc=$?
+[ "$rc" = 0 ] || fail "telem_dictd exited $rc after SIGTERM (its help says 0)"
+stop_dict n3
 start_dict n1; start_dict n3
 [ "$($D check 2000 k)" = 2000 ] || fail "keys lost after restart"
 $D event-is-set stop || fail "event lost after restart"
