@@ -262,6 +262,22 @@ s_net_init(s_net_t *net)
     net->nsrv = 3;
 }
 
+/* The two names of a replicated pair, n1 and n2. */
+static const char *const s_pair[2] = { "n1", "n2" };
+
+/* A net of two servers, n1 and n2, replication 2; compact_min 0 keeps
+ * the default compaction threshold. */
+static void
+s_net_two(s_net_t *net, size_t compact_min)
+{
+    s_net_init(net);
+    net->nsrv = 2;
+    if (compact_min)
+        net->compact_min = compact_min;
+    s_start(net, 0, s_pair, 2, 2);
+    s_start(net, 1, s_pair, 2, 2);
+}
+
 static void
 s_net_fini(s_net_t *net)
 {
@@ -424,14 +440,10 @@ static void
 test_replication(void)
 {
     s_net_t net;
-    s_net_init(&net);
-    net.nsrv = 2;
-    const char *two[2] = { "n1", "n2" };
-    s_start(&net, 0, two, 2, 2);
-    s_start(&net, 1, two, 2, 2);
+    s_net_two(&net, 0);
     char key[32], other[32];
-    s_key_on(two, 2, 0, "k", key, sizeof key);
-    s_key_on(two, 2, 1, "o", other, sizeof other);
+    s_key_on(s_pair, 2, 0, "k", key, sizeof key);
+    s_key_on(s_pair, 2, 1, "o", other, sizeof other);
     /* The primary holds the reply until the replica acknowledged. */
     telem_dict_op_t put = s_op(TELEM_DOP_PUT, key, 0);
     const char *vals[1] = { "replicated" };
@@ -459,14 +471,10 @@ static void
 test_replica_down(void)
 {
     s_net_t net;
-    s_net_init(&net);
-    net.nsrv = 2;
-    const char *two[2] = { "n1", "n2" };
-    s_start(&net, 0, two, 2, 2);
-    s_start(&net, 1, two, 2, 2);
+    s_net_two(&net, 0);
     char key[32], fresh[32];
-    s_key_on(two, 2, 0, "k", key, sizeof key);
-    s_key_on(two, 2, 0, "f", fresh, sizeof fresh);
+    s_key_on(s_pair, 2, 0, "k", key, sizeof key);
+    s_key_on(s_pair, 2, 0, "f", fresh, sizeof fresh);
     char out[64] = "";
     uint64_t v = 0;
     CHECK(s_one(&net, 0, 1, TELEM_DOP_PUT, key, "v1", 0, NULL, NULL, 0) == 0);
@@ -484,7 +492,7 @@ test_replica_down(void)
           == TELEM_ENOTFOUND);
     /* Also after a restart from the log. */
     ddict_server_destroy(&net.srv[0]);
-    s_start(&net, 0, two, 2, 2);
+    s_start(&net, 0, s_pair, 2, 2);
     CHECK(s_one(&net, 0, 7, TELEM_DOP_GET, key, NULL, 0, &v, out, sizeof out)
           == 0 && v == 1 && strcmp(out, "v1") == 0);
     CHECK(s_one(&net, 0, 8, TELEM_DOP_GET, fresh, NULL, 0, NULL, NULL, 0)
@@ -587,27 +595,23 @@ static void
 test_reform_retry(void)
 {
     s_net_t net;
-    s_net_init(&net);
-    net.nsrv = 2;
-    const char *two[2] = { "n1", "n2" };
-    s_start(&net, 0, two, 2, 2);
-    s_start(&net, 1, two, 2, 2);
+    s_net_two(&net, 0);
     char key[32];
-    s_key_on(two, 2, 1, "r", key, sizeof key);
+    s_key_on(s_pair, 2, 1, "r", key, sizeof key);
     CHECK(s_one(&net, 1, 1, TELEM_DOP_PUT, key, "kept", 0, NULL, NULL, 0) == 0);
     /* A re-form to epoch 2 reaches n1 only, then its coordinator dies. */
     telem_dict_admin_rep_t rep;
-    CHECK(s_admin(&net, 0, 10, TELEM_DADM_PREPARE, 2, 1, two, 2, &rep) == 0);
+    CHECK(s_admin(&net, 0, 10, TELEM_DADM_PREPARE, 2, 1, s_pair, 2, &rep) == 0);
     CHECK(s_admin(&net, 0, 11, TELEM_DADM_HELLO, 0, 0, NULL, 0, &rep) == 0
           && rep.state == 1 && rep.epoch == 2 && rep.committed == 1);
     CHECK(s_one(&net, 0, 12, TELEM_DOP_LEN, "", NULL, 0, NULL, NULL, 0)
           == TELEM_ESTATE);
     /* A stale prepare is refused; the retry at a later epoch works and
        keeps the data of both servers. */
-    CHECK(s_admin(&net, 0, 13, TELEM_DADM_PREPARE, 2, 1, two, 2, NULL)
+    CHECK(s_admin(&net, 0, 13, TELEM_DADM_PREPARE, 2, 1, s_pair, 2, NULL)
           == TELEM_ESTATE);
     for (int i = 0; i < 2; i++)
-        CHECK(s_admin(&net, i, 20 + i, TELEM_DADM_PREPARE, 3, 1, two, 2, NULL)
+        CHECK(s_admin(&net, i, 20 + i, TELEM_DADM_PREPARE, 3, 1, s_pair, 2, NULL)
               == 0);
     for (int i = 0; i < 2; i++)
         CHECK(s_admin(&net, i, 30 + i, TELEM_DADM_TRANSFER, 3, 0, NULL, 0,
@@ -749,16 +753,11 @@ static void
 test_large_values(void)
 {
     s_net_t net;
-    s_net_init(&net);
-    net.nsrv = 2;
-    net.compact_min = 64 << 10;
-    const char *two[2] = { "n1", "n2" };
-    s_start(&net, 0, two, 2, 2);
-    s_start(&net, 1, two, 2, 2);
+    s_net_two(&net, 64 << 10);
     static char val[20001], out[20002];
     char key[8][32], pre[2] = "a";
     for (int k = 0; k < 8; k++, pre[0]++)
-        s_key_on(two, 2, 0, pre, key[k], sizeof key[k]);
+        s_key_on(s_pair, 2, 0, pre, key[k], sizeof key[k]);
     for (int i = 0; i < 48; i++) {
         memset(val, 'A' + i % 26, sizeof val - 1);
         val[0] = (char) ('a' + i % 8);
@@ -770,8 +769,8 @@ test_large_values(void)
     CHECK(st.log_bytes < 48 * 20000);                /* compacted */
     ddict_server_destroy(&net.srv[0]);
     ddict_server_destroy(&net.srv[1]);
-    s_start(&net, 0, two, 2, 2);
-    s_start(&net, 1, two, 2, 2);
+    s_start(&net, 0, s_pair, 2, 2);
+    s_start(&net, 1, s_pair, 2, 2);
     ddict_server_stats(net.srv[1], &st);
     CHECK(st.keys == 8 && st.dropped_bytes == 0);
     for (int k = 0; k < 8; k++) {
