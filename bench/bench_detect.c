@@ -356,14 +356,11 @@ s_load_file(s_opts_t *o, s_rec_t *rec, const char *path)
 /* ---- judging ----------------------------------------------------------- */
 
 typedef struct {
-    int first_target;        /* round of the first event naming the target */
     int *round;              /* every act event: its round, */
     char *target;            /* and whether it names the target */
     int cap;
     int events;              /* every event */
 } s_replay_t;
-
-
 
 /* A job the recording is cut into: the target and g-1 healthy devices
  * from healthy device `first` on. */
@@ -388,13 +385,12 @@ s_params(det_t *d, const char *params)
     }
 }
 
-/* Feeds rounds [from, to) of job j to a fresh slowgpu with `rule` and the
- * -s parameters, one round per run. */
+/* Feeds every round of job j to a fresh slowgpu with `rule` and the -s
+ * parameters, one round per run. */
 static s_replay_t
-s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule,
-         int from, int to)
+s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule)
 {
-    s_replay_t out = { .first_target = -1 };
+    s_replay_t out = { 0 };
     int err = 0;
     int g = j.g;
     det_t *d = det_new(det_find("slowgpu"), NULL, &err);
@@ -408,7 +404,7 @@ s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule,
     static int64_t ts[S_MAXDEV];
     static double val[S_MAXDEV];
     int target = rec->ndev - 1;
-    for (int k = from; k < to; k++) {
+    for (int k = 0; k < rec->nrounds; k++) {
         size_t n = 0;
         for (int i = 0; i < g; i++) {
             int dv = i == g - 1 ? target : j.first + i;
@@ -441,10 +437,6 @@ s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule,
             out.round[out.events] = k;
             out.target[out.events] = (char) tg;
             out.events++;
-            if (out.first_target < 0 &&
-                strcmp(ev->devices[0].node, rec->node[target]) == 0 &&
-                strcmp(ev->devices[0].device, rec->gpu[target]) == 0)
-                out.first_target = k;
         }
     }
     det_events_destroy(&evs);
@@ -559,7 +551,7 @@ s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
         late[S_NBINS] = { 0 };
     for (int jb = 0; jb < njobs; jb++) {
         s_job_t j = { g, jb * (g - 1) };
-        s_replay_t r = s_replay(o, rec, j, rule, 0, rec->nrounds);
+        s_replay_t r = s_replay(o, rec, j, rule);
         for (int k = 10; k < rec->nrounds; k++)
             if (s_clean_round(o, rec, k))
                 rounds += s_device_rounds(rec, j, k, k + 1);
