@@ -16,10 +16,11 @@
  * checked (status, value length); any error ends the benchmark.
  *
  * A third column is the transport's floor for telem's own message shape:
- * the same requests (one message per round, a header frame and one frame
- * per value) sent through raw libzmq DEALER -> ROUTER to an echo server
- * (this program with --echo-server) that answers each at once with the
- * reply's shape, doing no work.  telem / floor says how much of the gap
+ * the same requests (one message per round: a header frame that carries
+ * the values of up to TELEM_DICT_INLINE_MAX bytes, and one frame per larger
+ * value) sent through raw libzmq DEALER -> ROUTER to an echo server (this
+ * program with --echo-server) that answers each at once with the reply's
+ * shape, doing no work.  telem / floor says how much of the gap
  * to Redis is telem and how much is libzmq's I/O threads.
  *
  * The servers are started by bench/dict_vs_redis.sh; this program only
@@ -38,6 +39,7 @@
 
 #include "bench_common.h"
 #include "ddict.h"
+#include "telem_proto_dict.h"
 
 #define S_KEYS_SMALL 10000
 #define S_KEYS_LARGE 256
@@ -183,17 +185,36 @@ s_zmq_connect(const s_opts_t *o, char *err, size_t size)
     return z;
 }
 
+/* Values that telem carries inside its header frames. */
+static int
+s_inline(size_t vsize)
+{
+    return vsize <= TELEM_DICT_INLINE_MAX;
+}
+
 /* Like telem's client: a header frame (with the keys, here their count
- * stands in), a copied value frame per put; waits for the whole reply. */
+ * stands in, and the small values of puts), a copied value frame per
+ * larger put; waits for the whole reply. */
 static int
 s_zmq_round(void *z, s_thread_t *t, uint64_t *i)
 {
     const s_cell_t *cell = t->cell;
     s_floor_hdr_t h = { (uint8_t) cell->is_get, (uint32_t) cell->depth,
                         (uint32_t) cell->vsize };
-    int more = cell->is_get ? 0 : ZMQ_SNDMORE;
-    int rc = zmq_send(z, &h, sizeof h, more) < 0;
-    for (int k = 0; rc == 0 && !cell->is_get && k < cell->depth; k++)
+    int small = s_inline(cell->vsize);
+    int framed = !cell->is_get && !small;
+    zmq_msg_t hm;
+    size_t hsize = sizeof h + (!cell->is_get && small
+                               ? (size_t) cell->depth * cell->vsize : 0);
+    int rc = zmq_msg_init_size(&hm, hsize) != 0;
+    if (rc == 0) {
+        memcpy(zmq_msg_data(&hm), &h, sizeof h);
+        for (size_t k = 0; hsize > sizeof h && k < (size_t) cell->depth; k++)
+            memcpy((uint8_t *) zmq_msg_data(&hm) + sizeof h
+                   + k * cell->vsize, t->val, cell->vsize);
+        rc = zmq_msg_send(&hm, z, framed ? ZMQ_SNDMORE : 0) < 0;
+    }
+    for (int k = 0; rc == 0 && framed && k < cell->depth; k++)
         rc = zmq_send(z, t->val, cell->vsize,
                       k + 1 < cell->depth ? ZMQ_SNDMORE : 0) < 0;
     zmq_msg_t m;
@@ -204,7 +225,8 @@ s_zmq_round(void *z, s_thread_t *t, uint64_t *i)
         frames++;
     } while (rc == 0 && zmq_msg_more(&m));
     zmq_msg_close(&m);
-    if (rc || frames != (cell->is_get ? (size_t) cell->depth + 1 : 1)) {
+    if (rc || frames != (cell->is_get && !small ? (size_t) cell->depth + 1
+                                                : 1)) {
         snprintf(t->err, sizeof t->err, "zmq floor: %s",
                  rc ? zmq_strerror(zmq_errno()) : "bad reply");
         return -1;
@@ -504,8 +526,10 @@ s_run_all(const s_opts_t *o)
 /* ---------------------------------------------------------------- echo */
 
 /* The floor's server: answers every request at once with the shape of
- * telem's reply (a header frame, and for gets one value frame per op sent
- * from one shared buffer without a copy, as telem sends stored values). */
+ * telem's reply: a header frame, which for gets of small values holds
+ * them (copied, as telem copies them into its header), and for gets of
+ * larger ones one value frame per op sent from one shared buffer without
+ * a copy, as telem sends stored values. */
 static int
 s_echo_server(void)
 {
@@ -534,7 +558,17 @@ s_echo_server(void)
         uint32_t n = h.is_get ? h.n : 0;
         size_t vsize = h.vsize <= sizeof vals ? h.vsize : sizeof vals;
         zmq_msg_send(&id, r, ZMQ_SNDMORE);
-        zmq_send(r, "hdr-of-a-reply", 14, n ? ZMQ_SNDMORE : 0);
+        size_t hsize = 14 + (s_inline(vsize) ? n * vsize : 0);
+        zmq_msg_t hm;
+        if (zmq_msg_init_size(&hm, hsize) != 0)
+            break;
+        memcpy(zmq_msg_data(&hm), "hdr-of-a-reply", 14);
+        for (size_t k = 0; hsize > 14 && k < n; k++)
+            memcpy((uint8_t *) zmq_msg_data(&hm) + 14 + k * vsize, vals,
+                   vsize);
+        if (s_inline(vsize))
+            n = 0;
+        zmq_msg_send(&hm, r, n ? ZMQ_SNDMORE : 0);
         for (uint32_t k = 0; k < n; k++) {
             zmq_msg_t v;
             zmq_msg_init_data(&v, vals, vsize, NULL, NULL);

@@ -104,7 +104,8 @@ dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
     if (b->n == b->cap && s_grow(b) != 0)
         return TELEM_ENOMEM;
     size_t i = b->n++;
-    telem_dict_op_t o = { op, val != NULL, 0, key, (uint32_t) klen, arg };
+    telem_dict_op_t o = { .op = op, .val = val != NULL, .key = key,
+                          .klen = (uint32_t) klen, .arg = arg };
     b->ops[i] = o;
     b->vals[i] = val;
     b->vlens[i] = vlen;
@@ -220,8 +221,16 @@ s_send(s_run_t *r, int node, size_t first, size_t n)
     ddict_t *d = r->d;
     ddict_batch_t *b = r->b;
     zsock_t *s = dc_sock(d, node);
-    for (size_t k = 0; k < n; k++)
-        r->tmp[k] = b->ops[r->idx[first + k]];
+    for (size_t k = 0; k < n; k++) {
+        size_t i = r->idx[first + k];
+        telem_dict_op_t *o = &r->tmp[k];
+        *o = b->ops[i];
+        if (o->val && b->vlens[i] <= TELEM_DICT_INLINE_MAX) {
+            o->val = 0;           /* small: in the header, not a frame */
+            o->ival = b->vals[i];
+            o->ivlen = (uint32_t) b->vlens[i];
+        }
+    }
     telem_dict_req_t m = { ++d->next_id, d->epoch, r->ns, r->tmp,
                            (uint32_t) n };
     const void *data;
@@ -236,7 +245,7 @@ s_send(s_run_t *r, int node, size_t first, size_t n)
     rc = dc_send_frame(s, data, size, nvals > 0);
     for (size_t k = 0; rc == 0 && k < n; k++) {
         size_t i = r->idx[first + k];
-        if (b->ops[i].val)
+        if (r->tmp[k].val)
             rc = dc_send_frame(s, b->vals[i], b->vlens[i], --nvals > 0);
     }
     if (rc)
@@ -328,6 +337,28 @@ s_take_into(ddict_batch_t *b, size_t i, void *raw, int *more)
     return fits ? 0 : TELEM_ETOOBIG;
 }
 
+/* Keeps a value that came inside the reply's header as op i's result. */
+static int32_t
+s_take_inline(ddict_batch_t *b, size_t i, const telem_dict_res_t *res)
+{
+    if (b->into[i]) {
+        b->dlen[i] = res->ivlen;
+        if (res->ivlen > b->dcap[i])
+            return TELEM_ETOOBIG;
+        if (res->ivlen)
+            memcpy(b->dst[i], res->ival, res->ivlen);
+        return 0;
+    }
+    zmq_msg_close(&b->rvals[i]);
+    if (zmq_msg_init_size(&b->rvals[i], res->ivlen) != 0) {
+        zmq_msg_init(&b->rvals[i]);
+        return TELEM_ENOMEM;
+    }
+    if (res->ivlen)
+        memcpy(zmq_msg_data(&b->rvals[i]), res->ival, res->ivlen);
+    return 0;
+}
+
 /* Takes one reply message off socket s and applies it. */
 static void
 s_take(s_run_t *r, zsock_t *s)
@@ -363,7 +394,11 @@ s_take(s_run_t *r, zsock_t *s)
         b->done[i] = 1;
         if (!rep->code) {
             b->versions[i] = rep->res[k].version;
-            if (rep->res[k].val && more && b->into[i]) {
+            if (rep->res[k].ival) {
+                int32_t rc = s_take_inline(b, i, &rep->res[k]);
+                if (code == 0)
+                    b->codes[i] = rc;
+            } else if (rep->res[k].val && more && b->into[i]) {
                 int32_t rc = s_take_into(b, i, raw, &more);
                 if (code == 0)
                     b->codes[i] = rc;

@@ -375,6 +375,80 @@ ddict_server_flush(ddict_server_t *self)
 
 /* ---------------------------------------------------------------- input */
 
+/* Gives every value of req a message of its own, as if each had come in a
+ * frame: values carried inline become messages (copied), value frames are
+ * moved, all in op order into self->vals, and the ops, with `val` set for
+ * each, are copied to self->ops.  Only called when some op has an inline
+ * value.  Returns 0 with req and *nvals updated, TELEM_EPROTO when the
+ * frames do not match the ops, or TELEM_ENOMEM. */
+static int
+s_unpack_inline(ddict_server_t *self, telem_dict_req_t *req,
+                zmq_msg_t *frames, size_t nframes, size_t *nvals)
+{
+    int rc = ds_reserve(self, req->nops);
+    if (rc)
+        return rc;
+    size_t f = 0, v = 0;
+    for (uint32_t i = 0; i < req->nops && rc == 0; i++) {
+        telem_dict_op_t *op = &self->ops[i];
+        *op = req->ops[i];
+        if (op->val && f == nframes) {
+            rc = TELEM_EPROTO;
+        } else if (op->val) {
+            zmq_msg_init(&self->vals[v]);
+            zmq_msg_move(&self->vals[v++], &frames[f++]);
+        } else if (op->ival) {
+            if (zmq_msg_init_size(&self->vals[v], op->ivlen) != 0) {
+                rc = TELEM_ENOMEM;
+                break;
+            }
+            memcpy(zmq_msg_data(&self->vals[v++]), op->ival, op->ivlen);
+            op->val = 1;
+            op->ival = NULL;
+            op->ivlen = 0;
+        }
+    }
+    if (rc == 0 && f != nframes)
+        rc = TELEM_EPROTO;
+    if (rc) {
+        ds_close_frames(self->vals, v);
+        return rc;
+    }
+    req->ops = self->ops;
+    *nvals = v;
+    return 0;
+}
+
+static int
+s_has_inline(const telem_dict_req_t *req)
+{
+    for (uint32_t i = 0; i < req->nops; i++)
+        if (req->ops[i].ival)
+            return 1;
+    return 0;
+}
+
+/* A client request or a replication request, values unpacked. */
+static int
+s_ops_request(ddict_server_t *self, zmq_msg_t *route, int type,
+              telem_dict_req_t *req, zmq_msg_t *frames, size_t n)
+{
+    zmq_msg_t *vals = frames;
+    size_t nvals = n;
+    if (s_has_inline(req)) {
+        int rc = s_unpack_inline(self, req, frames, n, &nvals);
+        if (rc)
+            return rc;
+        vals = self->vals;
+    }
+    int rc = type == TELEM_MSG_DICT_REQ
+                 ? ds_client_request(self, route, req, vals, nvals)
+                 : ds_repl_request(self, route, req, vals, nvals);
+    if (vals != frames)
+        ds_close_frames(vals, nvals);
+    return rc;
+}
+
 int
 ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
                      zmq_msg_t *frames, size_t n)
@@ -386,12 +460,9 @@ ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
     if (rc == 0) {
         switch ((int) m.type) {
         case TELEM_MSG_DICT_REQ:
-            rc = ds_client_request(self, route, &m.u.dict_req, frames + 1,
-                                   n - 1);
-            break;
         case TELEM_MSG_DICT_REPL:
-            rc = ds_repl_request(self, route, &m.u.dict_req, frames + 1,
-                                 n - 1);
+            rc = s_ops_request(self, route, (int) m.type, &m.u.dict_req,
+                               frames + 1, n - 1);
             break;
         case TELEM_MSG_DICT_ADMIN:
             rc = ds_admin(self, route, &m.u.dict_admin);

@@ -372,10 +372,18 @@ s_replicate(s_ctx_t *c, uint64_t id)
         for (size_t j = i; frames && ops && j < c->nfwd; j++) {
             if (c->fwd[j].peer != peer)
                 continue;
-            ops[k++] = c->fwd[j].op;
-            if (c->fwd[j].op.val) {
+            telem_dict_op_t *o = &ops[k++];
+            *o = c->fwd[j].op;
+            zmq_msg_t *v = &c->fwd[j].val;
+            size_t vsize = zmq_msg_size(v);
+            if (o->val && vsize <= TELEM_DICT_INLINE_MAX) {
+                /* read while the header is encoded, closed by the caller */
+                o->val = 0;
+                o->ival = vsize ? zmq_msg_data(v) : (const uint8_t *) "";
+                o->ivlen = (uint32_t) vsize;
+            } else if (o->val) {
                 zmq_msg_init(&frames[nv]);
-                zmq_msg_move(&frames[nv++], &c->fwd[j].val);
+                zmq_msg_move(&frames[nv++], v);
             }
             c->fwd[j].peer = -1;
         }
@@ -404,6 +412,56 @@ s_replicate(s_ctx_t *c, uint64_t id)
     return sent;
 }
 
+/* Small result values go inside the reply's header: points each such
+ * result at its frame's bytes (read while the header is encoded). */
+static void
+s_inline_results(s_ctx_t *c, uint32_t nres)
+{
+    const telem_dict_op_t *op0 = &c->req->ops[0];
+    if (c->req->nops == 1 && op0->op == TELEM_DOP_GET && op0->arg)
+        return;               /* streamed: the frames are the point */
+    size_t f = 1;
+    for (uint32_t i = 0; i < nres; i++) {
+        telem_dict_res_t *res = &c->self->res[i];
+        if (!res->val)
+            continue;
+        zmq_msg_t *m = &c->outv[f++];
+        size_t size = zmq_msg_size(m);
+        if (size <= TELEM_DICT_INLINE_MAX) {
+            res->val = 0;
+            res->ival = size ? zmq_msg_data(m) : (const uint8_t *) "";
+            res->ivlen = (uint32_t) size;
+        }
+    }
+}
+
+/* After encoding: closes the frames whose values went inline and closes
+ * the gaps they leave. */
+static void
+s_drop_inlined(s_ctx_t *c, uint32_t nres)
+{
+    size_t f = 1, w = 1;
+    for (uint32_t i = 0; i < nres && f <= c->nout; i++) {
+        const telem_dict_res_t *res = &c->self->res[i];
+        if (res->ival) {
+            zmq_msg_close(&c->outv[f++]);
+        } else if (res->val) {
+            if (w != f) {
+                zmq_msg_init(&c->outv[w]);
+                zmq_msg_move(&c->outv[w], &c->outv[f]);
+            }
+            w++;
+            f++;
+        }
+    }
+    for (; f <= c->nout; f++, w++)   /* a streamed value's frames */
+        if (w != f) {
+            zmq_msg_init(&c->outv[w]);
+            zmq_msg_move(&c->outv[w], &c->outv[f]);
+        }
+    c->nout = w - 1;
+}
+
 static int
 s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
 {
@@ -412,6 +470,7 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
                              nres };
     const void *data;
     size_t size;
+    s_inline_results(c, nres);
     int rc = telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep,
                                    &data, &size);
     if (rc || zmq_msg_init_size(&c->outv[0], size) != 0) {
@@ -420,6 +479,7 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
         return rc ? rc : TELEM_ENOMEM;
     }
     memcpy(zmq_msg_data(&c->outv[0]), data, size);
+    s_drop_inlined(c, nres);
     if (c->nfwd == 0)
         return ds_hold(self, route, c->outv, c->nout + 1);
     ds_pending_t *p = ds_pending_new(self);
@@ -514,9 +574,11 @@ s_rollback_tell(ddict_server_t *self, ds_undo_t *u, const char *ns)
 {
     int owners[DDICT_REPLICAS_MAX];
     int r = ddict_map_owners(self->map, u->shard, owners);
-    telem_dict_op_t op = { u->had ? TELEM_DOP_SET : TELEM_DOP_REMOVE,
-                           (uint8_t) u->had, (uint16_t) u->shard,
-                           u->bytes + u->nslen, u->klen, u->old_version };
+    telem_dict_op_t op = { .op = u->had ? TELEM_DOP_SET : TELEM_DOP_REMOVE,
+                           .val = (uint8_t) u->had,
+                           .shard = (uint16_t) u->shard,
+                           .key = u->bytes + u->nslen, .klen = u->klen,
+                           .arg = u->old_version };
     telem_dict_req_t m = { 0, self->epoch, ns, &op, 1 };
     for (int i = 1; i < r; i++) {
         const void *data;

@@ -190,7 +190,7 @@ ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
 static int
 s_reply_one(ddict_server_t *self, zmq_msg_t *route, uint64_t id, int32_t code)
 {
-    telem_dict_res_t res = { code, 0, 0 };
+    telem_dict_res_t res = { .code = code };
     telem_dict_rep_t rep = { id, self->epoch, 0, &res, 1 };
     const void *data;
     size_t size;

@@ -4,9 +4,11 @@
  * Operations and results are short msgpack arrays, not maps, because a
  * request may carry tens of thousands of them and each map key would cost
  * bytes and a comparison: an op is [op, key (bin), arg, val], a result
- * [code, version, val].  Their vectors are decoded into TP_VEC_DICT; keys
- * are copied into the string arena (a bin of n bytes costs at least n+2 on
- * the wire, so the arena reserved at the frame size always holds them).
+ * [code, version, val]; either has a fifth (fourth) element, a bin, when
+ * its value travels inline.  Their vectors are decoded into TP_VEC_DICT;
+ * keys and inline values are copied into the string arena (a bin of n bytes
+ * costs at least n+2 on the wire, so the arena reserved at the frame size
+ * always holds them).
  * Node lists reuse TP_VEC_METRICS (arrays of names).
  */
 #include "telem_proto_int.h"
@@ -56,17 +58,18 @@ static const tp_field_t s_arep_tab[] = { TP_FV,
 
 /* ---------------------------------------------------------------- decode */
 
-/* Copies a bin into the arena (not NUL-terminated; may hold any byte). */
+/* Copies a bin of at most max bytes into the arena (not NUL-terminated;
+ * may hold any byte); what names it in an error. */
 static int
-s_take_bin(telem_decoder_t *d, telem_rd_t *r, const uint8_t **out,
-           uint32_t *len)
+s_take_bin(telem_decoder_t *d, telem_rd_t *r, uint32_t max, const char *what,
+           const uint8_t **out, uint32_t *len)
 {
     const uint8_t *s;
     int rc = tp_rd_bytes(r, true, &s, len);
     if (rc)
         return rc;
-    if (*len > TELEM_DICT_KEY_MAX)
-        return tp_bad(r, TELEM_ETOOBIG, "key is too long");
+    if (*len > max)
+        return tp_bad(r, TELEM_ETOOBIG, what);
     tp_vec_t *a = &d->vec[TP_VEC_STR];
     if (d->nstr + *len + 1 > a->cap)
         return tp_bad(r, TELEM_EPROTO, "overflows the string arena");
@@ -92,31 +95,39 @@ s_dec_op(telem_decoder_t *d, telem_rd_t *r, telem_dict_op_t *op)
     uint32_t n;
     uint64_t v;
     int rc = tp_rd_count(r, false, 1, &n);
-    if (rc == 0 && n != 4)
-        return tp_bad(r, TELEM_EPROTO, "is not an array of 4");
+    if (rc == 0 && n != 4 && n != 5)
+        return tp_bad(r, TELEM_EPROTO, "is not an array of 4 or 5");
     if (rc || (rc = s_small(r, TELEM_DOP_MAX, &v)) != 0)
         return rc;
     if (v == 0)
         return tp_bad(r, TELEM_EPROTO, "has op 0");
     op->op = (uint8_t) v;
-    if ((rc = s_take_bin(d, r, &op->key, &op->klen)) != 0
+    if ((rc = s_take_bin(d, r, TELEM_DICT_KEY_MAX, "key is too long",
+                         &op->key, &op->klen)) != 0
         || (rc = tp_rd_u64(r, &op->arg)) != 0
         || (rc = s_small(r, 0xffff * 2 + 1, &v)) != 0)
         return rc;
     op->val = (uint8_t) (v & 1);
     op->shard = (uint16_t) (v >> 1);
+    op->ival = NULL;
+    op->ivlen = 0;
+    if (n == 5 && op->val)
+        return tp_bad(r, TELEM_EPROTO, "has a value frame and an inline value");
+    if (n == 5)
+        return s_take_bin(d, r, TELEM_DICT_INLINE_MAX,
+                          "inline value is too long", &op->ival, &op->ivlen);
     return 0;
 }
 
 static int
-s_dec_res(telem_rd_t *r, telem_dict_res_t *res)
+s_dec_res(telem_decoder_t *d, telem_rd_t *r, telem_dict_res_t *res)
 {
     uint32_t n;
     int64_t code;
     uint64_t v;
     int rc = tp_rd_count(r, false, 1, &n);
-    if (rc == 0 && n != 3)
-        return tp_bad(r, TELEM_EPROTO, "is not an array of 3");
+    if (rc == 0 && n != 3 && n != 4)
+        return tp_bad(r, TELEM_EPROTO, "is not an array of 3 or 4");
     if (rc || (rc = tp_rd_i64(r, &code)) != 0)
         return rc;
     if (code > 0 || code < INT32_MIN)
@@ -126,6 +137,14 @@ s_dec_res(telem_rd_t *r, telem_dict_res_t *res)
         || (rc = s_small(r, 1, &v)) != 0)
         return rc;
     res->val = (uint8_t) v;
+    res->ival = NULL;
+    res->ivlen = 0;
+    if (n == 4 && res->val)
+        return tp_bad(r, TELEM_EPROTO, "has a value frame and an inline value");
+    if (n == 4)
+        return s_take_bin(d, r, TELEM_DICT_INLINE_MAX,
+                          "inline value is too long", &res->ival,
+                          &res->ivlen);
     return 0;
 }
 
@@ -145,7 +164,7 @@ s_dec_list(telem_decoder_t *d, telem_rd_t *r, bool is_req, uint32_t *count)
     for (uint32_t i = 0; i < n; i++) {
         uint8_t *slot = (uint8_t *) d->vec[TP_VEC_DICT].p + i * sz;
         rc = is_req ? s_dec_op(d, r, (telem_dict_op_t *) (void *) slot)
-                    : s_dec_res(r, (telem_dict_res_t *) (void *) slot);
+                    : s_dec_res(d, r, (telem_dict_res_t *) (void *) slot);
         if (rc)
             return tp_fail(d, rc, "%s %u %s", is_req ? "op" : "result", i,
                            r->why);
@@ -299,8 +318,11 @@ telem_encode_dict_req(telem_encoder_t *e, int type, const telem_dict_req_t *m,
         const telem_dict_op_t *op = &m->ops[i];
         if (op->op < 1 || op->op > TELEM_DOP_MAX || (op->klen && !op->key))
             return TELEM_EINVAL;
-        if (op->klen > TELEM_DICT_KEY_MAX)
+        if (op->klen > TELEM_DICT_KEY_MAX
+            || (op->ival && op->ivlen > TELEM_DICT_INLINE_MAX))
             return TELEM_ETOOBIG;
+        if (op->ival && op->val)
+            return TELEM_EINVAL;
     }
     int rc = tp_enc_begin(e, type, s_req_tab, TP_NTAB(s_req_tab), m);
     if (rc)
@@ -309,12 +331,14 @@ telem_encode_dict_req(telem_encoder_t *e, int type, const telem_dict_req_t *m,
     e->fail |= msgpack_pack_array(&e->pk, m->nops);
     for (uint32_t i = 0; i < m->nops; i++) {
         const telem_dict_op_t *op = &m->ops[i];
-        e->fail |= msgpack_pack_array(&e->pk, 4);
+        e->fail |= msgpack_pack_array(&e->pk, op->ival ? 5 : 4);
         e->fail |= msgpack_pack_uint8(&e->pk, op->op);
         s_put_bin(e, op->key, op->klen);
         e->fail |= msgpack_pack_uint64(&e->pk, op->arg);
         e->fail |= msgpack_pack_uint32(&e->pk, (uint32_t) op->shard << 1
                                                    | (op->val ? 1u : 0u));
+        if (op->ival)
+            s_put_bin(e, op->ival, op->ivlen);
     }
     return tp_enc_end(e, 0, data, size);
 }
@@ -335,12 +359,16 @@ telem_encode_dict_rep(telem_encoder_t *e, int type, const telem_dict_rep_t *m,
     e->fail |= msgpack_pack_array(&e->pk, m->nres);
     for (uint32_t i = 0; i < m->nres; i++) {
         const telem_dict_res_t *res = &m->res[i];
-        if (res->code > 0)
+        if (res->code > 0 || (res->ival && res->val))
             return TELEM_EINVAL;
-        e->fail |= msgpack_pack_array(&e->pk, 3);
+        if (res->ival && res->ivlen > TELEM_DICT_INLINE_MAX)
+            return TELEM_ETOOBIG;
+        e->fail |= msgpack_pack_array(&e->pk, res->ival ? 4 : 3);
         e->fail |= msgpack_pack_int32(&e->pk, res->code);
         e->fail |= msgpack_pack_uint64(&e->pk, res->version);
         e->fail |= msgpack_pack_uint8(&e->pk, res->val ? 1 : 0);
+        if (res->ival)
+            s_put_bin(e, res->ival, res->ivlen);
     }
     return tp_enc_end(e, 0, data, size);
 }

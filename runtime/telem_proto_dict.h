@@ -8,9 +8,12 @@
  * Dictionary messages are multi-part ZeroMQ messages: the first frame is the
  * msgpack header this codec handles; each operation or result whose `val`
  * flag is set owns the next frame after it, in order, holding the raw value
- * bytes.  Values therefore never pass through msgpack (no copy into or out
- * of a map, and a 64 MiB value is a frame of its own that ZeroMQ can send
- * without copying).
+ * bytes.  Large values therefore never pass through msgpack (no copy into
+ * or out of a map, and a 64 MiB value is a frame of its own that ZeroMQ can
+ * send without copying).  A value of at most TELEM_DICT_INLINE_MAX bytes may
+ * instead travel inside the header (`ival`): a ZeroMQ frame costs more than
+ * copying a small value, so a pipeline of small puts or gets is one frame,
+ * not one per value.  Senders choose; receivers accept both.
  *
  * Keys are binary (msgpack bin, 0..TELEM_DICT_KEY_MAX bytes) and are copied
  * into the decoder's arena like strings; namespaces are strings of
@@ -29,6 +32,7 @@ extern "C" {
 #define TELEM_DICT_KEY_MAX 65535u   /* bytes in a key */
 #define TELEM_DICT_OPS_MAX 65536u   /* operations in one request or reply */
 #define TELEM_DICT_NODES_MAX 1024u  /* nodes in a map */
+#define TELEM_DICT_INLINE_MAX 4096u /* bytes of a value carried in a header */
 
 /* Message types (telem_msg_type_t values 32-63 are the dictionary's). */
 enum {
@@ -77,6 +81,10 @@ typedef struct {
     const uint8_t *key;
     uint32_t klen;
     uint64_t arg;
+    const uint8_t *ival;    /* non-NULL: the value, ivlen bytes (at most
+                               TELEM_DICT_INLINE_MAX), in the header; val
+                               is then 0 */
+    uint32_t ivlen;
 } telem_dict_op_t;
 
 /* TELEM_MSG_DICT_REQ and TELEM_MSG_DICT_REPL. */
@@ -92,6 +100,9 @@ typedef struct {
     int32_t code;           /* 0 or a telem_err_t */
     uint8_t val;            /* 1: a value frame belongs to this result */
     uint64_t version;       /* GET/PUT/CAS: key version; LEN: count */
+    const uint8_t *ival;    /* non-NULL: the value in the header (as in
+                               telem_dict_op_t); val is then 0 */
+    uint32_t ivlen;
 } telem_dict_res_t;
 
 /* TELEM_MSG_DICT_REP and TELEM_MSG_DICT_ACK: one result per operation,

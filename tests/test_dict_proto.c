@@ -14,20 +14,48 @@
 
 static const uint8_t s_kbin[] = { 0, 1, 2, 0xff, 0, 'k' };
 
+static const uint8_t s_small[] = { 'v', 0, 0xff, 7 };
+static uint8_t s_biggest[TELEM_DICT_INLINE_MAX];
+
+#define S_OP(o, v, sh, k, kl, a) \
+    { .op = (o), .val = (v), .shard = (sh), .key = (const uint8_t *) (k), \
+      .klen = (kl), .arg = (a) }
 static const telem_dict_op_t s_ops[] = {
-    { TELEM_DOP_GET, 0, 0, (const uint8_t *) "alpha", 5, 0 },
-    { TELEM_DOP_PUT, 1, 0, s_kbin, sizeof s_kbin, 0 },
-    { TELEM_DOP_CAS, 1, 0, (const uint8_t *) "", 0, UINT64_MAX },
-    { TELEM_DOP_KEYS, 0, 0, (const uint8_t *) "", 0, 255 },
-    { TELEM_DOP_SET, 1, 65535, (const uint8_t *) "x", 1, 7 },
-    { TELEM_DOP_REMOVE, 0, 17, (const uint8_t *) "y", 1, 0 },
+    S_OP(TELEM_DOP_GET, 0, 0, "alpha", 5, 0),
+    S_OP(TELEM_DOP_PUT, 1, 0, s_kbin, sizeof s_kbin, 0),
+    S_OP(TELEM_DOP_CAS, 1, 0, "", 0, UINT64_MAX),
+    S_OP(TELEM_DOP_KEYS, 0, 0, "", 0, 255),
+    S_OP(TELEM_DOP_SET, 1, 65535, "x", 1, 7),
+    S_OP(TELEM_DOP_REMOVE, 0, 17, "y", 1, 0),
+    /* values carried inline: small, empty, the largest allowed */
+    { .op = TELEM_DOP_PUT, .key = (const uint8_t *) "p", .klen = 1,
+      .ival = s_small, .ivlen = sizeof s_small },
+    { .op = TELEM_DOP_SET, .shard = 3, .key = (const uint8_t *) "q",
+      .klen = 1, .arg = 9, .ival = (const uint8_t *) "", .ivlen = 0 },
+    { .op = TELEM_DOP_CAS, .key = (const uint8_t *) "r", .klen = 1,
+      .ival = s_biggest, .ivlen = sizeof s_biggest },
 };
 #define S_NOPS (sizeof s_ops / sizeof s_ops[0])
 
 static const telem_dict_res_t s_res[] = {
-    { 0, 1, 42 }, { TELEM_ENOTFOUND, 0, 0 }, { -64, 0, UINT64_MAX },
-    { INT32_MIN, 0, 1 },
+    { .code = 0, .val = 1, .version = 42 },
+    { .code = TELEM_ENOTFOUND },
+    { .code = -64, .version = UINT64_MAX },
+    { .code = INT32_MIN, .version = 1 },
+    { .code = 0, .version = 5, .ival = s_small, .ivlen = sizeof s_small },
+    { .code = 0, .version = 6, .ival = (const uint8_t *) "", .ivlen = 0 },
 };
+#define S_NRES (sizeof s_res / sizeof s_res[0])
+
+/* Same inline value (both absent, or the same bytes). */
+static bool
+s_same_inline(const uint8_t *a, uint32_t alen, const uint8_t *b,
+              uint32_t blen)
+{
+    if (!a || !b)
+        return !a && !b;
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
 
 static const char *const s_nodes[] = { "n1", "node-2.example", "n3" };
 
@@ -41,7 +69,8 @@ s_same_req(const telem_dict_req_t *a, const telem_dict_req_t *b)
         const telem_dict_op_t *x = &a->ops[i], *y = &b->ops[i];
         if (x->op != y->op || x->val != y->val || x->shard != y->shard
             || x->klen != y->klen || x->arg != y->arg
-            || (x->klen && memcmp(x->key, y->key, x->klen) != 0))
+            || (x->klen && memcmp(x->key, y->key, x->klen) != 0)
+            || !s_same_inline(x->ival, x->ivlen, y->ival, y->ivlen))
             return false;
     }
     return true;
@@ -55,7 +84,9 @@ s_same_rep(const telem_dict_rep_t *a, const telem_dict_rep_t *b)
         return false;
     for (uint32_t i = 0; i < a->nres; i++)
         if (a->res[i].code != b->res[i].code || a->res[i].val != b->res[i].val
-            || a->res[i].version != b->res[i].version)
+            || a->res[i].version != b->res[i].version
+            || !s_same_inline(a->res[i].ival, a->res[i].ivlen,
+                              b->res[i].ival, b->res[i].ivlen))
             return false;
     return true;
 }
@@ -106,7 +137,7 @@ test_rep_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
 {
     int types[] = { TELEM_MSG_DICT_REP, TELEM_MSG_DICT_ACK };
     for (int t = 0; t < 2; t++) {
-        telem_dict_rep_t m = { UINT64_MAX, 3, 0, s_res, 4 };
+        telem_dict_rep_t m = { UINT64_MAX, 3, 0, s_res, (uint32_t) S_NRES };
         telem_dict_rep_t whole = { 5, 9, TELEM_ESTATE, NULL, 0 };
         const telem_dict_rep_t *all[2] = { &m, &whole };
         for (int k = 0; k < 2; k++) {
@@ -177,6 +208,15 @@ test_encoder_refusals(telem_encoder_t *e)
     bad.klen = 3;
     CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
              TELEM_EINVAL);
+    /* An inline value over the limit, or beside a value frame. */
+    bad = s_ops[8];
+    bad.ivlen = TELEM_DICT_INLINE_MAX + 1;
+    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+             TELEM_ETOOBIG);
+    bad = s_ops[6];
+    bad.val = 1;
+    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+             TELEM_EINVAL);
     m.ops = NULL;
     CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
              TELEM_EINVAL);
@@ -185,10 +225,18 @@ test_encoder_refusals(telem_encoder_t *e)
     CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
              TELEM_ETOOBIG);
 
-    telem_dict_res_t pos = { 1, 0, 0 };
+    telem_dict_res_t pos = { .code = 1 };
     telem_dict_rep_t r = { 1, 0, 0, &pos, 1 };
     CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
              TELEM_EINVAL);
+    pos = s_res[4];
+    pos.val = 1;
+    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
+             TELEM_EINVAL);
+    pos.val = 0;
+    pos.ivlen = TELEM_DICT_INLINE_MAX + 1;
+    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
+             TELEM_ETOOBIG);
     r.nres = 0;
     r.code = 3;
     CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_ACK, &r, &data, &size),
@@ -242,7 +290,7 @@ test_truncation(telem_encoder_t *e, telem_decoder_t *d)
     telem_dict_req_t q = { 1, 2, "ns", s_ops, (uint32_t) S_NOPS };
     CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REPL, &q, &data, &size), 0);
     s_truncate_all(d, data, size);
-    telem_dict_rep_t r = { 1, 2, 0, s_res, 4 };
+    telem_dict_rep_t r = { 1, 2, 0, s_res, (uint32_t) S_NRES };
     CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size), 0);
     s_truncate_all(d, data, size);
     telem_dict_admin_t a = { 1, TELEM_DADM_PREPARE, 2, 1, 2, s_nodes, 3 };
@@ -296,6 +344,31 @@ test_malformed_ops(telem_decoder_t *d)
     s_raw_op(&w, 3, TELEM_DOP_GET, 0, 0);          /* array of 3 */
     CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
     CHECK(strstr(telem_decoder_error(d), "op 0") != NULL);
+    /* An inline value: accepted; beside a value frame, too long, or not
+       a bin: refused. */
+    s_raw_req(&w, 1);
+    s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 0);
+    msgpack_pack_bin_with_body(&w.pk, "val", 3);
+    CHECK_RC(s_raw_decode(d, &w), 0);
+    s_raw_req(&w, 1);
+    s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 1);
+    msgpack_pack_bin_with_body(&w.pk, "val", 3);
+    CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
+    CHECK(strstr(telem_decoder_error(d), "inline") != NULL);
+    s_raw_req(&w, 1);
+    s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 0);
+    msgpack_pack_bin_with_body(&w.pk, s_biggest, sizeof s_biggest);
+    CHECK_RC(s_raw_decode(d, &w), 0);
+    s_raw_req(&w, 1);
+    s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 0);
+    msgpack_pack_bin(&w.pk, TELEM_DICT_INLINE_MAX + 1);
+    msgpack_pack_bin_body(&w.pk, s_biggest, sizeof s_biggest);
+    msgpack_pack_bin_body(&w.pk, "x", 1);
+    CHECK(s_raw_decode(d, &w) != 0);
+    s_raw_req(&w, 1);
+    s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 0);
+    msgpack_pack_int64(&w.pk, 5);
+    CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
     s_raw_req(&w, 1);
     s_raw_op(&w, 4, TELEM_DOP_GET, 1, 0);          /* key is a str */
     CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
@@ -321,18 +394,32 @@ test_malformed_rest(telem_decoder_t *d)
     s_raw_t w;
     s_raw_init(&w);
     /* A result that is not [code, version, val], or has a positive code. */
-    int64_t shapes[][4] = { { 2, 0, 0, 0 }, { 3, 5, 0, 0 }, { 3, 0, 0, 2 } };
-    for (int i = 0; i < 3; i++) {
+    int64_t shapes[][5] = { { 2, 0, 0, 0, 0 }, { 3, 5, 0, 0, 0 },
+                            { 3, 0, 0, 2, 0 }, { 4, 0, 0, 0, 1 },
+                            { 5, 0, 0, 0, 0 } };
+    for (int i = 0; i < 5; i++) {
         msgpack_sbuffer_clear(&w.sb);
         s_raw_head(&w, 4, TELEM_PROTO_VERSION, TELEM_MSG_DICT_REP);
         s_raw_int(&w, "id", 1);
         s_raw_str(&w, "r");
         msgpack_pack_array(&w.pk, 1);
         msgpack_pack_array(&w.pk, (size_t) shapes[i][0]);
-        for (int k = 1; k <= shapes[i][0]; k++)
+        for (int k = 1; k <= shapes[i][0] && k <= 4; k++)
             msgpack_pack_int64(&w.pk, shapes[i][k]);
         CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
     }
+    /* A result with a value frame and an inline value. */
+    msgpack_sbuffer_clear(&w.sb);
+    s_raw_head(&w, 4, TELEM_PROTO_VERSION, TELEM_MSG_DICT_REP);
+    s_raw_int(&w, "id", 1);
+    s_raw_str(&w, "r");
+    msgpack_pack_array(&w.pk, 1);
+    msgpack_pack_array(&w.pk, 4);
+    msgpack_pack_int64(&w.pk, 0);
+    msgpack_pack_int64(&w.pk, 0);
+    msgpack_pack_int64(&w.pk, 1);
+    msgpack_pack_bin_with_body(&w.pk, "v", 1);
+    CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
     /* Admin: op out of range, missing id, a node that is not a string. */
     int64_t ops[] = { 0, TELEM_DADM_MAX + 1 };
     for (int i = 0; i < 2; i++) {
@@ -398,6 +485,8 @@ test_flips(telem_encoder_t *e, telem_decoder_t *d)
 int
 main(void)
 {
+    for (size_t i = 0; i < sizeof s_biggest; i++)
+        s_biggest[i] = (uint8_t) (i * 31u + 7u);
     telem_encoder_t *e = telem_encoder_new();
     telem_decoder_t *d = telem_decoder_new();
     test_req_roundtrip(e, d);

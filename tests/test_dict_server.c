@@ -216,10 +216,18 @@ s_result(s_net_t *net, uint64_t id, uint32_t i, uint64_t *version,
             frame += r->res[j].val;
         if (version)
             *version = r->res[i].version;
-        if (val && r->res[i].val && frame < o->n) {
-            size_t len = zmq_msg_size(&o->f[frame]);
+        const void *bytes = NULL;
+        size_t len = 0;
+        if (r->res[i].ival) {                 /* small: in the header */
+            bytes = r->res[i].ival;
+            len = r->res[i].ivlen;
+        } else if (r->res[i].val && frame < o->n) {
+            bytes = zmq_msg_data(&o->f[frame]);
+            len = zmq_msg_size(&o->f[frame]);
+        }
+        if (val && bytes) {
             len = len < size ? len : size - 1;
-            memcpy(val, zmq_msg_data(&o->f[frame]), len);
+            memcpy(val, bytes, len);
             val[len] = '\0';
         }
         return r->res[i].code;
@@ -230,8 +238,10 @@ s_result(s_net_t *net, uint64_t id, uint32_t i, uint64_t *version,
 static telem_dict_op_t
 s_op(uint8_t op, const char *key, uint64_t arg)
 {
-    telem_dict_op_t o = { op, op == TELEM_DOP_PUT || op == TELEM_DOP_CAS, 0,
-                          (const uint8_t *) key, (uint32_t) strlen(key), arg };
+    telem_dict_op_t o = { .op = op,
+                          .val = op == TELEM_DOP_PUT || op == TELEM_DOP_CAS,
+                          .key = (const uint8_t *) key,
+                          .klen = (uint32_t) strlen(key), .arg = arg };
     return o;
 }
 
@@ -749,6 +759,59 @@ test_streamed_get(void)
 /* Values over 16 KiB are held by the logs until the end of the burst:
  * replicated, compacted in steps, then both servers restarted from their
  * logs with every last value intact. */
+/* Small values travel inside headers (requests, replication, replies),
+ * mixed with values in frames of their own; the results keep their order
+ * and the replica gets the same bytes. */
+static void
+test_inline_values(void)
+{
+    s_net_t net;
+    s_net_two(&net, 0);
+    char key[3][32];
+    s_key_on(s_pair, 2, 0, "i", key[0], sizeof key[0]);
+    s_key_on(s_pair, 2, 0, "j", key[1], sizeof key[1]);
+    s_key_on(s_pair, 2, 0, "e", key[2], sizeof key[2]);
+    static char big[TELEM_DICT_INLINE_MAX + 2];
+    memset(big, 'B', sizeof big - 1);
+    telem_dict_op_t ops[6] = {
+        { .op = TELEM_DOP_PUT, .key = (const uint8_t *) key[0],
+          .klen = (uint32_t) strlen(key[0]),
+          .ival = (const uint8_t *) "small", .ivlen = 5 },
+        s_op(TELEM_DOP_PUT, key[1], 0),
+        { .op = TELEM_DOP_PUT, .key = (const uint8_t *) key[2],
+          .klen = (uint32_t) strlen(key[2]), .ival = (const uint8_t *) "" },
+        s_op(TELEM_DOP_GET, key[0], 0), s_op(TELEM_DOP_GET, key[1], 0),
+        s_op(TELEM_DOP_GET, key[2], 0) };
+    const char *vals[6] = { NULL, big, NULL, NULL, NULL, NULL };
+    s_inbox_clear(&net);
+    s_request(&net, 0, 1, 0, "ns", ops, 6, vals);
+    s_pump(&net);
+    static char out[sizeof big + 1];
+    uint64_t v = 0;
+    CHECK(s_result(&net, 1, 0, &v, NULL, 0) == 0 && v == 1);
+    CHECK(s_result(&net, 1, 3, &v, out, sizeof out) == 0
+          && strcmp(out, "small") == 0);
+    CHECK(s_result(&net, 1, 4, &v, out, sizeof out) == 0
+          && strcmp(out, big) == 0);
+    strcpy(out, "not cleared");
+    CHECK(s_result(&net, 1, 5, &v, out, sizeof out) == 0 && out[0] == '\0');
+    /* The reply: the small values in its header, one frame for the big. */
+    CHECK(net.nin == 1 && net.inbox[0].n == 2);
+    ddict_server_stats_t a, b;
+    ddict_server_stats(net.srv[0], &a);
+    ddict_server_stats(net.srv[1], &b);
+    CHECK(a.keys == 3 && b.keys == 3 && a.bytes == b.bytes);
+    /* Inline values whose frames do not add up: refused, nothing kept. */
+    telem_dict_op_t bad[2] = { ops[0], s_op(TELEM_DOP_PUT, "other", 0) };
+    bad[0].key = (const uint8_t *) "x";
+    bad[0].klen = 1;
+    s_request(&net, 0, 2, 0, "ns2", bad, 2, NULL);
+    s_pump(&net);
+    ddict_server_stats(net.srv[0], &a);
+    CHECK(a.keys == 3 && a.bad_messages == 1);
+    s_net_fini(&net);
+}
+
 static void
 test_large_values(void)
 {
@@ -796,5 +859,6 @@ main(void)
     test_compaction();
     test_streamed_get();
     test_large_values();
+    test_inline_values();
     return check_report("test_dict_server");
 }
