@@ -23,6 +23,12 @@
  * shape, doing no work.  telem / floor says how much of the gap
  * to Redis is telem and how much is libzmq's I/O threads.
  *
+ * With --redis-aof, a second Redis that appends every write to its
+ * append-only file before replying (appendfsync no) runs the same cells:
+ * telem's dictionary always writes its log, and with --sync none it has
+ * that durability; the target's ratios stay against the Redis that keeps
+ * nothing.
+ *
  * The servers are started by bench/dict_vs_redis.sh; this program only
  * connects to them: Redis at --redis HOST:PORT, telem through node files,
  * the echo server at --zmq ENDPOINT.
@@ -47,13 +53,16 @@
 #define S_MAX_CLIENTS 64
 #define S_REPS_MAX 9
 
-enum { SYS_REDIS, SYS_ZMQ, SYS_TELEM1, SYS_TELEM2, SYS_N };
+enum { SYS_REDIS, SYS_ZMQ, SYS_TELEM1, SYS_TELEM2, SYS_AOF, SYS_N };
 static const char *const s_sys_name[SYS_N] = { "redis", "zmq floor",
-                                               "telem r=1", "telem r=2" };
+                                               "telem r=1", "telem r=2",
+                                               "redis aof" };
 
 typedef struct {
     const char *redis_host;
     int redis_port;
+    const char *aof_host;          /* a Redis with an append-only file */
+    int aof_port;                  /* 0: none */
     const char *nodefile[SYS_N];   /* [SYS_TELEM1], [SYS_TELEM2]; for
                                       SYS_ZMQ the echo endpoint */
     double seconds;
@@ -101,12 +110,19 @@ s_key(char *buf, int tid, uint64_t i, size_t vsize)
 
 /* ---------------------------------------------------------------- redis */
 
+static int
+s_is_redis(int sys)
+{
+    return sys == SYS_REDIS || sys == SYS_AOF;
+}
+
 static redisContext *
-s_redis_connect(const s_opts_t *o, char *err, size_t size)
+s_redis_connect(const s_opts_t *o, int sys, char *err, size_t size)
 {
     struct timeval tv = { 10, 0 };
-    redisContext *c = redisConnectWithTimeout(o->redis_host, o->redis_port,
-                                              tv);
+    redisContext *c = sys == SYS_AOF
+        ? redisConnectWithTimeout(o->aof_host, o->aof_port, tv)
+        : redisConnectWithTimeout(o->redis_host, o->redis_port, tv);
     if (!c || c->err) {
         snprintf(err, size, "redis connect: %s", c ? c->errstr : "no memory");
         redisFree(c);
@@ -331,8 +347,8 @@ s_thread(void *arg)
     ddict_t *d = NULL;
     ddict_batch_t *b = ddict_batch_new();
     int err = 0;
-    if (t->cell->sys == SYS_REDIS)
-        rc = s_redis_connect(t->o, t->err, sizeof t->err);
+    if (s_is_redis(t->cell->sys))
+        rc = s_redis_connect(t->o, t->cell->sys, t->err, sizeof t->err);
     else if (t->cell->sys == SYS_ZMQ)
         z = s_zmq_connect(t->o, t->err, sizeof t->err);
     else if (!(d = ddict_open(t->o->nodefile[t->cell->sys], "bench", 10000,
@@ -389,6 +405,8 @@ s_run_cell(const s_opts_t *o, const s_cell_t *cell, const uint8_t *val)
 static int
 s_on(const s_opts_t *o, int sys)
 {
+    if (sys == SYS_AOF)
+        return o->aof_port > 0;
     return sys == SYS_REDIS || o->nodefile[sys] != NULL;
 }
 
@@ -405,8 +423,8 @@ s_fill_one(const s_opts_t *o, int sys, size_t vsize, const uint8_t *val)
     int err = 0;
     redisContext *rc = NULL;
     ddict_t *d = NULL;
-    if (sys == SYS_REDIS)
-        rc = s_redis_connect(o, t.err, sizeof t.err);
+    if (s_is_redis(sys))
+        rc = s_redis_connect(o, sys, t.err, sizeof t.err);
     else
         d = ddict_open(o->nodefile[sys], "bench", 10000, &err);
     ddict_batch_t *b = ddict_batch_new();
@@ -442,7 +460,7 @@ s_print_row(const s_opts_t *o, const s_cell_t *cell, double med[SYS_N])
         printf(" %9.0f", med[SYS_ZMQ]);
     else
         printf(" %9s", "-");
-    for (int sys = SYS_TELEM1; sys < SYS_N; sys++) {
+    for (int sys = SYS_TELEM1; sys <= SYS_TELEM2; sys++) {
         if (!s_on(o, sys)) {
             printf(" %9s %5s %4s", "-", "-", "-");
             continue;
@@ -454,6 +472,10 @@ s_print_row(const s_opts_t *o, const s_cell_t *cell, double med[SYS_N])
     }
     if (s_on(o, SYS_ZMQ))
         printf(" %6.2f", med[SYS_TELEM1] / med[SYS_ZMQ]);
+    else
+        printf(" %6s", "-");
+    if (s_on(o, SYS_AOF))
+        printf(" %9.0f %6.2f", med[SYS_AOF], med[SYS_TELEM1] / med[SYS_AOF]);
     printf("\n");
     fflush(stdout);
 }
@@ -462,7 +484,7 @@ static void
 s_cell_all(const s_opts_t *o, s_cell_t *cell, const uint8_t *val)
 {
     double v[SYS_N][S_REPS_MAX];
-    double med[SYS_N] = { 0, 0, 0, 0 };
+    double med[SYS_N] = { 0 };
     for (int rep = 0; rep < o->reps; rep++)
         for (int sys = 0; sys < SYS_N; sys++) {
             if (!s_on(o, sys))
@@ -502,9 +524,12 @@ s_run_all(const s_opts_t *o)
     static const size_t sizes[2] = { 64, 65536 };
     const int clients[2] = { 1, o->clients_max };
     static const int depths[2] = { 1, S_DEPTH };
-    printf("%-4s %6s %3s %3s %9s %9s %9s %5s %4s %9s %5s %4s %6s\n", "op",
+    printf("%-4s %6s %3s %3s %9s %9s %9s %5s %4s %9s %5s %4s %6s", "op",
            "value", "cli", "dep", "redis/s", "zmqfloor", "telem r=1",
            "/red", "1.0?", "telem r=2", "/red", "0.5?", "t1/flr");
+    if (s_on(o, SYS_AOF))
+        printf(" %9s %6s", "aof/s", "t1/aof");
+    printf("\n");
     for (int s = 0; s < 2; s++) {
         uint8_t *val = malloc(sizes[s]);
         if (!val)
@@ -583,9 +608,13 @@ s_echo_server(void)
 
 static const char s_usage[] =
 "Usage: bench_dict --redis HOST:PORT --nodefile FILE [--nodefile2 FILE]\n"
-"                  [--seconds S] [--reps N] [--clients N]\n"
+"                  [--redis-aof HOST:PORT] [--zmq ENDPOINT]\n"
+"                  [--seconds S] [--reps N] [--clients N] [--only CELLS]\n"
 "Compares telem's dictionary with Redis, same workload, same run.\n"
-"  --redis HOST:PORT  a running redis-server\n"
+"  --redis HOST:PORT  a running redis-server (the target's reference)\n"
+"  --redis-aof HOST:PORT  a second redis-server that writes an append-only\n"
+"                     file (appendfsync no, like telem_dictd --sync none):\n"
+"                     the same durability as telem; extra columns\n"
 "  --nodefile FILE    node file of a telem dictionary with replication off\n"
 "  --nodefile2 FILE   node file of one with replication 2 (optional)\n"
 "  --zmq ENDPOINT     a bench_dict --echo-server, for the floor column\n"
@@ -607,19 +636,30 @@ s_parse(int argc, char **argv, s_opts_t *o)
         { "nodefile2", 1, 0, 'm' }, { "seconds", 1, 0, 's' },
         { "reps", 1, 0, 'k' }, { "clients", 1, 0, 'c' },
         { "only", 1, 0, 'o' }, { "zmq", 1, 0, 'z' },
+        { "redis-aof", 1, 0, 'a' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
-    static char host[256];
+    static char host[2][256];
     int c;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         char *colon;
+        int k = c == 'a';
         switch (c) {
         case 'r':
+        case 'a':
             colon = strrchr(optarg, ':');
-            if (!colon || colon - optarg >= (long) sizeof host)
+            if (!colon || colon - optarg >= (long) sizeof host[k])
                 return 2;
-            snprintf(host, sizeof host, "%.*s", (int) (colon - optarg), optarg);
-            o->redis_host = host;
-            o->redis_port = atoi(colon + 1);
+            snprintf(host[k], sizeof host[k], "%.*s", (int) (colon - optarg),
+                     optarg);
+            if (k) {
+                o->aof_host = host[k];
+                o->aof_port = atoi(colon + 1);
+                if (o->aof_port <= 0 || o->aof_port > 65535)
+                    return 2;
+            } else {
+                o->redis_host = host[k];
+                o->redis_port = atoi(colon + 1);
+            }
             break;
         case 'n': o->nodefile[SYS_TELEM1] = optarg; break;
         case 'm': o->nodefile[SYS_TELEM2] = optarg; break;
@@ -646,8 +686,7 @@ main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--echo-server") == 0)
         return s_echo_server();
-    s_opts_t o = { NULL, 0, { NULL, NULL, NULL, NULL }, 1.0, 3, 8, NULL,
-                   NULL };
+    s_opts_t o = { .seconds = 1.0, .reps = 3, .clients_max = 8 };
     if (s_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "bench_dict: bad command line\n%s", s_usage);
         return 2;

@@ -14,10 +14,11 @@
 # runs without persistence too).
 #
 # Starts on 127.0.0.1, each on an ephemeral port: one redis-server (no RDB,
-# no AOF), one telem_dictd with replication off, two telem_dictd with
-# replication 2 (two servers, two copies of every key), and a raw libzmq
-# echo server (bench_dict --echo-server) that gives the transport's floor.  Everything
-# started here is stopped at the end.  When redis-server or hiredis is
+# no AOF), a second one with an append-only file (appendfsync no: the
+# durability of telem_dictd --sync none), one telem_dictd with replication
+# off, two telem_dictd with replication 2 (two servers, two copies of every
+# key), and a raw libzmq echo server (bench_dict --echo-server) that gives
+# the transport's floor.  Everything started here is stopped at the end.  When redis-server or hiredis is
 # missing and we are root, they are installed with apt-get.
 set -euo pipefail
 
@@ -75,6 +76,14 @@ port=$(free_port)
 redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
     --protected-mode yes --daemonize no --dir "$T" --logfile "$T/redis.log" &
 pids+=($!)
+# The same durability as telem_dictd --sync none: every write is written to
+# an append-only file before the reply, and the kernel flushes it.
+aof_port=$(free_port)
+mkdir -p "$T/aof"
+redis-server --bind 127.0.0.1 --port "$aof_port" --save '' --appendonly yes \
+    --appendfsync no --protected-mode yes --daemonize no --dir "$T/aof" \
+    --logfile "$T/aof/redis.log" &
+pids+=($!)
 
 start_dictd() {   # start_dictd RUNDIR NAME NODES REPLICAS
     mkdir -p "$1"
@@ -97,13 +106,15 @@ start_dictd "$T/r2" n1 n1,n2 2
 start_dictd "$T/r2" n2 n1,n2 2
 echo_ep=$(awk -F'\t' '/^endpoint/ {print $2}' "$T/echo.out")
 [ -n "$echo_ep" ] || { echo "dict_vs_redis.sh: echo server did not start" >&2; exit 1; }
-for _ in $(seq 200); do
-    redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG && break
-    read -r -t 0.05 <> <(:) || true
+for p in "$port" "$aof_port"; do
+    for _ in $(seq 200); do
+        redis-cli -h 127.0.0.1 -p "$p" ping 2>/dev/null | grep -q PONG && break
+        read -r -t 0.05 <> <(:) || true
+    done
 done
 
 echo "# bench/dict_vs_redis.sh -s $seconds -r $reps -m $mib   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'), $(redis-server --version | cut -d' ' -f3), telem_dictd --sync $sync)"
-"$build/bin/bench_dict" --redis "127.0.0.1:$port" \
+"$build/bin/bench_dict" --redis "127.0.0.1:$port" --redis-aof "127.0.0.1:$aof_port" \
     --nodefile "$T/r1/dict_nodes" --nodefile2 "$T/r2/dict_nodes" \
     --zmq "$echo_ep" \
     --seconds "$seconds" --reps "$reps" ${cells:+--only "$cells"}
