@@ -89,6 +89,22 @@ s_small(telem_rd_t *r, uint64_t max, uint64_t *out)
     return rc;
 }
 
+/* The inline value that ends an op or a result when `present`; none may
+ * stand beside a value frame (`framed`). */
+static int
+s_take_inline(telem_decoder_t *d, telem_rd_t *r, bool present, bool framed,
+              const uint8_t **ival, uint32_t *ivlen)
+{
+    *ival = NULL;
+    *ivlen = 0;
+    if (!present)
+        return 0;
+    if (framed)
+        return tp_bad(r, TELEM_EPROTO, "has a value frame and an inline value");
+    return s_take_bin(d, r, TELEM_DICT_INLINE_MAX, "inline value is too long",
+                      ival, ivlen);
+}
+
 static int
 s_dec_op(telem_decoder_t *d, telem_rd_t *r, telem_dict_op_t *op)
 {
@@ -109,14 +125,7 @@ s_dec_op(telem_decoder_t *d, telem_rd_t *r, telem_dict_op_t *op)
         return rc;
     op->val = (uint8_t) (v & 1);
     op->shard = (uint16_t) (v >> 1);
-    op->ival = NULL;
-    op->ivlen = 0;
-    if (n == 5 && op->val)
-        return tp_bad(r, TELEM_EPROTO, "has a value frame and an inline value");
-    if (n == 5)
-        return s_take_bin(d, r, TELEM_DICT_INLINE_MAX,
-                          "inline value is too long", &op->ival, &op->ivlen);
-    return 0;
+    return s_take_inline(d, r, n == 5, op->val, &op->ival, &op->ivlen);
 }
 
 static int
@@ -137,15 +146,7 @@ s_dec_res(telem_decoder_t *d, telem_rd_t *r, telem_dict_res_t *res)
         || (rc = s_small(r, 1, &v)) != 0)
         return rc;
     res->val = (uint8_t) v;
-    res->ival = NULL;
-    res->ivlen = 0;
-    if (n == 4 && res->val)
-        return tp_bad(r, TELEM_EPROTO, "has a value frame and an inline value");
-    if (n == 4)
-        return s_take_bin(d, r, TELEM_DICT_INLINE_MAX,
-                          "inline value is too long", &res->ival,
-                          &res->ivlen);
-    return 0;
+    return s_take_inline(d, r, n == 4, res->val, &res->ival, &res->ivlen);
 }
 
 /* Decodes an array of ops (is_req) or results into TP_VEC_DICT. */
