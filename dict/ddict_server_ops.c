@@ -352,6 +352,20 @@ s_exec(s_ctx_t *c, const telem_dict_op_t *op, zmq_msg_t *val,
     return TELEM_EINVAL;
 }
 
+/* Points *ival at m's bytes if they are few enough to go inside a
+ * header; returns 1 if so.  The bytes are read while the header is
+ * encoded, so m must stay open until then. */
+static int
+s_inline_msg(zmq_msg_t *m, const uint8_t **ival, uint32_t *ivlen)
+{
+    size_t size = zmq_msg_size(m);
+    if (size > TELEM_DICT_INLINE_MAX)
+        return 0;
+    *ival = size ? zmq_msg_data(m) : (const uint8_t *) "";
+    *ivlen = (uint32_t) size;
+    return 1;
+}
+
 /* Sends one replication message per replica node; returns how many. */
 static int
 s_replicate(s_ctx_t *c, uint64_t id)
@@ -375,12 +389,8 @@ s_replicate(s_ctx_t *c, uint64_t id)
             telem_dict_op_t *o = &ops[k++];
             *o = c->fwd[j].op;
             zmq_msg_t *v = &c->fwd[j].val;
-            size_t vsize = zmq_msg_size(v);
-            if (o->val && vsize <= TELEM_DICT_INLINE_MAX) {
-                /* read while the header is encoded, closed by the caller */
-                o->val = 0;
-                o->ival = vsize ? zmq_msg_data(v) : (const uint8_t *) "";
-                o->ivlen = (uint32_t) vsize;
+            if (o->val && s_inline_msg(v, &o->ival, &o->ivlen)) {
+                o->val = 0;       /* v is closed by the caller */
             } else if (o->val) {
                 zmq_msg_init(&frames[nv]);
                 zmq_msg_move(&frames[nv++], v);
@@ -413,35 +423,31 @@ s_replicate(s_ctx_t *c, uint64_t id)
 }
 
 /* Small result values go inside the reply's header: points each such
- * result at its frame's bytes (read while the header is encoded). */
-static void
+ * result at its frame's bytes.  Returns how many went inline. */
+static size_t
 s_inline_results(s_ctx_t *c, uint32_t nres)
 {
     const telem_dict_op_t *op0 = &c->req->ops[0];
     if (c->req->nops == 1 && op0->op == TELEM_DOP_GET && op0->arg)
-        return;               /* streamed: the frames are the point */
-    size_t f = 1;
+        return 0;             /* streamed: the frames are the point */
+    size_t f = 1, n = 0;      /* otherwise one frame per value */
     for (uint32_t i = 0; i < nres; i++) {
         telem_dict_res_t *res = &c->self->res[i];
-        if (!res->val)
-            continue;
-        zmq_msg_t *m = &c->outv[f++];
-        size_t size = zmq_msg_size(m);
-        if (size <= TELEM_DICT_INLINE_MAX) {
+        if (res->val && s_inline_msg(&c->outv[f++], &res->ival, &res->ivlen)) {
             res->val = 0;
-            res->ival = size ? zmq_msg_data(m) : (const uint8_t *) "";
-            res->ivlen = (uint32_t) size;
+            n++;
         }
     }
+    return n;
 }
 
-/* After encoding: closes the frames whose values went inline and closes
- * the gaps they leave. */
+/* After encoding: closes the frames whose values went inline and moves
+ * the others down over the gaps. */
 static void
 s_drop_inlined(s_ctx_t *c, uint32_t nres)
 {
     size_t f = 1, w = 1;
-    for (uint32_t i = 0; i < nres && f <= c->nout; i++) {
+    for (uint32_t i = 0; i < nres; i++) {
         const telem_dict_res_t *res = &c->self->res[i];
         if (res->ival) {
             zmq_msg_close(&c->outv[f++]);
@@ -454,11 +460,6 @@ s_drop_inlined(s_ctx_t *c, uint32_t nres)
             f++;
         }
     }
-    for (; f <= c->nout; f++, w++)   /* a streamed value's frames */
-        if (w != f) {
-            zmq_msg_init(&c->outv[w]);
-            zmq_msg_move(&c->outv[w], &c->outv[f]);
-        }
     c->nout = w - 1;
 }
 
@@ -470,7 +471,7 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
                              nres };
     const void *data;
     size_t size;
-    s_inline_results(c, nres);
+    size_t inlined = s_inline_results(c, nres);
     int rc = telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep,
                                    &data, &size);
     if (rc || zmq_msg_init_size(&c->outv[0], size) != 0) {
@@ -479,7 +480,8 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
         return rc ? rc : TELEM_ENOMEM;
     }
     memcpy(zmq_msg_data(&c->outv[0]), data, size);
-    s_drop_inlined(c, nres);
+    if (inlined)
+        s_drop_inlined(c, nres);
     if (c->nfwd == 0)
         return ds_hold(self, route, c->outv, c->nout + 1);
     ds_pending_t *p = ds_pending_new(self);
