@@ -12,8 +12,8 @@
  * ddict_get of a large value, unchanged; a 64 MiB value, also after both
  * servers restarted from their logs.
  */
-#define _XOPEN_SOURCE 700
-#include <ftw.h>
+#include "tmpdir.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +58,7 @@ static int
 s_setup(s_env_t *e)
 {
     memset(e, 0, sizeof *e);
-    snprintf(e->dir, sizeof e->dir, "/tmp/test_dict_client.XXXXXX");
-    if (!mkdtemp(e->dir))
+    if (test_tmpdir(e->dir, sizeof e->dir, "test_dict_client") != 0)
         return -1;
     snprintf(e->nodefile, sizeof e->nodefile, "%s/dict_nodes", e->dir);
     e->srv[0] = s_server(e, "n1");
@@ -70,22 +69,13 @@ s_setup(s_env_t *e)
     return e->srv[0] && e->srv[1] && e->d ? 0 : -1;
 }
 
-static int
-s_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void) st;
-    (void) flag;
-    (void) ftw;
-    return remove(path);
-}
-
 static void
 s_teardown(s_env_t *e)
 {
     ddict_close(&e->d);
     ddict_actor_destroy(&e->srv[0]);
     ddict_actor_destroy(&e->srv[1]);
-    nftw(e->dir, s_rm, 16, FTW_DEPTH | FTW_PHYS);
+    test_rmtree(e->dir);
 }
 
 /* Byte j of value `seed`: differs between values and along each one. */

@@ -8,8 +8,9 @@
  * it also checks real values.  self: values and the ingest rate.  Every
  * value any sampler emits must be described in its metrics table.
  */
+#include "tmpdir.h"
+
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,21 +146,6 @@ s_mkdir(const char *dir, const char *rel)
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
-}
-
-static int
-s_rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-    (void) sb;
-    (void) type;
-    (void) ftw;
-    return remove(path);
-}
-
-static void
-s_rm_rf(const char *dir)
-{
-    CHECK(nftw(dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
 }
 
 /* /proc/stat with a long intr line, so reading has to grow its buffer. */
@@ -413,7 +399,7 @@ test_proc_fixture(void)
     CHECK_EQ(s_value(r, "num_running_processes", NULL), chowned ? 1.0 : 0.0);
     telem_sampler_proc.close(&st);
     free(r);
-    s_rm_rf(root);
+    CHECK(test_rmtree(root) == 0);
 }
 
 /* With a sys/block directory beside proc, it alone says what is a disk. */
@@ -445,7 +431,7 @@ test_proc_sys_block(void)
     s_check_disks(r, whole, 2);
     telem_sampler_proc.close(&st);
     free(r);
-    s_rm_rf(root);
+    CHECK(test_rmtree(root) == 0);
 }
 
 /* Missing files skip their metrics; MemAvailable is estimated on kernels
@@ -494,7 +480,7 @@ test_proc_missing_and_garbage(void)
     telem_sampler_proc.close(&st);
 
     /* No proc tree at all: the sampler is unsupported. */
-    s_rm_rf(root);
+    CHECK(test_rmtree(root) == 0);
     CHECK(telem_sampler_proc.open(&st, &env) == TELEM_EUNSUPPORTED);
     CHECK(st == NULL);
     free(r);
