@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "telem_sock.h"
 #include "telem_time.h"
 
 #define S_DEFAULT_TIMEOUT_MS 10000
@@ -43,19 +44,16 @@ dc_lookup(ddict_t *self, const char *name, char *ep, size_t size)
     return telem_nodefile_lookup(self->nodefile, name, ep, size);
 }
 
+/* Values of any size, nothing dropped, nothing left behind at close. */
+static const telem_sock_opts_t s_dealer_opts = {
+    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = 0,
+    .sndtimeo_ms = TELEM_SOCK_KEEP,
+};
+
 zsock_t *
 dc_connect(const char *endpoint)
 {
-    zsock_t *s = zsock_new(ZMQ_DEALER);
-    if (!s)
-        return NULL;
-    zsock_set_linger(s, 0);
-    zsock_set_maxmsgsize(s, -1);
-    zsock_set_sndhwm(s, 0);
-    zsock_set_rcvhwm(s, 0);
-    if (zsock_connect(s, "%s", endpoint) != 0)
-        zsock_destroy(&s);
-    return s;
+    return telem_sock_new_connect(ZMQ_DEALER, &s_dealer_opts, endpoint);
 }
 
 static void
