@@ -19,10 +19,8 @@
 
 #include <czmq.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,12 +59,16 @@ s_take_dir(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
     if (mkdir(self->dir, 0700) != 0 && errno != EEXIST)
         return snprintf(why, why_size, "cannot create %s: %s", self->dir,
                         strerror(errno)), -1;
-    char lock[TELEM_PATH_MAX + 8];
-    snprintf(lock, sizeof lock, "%s/lock", self->dir);
-    self->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (self->lock_fd < 0 || flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0)
+    char lock[TELEM_PATH_MAX];
+    int rc = telem_node_lock(lock, sizeof lock, rundir, name, "lock",
+                             &self->lock_fd);
+    if (rc == TELEM_ESTATE)
         return snprintf(why, why_size, "another telem_watch called '%s' "
                         "runs in %s (use --name)", name, rundir), -1;
+    if (rc)
+        return snprintf(why, why_size, "cannot lock %s: %s", lock,
+                        rc == TELEM_EIO ? strerror(errno)
+                                        : telem_strerror(rc)), -1;
     return 0;
 }
 

@@ -9,6 +9,7 @@
  *                              launcher's pid, restart endpoint and count
  *   <rundir>/launch/restarts.log   one line per restart
  *   <rundir>/launch/launch.lock    flock held while the launcher runs
+ *                                  (telem_node_lock: it holds the pid)
  *   <rundir>/launch/<node>.<role>.log   a daemon's standard error
  *   <dict node file>           telem_dictd's endpoints ($TELEM_DICT_NODEFILE,
  *                              else <rundir>/dict_nodes): the servers
@@ -19,11 +20,9 @@
 #include "launch_job_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,19 +38,20 @@ tl_job_files_open(tl_job_t *self, char *why, size_t why_size)
                  strerror(errno));
         return TELEM_EIO;
     }
-    snprintf(path, sizeof path, "%s/launch.lock", self->launch_dir);
-    self->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (self->lock_fd < 0) {
-        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
-        return TELEM_EIO;
-    }
-    if (flock(self->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    int rc = telem_node_lock(path, sizeof path, self->rundir, "launch",
+                             "launch.lock", &self->lock_fd);
+    if (rc == TELEM_ESTATE)
         snprintf(why, why_size, "another telem_launch runs in %s; give this "
                  "job its own run directory (--rundir or TELEM_RUNDIR)",
                  self->rundir);
-        close(self->lock_fd);
+    else if (rc)
+        snprintf(why, why_size, "cannot lock %s: %s", path,
+                 rc == TELEM_EIO ? strerror(errno) : telem_strerror(rc));
+    if (rc) {
+        if (self->lock_fd >= 0)
+            close(self->lock_fd);
         self->lock_fd = -1;
-        return TELEM_ESTATE;
+        return rc;
     }
     /* Endpoints of an earlier job's servers are stale: the servers of
        this one register afresh (their data stays in their logs). */
