@@ -63,11 +63,12 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
     [SG_WINDOW] = { "window", DET_PARAM_NUM, 120, 1, 86400, 0, NULL, NULL,
         "seconds of history read at the start and after a gap" },
     [SG_NOISE] = { "noise", DET_PARAM_NUM, 32, 0, SG_RING_MAX, 1, NULL,
-        NULL, "rounds of each device's ratio to its peers whose wander "
-        "(scaled MAD around the device's own median; the median over the "
-        "group's devices) also floors the z scale, so devices that wander "
-        "more than the peers' spread shows need z times that wander to "
-        "act; 0 turns it off" },
+        NULL, "rounds of each device's ratio to its peers whose "
+        "round-to-round change (median absolute successive difference, "
+        "as a standard deviation; the median over the group's devices) "
+        "also floors the z scale, so devices that wander more than the "
+        "peers' spread shows need z times that wander to act; 0 turns it "
+        "off" },
 };
 
 /* ---- state ------------------------------------------------------------- */
