@@ -25,6 +25,7 @@
  */
 #include "bench_common.h"
 #include "telem_proto_watch.h"
+#include "telem_time.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,14 +72,6 @@ typedef struct {
     int ifd;            /* inotify on it */
     int pidfd;          /* the launcher */
 } s_watch_t;
-
-static int64_t
-s_real_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static double
 s_ms(int64_t ns)
@@ -193,7 +186,7 @@ s_request(void *zctx, const char *rundir, const char *node)
     telem_decoder_t *dec = telem_decoder_new();
     const char *exclude[] = { node };
     const char *detectors[] = { "bench" };
-    telem_restart_t r = { 7, s_real_ns(), "restart latency benchmark",
+    telem_restart_t r = { 7, telem_now_ns(), "restart latency benchmark",
                           exclude, 1, NULL, 0, detectors, 1 };
     const void *data;
     size_t size;
@@ -267,7 +260,7 @@ s_one(const s_size_t *z, void *zctx, int victim, s_sample_t *out)
     s_watch_t w = { rb, inotify_init1(IN_CLOEXEC | IN_NONBLOCK), -1 };
     if (w.ifd < 0 || inotify_add_watch(w.ifd, rb, IN_MOVED_TO) < 0)
         bench_die("bench_restart", "inotify: %s", strerror(errno));
-    int64_t t_exec = s_real_ns(), lo, hi;
+    int64_t t_exec = telem_now_ns(), lo, hi;
     pid_t pid = s_launch(z, rundir);
     w.pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
     if (w.pidfd < 0)
@@ -275,7 +268,7 @@ s_one(const s_size_t *z, void *zctx, int victim, s_sample_t *out)
     s_wait_run(&w, 0, z->nodes, &lo, &hi);
     out->startup = s_ms(hi - t_exec);
     snprintf(node, sizeof node, "n%d", victim);
-    int64_t t_req = s_real_ns();
+    int64_t t_req = telem_now_ns();
     out->ack = s_ms(s_request(zctx, rundir, node));
     s_wait_run(&w, 1, z->nodes, &lo, &hi);
     out->first = s_ms(lo - t_req);
@@ -382,7 +375,8 @@ s_usage(FILE *f)
             "  -s SAMPLES  restarts at the main size (default 10)\n"
             "  -n NODES    active nodes of the main size (default 4)\n"
             "  -b NODES    active nodes of the larger size (default 12)\n"
-            "  -B SAMPLES  restarts at the larger size (default 5)\n");
+            "  -B SAMPLES  restarts at the larger size (default 5)\n"
+            "  -h, --help  this text\n");
 }
 
 static int
@@ -404,8 +398,10 @@ main(int argc, char **argv)
 {
     s_size_t a = { .nodes = 4, .samples = 10 }, b = { .nodes = 12,
                                                       .samples = 5 };
+    static const struct option longs[] = { { "help", 0, NULL, 'h' },
+                                           { NULL, 0, NULL, 0 } };
     int opt;
-    while ((opt = getopt(argc, argv, "s:n:b:B:h")) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:n:b:B:h", longs, NULL)) != -1) {
         switch (opt) {
         case 's': a.samples = s_int_arg(optarg, 1, 1000, "-s"); break;
         case 'n': a.nodes = s_int_arg(optarg, 1, 256, "-n"); break;
