@@ -181,8 +181,6 @@ s_option(void *arg, int c, char *v)
     }
 }
 
-/* The operands: a command is required; its arguments are checked by
-   s_run(). */
 /* The commands: name, operands after it (min, max), and which operand
  * (1-based; 0 none) must be a non-negative integer. */
 static const struct {
@@ -208,14 +206,13 @@ s_command(void *arg, int argc, char **argv)
     for (size_t i = 0; i < sizeof s_cmds / sizeof s_cmds[0]; i++) {
         if (strcmp(argv[0], s_cmds[i].name) != 0)
             continue;
-        if ((argc - 1 < s_cmds[i].min || argc - 1 > s_cmds[i].max) &&
-            s_cmds[i].min == s_cmds[i].max)
+        int min = s_cmds[i].min, max = s_cmds[i].max, n = argc - 1;
+        if ((n < min || n > max) && min == max)
             return telem_cli_error(S_PROG, "%s takes %d argument(s), not %d",
-                                   argv[0], s_cmds[i].min, argc - 1);
-        if (argc - 1 < s_cmds[i].min || argc - 1 > s_cmds[i].max)
+                                   argv[0], min, n);
+        if (n < min || n > max)
             return telem_cli_error(S_PROG, "%s takes %d or %d arguments, "
-                                   "not %d", argv[0], s_cmds[i].min,
-                                   s_cmds[i].max, argc - 1);
+                                   "not %d", argv[0], min, max, n);
         int k = s_cmds[i].number;
         if (k && telem_cli_int64(argv[k], 0, INT64_MAX, &v))
             return telem_cli_bad(S_PROG, argv[0], argv[k],
