@@ -397,11 +397,10 @@ s_unpack_inline(ddict_server_t *self, telem_dict_req_t *req,
         } else if (op->val) {
             zmq_msg_init(&self->vals[v]);
             zmq_msg_move(&self->vals[v++], &frames[f++]);
+        } else if (op->ival
+                   && zmq_msg_init_size(&self->vals[v], op->ivlen) != 0) {
+            rc = TELEM_ENOMEM;
         } else if (op->ival) {
-            if (zmq_msg_init_size(&self->vals[v], op->ivlen) != 0) {
-                rc = TELEM_ENOMEM;
-                break;
-            }
             memcpy(zmq_msg_data(&self->vals[v++]), op->ival, op->ivlen);
             op->val = 1;
             op->ival = NULL;
