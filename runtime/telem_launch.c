@@ -136,13 +136,11 @@ s_count(const char *flag, const char *v, double lo, double hi, long *out)
 static int
 s_seconds(const char *flag, const char *v, double lo, int64_t *out)
 {
-    double d;
-    if (telem_cli_number(v, lo, 86400.0 * 365, &d)) {
+    if (telem_cli_seconds(v, lo, 86400.0 * 365, out)) {
         char why[96];
         snprintf(why, sizeof why, "seconds, at least %g", lo);
         return s_bad(flag, v, why);
     }
-    *out = (int64_t) (d * 1e9);
     return 0;
 }
 
