@@ -6,6 +6,8 @@
  * that a factory-made DEALER and ROUTER really talk, and the failures: a
  * malformed endpoint, a port in use, a result buffer too small.
  */
+#include "tmpdir.h"
+
 #include <czmq.h>
 #include <errno.h>
 #include <stdio.h>
@@ -175,8 +177,8 @@ test_failures(void)
 int
 main(void)
 {
-    char dir[] = "/tmp/test_sock.XXXXXX";
-    if (!mkdtemp(dir)) {
+    char dir[64];
+    if (test_tmpdir(dir, sizeof dir, "test_sock") != 0) {
         perror("mkdtemp");
         return 1;
     }
@@ -184,11 +186,6 @@ main(void)
     test_tcp_roundtrip();
     test_ipc_and_more(dir);
     test_failures();
-    char path[600];
-    snprintf(path, sizeof path, "%s/a.sock", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/rel.sock", dir);
-    unlink(path);
-    rmdir(dir);
+    CHECK(test_rmtree(dir) == 0);
     return check_report("test_sock");
 }
