@@ -76,12 +76,18 @@ bench_percentile_sorted(const int64_t *v, size_t n, double p)
     return v[rank - 1];
 }
 
+void
+bench_sort_d(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, s_cmp_d);
+}
+
 double
 bench_median_d(double *v, size_t n)
 {
     if (n == 0)
         return 0;
-    qsort(v, n, sizeof *v, s_cmp_d);
+    bench_sort_d(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -26,7 +26,8 @@ void bench_die(const char *what, const char *fmt, ...)
 /* Sorts v[0..n) and returns the nearest-rank percentile p (0-100). */
 int64_t bench_percentile_sorted(const int64_t *v, size_t n, double p);
 void bench_sort_i64(int64_t *v, size_t n);
-double bench_median_d(double *v, size_t n);   /* sorts v */
+void bench_sort_d(double *v, size_t n);
+double bench_median_d(double *v, size_t n);   /* sorts v; 0 if n is 0 */
 
 /* Prints the header every benchmark starts with: name, date (UTC), nproc,
  * CPU model, kernel. */

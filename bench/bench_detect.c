@@ -444,13 +444,6 @@ s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule)
     return out;
 }
 
-static int
-s_cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
 /* Median over the load's rounds (its first one skipped) of target / the
  * median of the healthy devices. */
 static double
@@ -466,10 +459,9 @@ s_slowdown(const s_rec_t *rec, int from, int to)
         double t = V(rec, rec->ndev - 1, k);
         if (nh == 0 || isnan(t))
             continue;
-        qsort(h, (size_t) nh, sizeof *h, s_cmp_d);
-        r[nr++] = t / (nh % 2 ? h[nh / 2] : (h[nh / 2 - 1] + h[nh / 2]) / 2);
+        r[nr++] = t / bench_median_d(h, (size_t) nh);
     }
-    qsort(r, (size_t) nr, sizeof *r, s_cmp_d);
+    bench_sort_d(r, (size_t) nr);
     return nr ? r[nr / 2] : NAN;
 }
 
@@ -489,14 +481,12 @@ s_noise(const s_rec_t *rec, int from, int to)
                     o[no++] = V(rec, e, k);
             if (no == 0 || isnan(V(rec, d, k)))
                 continue;
-            qsort(o, (size_t) no, sizeof *o, s_cmp_d);
-            double m = no % 2 ? o[no / 2] : (o[no / 2 - 1] + o[no / 2]) / 2;
-            r[n] = V(rec, d, k) / m;
+            r[n] = V(rec, d, k) / bench_median_d(o, (size_t) no);
             over += r[n++] >= 1.08;
         }
     if (n == 0)
         return;
-    qsort(r, n, sizeof *r, s_cmp_d);
+    bench_sort_d(r, n);
     printf("  noise of the clean stretch, device / median of the others over "
            "%zu device-rounds: p1 %.3f p50 %.3f p90 %.3f p99 %.3f max %.2f; "
            "%.2f %% of them 8 %% slower or more\n", n, r[n / 100], r[n / 2],
@@ -592,7 +582,7 @@ s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
 }
 
 static void
-s_usage(void)
+s_usage(FILE *f, int status)
 {
     fputs("usage: bench_detect [-H healthy] [-p period_s] [-c clean_rounds]\n"
           "       [-l load_rounds] [-g gap_rounds] [-r repeats]\n"
@@ -601,9 +591,10 @@ s_usage(void)
           "  -C  the load's duty cycle in ms (default 2)\n"
           "  -o  also write the recording to save_file\n"
           "  -i  judge a saved recording instead of recording one\n"
-          "  -s  slowgpu parameters for the judging (telem_watch ctl names)\n",
-          stderr);
-    exit(2);
+          "  -s  slowgpu parameters for the judging (telem_watch ctl names)\n"
+          "  -h, --help  this text\n",
+          f);
+    exit(status);
 }
 
 static void
@@ -620,8 +611,11 @@ s_parse(int argc, char **argv, s_opts_t *o)
         *slash = '\0';
     else
         snprintf(o->bindir, sizeof o->bindir, ".");
+    static const struct option longs[] = { { "help", 0, NULL, 'h' },
+                                           { NULL, 0, NULL, 0 } };
     int c;
-    while ((c = getopt(argc, argv, "H:p:c:l:g:r:d:b:C:o:i:s:nh")) != -1) {
+    while ((c = getopt_long(argc, argv, "H:p:c:l:g:r:d:b:C:o:i:s:nh", longs,
+                            NULL)) != -1) {
         switch (c) {
         case 'H': o->healthy = atoi(optarg); break;
         case 'p': o->period = atof(optarg); break;
@@ -641,14 +635,15 @@ s_parse(int argc, char **argv, s_opts_t *o)
                  t = strtok(NULL, ","))
                 o->duty[o->nduty++] = atof(t);
             break;
-        default: s_usage();
+        case 'h': s_usage(stdout, 0); break;
+        default: s_usage(stderr, 2);
         }
     }
     if (o->healthy < 1 || o->healthy + 1 > S_MAXDEV || o->period < 0.05 ||
         o->clean < 20 || o->load < 3 || o->gap < 5 || o->repeats < 1 ||
         o->nduty < 1 || o->repeats * o->nduty > S_MAXSEG ||
         o->cycle_ms < 0.1 || o->cycle_ms > 1000)
-        s_usage();
+        s_usage(stderr, 2);
 }
 
 int

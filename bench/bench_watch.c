@@ -57,17 +57,10 @@ s_make(s_data_t *d, int64_t t0)
     gsl_rng_free(rng);
 }
 
-static int
-s_cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-    return (x > y) - (x < y);
-}
-
 static void
 s_report(const char *what, int64_t *ns, size_t n, size_t events)
 {
-    qsort(ns, n, sizeof *ns, s_cmp_i64);
+    bench_sort_i64(ns, n);
     printf("  %-44s %9.3f %9.3f %9.3f %6zu\n", what, ns[n / 2] / 1e6,
            ns[(n * 99) / 100] / 1e6, ns[n - 1] / 1e6, events);
 }
