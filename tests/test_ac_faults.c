@@ -7,7 +7,31 @@
  */
 #include "ac_fake.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 /* ---- tests ------------------------------------------------------------- */
+
+/* Binds a TCP socket to a free loopback port without listening on it and
+ * writes "tcp://127.0.0.1:PORT" to ep.  Returns the socket (close it when
+ * done) or -1. */
+static int
+s_refusing_port(char *ep, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *) &a, sizeof a) != 0
+        || getsockname(fd, (struct sockaddr *) &a, &len) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    snprintf(ep, size, "tcp://127.0.0.1:%u", (unsigned) ntohs(a.sin_port));
+    return fd;
+}
 
 /* Waits (bounded) until the late node has sent its late reply. */
 static int
@@ -66,15 +90,12 @@ test_nobody_answers(void *ctx)
     const int deadline_ms = 1000;
     fake_t f[1];
     s_fake_start(&f[0], ctx, "quiet", FAKE_SILENT);
-    /* An endpoint where nothing listens: bind, note it, close. */
-    void *tmp = zmq_socket(ctx, ZMQ_ROUTER);
-    int zero = 0;
-    zmq_setsockopt(tmp, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_bind(tmp, "tcp://127.0.0.1:*");
+    /* An endpoint where nothing listens: a port held by a TCP socket that
+       is bound but not listening, so every connection is refused and no
+       other program (tests run in parallel) can take the port meanwhile. */
     char dead[128];
-    size_t len = sizeof dead;
-    zmq_getsockopt(tmp, ZMQ_LAST_ENDPOINT, dead, &len);
-    zmq_close(tmp);
+    int hold = s_refusing_port(dead, sizeof dead);
+    CHECK(hold >= 0);
 
     const char *names[] = { "quiet", "dead" };
     const char *eps[] = { f[0].endpoint, dead };
@@ -102,6 +123,7 @@ test_nobody_answers(void *ctx)
     ac_status_result_destroy(&st);
     ac_close(&ac);
     s_fake_stop(&f[0]);
+    close(hold);
 }
 
 static void
