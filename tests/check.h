@@ -75,6 +75,22 @@ static int s_checks;
         }                                                                    \
     } while (0)
 
+/* Exit status CTest counts as skipped (SKIP_RETURN_CODE in
+ * tests/CMakeLists.txt), never as passed. */
+#define CHECK_SKIP_RC 77
+
+/* Reports the test skipped with its measured reason and exits 77, or, if
+ * checks already failed, reports those and exits 1 (a failure is never
+ * hidden by a skip). */
+#define CHECK_SKIP(name, ...)                                                \
+    do {                                                                     \
+        if (s_failures)                                                      \
+            exit(check_report(name));                                        \
+        printf("SKIPPED: " __VA_ARGS__);                                     \
+        printf("\n");                                                        \
+        exit(CHECK_SKIP_RC);                                                 \
+    } while (0)
+
 /* The end of main: prints "NAME: N checks passed" on stdout or "NAME: F of
  * N checks failed" on stderr; returns the test's exit status. */
 __attribute__((unused)) static int

@@ -25,6 +25,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# skip REASON...: reports the test skipped, with its measured reason, and
+# exits with the code CTest counts as skipped (SKIP_RETURN_CODE 77 in
+# tests/CMakeLists.txt), never as passed.
+TELEM_SKIP_RC=77
+skip() {
+    echo "SKIPPED: $*"
+    exit "$TELEM_SKIP_RC"
+}
+
 fail() {
     echo "FAIL: $*" >&2
     for f in "$T"/*.log; do
