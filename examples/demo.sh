@@ -114,7 +114,9 @@ grep -E "^== telem_l" "$work/sg.out" || true
 sed -n '/^== summary/,$p' "$work/sg.out" \
     | grep -E "restart [0-9]+ \(of at most|resumed at|semicircle law" \
     | sed 's/^[^]]*] //' || true
-echo "slow_gpu.sh exit status $rc"
+grep -E "^slow_gpu.sh: " "$work/sg.out" || true
+echo "slow_gpu.sh exit status $rc (0 = n2 named by slowgpu and excluded;" \
+     "1 = it was not; 3 = the machine was too busy to tell)"
 
 if [ "$job_rc" != 0 ] || [ "$rc" != 0 ]; then
     echo "demo finished, but a job failed (logs above)" >&2

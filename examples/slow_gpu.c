@@ -268,6 +268,30 @@ s_task_store(ddict_t *d, const sg_opts_t *o, int t, const sg_task_t *task,
     return rc;
 }
 
+/* The hold of --hold-at: on a first run, waits (in notified slices) until
+ * the hold event is set; a restarted run never gets here, and a run that
+ * the launcher restarts is stopped while it waits. */
+static int
+s_hold(ddict_t *d, s_worker_t *wk, int t, int done)
+{
+    const sg_opts_t *o = wk->o;
+    char ev[DDICT_NS_LIMIT + 216];
+    int rc;
+    if (o->hold_event)
+        snprintf(ev, sizeof ev, "%s", o->hold_event);
+    else
+        snprintf(ev, sizeof ev, "%s/release", o->ns);
+    if ((rc = ddict_event_is_set(d, ev)) != 0)
+        return rc < 0 ? rc : 0;
+    printf("slow_gpu: %s: task %d holds at iteration %d of %d until event "
+           "'%s' is set or the job restarts\n", getenv("TELEM_NODE") ?
+           getenv("TELEM_NODE") : "-", t, done, o->iterations, ev);
+    fflush(stdout);
+    while ((rc = ddict_event_wait(d, ev, o->timeout_ms)) == TELEM_ETIMEDOUT)
+        ;
+    return rc;
+}
+
 static int
 s_task_run(ddict_t *d, s_worker_t *wk, s_work_t *w, int t)
 {
@@ -288,7 +312,11 @@ s_task_run(ddict_t *d, s_worker_t *wk, s_work_t *w, int t)
                task.done, o->iterations);
         fflush(stdout);
     }
+    int hold = o->hold_at > 0 && !o->restarted
+               ? (int) ceil(o->hold_at * o->iterations) : -1;
     while (rc == 0 && task.done < o->iterations) {
+        if (task.done == hold && (rc = s_hold(d, wk, t, task.done)) != 0)
+            break;
         double t0 = s_now();
         double top = s_iteration(w, o, t, task.done, task.counts);
         task.done++;

@@ -21,6 +21,8 @@ typedef struct {
     const char *ns;         /* dictionary namespace */
     const char *plot;       /* SVG file, or NULL */
     int64_t timeout_ms;     /* deadline of dictionary calls */
+    double hold_at;         /* first run: wait at this fraction (0: off) */
+    const char *hold_event; /* ... until this event is set (NULL: <ns>/release) */
     int rank, nnodes;       /* TELEM_RANK, TELEM_NNODES */
     int restarted;          /* TELEM_RESTARTED=1 */
 } sg_opts_t;

@@ -21,10 +21,26 @@
 # the cores the collectors time; here they share them, so they run at
 # nice 19 and the collectors' figures show the load, not the workers.
 #
+# The job runs until the detector has acted: slow_gpu --hold-at 0.5 stops
+# every task half-way on its first run and waits until the launcher
+# restarts the job (a restarted run never waits), so however fast the
+# machine, the job is still running when slowgpu has seen enough rounds.
+# The wait is bounded (SLOW_GPU_WAIT seconds); when it runs out, the
+# script releases the hold (the dictionary event slow_gpu/release), lets
+# the job finish, and says why no restart happened: the slowdown the load
+# caused on n2 against the round-to-round noise of the devices, both
+# measured from the collectors' own figures.  The load always stops with
+# the job.
+#
+# Exit status: 0 the job was restarted without n2 on slowgpu's word and
+# finished; 1 it was not (or the job failed), with the reason; 2 not built;
+# 3 undecidable: other work on the machine made the devices' noise too
+# high for slowgpu to tell the slowdown from it (the figures are printed).
+#
 # Environment: TELEM_BIN (default: build/bin of this tree), SLOW_GPU_ARGS
 # (the example's options; default a run of some 10-30 s on two cores),
-# SLOW_GPU_DETECTOR (the detector spec, default slowgpu).  On a machine
-# busy with other work the wrong device may look slow: docs/examples.md.
+# SLOW_GPU_DETECTOR (the detector spec, default slowgpu), SLOW_GPU_WAIT
+# (seconds to wait for the restart after the load starts, default 240).
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,20 +70,24 @@ wait_for() {
     return 1
 }
 
+wait_s=${SLOW_GPU_WAIT:-240}
+[[ $wait_s =~ ^[0-9]+$ ]] && ((wait_s > 0)) \
+    || { echo "slow_gpu.sh: SLOW_GPU_WAIT must be a whole number of seconds" >&2; exit 2; }
+
 echo "== telem_launch --local 3 --nodes 2 --resilient --exhaust-resources" \
      "--telemetry-level 3 --detector slowgpu --collect ... --" \
-     "nice -n 19 slow_gpu ${args[*]}"
+     "nice -n 19 slow_gpu ${args[*]} --hold-at 0.5"
 "$bin/telem_launch" --local 3 --nodes 2 --resilient --exhaust-resources \
     --telemetry-level 3 --detector "${SLOW_GPU_DETECTOR:-slowgpu}" \
     --collect "--period 0.5 --reps 5 --spread --devices 0 --local-devices 0" \
-    -- nice -n 19 "$bin/slow_gpu" "${args[@]}" --plot "$plot" \
+    -- nice -n 19 "$bin/slow_gpu" "${args[@]}" --hold-at 0.5 --plot "$plot" \
     > >(tee "$work/job.out") 2> >(tee "$work/job.log" >&2) &
 job=$!
 pids+=("$job")
 
 # The collector map says which core n2's device 0 runs on and its phase;
 # the collectors on that core take turns in every 0.1 s (period / reps).
-wait_for 30 grep -q "^node n2 device 0 -> " "$work/job.out" \
+wait_for 60 grep -q "^node n2 device 0 -> " "$work/job.out" \
     || { echo "slow_gpu.sh: the collectors did not start" >&2; exit 1; }
 read -r core phase < <(awk '$1 == "node" && $2 == "n2" { print $8, $12 / 1000 }' \
                        "$work/job.out" | head -n 1)
@@ -77,20 +97,50 @@ rt=()
 if chrt -f 30 true 2>/dev/null; then rt=(chrt -f 30); fi
 echo "== telem_load --device $core --period 0.1 --window $turn --phase $phase:" \
      "contention on n2's device 0 only"
+load_ns=$(date +%s%N)
 "${rt[@]}" "$bin/telem_load" --device "$core" --cycle-ms 2 --duty 0.5 \
     --period 0.1 --window "$turn" --phase "$phase" \
     >/dev/null 2>"$work/load.log" &
 load=$!
 pids+=("$load")
 
-# Stop the load as soon as the launcher takes n2 out, before the reserve's
-# collector starts on the same core.
-if wait_for 120 grep -q "accepted: restart 1: nodes n2" "$work/job.log"; then
-    echo "== n2 is out of the job: stopping the load"
+# Waits until the launcher has taken a node out on the detector's word, the
+# job has ended, or the wait has run out; progress every 30 s.
+restart_line() { grep -m1 "accepted: restart 1: nodes" "$work/job.log"; }
+deadline=$((SECONDS + wait_s)) next=$((SECONDS + 30))
+while ! restart_line >/dev/null 2>&1 && kill -0 "$job" 2>/dev/null &&
+      ((SECONDS < deadline)); do
+    if ((SECONDS >= next)); then
+        echo "== waiting for slowgpu to name n2: $((SECONDS - deadline + wait_s)) s of at most $wait_s s"
+        next=$((SECONDS + 30))
+    fi
+    sleep 0.2
+done
+
+verdict=0 why=""
+if line=$(restart_line); then
+    # On a real cluster the slow GPU leaves the job with its node; here the
+    # reserve's collector would start on the same core, so the load stops.
+    kill -TERM "$load" 2>/dev/null || true
+    if [[ $line =~ nodes\ n2([^0-9]|$) ]]; then
+        echo "== n2 is out of the job: the load stopped"
+    else
+        verdict=1 why="the launcher took out the wrong node: $line"
+    fi
+elif kill -0 "$job" 2>/dev/null; then
+    # No restart in time: measure why, then release the hold and finish.
+    TELEM_NODEFILE=$TELEM_RUNDIR/nodes "$bin/telem_client" --timeout 5000 \
+        -f json query cg_dgemm_seconds --start -600s >"$work/rounds.json" || true
+    figures=$(python3 "$top/examples/slow_gpu_noise.py" n2 "$load_ns" \
+              <"$work/rounds.json") && verdict=1 || verdict=$?
+    kill -TERM "$load" 2>/dev/null || true
+    why="n2 was not excluded within $wait_s s of the load: $figures"
+    "$bin/telem_dict" event-set slow_gpu/release >/dev/null 2>&1 \
+        || echo "slow_gpu.sh: could not release the hold" >&2
 else
-    echo "== n2 was not excluded within 120 s"
+    kill -TERM "$load" 2>/dev/null || true
+    verdict=1 why="the job ended before any restart"
 fi
-kill -TERM "$load" 2>/dev/null || true
 rc=0
 wait "$job" || rc=$?
 echo
@@ -98,4 +148,12 @@ echo "== summary (telem_launch exited $rc)"
 grep -h "restart [0-9]" "$work/job.log" || echo "no restart"
 grep -h "resumed at iteration\|semicircle law\|checksum\|plot written" \
     "$work/job.out" || true
-exit "$rc"
+if ((rc != 0)) && ((verdict == 0)); then
+    verdict=1 why="telem_launch exited $rc"
+fi
+if ((verdict != 0)); then
+    echo "slow_gpu.sh: FAILED: $why"
+    ((verdict == 3)) && echo "slow_gpu.sh: undecidable here: the machine is too noisy for this detection"
+    exit "$verdict"
+fi
+echo "slow_gpu.sh: ok: slowgpu named n2 and the job finished without it"

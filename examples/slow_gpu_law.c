@@ -39,6 +39,15 @@ static const char s_usage[] =
 "  -n, --ns NAME        dictionary namespace (default slow_gpu)\n"
 "      --timeout MS     deadline of each dictionary call (default 10000)\n"
 "  -p, --plot FILE      write an SVG picture of the histogram and the law\n"
+"      --hold-at F      on a first run, every task stops when a fraction F\n"
+"                       (0-1) of its iterations is done and waits until the\n"
+"                       dictionary event of --hold-event is set or the job\n"
+"                       is restarted; a restarted run never waits.  Stands\n"
+"                       for a job that runs long enough for telem to act on\n"
+"                       what it sees, however fast the machine (default 0:\n"
+"                       off)\n"
+"      --hold-event E   the event that ends the hold (default NS/release;\n"
+"                       set it with: telem_dict event-set E)\n"
 "  -h, --help           show this help\n"
 "\n"
 "Environment (set by telem_launch): TELEM_RANK, TELEM_NNODES,\n"
@@ -106,6 +115,11 @@ s_option(int c, const char *arg, sg_opts_t *o)
     case 'o': if (s_int(arg, 1, 3600000, &v)) return s_bad("--timeout", arg, "expected 1-3600000");
               o->timeout_ms = v; return -1;
     case 'p': o->plot = arg; return -1;
+    case 'H': o->hold_at = strtod(arg, &end);
+              return *arg && !*end && o->hold_at >= 0 && o->hold_at < 1 ? -1
+                     : s_bad("--hold-at", arg, "expected a fraction in [0, 1)");
+    case 'E': if (!*arg || strlen(arg) > 200) return s_bad("--hold-event", arg, "expected 1-200 bytes");
+              o->hold_event = arg; return -1;
     case 'h': fputs(s_usage, stdout); return 0;
     default: fputs("Try 'slow_gpu --help'.\n", stderr); return 2;
     }
@@ -120,10 +134,11 @@ sg_opts_parse(int argc, char **argv, sg_opts_t *o)
         { "bins", 1, NULL, 'b' }, { "seed", 1, NULL, 's' },
         { "tolerance", 1, NULL, 'T' }, { "ns", 1, NULL, 'n' },
         { "timeout", 1, NULL, 'o' }, { "plot", 1, NULL, 'p' },
+        { "hold-at", 1, NULL, 'H' }, { "hold-event", 1, NULL, 'E' },
         { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     *o = (sg_opts_t) { 1, 8, 20, 100, 50, 1, 0.02, "slow_gpu", NULL, 10000,
-                       0, 1, 0 };
+                       0, NULL, 0, 1, 0 };
     int c, rc;
     while ((c = getopt_long(argc, argv, "d:t:i:m:b:s:n:p:h", opts, NULL))
            != -1)

@@ -104,7 +104,33 @@ if [ "$nogpu" = 1 ]; then
         || fail "telem_collect did not skip cuda with one line"
 fi
 
-sleep 4                                   # clean rounds
+# wait_rounds SINCE_NS N: waits (at most 120 s) until every node has
+# stored N rounds stamped at or after SINCE_NS: the phases are counted in
+# rounds the collectors really made, not in seconds of a guessed speed.
+wait_rounds() {
+    local since=$1 want=$2
+    for _ in $(seq 600); do
+        "$B/telem_client" -f json query cg_dgemm_seconds >"$T/count.json" \
+            2>/dev/null || true
+        python3 - "$T/count.json" "$since" "$want" <<'PY' && return 0
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit(1)
+since, want = int(sys.argv[2]), int(sys.argv[3])
+n = {}
+for s in doc["series"]:
+    h = s["tags"].get("host")
+    n[h] = n.get(h, 0) + sum(1 for ts, _ in s["points"] if ts >= since)
+sys.exit(0 if len(n) == 3 and min(n.values()) >= want else 1)
+PY
+        sleep 0.2
+    done
+    fail "fewer than $want rounds on some node within 120 s"
+}
+
+wait_rounds "$epoch" 16                   # clean rounds
 clean_end=$(date +%s%N)
 "${LOADPRIO[@]}" "$B/telem_load" --device "$core2" --duty 0.5 --cycle-ms 2 \
     --period 0.05 --window 0.0166 --phase "$phase2" \
@@ -113,7 +139,7 @@ LOAD=$!
 EXTRA_PIDS+=("$LOAD")
 wait_for grep -qx ready "$T/load.out" || fail "telem_load not ready"
 load_start=$(date +%s%N)
-sleep 6                                   # loaded rounds
+wait_rounds "$((load_start + 500000000))" 20   # loaded rounds
 load_end=$(date +%s%N)
 kill -TERM "$LOAD"
 wait "$LOAD" || fail "telem_load did not exit 0 on SIGTERM"

@@ -126,7 +126,7 @@ grep -q "trigger daemon" "$TELEM_RUNDIR/launch/restarts.log" \
 # --- a hung first node: found by the heartbeat ---------------------------
 reset_out
 MODE=wait launch hb --local 3 --nodes 2 --resilient --heartbeat 0.2 \
-    --heartbeat-timeout 0.2 --heartbeat-misses 2
+    --heartbeat-timeout 1 --heartbeat-misses 2
 wait_for test -f "$OUT/run-0-n1.env" -a -f "$OUT/run-0-n2.env" \
     || fail "first run did not start"
 kill -STOP "$(telemd_pid n1)"

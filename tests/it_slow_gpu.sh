@@ -9,14 +9,21 @@
 # done twice, none lost); the semicircle law holds; and the histogram is
 # the one an undisturbed run on one node makes.
 #
+# The job holds half-way on its first run until it is restarted
+# (slow_gpu --hold-at, bounded by SLOW_GPU_WAIT), so it lasts as long as
+# the detector needs however fast the machine.  When no restart came,
+# slow_gpu.sh measures why: if other work on the machine made the devices'
+# round-to-round noise too high for slowgpu to tell n2's slowdown from it
+# (exit 3), the test reports itself skipped with those figures; if the
+# slowdown was clear, or the wrong node was taken out, it fails.
+#
 # The load must preempt the collector it slows inside its turn, which
 # takes real-time scheduling; where this user may not use it (not root)
 # the test says so and is skipped.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if ! chrt -f 30 true 2>/dev/null; then
-    echo "it_slow_gpu: skipped: real-time scheduling (chrt -f) is not" \
-         "permitted here, and without it the load cannot slow one device"
-    exit 0
+    skip "real-time scheduling (chrt -f) is not permitted here, and" \
+         "without it the load cannot slow one device"
 fi
 SRC=${TELEM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 ARGS="--tasks 8 --iterations 600 --size 120"
@@ -32,6 +39,9 @@ rc=0
 TELEM_BIN=$TELEM_BIN SLOW_GPU_ARGS=$ARGS \
     bash "$SRC/examples/slow_gpu.sh" "$T/sg.svg" >"$T/sg.out" 2>"$T/sg.log" \
     || rc=$?
+if [ "$rc" = 3 ]; then
+    skip "$(grep -m1 'slow_gpu.sh: FAILED: ' "$T/sg.out" | sed 's/.*FAILED: //')"
+fi
 [ "$rc" = 0 ] || fail "slow_gpu.sh exited $rc: $(tail -n 30 "$T/sg.out")"
 restarts=$(grep -c "warn: restart [0-9]* (of at most" "$T/sg.out" || true)
 [ "$restarts" = 1 ] \

@@ -14,8 +14,7 @@ CLUSTER=${TELEM_SRC:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/slurm/cluster.sh
 rc=0
 why=$(bash "$CLUSTER" check) || rc=$?
 if [ "$rc" != 0 ]; then
-    echo "it_slurm: skipped: $why"
-    exit 0
+    skip "$why"
 fi
 
 S=$(mktemp -d /tmp/telem-slurm.XXXXXX)

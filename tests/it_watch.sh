@@ -1,34 +1,41 @@
 # it_watch.sh - telem_watch --detector slowgpu on a real collector group.
 #
-# Three virtual nodes, one cpu device each (telem_collect --devices 0, 0.25 s
-# rounds).  With three collectors on a 2-core machine, node n2's device is
-# the one alone on its core (device i of the k-th node runs on core
-# (i + k) mod 2), so loading that core slows n2's device and nothing else.
+# Three virtual nodes, one cpu device each (telem_collect --devices 0
+# --local-devices 0 --spread, 0.25 s rounds of 5 repetitions): all three
+# collectors take turns on core 0, each in its own third of every 50 ms,
+# so they are measured on the same hardware at nearly the same instants.
 #
 # 1. Clean: a watcher judges at least 60 rounds and reports nothing.
-# 2. Load: telem_load keeps n2's core busy with 8 threads (the collector is
-#    left about a ninth of its core, several times slower); a fresh watcher
-#    names n2 and device 0, and its restart request reaches a receiver
-#    playing the launcher (test_watch --restart-sink), which acks it.
+# 2. Load: telem_load contends for core 0 inside n2's turn only (busy 1.5
+#    ms of every 2 ms of that window), which leaves n2's repetitions about
+#    a quarter of the core; a fresh watcher names n2 and device 0, and its
+#    restart request reaches a receiver playing the launcher (test_watch
+#    --restart-sink), which acks it.
 # 3. Live control: status, thresholds, set (good and bad), pause, resume.
 # 4. A node killed with SIGKILL is reported missing and the watcher goes on
 #    ticking and answering.
 #
-# Robust on a 2-core box: the test's slowgpu asks for a 3x slowdown
-# (effect=2) in 3 of 4 rounds, while the load's effect is about 9x.  (With
-# effect=1 a sanitizer build once saw a 2.8x stall of one collector for 3
-# rounds on an otherwise quiet machine: instrumented timings are not the
-# hardware's.)  The drift rule is off (drift=0): n2's device, alone on its
-# core, runs faster than the two that share the other one, and that ratio
-# wanders on a VM, which the drift rule rightly reports as a warning; the
-# drift rule is tested on fixed tables in test_detectors.
+# Where this user may use real-time scheduling (root), the collectors run
+# SCHED_FIFO 20 and the load SCHED_FIFO 30, as in it_collect: other work
+# cannot preempt the collectors, and the load preempts n2's at once.  The
+# test's slowgpu asks for a 2x slowdown (effect=1) in 3 of 4 rounds, the
+# load's effect is about 4x.  The drift rule is off (drift=0): it is
+# tested on fixed tables in test_detectors.
 # Work this test did not start can still make a device really slow
 # (a compiler on n2's core is contention too, and flagging it is right), so
 # the test samples /proc/stat while it waits: events before the load (or
 # naming another node during it) fail the test unless some core was over
-# 70 % busy for a second, which our own processes never reach.  CTest runs
-# this test alone (RUN_SERIAL).  Waits are on behaviour (rounds judged,
-# events seen) with generous caps, never on fixed times.
+# 70 % busy for a second, which our own processes never reach; then the
+# detection parts are undecided, not passed.  Likewise, when n2 is not
+# named under the load, the collectors' own figures decide: if n2's
+# slowdown cleared the detector's bar against the devices' measured
+# round-to-round noise (examples/slow_gpu_noise.py), the test fails;
+# if other work made the noise too high, the detection is undecided.  The
+# other parts (live control, a dead node) still run, and an undecided
+# detection makes the test report itself skipped with the measured figures
+# (never passed, never failed).  CTest runs this test alone (RUN_SERIAL).
+# Waits are on behaviour (rounds judged, events seen) with generous caps,
+# never on fixed times.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 B=$TELEM_BIN
 W=$B/telem_watch
@@ -55,25 +62,23 @@ expect_rc 1 "$W" --detector slowgpu --nodefile "$T/missing" --count 1
 # Agents without TCP endpoints: queries go over ipc in this test's run
 # directory, so no other test's agent (also called n1...) can answer them.
 for n in n1 n2 n3; do start_node "$n" --level 1 --bind none; done
-"$B/telem_collect" --devices 0 --period 0.25 --reps 7 --name "itw-$$" \
+COLPRIO=() LOADPRIO=()
+if chrt -f 20 true 2>/dev/null; then COLPRIO=(chrt -f 20) LOADPRIO=(chrt -f 30); fi
+"${COLPRIO[@]}" "$B/telem_collect" --devices 0 --period 0.25 --reps 5 \
+    --spread --local-devices 0 --name "itw-$$" \
     >"$T/collect.out" 2>"$T/collect.log" &
 EXTRA_PIDS+=("$!")
 wait_for grep -qx ready "$T/collect.out" || fail "telem_collect not ready"
 # "node n2 device 0 -> cpu device J (id C) phase P ms pid PID"
 core2=$(awk '$1 == "node" && $2 == "n2" { print $8 }' "$T/collect.out")
-[ -n "$core2" ] || fail "no device map: $(cat "$T/collect.out")"
-shared=$(awk -v c="$core2" '$1 == "node" && $8 == c' "$T/collect.out" | wc -l)
-[ "$shared" = 1 ] || echo "note: n2's core $core2 is shared by $shared collectors"
+phase2=$(awk '$1 == "node" && $2 == "n2" { print $12 / 1000 }' "$T/collect.out")
+[ -n "$core2" ] && [ -n "$phase2" ] || fail "no device map: $(cat "$T/collect.out")"
 
-"$B/test_watch" --restart-sink "ipc://$T/launch.sock" --count 20 >"$T/sink.out" \
-    2>"$T/sink.log" &
-EXTRA_PIDS+=("$!")
-wait_for grep -qx ready "$T/sink.out" || fail "restart receiver not ready"
-
+UNDECIDED=()
 # start_watcher NAME OUT [options]: a watcher of this test's slowgpu.
 start_watcher() {
     local name=$1 out=$2; shift 2
-    "$W" --name "$name" --detector slowgpu:effect=2,k=3,n=4,drift=0 --json \
+    "$W" --name "$name" --detector slowgpu:effect=1,k=3,n=4,drift=0 --json \
         --period 0.25 --timeout 500 "$@" >"$out" 2>"$out.log" &
     EXTRA_PIDS+=("$!")
     WATCH=$!
@@ -158,12 +163,12 @@ BUSY=70
 
 # ---- 1. clean rounds: no event -----------------------------------------
 busy=$(python3 "$T/monitor.py" "$W" clean "$T/clean.out" rounds 60) \
-    || fail "the watcher did not judge 60 rounds"
+    || fail "the watcher did not judge 60 rounds in 120 s"
 if [ "$(events "$T/clean.out")" != 0 ]; then
     [ "$busy" -gt "$BUSY" ] || fail "events without any load (busiest \
 core ${busy} %): $(grep event "$T/clean.out")"
-    echo "note: $(events "$T/clean.out") event(s) in the clean phase while" \
-        "a core was ${busy} % busy with other work"
+    UNDECIDED+=("$(events "$T/clean.out") event(s) in the clean phase while a \
+core was ${busy} % busy with work this test did not start")
 fi
 echo "clean: $(ctl_value rounds slowgpu) rounds judged," \
     "$(events "$T/clean.out") events, busiest core ${busy} %"
@@ -173,16 +178,37 @@ wait "$CLEAN" || fail "telem_watch did not exit cleanly on SIGTERM"
 
 # ---- 2. a real load on n2's device -------------------------------------
 # A fresh watcher (1 s of history) with the restart action, then the load.
+"$B/test_watch" --restart-sink "ipc://$T/launch.sock" --count 20 --idle 0 \
+    >"$T/sink.out" 2>"$T/sink.log" &
+EXTRA_PIDS+=("$!")
+wait_for grep -qx ready "$T/sink.out" || fail "restart receiver not ready"
 NAME=telem_watch
 start_watcher telem_watch "$T/watch.out" --set slowgpu.window=1 \
     --restart-endpoint "ipc://$T/launch.sock" --restart-timeout 5000
-"$B/telem_load" --device "$core2" --duty 1 --threads 8 >"$T/load.out" \
+load_ns=$(date +%s%N)
+"${LOADPRIO[@]}" "$B/telem_load" --device "$core2" --cycle-ms 2 --duty 0.75 \
+    --period 0.05 --window 0.0166 --phase "$phase2" >"$T/load.out" \
     2>"$T/load.log" &
 LOAD=$!
 EXTRA_PIDS+=("$LOAD")
-busy=$(python3 "$T/monitor.py" "$W" telem_watch "$T/watch.out" n2) \
-    || fail "n2/0 not named within 120 s of the load"
-python3 - "$T/watch.out" "$busy" "$BUSY" <<'PY' || fail "wrong events: $(grep event "$T/watch.out")"
+named=1
+busy=$(python3 "$T/monitor.py" "$W" telem_watch "$T/watch.out" n2) || named=0
+if [ "$named" = 0 ]; then
+    # Not named: was the slowdown clear against the devices' own noise?
+    # (slowgpu:effect=1 here, z 3.)
+    "$B/telem_client" -f json query cg_dgemm_seconds --start -300s \
+        >"$T/rounds.json" || true
+    src=${TELEM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+    jrc=0
+    figures=$(python3 "$src/examples/slow_gpu_noise.py" n2 "$load_ns" 1 3 \
+              <"$T/rounds.json") || jrc=$?
+    [ "$jrc" = 3 ] || fail "n2/0 not named within 120 s of the load \
+(busiest core ${busy} %): $figures"
+    UNDECIDED+=("n2/0 not named within 120 s of the load: $figures")
+    kill "$LOAD"
+fi
+prc=0
+[ "$named" = 0 ] || python3 - "$T/watch.out" "$busy" "$BUSY" <<'PY' || prc=$?
 import json, sys
 evs = [json.loads(l) for l in open(sys.argv[1]) if '"type":"event"' in l]
 n2 = [e for e in evs if e["devices"] == [{"node": "n2", "device": "0"}]
@@ -193,7 +219,16 @@ assert e["detector"] == "slowgpu" and e["nodes"] == ["n2"], e
 assert e["evidence"]["ratio"] >= 2, e
 others = [x for x in evs[:evs.index(e)] if x["nodes"] != ["n2"]]
 assert not others or int(sys.argv[2]) > int(sys.argv[3]), others
+if others:
+    print(f"{len(others)} event(s) naming other nodes before n2's")
+    sys.exit(3)
 PY
+case $prc in
+0) ;;
+3) UNDECIDED+=("events naming other nodes during the load while a core was \
+${busy} % busy with work this test did not start") ;;
+*) fail "wrong events: $(grep event "$T/watch.out")" ;;
+esac
 # The restart request naming n2 reached the receiver and was accepted
 # (other nodes only ever with a busy machine, as checked above).
 n2_restarted() {
@@ -202,18 +237,20 @@ n2_restarted() {
         grep -q '"type":"restart".*"status":"accepted".*"exclude":\[[^]]*"n2"' \
             "$T/watch.out"
 }
-for _ in $(seq 100); do n2_restarted && break; sleep 0.2; done
-n2_restarted || fail "restart for n2 not received or not acknowledged: \
-$(cat "$T/sink.out"; grep restart "$T/watch.out")"
-kill "$LOAD"
-echo "load: $(grep '{"node":"n2","device":"0"}' "$T/watch.out" | grep -m1 '"act"' | head -c 300)"
+if [ "$named" = 1 ]; then
+    for _ in $(seq 300); do n2_restarted && break; sleep 0.2; done
+    n2_restarted || fail "restart for n2 not received or not acknowledged \
+within 60 s: $(cat "$T/sink.out"; grep restart "$T/watch.out")"
+    kill "$LOAD"
+    echo "load: $(grep '{"node":"n2","device":"0"}' "$T/watch.out" | grep -m1 '"act"' | head -c 300)"
+fi
 
 # ---- 3. live control ----------------------------------------------------
 "$W" ctl status >"$T/status.txt" || fail "ctl status failed"
 grep -q "slowgpu" "$T/status.txt" || fail "status: $(cat "$T/status.txt")"
 "$W" ctl thresholds >"$T/thr.txt" || fail "ctl thresholds failed"
-grep -Eq "^slowgpu +effect +2$" "$T/thr.txt" || fail "thresholds: $(cat "$T/thr.txt")"
-"$W" ctl set slowgpu effect 1.5 | grep -q "2 -> 1.5" || fail "ctl set"
+grep -Eq "^slowgpu +effect +1$" "$T/thr.txt" || fail "thresholds: $(cat "$T/thr.txt")"
+"$W" ctl set slowgpu effect 1.5 | grep -q "1 -> 1.5" || fail "ctl set"
 "$W" ctl thresholds slowgpu | grep -Eq "effect +1.5$" || fail "set not applied"
 expect_rc 1 "$W" ctl set slowgpu effect lots
 expect_rc 1 "$W" ctl set slowgpu nosuch 1
@@ -242,4 +279,8 @@ kill -0 "$WATCH" || fail "the watcher died"
 
 kill -TERM "$WATCH"
 wait "$WATCH" || fail "telem_watch did not exit cleanly on SIGTERM"
+if ((${#UNDECIDED[@]})); then
+    skip "live control and the dead node passed; the detection is" \
+         "undecided: ${UNDECIDED[*]}"
+fi
 echo "it_watch: ok"

@@ -492,20 +492,23 @@ test_net(void)
 
 /* ---- a restart receiver for it_watch.sh -------------------------------- */
 
-/* test_watch --restart-sink EP [--refuse] [--count N]: binds a ROUTER at
- * EP, prints "ready", then for each restart request prints one line
- * (exclude=..., devices=..., detectors=..., reason=...) and answers an ack
- * (a refusal with --refuse).  Exits 0 after N requests (default 1), 1 when
- * none came for 60 s.  This plays the launcher in the integration test. */
+/* test_watch --restart-sink EP [--refuse] [--count N] [--idle S]: binds a
+ * ROUTER at EP, prints "ready", then for each restart request prints one
+ * line (exclude=..., devices=..., detectors=..., reason=...) and answers an
+ * ack (a refusal with --refuse).  Exits 0 after N requests (default 1), 1
+ * when none came for S seconds (default 60; 0: wait until killed).  This
+ * plays the launcher in the integration test. */
 static int
 sink_main(int argc, char **argv)
 {
-    int refuse = 0, count = 1;
+    int refuse = 0, count = 1, idle_s = 60;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--refuse") == 0)
             refuse = 1;
         else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
             count = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
+            idle_s = atoi(argv[++i]);
     }
     zsock_t *s = zsock_new(ZMQ_ROUTER);
     if (!s || zsock_bind(s, "%s", argv[2]) < 0)
@@ -516,7 +519,7 @@ sink_main(int argc, char **argv)
     telem_encoder_t *enc = telem_encoder_new();
     int got = 0;
     while (got < count) {
-        zmsg_t *m = recv_within(s, 60000);
+        zmsg_t *m = recv_within(s, idle_s > 0 ? idle_s * 1000 : -1);
         if (!m)
             break;
         zframe_t *id = zmsg_pop(m), *f = zmsg_first(m);
