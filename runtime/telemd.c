@@ -14,6 +14,7 @@
 
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -39,6 +40,8 @@ static const char s_usage[] =
 "  -b, --bind ADDR        TCP address for remote queries (default 127.0.0.1;\n"
 "                         'none' binds no TCP endpoint)\n"
 "  -p, --port PORT        TCP port (default 0: an ephemeral port)\n"
+"      --max-tcp-peers N  TCP connections held at once; more are refused\n"
+"                         (default 512; at most half the open-file limit)\n"
 "  -m, --mem-cap MIB      memory cap of the store in MiB (default 256)\n"
 "  -N, --nodefile FILE    add this node and its query endpoint to FILE\n"
 "  -u, --job-user USER    user whose processes num_running_processes counts\n"
@@ -142,6 +145,11 @@ s_option(s_args_t *a, int c, const char *v)
         if (s_job_user(v, &a->cfg.job_uid))
             return s_bad("--job-user", v, "no such user or uid");
         return 0;
+    case 'M':
+        if (telem_cli_int64(v, 1, 1 << 20, &i))
+            return s_bad("--max-tcp-peers", v, "an integer from 1 to 1048576");
+        a->cfg.max_tcp_peers = (int) i;
+        return 0;
     case 'P': a->cfg.proc_root = v; return 0;
     case 'G': a->cfg.nvml_library = v; return 0;
     default: return 2;
@@ -178,6 +186,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "bind", 1, 0, 'b' }, { "port", 1, 0, 'p' }, { "mem-cap", 1, 0, 'm' },
         { "nodefile", 1, 0, 'N' }, { "job-user", 1, 0, 'u' },
         { "proc-root", 1, 0, 'P' }, { "nvml-lib", 1, 0, 'G' },
+        { "max-tcp-peers", 1, 0, 'M' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
     };
@@ -193,6 +202,7 @@ s_defaults(s_args_t *a)
     a->cfg.window_ns = 300 * TELEM_NS_PER_SEC;
     a->cfg.interval_ns = TELEM_NS_PER_SEC;
     a->cfg.job_uid = getuid();
+    a->cfg.max_tcp_peers = TELEM_TCP_PEERS_DEFAULT;
     a->bind_addr = "127.0.0.1";
 }
 
@@ -230,6 +240,23 @@ s_finish_config(s_args_t *a)
     return 0;
 }
 
+/* Raises the open-file limit before any socket exists and fits the TCP
+   peer cap under it (telem_limits.h: libzmq aborts when an ipc accept
+   finds the descriptor table full). */
+static void
+s_limits(s_args_t *a)
+{
+    long nofile = 0;
+    if (telem_limits_raise_nofile(&nofile))
+        telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
+                  strerror(errno));
+    int peers = telem_limits_tcp_peers(a->cfg.max_tcp_peers, nofile);
+    if (peers < a->cfg.max_tcp_peers)
+        telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
+                  "peers", nofile, peers);
+    a->cfg.max_tcp_peers = peers;
+}
+
 static void
 s_announce(telemd_t *d, const s_args_t *a)
 {
@@ -257,6 +284,7 @@ main(int argc, char **argv)
     telem_log_init("telemd", loglevel);
     if ((rc = s_finish_config(&a)) != 0)
         return rc;
+    s_limits(&a);
     int err = 0;
     telemd_t *d = telemd_new(&a.cfg, &err);
     if (!d) {

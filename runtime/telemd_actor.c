@@ -13,14 +13,17 @@
 #include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
+#include "telem_peercap.h"
 #include "telem_proto.h"
 #include "telem_sock.h"
 #include "telem_time.h"
@@ -30,6 +33,9 @@
 #define S_POLL_CAP_MS 250         /* longest sleep, to notice interrupts */
 #define S_RCVHWM 10000
 #define S_REPLY_LINGER_MS 200     /* drain after a stop, and linger */
+#define S_REQ_FRAMES 3            /* identity, empty delimiter, request */
+#define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
+#define S_TRIM_AFTER (16u << 20)  /* large-message bytes freed before a trim */
 
 struct telemd {
     telemd_config_t cfg;
@@ -44,6 +50,9 @@ struct telemd {
     zsock_t *pull;
     zsock_t *ctl;
     zsock_t *tcp;
+    telem_peercap_t *cap;         /* caps self->tcp's connections */
+    telem_ratelimit_t cap_log;
+    size_t big_bytes;             /* large-message bytes freed since a trim */
     zactor_t *actor;
     int ended;
 };
@@ -55,49 +64,89 @@ static const telem_sock_opts_t s_ingest_opts = {
     .rcvhwm = S_RCVHWM, .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 
-/* Control (the ipc and TCP ROUTERs): a short linger so that the reply to a
+/* Control (the ipc and TCP ROUTERs): frames no larger than the largest
+   request (TELEMD_REQUEST_MAX), a short linger so that the reply to a
    shutdown request still leaves after the loop has ended, and a send that
    never blocks the loop. */
 static const telem_sock_opts_t s_ctl_opts = {
-    .max_msg = (int) TELEM_PROTO_MAX_MSG, .sndhwm = TELEM_SOCK_KEEP,
+    .max_msg = (int) TELEMD_REQUEST_MAX, .sndhwm = TELEM_SOCK_KEEP,
     .rcvhwm = S_RCVHWM, .linger_ms = S_REPLY_LINGER_MS, .sndtimeo_ms = 0,
 };
 
-/* Receives a request as [identity, (empty,) payload] and answers it. */
+/* Reads one message into part[0..S_REQ_FRAMES) frame by frame; frames
+ * past those are closed as they are read, so the loop never holds more
+ * than S_REQ_FRAMES of them.  Returns the message's frame count (0: none
+ * waited); *bytes gets its size. */
+static size_t
+s_recv_request(void *raw, zmq_msg_t *part, size_t *bytes)
+{
+    size_t n = 0;
+    int more = 1;
+    *bytes = 0;
+    zmq_msg_t skip;
+    zmq_msg_init(&skip);
+    while (more) {
+        zmq_msg_t *f = n < S_REQ_FRAMES ? &part[n] : &skip;
+        if (n < S_REQ_FRAMES)
+            zmq_msg_init(f);
+        if (zmq_msg_recv(f, raw, n ? 0 : ZMQ_DONTWAIT) < 0) {
+            if (n < S_REQ_FRAMES)
+                zmq_msg_close(f);
+            break;
+        }
+        *bytes += zmq_msg_size(f);
+        more = zmq_msg_more(f);
+        n++;
+    }
+    zmq_msg_close(&skip);
+    return n;
+}
+
+/* Sends `reply` to the peer `id`, after an empty delimiter when the
+ * request had one; never blocks (a peer that does not read loses it). */
+static void
+s_send_reply(void *raw, zmq_msg_t *id, int delimited, const void *reply,
+             size_t size)
+{
+    if (zmq_msg_send(id, raw, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return;
+    if (delimited)
+        zmq_send(raw, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_send(raw, reply, size, ZMQ_DONTWAIT);
+}
+
+/* Receives a request as [identity, (empty,) payload] and answers it; a
+ * message of any other shape gets an error reply. */
 static void
 s_serve_request(telemd_t *self, zsock_t *sock)
 {
-    zmsg_t *msg = zmsg_recv(sock);
-    if (!msg)
+    void *raw = zsock_resolve(sock);
+    zmq_msg_t part[S_REQ_FRAMES];
+    size_t bytes;
+    size_t n = s_recv_request(raw, part, &bytes);
+    if (n == 0)
         return;
-    size_t parts = zmsg_size(msg);
-    zframe_t *id = zmsg_pop(msg);
-    zframe_t *body = zmsg_pop(msg);
-    int delimited = 0;
-    if (body && zframe_size(body) == 0 && parts == 3) {
-        zframe_destroy(&body);
-        body = zmsg_pop(msg);
-        delimited = 1;
-    }
+    size_t held = n < S_REQ_FRAMES ? n : S_REQ_FRAMES;
+    int delimited = n == 3 && zmq_msg_size(&part[1]) == 0;
     const void *reply = NULL;
     size_t reply_size = 0;
-    if (id && body && zmsg_size(msg) == 0)
-        telemd_agent_request(self->agent, zframe_data(body), zframe_size(body),
-                             &reply, &reply_size);
-    else
-        telemd_agent_request(self->agent, "", 0, &reply, &reply_size);
-    if (reply && id) {
-        zmsg_t *out = zmsg_new();
-        zmsg_append(out, &id);
-        if (delimited)
-            zmsg_addmem(out, NULL, 0);
-        zmsg_addmem(out, reply, reply_size);
-        if (zmsg_send(&out, sock) != 0)
-            zmsg_destroy(&out);
+    if (n == 2 || delimited) {
+        zmq_msg_t *body = &part[n - 1];
+        telemd_agent_request(self->agent, zmq_msg_data(body),
+                             zmq_msg_size(body), &reply, &reply_size);
+    } else {
+        char why[128];
+        snprintf(why, sizeof why, "a request is one frame after an "
+                 "optional empty delimiter; got %zu frames", n - 1);
+        telemd_agent_refuse(self->agent, TELEM_EPROTO, why, &reply,
+                            &reply_size);
     }
-    zframe_destroy(&id);
-    zframe_destroy(&body);
-    zmsg_destroy(&msg);
+    if (reply)
+        s_send_reply(raw, &part[0], delimited, reply, reply_size);
+    for (size_t i = 0; i < held; i++)
+        zmq_msg_close(&part[i]);
+    if (bytes >= S_BIG_MSG)
+        self->big_bytes += bytes;
 }
 
 /* Drains up to S_INGEST_BURST frames without blocking. */
@@ -120,6 +169,8 @@ s_drain_ingest(telemd_t *self)
         }
         telemd_agent_ingest(self->agent, zmq_msg_data(&frame),
                             zmq_msg_size(&frame));
+        if (zmq_msg_size(&frame) >= S_BIG_MSG)
+            self->big_bytes += zmq_msg_size(&frame);
     }
     zmq_msg_close(&frame);
 }
@@ -136,6 +187,32 @@ s_stop_due(telemd_t *self, int64_t *stop_at)
     return *stop_at && telem_mono_ns() >= *stop_at;
 }
 
+/* Counts TCP connections and refuses those past the cap. */
+static void
+s_handle_cap(telemd_t *self)
+{
+    if (telem_peercap_handle(self->cap) == 0)
+        return;
+    telem_peercap_stats_t st;
+    telem_peercap_stats(self->cap, &st);
+    telem_log_limited(&self->cap_log, TELEM_LOG_WARN, "%" PRId64 " TCP "
+                      "peers, cap %d: refused %" PRIu64 " connections so "
+                      "far (--max-tcp-peers)", st.peers,
+                      telem_peercap_max(self->cap), st.refused);
+}
+
+/* Called when the loop has nothing to do: after large messages were freed,
+   gives their memory back, so one large message does not leave telemd's
+   resident size raised (glibc keeps freed heap memory otherwise). */
+static void
+s_idle(telemd_t *self)
+{
+    if (self->big_bytes < S_TRIM_AFTER)
+        return;
+    telem_limits_trim();
+    self->big_bytes = 0;
+}
+
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
@@ -143,6 +220,8 @@ s_actor(zsock_t *pipe, void *arg)
     zpoller_t *poller = zpoller_new(pipe, self->pull, self->ctl, NULL);
     if (self->tcp)
         zpoller_add(poller, self->tcp);
+    if (self->cap)
+        zpoller_add(poller, telem_peercap_sock(self->cap));
     /* The loop checks zsys_interrupted itself; without this the poller
        would return at once forever after the first SIGINT/SIGTERM. */
     zpoller_set_nonstop(poller, true);
@@ -169,9 +248,14 @@ s_actor(zsock_t *pipe, void *arg)
             s_drain_ingest(self);
         } else if (which == self->ctl || (self->tcp && which == self->tcp)) {
             s_serve_request(self, which);
+        } else if (self->cap && which == telem_peercap_sock(self->cap)) {
+            s_handle_cap(self);
+        } else if (!which) {
+            s_idle(self);
         }
     }
     zpoller_destroy(&poller);
+    telem_peercap_destroy(&self->cap);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->tcp);
@@ -233,6 +317,12 @@ s_bind_all(telemd_t *self)
     self->tcp = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts,
                                     self->cfg.tcp_bind, self->tcp_ep,
                                     sizeof self->tcp_ep, &rc);
+    if (rc)
+        return rc;
+    int max = self->cfg.max_tcp_peers > 0 ? self->cfg.max_tcp_peers
+                                          : TELEM_TCP_PEERS_DEFAULT;
+    self->cap = telem_peercap_new(self->tcp, max, &rc);
+    self->cap_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 1);
     return rc;
 }
 
@@ -350,6 +440,7 @@ telemd_destroy(telemd_t **self_p)
     telemd_t *self = *self_p;
     if (self->actor)
         zactor_destroy(&self->actor);
+    telem_peercap_destroy(&self->cap);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->tcp);

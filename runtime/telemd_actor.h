@@ -29,7 +29,21 @@ typedef struct {
     uid_t job_uid;              /* processes counted by num_running_processes */
     const char *proc_root;      /* NULL = "/proc" */
     const char *nvml_library;   /* NULL = default */
+    int max_tcp_peers;          /* TCP connections held at once; more are
+                                   refused (telem_peercap.h); 0 = the
+                                   default, TELEM_TCP_PEERS_DEFAULT */
 } telemd_config_t;
+
+/* Largest request frame (query, control) the request sockets take; a
+ * larger frame makes libzmq drop the connection before it is read.  The
+ * largest valid request, a query naming 256 metrics of 255 bytes with 16
+ * filters of 255-byte keys and values, encodes to about 74 KiB
+ * (tests/test_hostile.c measures it), so 128 KiB leaves room for keys a
+ * later version adds.  A request is one frame after the ROUTER's identity
+ * and an optional empty delimiter: a message of more frames is refused
+ * with an error reply, and what one message can cost before telemd sees
+ * it is bounded by its frame count times this (see docs/telemd.md). */
+#define TELEMD_REQUEST_MAX (128u << 10)
 
 typedef struct telemd telemd_t;
 

@@ -529,15 +529,28 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
         return s_query(self, &m.u.query, reply, reply_size);
     case TELEM_MSG_CONTROL:
         return s_control(self, &m.u.control, reply, reply_size);
-    case TELEM_MSG_BATCH:
-    case TELEM_MSG_META:
-        return s_dispatch_data(self, &m);
     default:
-        self->bad_messages++;
-        s_encode_error(self, 0, TELEM_EPROTO, "not a request", reply,
-                       reply_size);
-        return TELEM_EPROTO;
+        /* Batches and metadata belong on the ingest socket only: taken
+           here, any host that reaches the TCP port could write into the
+           store, and the sender would wait for a reply that never came. */
+        telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
+                          "refused %s message on a request socket",
+                          telem_msg_type_name(m.type));
+        return telemd_agent_refuse(self, TELEM_EPROTO,
+                                   "not a request: this socket takes query "
+                                   "and control only", reply, reply_size);
     }
+}
+
+int
+telemd_agent_refuse(telemd_agent_t *self, int code, const char *why,
+                    const void **reply, size_t *reply_size)
+{
+    self->bad_messages++;
+    *reply = NULL;
+    *reply_size = 0;
+    s_encode_error(self, 0, code, why, reply, reply_size);
+    return code;
 }
 
 /* ---- sampling ---------------------------------------------------------- */

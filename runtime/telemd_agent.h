@@ -26,13 +26,22 @@ void telemd_agent_destroy(telemd_agent_t **self_p);
  * error. */
 int telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size);
 
-/* Handles one request frame (query, control; batch and meta are accepted
- * too and get no reply).  If a reply is due, sets *reply and *reply_size to
- * a frame owned by the agent, valid until the next call; else sets *reply
- * to NULL.  Returns 0, or a negative code when the request was malformed
+/* Handles one request frame: a query or a control request.  Any other
+ * message (a batch or metadata, meant for the ingest socket; a reply) is
+ * refused with an error reply of code TELEM_EPROTO and counted, and nothing
+ * is stored.  Sets *reply and *reply_size to the reply frame, owned by the
+ * agent and valid until the next call (NULL only when no reply could be
+ * encoded).  Returns 0, or a negative code when the request was refused
  * (an error reply is still set). */
 int telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
                          const void **reply, size_t *reply_size);
+
+/* Refuses a request the actor could not hand over whole (too many frames):
+ * counts it as a bad message and sets *reply to an error reply of `code`
+ * and `why`, with id 0, owned as by telemd_agent_request().  Returns
+ * `code`. */
+int telemd_agent_refuse(telemd_agent_t *self, int code, const char *why,
+                        const void **reply, size_t *reply_size);
 
 /* Runs the samplers due at now (realtime) and expires old points.  Returns
  * the monotonic time at which it wants to run next. */

@@ -1,0 +1,41 @@
+/* telem_limits.h - process limits every telem daemon sets at start.
+ *
+ * A daemon that listens on TCP can be handed one descriptor per connection
+ * by anyone who reaches its port.  libzmq 4.3.4 aborts the whole process
+ * (SIGABRT, "Too many open files" in src/ipc_listener.cpp) when an ipc
+ * accept then fails with EMFILE, so a table filled by idle TCP peers kills
+ * the daemon at the next local connect.  Two measures, shared by telemd,
+ * telem_dictd, telem_watch and telem_launch:
+ *   - raise the soft RLIMIT_NOFILE to the hard limit (the soft default of
+ *     1,024 is far below what most systems allow);
+ *   - let TCP peers take at most half of that limit
+ *     (telem_limits_tcp_peers()), so the other half stays for ipc clients,
+ *     files and libzmq's own descriptors (a mailbox per socket).
+ * The peer cap itself is enforced by telem_peercap.h.
+ *
+ * Error convention: 0 or a negative TELEM_E* code.  Nothing here logs.
+ * Thread safety: call at start-up, before other threads open descriptors.
+ */
+#ifndef TELEM_LIMITS_H
+#define TELEM_LIMITS_H
+
+/* Default of --max-tcp-peers in the daemons. */
+#define TELEM_TCP_PEERS_DEFAULT 512
+
+/* Raises this process's soft RLIMIT_NOFILE to its hard limit.  Writes the
+ * soft limit now in force to *nofile (when not NULL): the raised one, or
+ * the old one when raising failed.  Returns 0, or TELEM_EIO when the limit
+ * could not be read or raised (errno says why). */
+int telem_limits_raise_nofile(long *nofile);
+
+/* The TCP peers a daemon may hold: `want`, but at most half of `nofile`
+ * (the descriptor limit), and at least 1.  Half keeps at least as many
+ * descriptors for everything else as the peers may take. */
+int telem_limits_tcp_peers(int want, long nofile);
+
+/* Gives memory that the allocator holds free back to the system
+ * (malloc_trim).  Daemons call it after freeing a large message, so one
+ * message does not leave the process's resident size raised for good. */
+void telem_limits_trim(void);
+
+#endif
