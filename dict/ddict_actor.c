@@ -11,14 +11,18 @@
 #include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "ddict.h"
 #include "telem_error.h"
+#include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
+#include "telem_peercap.h"
 #include "telem_proto.h"
 #include "telem_sock.h"
 #include "telem_time.h"
@@ -26,17 +30,22 @@
 #define S_BURST 256
 #define S_POLL_CAP_MS 250
 #define S_LINGER_MS 200
+#define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
+#define S_TRIM_AFTER (16u << 20)  /* large-message bytes freed before a trim */
 
-/* Requests and replication carry values of any size, and a server must
-   not drop them: no message limit, unbounded queues.  Only the ROUTER
-   lingers, so that replies sent just before a stop still leave. */
+/* Requests and replication carry values of up to DDICT_VALUE_LIMIT, each
+   in a frame of its own, and a server must not drop them: that is the
+   ROUTER's frame limit (the header frame is held to 64 MiB by the codec),
+   with unbounded queues.  The peer DEALERs receive only acknowledgements,
+   one header frame each.  Only the ROUTER lingers, so that replies sent
+   just before a stop still leave. */
 static const telem_sock_opts_t s_router_opts = {
-    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = S_LINGER_MS,
-    .sndtimeo_ms = TELEM_SOCK_KEEP,
+    .max_msg = (int) DDICT_VALUE_LIMIT, .sndhwm = 0, .rcvhwm = 0,
+    .linger_ms = S_LINGER_MS, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 static const telem_sock_opts_t s_peer_opts = {
-    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = 0,
-    .sndtimeo_ms = TELEM_SOCK_KEEP,
+    .max_msg = (int) TELEM_PROTO_MAX_MSG, .sndhwm = 0, .rcvhwm = 0,
+    .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 
 typedef struct {
@@ -54,6 +63,9 @@ struct ddict_actor {
     char nodefile[TELEM_PATH_MAX];
     int lock_fd;
     zsock_t *router;          /* bound to ipc and, if asked, TCP */
+    telem_peercap_t *cap;     /* caps the router's TCP connections */
+    telem_ratelimit_t cap_log;
+    size_t big_bytes;         /* large-message bytes freed since a trim */
     zpoller_t *poller;
     s_peer_t *peers;
     int npeers;
@@ -137,12 +149,17 @@ s_out(void *arg, zmq_msg_t *route, const char *peer, zmq_msg_t *frames,
 
 /* ---------------------------------------------------------------- loop */
 
-/* Receives the rest of a multi-part message into self->frames. */
+/* Receives the rest of a multi-part message into self->frames, at most
+ * DDICT_ACTOR_FRAMES_MAX of them; *over is set when there were more (they
+ * are closed as they are read, so the loop never holds them).  Adds the
+ * message's size to *bytes. */
 static size_t
-s_recv_rest(ddict_actor_t *self, void *sock, int more)
+s_recv_rest(ddict_actor_t *self, void *sock, int more, int *over,
+            size_t *bytes)
 {
     size_t n = 0;
-    while (more) {
+    *over = 0;
+    while (more && n < DDICT_ACTOR_FRAMES_MAX) {
         if (n == self->capframes) {
             size_t cap = self->capframes ? self->capframes * 2 : 64;
             zmq_msg_t *f = realloc(self->frames, cap * sizeof *f);
@@ -156,13 +173,17 @@ s_recv_rest(ddict_actor_t *self, void *sock, int more)
             zmq_msg_close(&self->frames[n]);
             break;
         }
+        *bytes += zmq_msg_size(&self->frames[n]);
         more = zmq_msg_more(&self->frames[n++]);
     }
-    /* Out of memory mid-message: drop the rest of it. */
+    /* Too many frames, or out of memory mid-message: drop the rest. */
+    *over = more;
     zmq_msg_t skip;
     zmq_msg_init(&skip);
-    while (more && zmq_msg_recv(&skip, sock, 0) >= 0)
+    while (more && zmq_msg_recv(&skip, sock, 0) >= 0) {
+        *bytes += zmq_msg_size(&skip);
         more = zmq_msg_more(&skip);
+    }
     zmq_msg_close(&skip);
     return n;
 }
@@ -179,8 +200,17 @@ s_drain_router(ddict_actor_t *self)
             zmq_msg_close(&route);
             break;
         }
-        size_t n = s_recv_rest(self, sock, zmq_msg_more(&route));
-        ddict_server_request(self->server, &route, self->frames, n);
+        int over;
+        size_t bytes = 0;
+        size_t n = s_recv_rest(self, sock, zmq_msg_more(&route), &over,
+                               &bytes);
+        if (over)
+            ddict_server_refuse(self->server, &route, self->frames, n,
+                                TELEM_ETOOBIG);
+        else
+            ddict_server_request(self->server, &route, self->frames, n);
+        if (bytes >= S_BIG_MSG)
+            self->big_bytes += bytes;
     }
 }
 
@@ -199,8 +229,15 @@ s_drain_peer(ddict_actor_t *self, zsock_t *s)
             zmq_msg_close(&head);
             break;
         }
-        int more = zmq_msg_more(&head);
-        size_t n = s_recv_rest(self, sock, more);
+        int more = zmq_msg_more(&head), over;
+        size_t bytes = 0;
+        size_t n = s_recv_rest(self, sock, more, &over, &bytes);
+        if (over) {           /* no acknowledgement is that long */
+            zmq_msg_close(&head);
+            for (size_t i = 0; i < n; i++)
+                zmq_msg_close(&self->frames[i]);
+            continue;
+        }
         /* The head is the first frame of the reply. */
         zmq_msg_t *all = malloc((n + 1) * sizeof *all);
         if (!all) {
@@ -219,6 +256,32 @@ s_drain_peer(ddict_actor_t *self, zsock_t *s)
         ddict_server_peer_reply(self->server, name, all, n + 1);
         free(all);
     }
+}
+
+/* Counts TCP connections and refuses those past the cap. */
+static void
+s_handle_cap(ddict_actor_t *self)
+{
+    if (telem_peercap_handle(self->cap) == 0)
+        return;
+    telem_peercap_stats_t st;
+    telem_peercap_stats(self->cap, &st);
+    telem_log_limited(&self->cap_log, TELEM_LOG_WARN, "%" PRId64 " TCP "
+                      "peers, cap %d: refused %" PRIu64 " connections so "
+                      "far (--max-tcp-peers)", st.peers,
+                      telem_peercap_max(self->cap), st.refused);
+}
+
+/* Nothing to do: after large messages were freed (refused ones, values
+   overwritten), give the memory back, so one large message does not leave
+   the resident size raised (glibc keeps freed heap memory otherwise). */
+static void
+s_idle(ddict_actor_t *self)
+{
+    if (self->big_bytes < S_TRIM_AFTER)
+        return;
+    telem_limits_trim();
+    self->big_bytes = 0;
 }
 
 static void
@@ -245,8 +308,12 @@ s_actor(zsock_t *pipe, void *arg)
             }
         } else if (which == self->router) {
             s_drain_router(self);
+        } else if (self->cap && which == telem_peercap_sock(self->cap)) {
+            s_handle_cap(self);
         } else if (which) {
             s_drain_peer(self, which);
+        } else {
+            s_idle(self);
         }
         ddict_server_flush(self->server);
     }
@@ -277,8 +344,14 @@ s_bind(ddict_actor_t *self)
                                        sizeof self->endpoint, &rc);
     if (rc || !self->cfg.tcp)
         return rc;
-    return telem_sock_bind(self->router, self->cfg.tcp, self->endpoint,
-                           sizeof self->endpoint);
+    if ((rc = telem_sock_bind(self->router, self->cfg.tcp, self->endpoint,
+                              sizeof self->endpoint)) != 0)
+        return rc;
+    int max = self->cfg.max_tcp_peers > 0 ? self->cfg.max_tcp_peers
+                                          : TELEM_TCP_PEERS_DEFAULT;
+    self->cap = telem_peercap_new(self->router, max, &rc);
+    self->cap_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 1);
+    return rc;
 }
 
 static int
@@ -304,6 +377,8 @@ s_start(ddict_actor_t *self)
     if ((rc = s_bind(self)) != 0)
         return rc;
     zpoller_add(self->poller, self->router);
+    if (self->cap)
+        zpoller_add(self->poller, telem_peercap_sock(self->cap));
     if ((rc = telem_nodefile_register(self->nodefile, self->cfg.node,
                                       self->endpoint)) != 0)
         return rc;
@@ -342,6 +417,7 @@ ddict_actor_destroy(ddict_actor_t **self_p)
     for (int i = 0; i < self->npeers; i++)
         zsock_destroy(&self->peers[i].sock);
     free(self->peers);
+    telem_peercap_destroy(&self->cap);
     zsock_destroy(&self->router);
     free(self->frames);
     if (self->lock_fd >= 0)

@@ -13,14 +13,25 @@
 #define DDICT_ACTOR_H
 
 #include "ddict_server.h"
+#include "telem_proto_dict.h"
 
 typedef struct {
     const char *node;
     const char *rundir;
     const char *nodefile;       /* dictionary node file to register in */
     const char *tcp;            /* "tcp://127.0.0.1:0" or NULL for ipc only */
+    int max_tcp_peers;          /* TCP connections held at once; more are
+                                   refused (telem_peercap.h); 0 = the
+                                   default, TELEM_TCP_PEERS_DEFAULT */
     ddict_server_config_t server;  /* node and log_path are filled in */
 } ddict_actor_config_t;
+
+/* Frames of one message the server's ROUTER takes: the header and one
+ * frame per operation with a value.  A message of more is refused with a
+ * dict_rep of code TELEM_ETOOBIG; its frames past this are closed as they
+ * are read.  Each frame is at most DDICT_VALUE_LIMIT bytes (libzmq drops
+ * a connection that sends a larger one). */
+#define DDICT_ACTOR_FRAMES_MAX (1 + TELEM_DICT_OPS_MAX)
 
 typedef struct ddict_actor ddict_actor_t;
 

@@ -456,31 +456,51 @@ ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
     int rc = n ? telem_proto_decode(self->dec, zmq_msg_data(&frames[0]),
                                     zmq_msg_size(&frames[0]), &m)
                : TELEM_EPROTO;
+    if (rc) {
+        /* Not a message at all: say so, so that a sender is not left
+           waiting (its id could not be read: 0). */
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad request: %s (%s)",
+                          telem_strerror(rc), n ? telem_decoder_error(self->dec)
+                                                : "no frame");
+        return ddict_server_refuse(self, route, frames, n, rc);
+    }
+    switch ((int) m.type) {
+    case TELEM_MSG_DICT_REQ:
+    case TELEM_MSG_DICT_REPL:
+        rc = s_ops_request(self, route, (int) m.type, &m.u.dict_req,
+                           frames + 1, n - 1);
+        break;
+    case TELEM_MSG_DICT_ADMIN:
+        rc = ds_admin(self, route, &m.u.dict_admin);
+        break;
+    default:
+        /* A reply, or another family's message (a telemd batch, say):
+           nothing a server takes on this socket. */
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "refused %s message "
+                          "(type %d)", telem_msg_type_name((int) m.type),
+                          (int) m.type);
+        return ddict_server_refuse(self, route, frames, n, TELEM_EPROTO);
+    }
     if (rc == 0) {
-        switch ((int) m.type) {
-        case TELEM_MSG_DICT_REQ:
-        case TELEM_MSG_DICT_REPL:
-            rc = s_ops_request(self, route, (int) m.type, &m.u.dict_req,
-                               frames + 1, n - 1);
-            break;
-        case TELEM_MSG_DICT_ADMIN:
-            rc = ds_admin(self, route, &m.u.dict_admin);
-            break;
-        default:
-            rc = TELEM_EPROTO;
-        }
-        if (rc == 0) {
-            ds_close_frames(frames, n);
-            return 0;
-        }
+        ds_close_frames(frames, n);
+        return 0;
     }
     self->bad_messages++;
-    telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad request: %s (%s)",
-                      telem_strerror(rc), rc == TELEM_EPROTO || n == 0 ? ""
-                      : telem_decoder_error(self->dec));
+    telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad request: %s",
+                      telem_strerror(rc));
     zmq_msg_close(route);
     ds_close_frames(frames, n);
     return rc;
+}
+
+int
+ddict_server_refuse(ddict_server_t *self, zmq_msg_t *route,
+                    zmq_msg_t *frames, size_t n, int code)
+{
+    self->bad_messages++;
+    ds_close_frames(frames, n);
+    ds_reply_code(self, route, TELEM_MSG_DICT_REP, 0, code);
+    return code;
 }
 
 int

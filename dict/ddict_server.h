@@ -57,10 +57,20 @@ void ddict_server_destroy(ddict_server_t **self_p);
 
 /* Handles a message that arrived on the server's ROUTER: route is the
  * sender's identity, frames the rest.  Both are taken over (closed here).
- * Malformed messages are counted and answered with an error when they
- * carry an id.  Returns 0 or the decode error. */
+ * The ROUTER takes dict_req, dict_repl and dict_admin only.  A message
+ * that does not decode, or of any other type (replies, telemd's batches
+ * and queries), is counted and answered, at the next flush, with a
+ * dict_rep of id 0 whose code is the decode error or TELEM_EPROTO.  A
+ * request refused for its content is counted (and answered as the
+ * operation says).  Returns 0 or the error. */
 int ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
                          zmq_msg_t *frames, size_t n);
+
+/* Refuses a message without looking at it (the actor found too many
+ * frames): counts it, closes `frames` and holds a dict_rep of id 0 and
+ * `code` for `route` (taken over) until the next flush.  Returns code. */
+int ddict_server_refuse(ddict_server_t *self, zmq_msg_t *route,
+                        zmq_msg_t *frames, size_t n, int code);
 
 /* Handles a reply that arrived from peer `peer` (acknowledgements of
  * replication and transfers).  Frames are taken over. */

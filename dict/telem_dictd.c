@@ -8,6 +8,7 @@
  * --help and a bad flag never look at the machine.
  */
 #include <czmq.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "ddict_shard.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -41,6 +43,8 @@ static const char s_usage[] =
 "                         default) or none (no fdatasync)\n"
 "  -b, --bind ADDR        also listen on TCP at ADDR (e.g. 127.0.0.1)\n"
 "  -p, --port PORT        TCP port (default 0: ephemeral)\n"
+"      --max-tcp-peers N  TCP connections held at once; more are refused\n"
+"                         (default 512; at most half the open-file limit)\n"
 "  -l, --log-level LVL    error, warn, info (default) or debug\n"
 "  -h, --help             show this help\n"
 "  -V, --version          show the version\n"
@@ -129,6 +133,11 @@ s_option(s_args_t *a, int c, const char *arg)
         return 0;
     case 'l':
         return telem_cli_log_level(S_PROG, arg, &a->level);
+    case 'M':
+        if (telem_cli_int64(arg, 1, 1 << 20, &v))
+            return s_bad("--max-tcp-peers", arg, "expected 1-1048576");
+        a->cfg.max_tcp_peers = (int) v;
+        return 0;
     }
     return 2;
 }
@@ -167,6 +176,24 @@ s_finish(s_args_t *a)
     return 0;
 }
 
+/* Raises the open-file limit before any socket exists and fits the TCP
+   peer cap under it (telem_limits.h: libzmq aborts when an ipc accept
+   finds the descriptor table full). */
+static void
+s_limits(s_args_t *a)
+{
+    long nofile = 0;
+    if (telem_limits_raise_nofile(&nofile))
+        telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
+                  strerror(errno));
+    int want = a->cfg.max_tcp_peers ? a->cfg.max_tcp_peers
+                                    : TELEM_TCP_PEERS_DEFAULT;
+    a->cfg.max_tcp_peers = telem_limits_tcp_peers(want, nofile);
+    if (a->cfg.max_tcp_peers < want)
+        telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
+                  "peers", nofile, a->cfg.max_tcp_peers);
+}
+
 /* Returns 0 to run, 1 after --help or --version, 2 on a bad command
    line. */
 static int
@@ -177,7 +204,8 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "nodefile", 1, NULL, 'N' }, { "nodes", 1, NULL, 'a' },
         { "replicas", 1, NULL, 'R' }, { "sync", 1, NULL, 's' },
         { "bind", 1, NULL, 'b' }, { "port", 1, NULL, 'p' },
-        { "log-level", 1, NULL, 'l' }, { "help", 0, NULL, 'h' },
+        { "log-level", 1, NULL, 'l' }, { "max-tcp-peers", 1, NULL, 'M' },
+        { "help", 0, NULL, 'h' },
         { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 } };
     int rc = telem_cli_parse(S_PROG, s_usage, argc, argv,
                              "n:r:N:a:R:s:b:p:l:hV", opts, s_flag, a);
@@ -197,6 +225,7 @@ main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
     }
     telem_log_init("telem_dictd", a.level);
+    s_limits(&a);
     zsys_init();
     zsys_catch_interrupts();
     a.cfg.node = a.node;
