@@ -131,8 +131,13 @@ elif kill -0 "$job" 2>/dev/null; then
     # No restart in time: measure why, then release the hold and finish.
     TELEM_NODEFILE=$TELEM_RUNDIR/nodes "$bin/telem_client" --timeout 5000 \
         -f json query cg_dgemm_seconds --start -600s >"$work/rounds.json" || true
+    # The bar the detector spec sets (slowgpu's defaults: effect 0.06, z 3).
+    spec=${SLOW_GPU_DETECTOR:-slowgpu}
+    effect=$(sed -nE 's/.*[:,]effect=([0-9.]+).*/\1/p' <<<"$spec")
+    z=$(sed -nE 's/.*[:,]z=([0-9.]+).*/\1/p' <<<"$spec")
     figures=$(python3 "$top/examples/slow_gpu_noise.py" n2 "$load_ns" \
-              <"$work/rounds.json") && verdict=1 || verdict=$?
+              "${effect:-0.06}" "${z:-3}" <"$work/rounds.json") \
+        && verdict=1 || verdict=$?
     kill -TERM "$load" 2>/dev/null || true
     why="n2 was not excluded within $wait_s s of the load: $figures"
     "$bin/telem_dict" event-set slow_gpu/release >/dev/null 2>&1 \
@@ -153,7 +158,7 @@ if ((rc != 0)) && ((verdict == 0)); then
 fi
 if ((verdict != 0)); then
     echo "slow_gpu.sh: FAILED: $why"
-    ((verdict == 3)) && echo "slow_gpu.sh: undecidable here: the machine is too noisy for this detection"
+    ((verdict == 3)) && echo "slow_gpu.sh: undecidable here: the slowdown the load caused did not clear the detector's bar against the measured noise by the margin asked"
     exit "$verdict"
 fi
 echo "slow_gpu.sh: ok: slowgpu named n2 and the job finished without it"
