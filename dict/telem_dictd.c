@@ -189,7 +189,7 @@ s_limits(s_args_t *a)
     int want = a->cfg.max_tcp_peers ? a->cfg.max_tcp_peers
                                     : TELEM_TCP_PEERS_DEFAULT;
     a->cfg.max_tcp_peers = telem_limits_tcp_peers(want, nofile);
-    if (a->cfg.max_tcp_peers < want)
+    if (a->tcp[0])
         telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
                   "peers", nofile, a->cfg.max_tcp_peers);
 }

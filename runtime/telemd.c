@@ -251,7 +251,7 @@ s_limits(s_args_t *a)
         telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
                   strerror(errno));
     int peers = telem_limits_tcp_peers(a->cfg.max_tcp_peers, nofile);
-    if (peers < a->cfg.max_tcp_peers)
+    if (a->cfg.tcp_bind)
         telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
                   "peers", nofile, peers);
     a->cfg.max_tcp_peers = peers;
