@@ -43,18 +43,20 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
     [SG_MAD_FLOOR] = { "mad_floor", DET_PARAM_NUM, 0.01, 1e-6, 1, 0, NULL,
         NULL, "floor of the peers' scaled MAD, relative to their median "
         "(guards identical peers and 2-device jobs)" },
-    [SG_K] = { "k", DET_PARAM_NUM, 3, 1, 64, 1, NULL, NULL,
-        "rounds out of the device's last n that must be slow" },
-    [SG_N] = { "n", DET_PARAM_NUM, 3, 1, 64, 1, NULL, NULL,
+    [SG_K] = { "k", DET_PARAM_NUM, 4, 1, 64, 1, NULL, NULL,
+        "rounds out of the device's last n that must be slow (4 of 5: a "
+        "real slowdown is slow in nearly every round, a shared machine's "
+        "bursts rarely last four rounds)" },
+    [SG_N] = { "n", DET_PARAM_NUM, 5, 1, 64, 1, NULL, NULL,
         "persistence window in rounds" },
     [SG_DRIFT] = { "drift", DET_PARAM_NUM, 10, 0, 1e6, 0, NULL, NULL,
         "CUSUM threshold, in units of the device's own noise, on its ratio "
         "to its peers against its baseline (warn); 0 turns drift off" },
     [SG_SLACK] = { "slack", DET_PARAM_NUM, 1, 0, 100, 0, NULL, NULL,
         "CUSUM allowance per round, in units of the device's noise" },
-    [SG_WARMUP] = { "warmup", DET_PARAM_NUM, 16, 2, SG_RING_MAX, 1, NULL,
-        NULL, "rounds whose median ratio and MAD set a device's baseline "
-        "and noise before drift is judged" },
+    [SG_WARMUP] = { "warmup", DET_PARAM_NUM, 32, 2, SG_RING_MAX, 1, NULL,
+        NULL, "rounds after its start-up (settle) whose median ratio and "
+        "MAD set a device's baseline and noise before drift is judged" },
     [SG_DRAGON_Z] = { "dragon_z", DET_PARAM_NUM, 2.5, 0, 1e6, 0, NULL, NULL,
         "Dragon's rule: z-score threshold" },
     [SG_DRAGON_SAMPLES] = { "dragon_samples", DET_PARAM_NUM, 4, 1,
@@ -64,11 +66,20 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
         "seconds of history read at the start and after a gap" },
     [SG_NOISE] = { "noise", DET_PARAM_NUM, 32, 0, SG_RING_MAX, 1, NULL,
         NULL, "rounds of each device's ratio to its peers whose "
-        "round-to-round change (median absolute successive difference, "
-        "as a standard deviation; the median over the group's devices) "
-        "also floors the z scale, so devices that wander more than the "
-        "peers' spread shows need z times that wander to act; 0 turns it "
-        "off" },
+        "round-to-round change (the larger of the median and the 90th "
+        "percentile absolute successive difference, as a standard "
+        "deviation; the median over the group's devices) also floors the "
+        "z scale, so devices that wander more than the peers' spread "
+        "shows need z times that wander to act; 0 turns it off" },
+    [SG_SETTLE] = { "settle", DET_PARAM_NUM, 10, 0, 1e6, 1, NULL, NULL,
+        "a device's first rounds, its start-up (cold caches, clocks "
+        "ramping, the job and the watcher starting beside it), that are "
+        "ignored: not judged, not a peer of others, not in its noise or "
+        "drift baseline" },
+    [SG_LEARN] = { "learn", DET_PARAM_NUM, 20, 1, SG_RING_MAX, 1, NULL,
+        NULL, "changes of its ratio to its peers, after settle, that a "
+        "device must have (its own noise known) before it is judged, when "
+        "noise is on; at most noise" },
 };
 
 /* ---- state ------------------------------------------------------------- */
@@ -127,7 +138,21 @@ s_check(const det_params_t *p, char *why, size_t why_size)
                  det_params_num(p, SG_K), det_params_num(p, SG_N));
         return TELEM_EINVAL;
     }
+    /* The noise window holds at most `noise` changes: a larger `learn`
+     * would never be reached and no device would ever be judged. */
+    if (det_params_num(p, SG_NOISE) > 0 &&
+        det_params_num(p, SG_LEARN) > det_params_num(p, SG_NOISE)) {
+        snprintf(why, why_size, "learn (%g) must not exceed noise (%g)",
+                 det_params_num(p, SG_LEARN), det_params_num(p, SG_NOISE));
+        return TELEM_EINVAL;
+    }
     return 0;
+}
+
+int
+sg_settled(const sg_dev_t *d, const det_params_t *p)
+{
+    return (double) d->rounds >= det_params_num(p, SG_SETTLE);
 }
 
 static void
@@ -332,6 +357,30 @@ s_keep(sg_state_t *st, uint32_t group)
     st->nkept += st->nkept < SG_KEEP_ROUNDS;
 }
 
+/* Moves the settled devices of r to its front, keeping their order;
+ * returns how many there are.  A device in its start-up is neither judged
+ * nor anyone's peer: a collector that has just started can be slower or
+ * faster than it will be, and as a peer it would move the others' median
+ * (with 3 devices, one start-up round 30 % fast makes both others look
+ * 15 % slow). */
+static size_t
+s_settled_first(const sg_state_t *st, const det_params_t *p, sg_round_t *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->nall; i++) {
+        if (!sg_settled(&st->devs[r->dev[i]], p))
+            continue;
+        for (size_t j = i; j > k; j--) {            /* rotate i down to k */
+            uint32_t dv = r->dev[j];
+            double xv = r->x[j];
+            r->dev[j] = r->dev[j - 1], r->x[j] = r->x[j - 1];
+            r->dev[j - 1] = dv, r->x[j - 1] = xv;
+        }
+        k++;
+    }
+    return k;
+}
+
 /* Judges the entries [a, b) (one timestamp, one group). */
 static int
 s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
@@ -341,13 +390,14 @@ s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
         return TELEM_ENOMEM;
     sg_round_t *r = &st->round;
     r->ts = st->ents[a].ts;
-    r->n = 0;
+    r->nall = 0;
     for (size_t i = a; i < b; i++) {
-        if (r->n && r->dev[r->n - 1] == st->ents[i].dev)
+        if (r->nall && r->dev[r->nall - 1] == st->ents[i].dev)
             continue;                       /* one value per device */
-        r->dev[r->n] = st->ents[i].dev;
-        r->x[r->n++] = st->ents[i].val;
+        r->dev[r->nall] = st->ents[i].dev;
+        r->x[r->nall++] = st->ents[i].val;
     }
+    r->n = s_settled_first(st, p, r);
     if (det_loo(&st->scratch, r->x, r->n, r->med, r->mad))
         return TELEM_ENOMEM;
     for (size_t i = 0; i < r->n; i++)
@@ -374,9 +424,11 @@ s_late(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
     for (size_t i = a; k && i < b; i++) {
         if (st->devs[st->ents[i].dev].last_ts >= k->ts)
             continue;                   /* judged (or a newer one) already */
-        *r = (sg_round_t) { .ts = k->ts, .n = 1, .peers = k->n, .late = 1,
-                            .dev = r->dev, .x = r->x, .med = r->med,
-                            .mad = r->mad, .tmp = r->tmp };
+        int settled = sg_settled(&st->devs[st->ents[i].dev], p);
+        *r = (sg_round_t) { .ts = k->ts, .n = (size_t) settled, .nall = 1,
+                            .peers = k->n, .late = 1, .dev = r->dev,
+                            .x = r->x, .med = r->med, .mad = r->mad,
+                            .tmp = r->tmp };
         r->dev[0] = st->ents[i].dev;
         r->x[0] = st->ents[i].val;
         r->med[0] = k->med;

@@ -18,15 +18,13 @@
 #define SG_RING_MAX 64
 #define SG_KEEP_ROUNDS 8       /* judged rounds kept for late samples */
 #define SG_DRIFT_CLIP 3.0     /* largest CUSUM step, noise units */
-#define SG_NOISE_MIN 6        /* changes of a device's ratio before its
-                                 wander counts as the machine's noise */
-#define SG_NOISE_DEVS 64      /* devices sampled for that noise */
+#define SG_NOISE_DEVS 64      /* devices sampled for the noise floor */
 
 /* Parameter indices into det_slowgpu.params. */
 enum {
     SG_METRIC, SG_RULE, SG_EFFECT, SG_Z, SG_MAD_FLOOR, SG_K, SG_N,
     SG_DRIFT, SG_SLACK, SG_WARMUP, SG_DRAGON_Z, SG_DRAGON_SAMPLES,
-    SG_WINDOW, SG_NOISE, SG_NPARAMS
+    SG_WINDOW, SG_NOISE, SG_SETTLE, SG_LEARN, SG_NPARAMS
 };
 
 /* One device: node, device index (the gpu tag) and collector group. */
@@ -50,14 +48,20 @@ typedef struct {
     uint32_t nlr, lr_pos;
     uint64_t seen_run;         /* last run whose data held it */
     int peer_active, drift_active, dragon_active;
-    uint64_t rounds;
+    uint64_t rounds;           /* rounds it has been in, start-up included */
 } sg_dev_t;
 
-/* A round being judged: n devices of one group at one timestamp, each
- * compared with `peers` others (n - 1; for a late sample, the round's n). */
+/* 1 once d is past its first `settle` rounds (its start-up). */
+int sg_settled(const sg_dev_t *d, const det_params_t *p);
+
+/* A round being judged: nall devices of one group at one timestamp, the
+ * first n of them settled (past their start-up rounds), and only those
+ * compared by the robust rule, each with `peers` others (n - 1; for a
+ * late sample, the round's n). */
 typedef struct {
     int64_t ts;
     size_t n;
+    size_t nall;
     size_t peers;
     int late;                  /* judged against a stored round */
     uint32_t *dev;             /* device indices */

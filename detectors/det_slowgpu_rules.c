@@ -46,6 +46,7 @@
 #include "det_slowgpu.h"
 
 #include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,22 +133,36 @@ s_lr_push(sg_dev_t *d, double lr, uint32_t w)
     d->nlr += d->nlr < w;
 }
 
-/* d's noise as a relative standard deviation, from the median of its
- * successive changes (NAN: too few). */
+/* 1 while d has fewer than `learn` changes of its own (noise on). */
+static int
+s_learning(const sg_dev_t *d, const det_params_t *p)
+{
+    return det_params_num(p, SG_NOISE) > 0 &&
+           (double) d->nlr < det_params_num(p, SG_LEARN);
+}
+
+/* d's noise as a relative standard deviation from its successive changes:
+ * the larger of what their median and their 90th percentile say (for
+ * Gaussian changes both say the same; a machine whose devices have bursts
+ * of a few slow rounds shows them in the upper tail, which the median
+ * alone ignores).  NAN while it is learning. */
 static double
-s_wander(const sg_dev_t *d, double *v)
+s_wander(const sg_dev_t *d, const det_params_t *p, double *v)
 {
     size_t n = d->nlr;
-    if (n < SG_NOISE_MIN)
+    if (n == 0 || s_learning(d, p))
         return NAN;
     memcpy(v, d->lr, n * sizeof *v);
     gsl_sort(v, 1, n);
-    return det_median_skip(v, n, n) / (0.6744897501960817 * M_SQRT2);
+    double med = det_median_skip(v, n, n) / (0.6744897501960817 * M_SQRT2);
+    double q90 = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.9) /
+                 (1.6448536269514722 * M_SQRT2);
+    return fmax(med, q90);
 }
 
 /* The round's noise floor: the median wander of (up to SG_NOISE_DEVS
- * evenly spread) devices of the round, as a relative figure; 0 when off,
- * NAN while no device has SG_NOISE_MIN changes yet (learning). */
+ * evenly spread) settled devices of the round, as a relative figure; 0
+ * when off, NAN while every device is still learning. */
 static double
 s_round_noise(const sg_state_t *st, const det_params_t *p,
               const sg_round_t *r)
@@ -157,7 +172,7 @@ s_round_noise(const sg_state_t *st, const det_params_t *p,
     if (det_params_num(p, SG_NOISE) <= 0)
         return 0;
     for (size_t i = 0; i < r->n && m < SG_NOISE_DEVS; i += step) {
-        double x = s_wander(&st->devs[r->dev[i]], v);
+        double x = s_wander(&st->devs[r->dev[i]], p, v);
         if (isfinite(x))
             w[m++] = x;
     }
@@ -174,7 +189,10 @@ s_peer(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
 {
     sg_dev_t *d = &st->devs[r->dev[i]];
     double m = r->med[i];
-    int learning = isnan(r->noise);
+    /* Judged only once the round's noise is known and the device has its
+     * own history: a device that joined late is not judged on the others'
+     * noise alone. */
+    int learning = isnan(r->noise) || s_learning(d, p);
     double scale = fmax(fmax(r->mad[i], det_params_num(p, SG_MAD_FLOOR) * m),
                         learning ? 0 : r->noise * m);
     double ratio = r->x[i] / m, z = (r->x[i] - m) / scale;
@@ -233,6 +251,8 @@ s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
      * peers' spread in this round, so a machine that got noisier since
      * the warm-up does not look like a drift. */
     double now = r->peers >= 2 ? r->mad[i] / r->med[i] : 0;
+    if (isfinite(r->noise))         /* and the devices' round-to-round */
+        now = fmax(now, r->noise);  /* noise, bursts included */
     double z = (d->ratio - d->base) / fmax(d->sigma, now);
     d->cusum = fmax(0, d->cusum + fmin(z, SG_DRIFT_CLIP) -
                            det_params_num(p, SG_SLACK));
@@ -299,7 +319,7 @@ s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
     uint32_t k = (uint32_t) det_params_num(p, SG_DRAGON_SAMPLES);
     double thr = det_params_num(p, SG_DRAGON_Z), sum = 0, ss = 0;
     size_t m = 0;
-    for (size_t i = 0; i < r->n; i++) {
+    for (size_t i = 0; i < r->nall; i++) {
         const sg_dev_t *d = &st->devs[r->dev[i]];
         r->tmp[i] = d->nring >= k ? s_ring_mean(d, k) : NAN;
         if (!isnan(r->tmp[i])) {
@@ -310,11 +330,11 @@ s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
     if (m < 2)
         return 0;
     double mu = sum / m;
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->nall; i++)
         if (!isnan(r->tmp[i]))
             ss += (r->tmp[i] - mu) * (r->tmp[i] - mu);
     double sd = sqrt(ss / m);
-    for (size_t i = 0; i < r->n; i++) {
+    for (size_t i = 0; i < r->nall; i++) {
         sg_dev_t *d = &st->devs[r->dev[i]];
         if (isnan(r->tmp[i]))
             continue;
@@ -341,7 +361,7 @@ sg_judge(sg_state_t *st, const det_params_t *p, sg_round_t *r,
     int robust = strcmp(rule, "dragon") != 0;
     int dragon = strcmp(rule, "robust") != 0;
     int rc = 0;
-    for (size_t i = 0; i < r->n; i++) {
+    for (size_t i = 0; i < r->nall; i++) {
         sg_dev_t *d = &st->devs[r->dev[i]];
         d->last_ts = r->ts;
         d->rounds++;
