@@ -15,6 +15,7 @@
  * checked here before a socket is opened.
  */
 #include "telem_watch_cli.h"
+#include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -484,6 +485,11 @@ main(int argc, char **argv)
         return rc;
     }
     telem_log_init("telem_watch", cli.verbose ? TELEM_LOG_DEBUG : TELEM_LOG_INFO);
+    /* --pub and --ctl may be TCP endpoints: a table filled by idle peers
+       would make libzmq abort at the next ipc accept (telem_limits.h). */
+    if (telem_limits_raise_nofile(NULL))
+        telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
+                  strerror(errno));
     zsys_handler_set(NULL);
     s_signals();
     ac_t *ac = NULL;
