@@ -64,7 +64,6 @@ struct ddict_actor {
     int lock_fd;
     zsock_t *router;          /* bound to ipc and, if asked, TCP */
     telem_peercap_t *cap;     /* caps the router's TCP connections */
-    telem_ratelimit_t cap_log;
     size_t big_bytes;         /* large-message bytes freed since a trim */
     zpoller_t *poller;
     s_peer_t *peers;
@@ -258,19 +257,6 @@ s_drain_peer(ddict_actor_t *self, zsock_t *s)
     }
 }
 
-/* Counts TCP connections and refuses those past the cap. */
-static void
-s_handle_cap(ddict_actor_t *self)
-{
-    if (telem_peercap_handle(self->cap) == 0)
-        return;
-    telem_peercap_stats_t st;
-    telem_peercap_stats(self->cap, &st);
-    telem_log_limited(&self->cap_log, TELEM_LOG_WARN, "%" PRId64 " TCP "
-                      "peers, cap %d: refused %" PRIu64 " connections so "
-                      "far (--max-tcp-peers)", st.peers,
-                      telem_peercap_max(self->cap), st.refused);
-}
 
 /* Nothing to do: after large messages were freed (refused ones, values
    overwritten), give the memory back, so one large message does not leave
@@ -309,7 +295,7 @@ s_actor(zsock_t *pipe, void *arg)
         } else if (which == self->router) {
             s_drain_router(self);
         } else if (self->cap && which == telem_peercap_sock(self->cap)) {
-            s_handle_cap(self);
+            telem_peercap_handle(self->cap);
         } else if (which) {
             s_drain_peer(self, which);
         } else {
@@ -350,7 +336,6 @@ s_bind(ddict_actor_t *self)
     int max = self->cfg.max_tcp_peers > 0 ? self->cfg.max_tcp_peers
                                           : TELEM_TCP_PEERS_DEFAULT;
     self->cap = telem_peercap_new(self->router, max, &rc);
-    self->cap_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 1);
     return rc;
 }
 

@@ -176,23 +176,7 @@ s_finish(s_args_t *a)
     return 0;
 }
 
-/* Raises the open-file limit before any socket exists and fits the TCP
-   peer cap under it (telem_limits.h: libzmq aborts when an ipc accept
-   finds the descriptor table full). */
-static void
-s_limits(s_args_t *a)
-{
-    long nofile = 0;
-    if (telem_limits_raise_nofile(&nofile))
-        telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
-                  strerror(errno));
-    int want = a->cfg.max_tcp_peers ? a->cfg.max_tcp_peers
-                                    : TELEM_TCP_PEERS_DEFAULT;
-    a->cfg.max_tcp_peers = telem_limits_tcp_peers(want, nofile);
-    if (a->tcp[0])
-        telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
-                  "peers", nofile, a->cfg.max_tcp_peers);
-}
+
 
 /* Returns 0 to run, 1 after --help or --version, 2 on a bad command
    line. */
@@ -225,7 +209,10 @@ main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
     }
     telem_log_init("telem_dictd", a.level);
-    s_limits(&a);
+    /* Before any socket exists (telem_limits.h: libzmq aborts when an ipc
+       accept finds the descriptor table full). */
+    a.cfg.max_tcp_peers = telem_limits_start(a.cfg.max_tcp_peers,
+                                              a.tcp[0] != '\0');
     zsys_init();
     zsys_catch_interrupts();
     a.cfg.node = a.node;

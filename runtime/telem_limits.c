@@ -9,9 +9,11 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "telem_error.h"
+#include "telem_log.h"
 
 int
 telem_limits_raise_nofile(long *nofile)
@@ -39,6 +41,21 @@ telem_limits_tcp_peers(int want, long nofile)
     long half = nofile / 2;
     long n = want < half ? want : half;
     return n < 1 ? 1 : (int) n;
+}
+
+int
+telem_limits_start(int want, int tcp)
+{
+    long nofile = 0;
+    if (telem_limits_raise_nofile(&nofile))
+        telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
+                  strerror(errno));
+    int peers = telem_limits_tcp_peers(want ? want : TELEM_TCP_PEERS_DEFAULT,
+                                       nofile);
+    if (tcp)
+        telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
+                  "peers", nofile, peers);
+    return peers;
 }
 
 void

@@ -13,7 +13,8 @@
  *     files and libzmq's own descriptors (a mailbox per socket).
  * The peer cap itself is enforced by telem_peercap.h.
  *
- * Error convention: 0 or a negative TELEM_E* code.  Nothing here logs.
+ * Error convention: 0 or a negative TELEM_E* code.  Only
+ * telem_limits_start(), the daemons' one call, logs.
  * Thread safety: call at start-up, before other threads open descriptors.
  */
 #ifndef TELEM_LIMITS_H
@@ -32,6 +33,12 @@ int telem_limits_raise_nofile(long *nofile);
  * (the descriptor limit), and at least 1.  Half keeps at least as many
  * descriptors for everything else as the peers may take. */
 int telem_limits_tcp_peers(int want, long nofile);
+
+/* A daemon's start: raises the open-file limit (a warning when it cannot)
+ * and returns the TCP peer cap, telem_limits_tcp_peers() of `want` (0:
+ * TELEM_TCP_PEERS_DEFAULT) under the limit now in force; with `tcp` set
+ * (the daemon listens on TCP) it logs both figures. */
+int telem_limits_start(int want, int tcp);
 
 /* Gives memory that the allocator holds free back to the system
  * (malloc_trim).  Daemons call it after freeing a large message, so one

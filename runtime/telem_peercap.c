@@ -20,7 +20,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <inttypes.h>
+
 #include "telem_error.h"
+#include "telem_log.h"
 
 #define S_EVENTS (ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED)
 
@@ -29,6 +32,7 @@ struct telem_peercap {
     zsock_t *pair;           /* reads its events */
     int max;
     telem_peercap_stats_t st;
+    telem_ratelimit_t log;   /* refusals, at most 10 lines a second */
 };
 
 telem_peercap_t *
@@ -42,6 +46,7 @@ telem_peercap_new(zsock_t *sock, int max_peers, int *err)
     if (!(self = calloc(1, sizeof *self)))
         goto out;
     self->max = max_peers;
+    self->log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 1);
     self->watched = zsock_resolve(sock);
     char ep[64];
     snprintf(ep, sizeof ep, "inproc://telem-peercap-%p", (void *) self);
@@ -174,6 +179,11 @@ telem_peercap_handle(telem_peercap_t *self)
             refused++;
         }
     }
+    if (refused)
+        telem_log_limited(&self->log, TELEM_LOG_WARN, "%" PRId64 " TCP "
+                          "peers, cap %d: refused %" PRIu64 " connections "
+                          "so far (--max-tcp-peers)", self->st.peers,
+                          self->max, self->st.refused);
     return refused;
 }
 

@@ -57,8 +57,9 @@ telem_peercap_t *telem_peercap_new(zsock_t *sock, int max_peers, int *err);
 zsock_t *telem_peercap_sock(telem_peercap_t *self);
 
 /* Handles every event waiting, without blocking: counts connections and
- * refuses those past the cap.  Returns the number of connections refused
- * by this call (0 or more). */
+ * refuses those past the cap, logging refusals (rate-limited, at most 10
+ * lines a second).  Returns the number of connections refused by this call
+ * (0 or more). */
 int telem_peercap_handle(telem_peercap_t *self);
 
 /* The cap and its counters. */

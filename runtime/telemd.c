@@ -240,22 +240,7 @@ s_finish_config(s_args_t *a)
     return 0;
 }
 
-/* Raises the open-file limit before any socket exists and fits the TCP
-   peer cap under it (telem_limits.h: libzmq aborts when an ipc accept
-   finds the descriptor table full). */
-static void
-s_limits(s_args_t *a)
-{
-    long nofile = 0;
-    if (telem_limits_raise_nofile(&nofile))
-        telem_log(TELEM_LOG_WARN, "cannot raise the open-file limit: %s",
-                  strerror(errno));
-    int peers = telem_limits_tcp_peers(a->cfg.max_tcp_peers, nofile);
-    if (a->cfg.tcp_bind)
-        telem_log(TELEM_LOG_INFO, "open-file limit %ld: at most %d TCP "
-                  "peers", nofile, peers);
-    a->cfg.max_tcp_peers = peers;
-}
+
 
 static void
 s_announce(telemd_t *d, const s_args_t *a)
@@ -284,7 +269,10 @@ main(int argc, char **argv)
     telem_log_init("telemd", loglevel);
     if ((rc = s_finish_config(&a)) != 0)
         return rc;
-    s_limits(&a);
+    /* Before any socket exists (telem_limits.h: libzmq aborts when an ipc
+       accept finds the descriptor table full). */
+    a.cfg.max_tcp_peers = telem_limits_start(a.cfg.max_tcp_peers,
+                                              a.cfg.tcp_bind != NULL);
     int err = 0;
     telemd_t *d = telemd_new(&a.cfg, &err);
     if (!d) {

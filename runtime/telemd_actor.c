@@ -51,7 +51,6 @@ struct telemd {
     zsock_t *ctl;
     zsock_t *tcp;
     telem_peercap_t *cap;         /* caps self->tcp's connections */
-    telem_ratelimit_t cap_log;
     size_t big_bytes;             /* large-message bytes freed since a trim */
     zactor_t *actor;
     int ended;
@@ -187,19 +186,6 @@ s_stop_due(telemd_t *self, int64_t *stop_at)
     return *stop_at && telem_mono_ns() >= *stop_at;
 }
 
-/* Counts TCP connections and refuses those past the cap. */
-static void
-s_handle_cap(telemd_t *self)
-{
-    if (telem_peercap_handle(self->cap) == 0)
-        return;
-    telem_peercap_stats_t st;
-    telem_peercap_stats(self->cap, &st);
-    telem_log_limited(&self->cap_log, TELEM_LOG_WARN, "%" PRId64 " TCP "
-                      "peers, cap %d: refused %" PRIu64 " connections so "
-                      "far (--max-tcp-peers)", st.peers,
-                      telem_peercap_max(self->cap), st.refused);
-}
 
 /* Called when the loop has nothing to do: after large messages were freed,
    gives their memory back, so one large message does not leave telemd's
@@ -249,7 +235,7 @@ s_actor(zsock_t *pipe, void *arg)
         } else if (which == self->ctl || (self->tcp && which == self->tcp)) {
             s_serve_request(self, which);
         } else if (self->cap && which == telem_peercap_sock(self->cap)) {
-            s_handle_cap(self);
+            telem_peercap_handle(self->cap);
         } else if (!which) {
             s_idle(self);
         }
@@ -322,7 +308,6 @@ s_bind_all(telemd_t *self)
     int max = self->cfg.max_tcp_peers > 0 ? self->cfg.max_tcp_peers
                                           : TELEM_TCP_PEERS_DEFAULT;
     self->cap = telem_peercap_new(self->tcp, max, &rc);
-    self->cap_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 1);
     return rc;
 }
 
