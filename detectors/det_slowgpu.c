@@ -15,6 +15,8 @@
  * after the next round of the others, a node that answered late) is still
  * compared with the devices of its round, alone, as if it had been left
  * out; older samples than that, or a dead device's, are simply missing.
+ * A device's first `settle` rounds (its start-up) are counted but left out
+ * of every comparison, as the device judged and as anyone's peer.
  * Rules and events live in det_slowgpu_rules.c.
  */
 #include "det_slowgpu.h"

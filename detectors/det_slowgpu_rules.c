@@ -14,23 +14,32 @@
  * nothing about how much a device wanders from round to round, and with 2
  * or 3 devices it says almost nothing at all.  So each device also keeps
  * the changes of its log ratio to its peers between consecutive rounds,
- * the last `noise` of them: their median, divided by 0.6745 x sqrt 2, is
- * its noise as a standard deviation (the median absolute successive
- * difference).  A device that has just become slow adds one large change,
- * which a median ignores, and a device that has always been slow adds
- * none, so a real slowdown does not hide itself.  The median of that over
- * the round's devices (at most SG_NOISE_DEVS of them, each with at least
- * SG_NOISE_MIN changes) floors the z scale as well.  On a quiet machine
- * it is below the effect size and changes nothing; on a shared one it
- * raises the bar to z times what its devices really do between rounds.
- * Until some device has that much history the rule only learns: judging
- * before the noise is known is what made a fresh detector on a shared
- * machine report its first noisy rounds.
+ * the last `noise` of them; its noise as a standard deviation is the
+ * larger of what their median (/ 0.6745 sqrt 2) and their 90th percentile
+ * (/ 1.645 sqrt 2) say: the same for Gaussian changes, but a machine with
+ * bursts of a few slow rounds shows them in the tail, which a median
+ * ignores.  A device that has just become slow adds one large change,
+ * and a device that has always been slow adds none, so a real slowdown
+ * does not hide itself.  The median of that over the round's devices (at
+ * most SG_NOISE_DEVS of them) floors the z scale as well.  On a quiet
+ * machine it is below the effect size and changes nothing; on a shared
+ * one it raises the bar to z times what its devices really do between
+ * rounds.
+ *
+ * Start-up (settle, learn).  A device's first `settle` rounds never reach
+ * these rules' robust part (det_slowgpu.c leaves them out of the round's
+ * comparison), and after them it is judged only once it has `learn`
+ * changes of its own: a collector's first rounds (cold caches, clocks
+ * ramping, the job and the watcher starting on the same cores) are not
+ * its normal, and a noise learned from a handful of changes is often half
+ * the real one.  Judging those is what made a fresh detector act on a
+ * clean device.
  *
  * Drift (warn).  The ratio x/m is also tracked against the device's own
- * history: its first `warmup` ratios give a baseline (their median) and a
- * noise level s (their scaled MAD, floored at mad_floor x baseline, and
- * raised to the peers' relative spread of the round when that is larger),
+ * history: its first `warmup` ratios after its start-up give a baseline
+ * (their median) and a noise level s (their scaled MAD, floored at
+ * mad_floor x baseline, and raised to the peers' relative spread of the
+ * round or to the round's noise floor when that is larger),
  * and a one-sided CUSUM in units of that noise, S = max(0, S + min(z, 3) -
  * slack) with z = (ratio - baseline) / s, fires when S > drift.  Measuring
  * in the device's own noise keeps a noisy machine from raising alarms a
