@@ -20,8 +20,9 @@
  *     recording.
  * Reported: the slowdown each load really caused (median over its rounds
  * of target / median of the healthy devices; segments are grouped by the
- * slowdown measured), whether the target was named within 3 rounds of the
- * load's start ("pre" when it named the target in the 10 clean rounds
+ * slowdown measured), whether the target was named within k rounds of the
+ * load's start (slowgpu's k of n: 4 by default, the fewest in which it
+ * can name a device; "pre" when it named the target in the 10 clean rounds
  * before), the noise of the clean rounds, and false act events (naming a
  * healthy device, or the target in a clean round: the clean stretch and
  * each gap after its first 2 rounds) per clean device-round from round 10.
@@ -385,6 +386,23 @@ s_params(det_t *d, const char *params)
     }
 }
 
+/* slowgpu's k with the -s parameters: a load segment counts as detected
+ * when the target is named within that many rounds of its start. */
+static int
+s_seen_rounds(const s_opts_t *o)
+{
+    int err = 0;
+    char buf[64];
+    det_t *d = det_new(det_find("slowgpu"), NULL, &err);
+    if (!d)
+        bench_die("slowgpu", "cannot create");
+    s_params(d, o->params);
+    if (det_get(d, "k", buf, sizeof buf))
+        bench_die("slowgpu", "no parameter k");
+    det_destroy(&d);
+    return atoi(buf);
+}
+
 /* Feeds every round of job j to a fresh slowgpu with `rule` and the -s
  * parameters, one round per run. */
 static s_replay_t
@@ -528,9 +546,10 @@ s_clean_round(const s_opts_t *o, const s_rec_t *rec, int k)
  * healthy ones, 1 job of all of them).  Each job is one detector fed the
  * whole recording, round by round, as a watcher running through the job
  * would be.  An act event is false when it names a healthy device, or the
- * target in a clean round; a load segment is detected within 3 rounds
- * when the first event naming the target in [start - 10, start + load)
- * falls in its first 3 rounds ("pre" before the start, "late" after).
+ * target in a clean round; a load segment is detected within k rounds
+ * (s_seen_rounds) when the first event naming the target in [start - 10,
+ * start + load) falls in its first k rounds ("pre" before the start,
+ * "late" after).
  * Clean device-rounds are counted from round 10 (the detector learns the
  * noise in its first rounds). */
 static void
@@ -538,7 +557,7 @@ s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
 {
     int njobs = (rec->ndev - 1) / (g - 1), false_ev = 0, rounds = 0;
     int segs[S_NBINS] = { 0 }, in3[S_NBINS] = { 0 }, pre[S_NBINS] = { 0 },
-        late[S_NBINS] = { 0 };
+        late[S_NBINS] = { 0 }, seen = s_seen_rounds(o);
     for (int jb = 0; jb < njobs; jb++) {
         s_job_t j = { g, jb * (g - 1) };
         s_replay_t r = s_replay(o, rec, j, rule);
@@ -560,8 +579,8 @@ s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
                 int when = first - a + 1;       /* rounds into the load */
                 segs[bi]++;
                 pre[bi] += first >= 0 && first < a;
-                in3[bi] += first >= a && when <= 3;
-                late[bi] += first >= a && when > 3;
+                in3[bi] += first >= a && when <= seen;
+                late[bi] += first >= a && when > seen;
             }
         }
         free(r.round);
@@ -685,10 +704,10 @@ main(int argc, char **argv)
     printf("\n  clean stretch: %.3f\n", s_slowdown(&rec, 0, o.clean));
     s_noise(&rec, 0, o.clean);
     printf("\n");
-    printf("load segments by the slowdown they caused: detected within 3 "
-           "rounds of the load's start / segments (detected later; already "
-           "flagged in the 10 clean rounds before), and act events on clean "
-           "rounds\n");
+    printf("load segments by the slowdown they caused: detected within %d "
+           "rounds of the load's start (slowgpu's k) / segments (detected "
+           "later; already flagged in the 10 clean rounds before), and act "
+           "events on clean rounds\n", s_seen_rounds(&o));
     printf("  %4s  %4s  %-7s", "devs", "jobs", "rule");
     for (size_t bi = 0; bi < S_NBINS; bi++)
         printf("  %-24s", s_bins[bi].name);
