@@ -43,7 +43,7 @@ test_specs(void)
     CHECK(strstr(why, "nope") != NULL);
     CHECK_RC(tw_add_detector(tw, "threshold", why, sizeof why), TELEM_EINVAL);
     CHECK(strstr(why, "metric") != NULL);
-    CHECK_RC(tw_add_detector(tw, "slowgpu:k=5", why, sizeof why), TELEM_EINVAL);
+    CHECK_RC(tw_add_detector(tw, "slowgpu:k=6", why, sizeof why), TELEM_EINVAL);
     CHECK_RC(tw_add_detector(tw, "slowgpu:effect", why, sizeof why),
              TELEM_EINVAL);
     CHECK_RC(tw_add_detector(tw, "hot=heartbeat", why, sizeof why),
@@ -113,7 +113,8 @@ test_input_and_run(void)
     CHECK(di.series[2].val == t.val[2] && di.series[2].n == NROUND);
     tw_t *tw = tw_new(NULL);
     char why[256];
-    CHECK_RC(tw_add_detector(tw, "slowgpu:noise=0", why, sizeof why), 0);
+    CHECK_RC(tw_add_detector(tw, "slowgpu:noise=0,settle=0", why, sizeof why),
+             0);                /* 6 rounds: judged from the first */
     CHECK_RC(tw_run(tw, &di), 0);
     const det_events_t *evs = tw_events(tw);
     CHECK(det_events_count(evs) == 1);
