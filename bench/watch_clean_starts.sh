@@ -39,6 +39,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export HERE=$here
 starts=20 rounds=80 spec=slowgpu keep=""
 bin=${TELEM_BIN:-$here/../build/bin}
 while getopts "n:r:b:d:k:h" opt; do
@@ -110,14 +111,10 @@ monitor() {
     exec python3 - "$1" "$2" <<'PY'
 import os, sys, time
 group, out = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(os.environ["HERE"], "..", "examples"))
+import cpu_busy                      # (total, not busy) jiffies per core
 def cores():
-    r = {}
-    for line in open("/proc/stat"):
-        f = line.split()
-        if f[0].startswith("cpu") and f[0] != "cpu":
-            v = list(map(int, f[1:9]))
-            r[f[0]] = (sum(v), v[3] + v[4])
-    return r
+    return cpu_busy.cores(count_nice=True)
 def others():
     found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):

@@ -105,17 +105,14 @@ print("\n".join(vals))' "$1" "${2:-}"
 # rounds ("rounds N") or an event names n2/0 ("n2"), sampling /proc/stat
 # meanwhile; prints the highest share of any core that was busy over any
 # 1 s, in percent (our own processes use well under 30 % of a core).
+export SRC=${TELEM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 cat >"$T/monitor.py" <<'PY'
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 W, name, out, until = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+sys.path.insert(0, os.path.join(os.environ["SRC"], "examples"))
+import cpu_busy                      # (total, not busy) jiffies per core
 def cores():
-    r = {}
-    for line in open("/proc/stat"):
-        f = line.split()
-        if f[0].startswith("cpu") and f[0] != "cpu":
-            v = list(map(int, f[1:9]))
-            r[f[0]] = (sum(v), v[3] + v[4])
-    return r
+    return cpu_busy.cores(count_nice=True)
 def rounds():
     try:
         doc = json.loads(subprocess.run([W, "ctl", "--name", name, "--json",
@@ -198,9 +195,8 @@ if [ "$named" = 0 ]; then
     # (slowgpu:effect=1 here, z 3.)
     "$B/telem_client" -f json query cg_dgemm_seconds --start -300s \
         >"$T/rounds.json" || true
-    src=${TELEM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
     jrc=0
-    figures=$(python3 "$src/examples/slow_gpu_noise.py" n2 "$load_ns" 1 3 \
+    figures=$(python3 "$SRC/examples/slow_gpu_noise.py" n2 "$load_ns" 1 3 \
               <"$T/rounds.json") || jrc=$?
     [ "$jrc" = 3 ] || fail "n2/0 not named within 120 s of the load \
 (busiest core ${busy} %): $figures"
