@@ -31,7 +31,6 @@
 #define S_POLL_CAP_MS 250
 #define S_LINGER_MS 200
 #define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
-#define S_TRIM_AFTER (16u << 20)  /* large-message bytes freed before a trim */
 
 /* Requests and replication carry values of up to DDICT_VALUE_LIMIT, each
    in a frame of its own, and a server must not drop them: that is the
@@ -257,19 +256,6 @@ s_drain_peer(ddict_actor_t *self, zsock_t *s)
     }
 }
 
-
-/* Nothing to do: after large messages were freed (refused ones, values
-   overwritten), give the memory back, so one large message does not leave
-   the resident size raised (glibc keeps freed heap memory otherwise). */
-static void
-s_idle(ddict_actor_t *self)
-{
-    if (self->big_bytes < S_TRIM_AFTER)
-        return;
-    telem_limits_trim();
-    self->big_bytes = 0;
-}
-
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
@@ -299,7 +285,7 @@ s_actor(zsock_t *pipe, void *arg)
         } else if (which) {
             s_drain_peer(self, which);
         } else {
-            s_idle(self);
+            telem_limits_trim(&self->big_bytes);
         }
         ddict_server_flush(self->server);
     }

@@ -59,7 +59,10 @@ telem_limits_start(int want, int tcp)
 }
 
 void
-telem_limits_trim(void)
+telem_limits_trim(size_t *freed_bytes)
 {
+    if (*freed_bytes < TELEM_TRIM_AFTER)
+        return;
     malloc_trim(0);
+    *freed_bytes = 0;
 }

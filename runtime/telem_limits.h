@@ -20,6 +20,8 @@
 #ifndef TELEM_LIMITS_H
 #define TELEM_LIMITS_H
 
+#include <stddef.h>
+
 /* Default of --max-tcp-peers in the daemons. */
 #define TELEM_TCP_PEERS_DEFAULT 512
 
@@ -40,9 +42,15 @@ int telem_limits_tcp_peers(int want, long nofile);
  * (the daemon listens on TCP) it logs both figures. */
 int telem_limits_start(int want, int tcp);
 
-/* Gives memory that the allocator holds free back to the system
- * (malloc_trim).  Daemons call it after freeing a large message, so one
- * message does not leave the process's resident size raised for good. */
-void telem_limits_trim(void);
+/* Bytes of large messages freed before telem_limits_trim() trims. */
+#define TELEM_TRIM_AFTER (16u << 20)
+
+/* Called by a daemon's loop when it has nothing to do, with the bytes of
+ * large messages it freed since the last trim: from TELEM_TRIM_AFTER on,
+ * gives memory the allocator holds free back to the system (malloc_trim)
+ * and zeroes *freed_bytes, so one large message does not leave the
+ * process's resident size raised for good (glibc keeps freed heap memory
+ * otherwise). */
+void telem_limits_trim(size_t *freed_bytes);
 
 #endif

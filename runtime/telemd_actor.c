@@ -35,7 +35,6 @@
 #define S_REPLY_LINGER_MS 200     /* drain after a stop, and linger */
 #define S_REQ_FRAMES 3            /* identity, empty delimiter, request */
 #define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
-#define S_TRIM_AFTER (16u << 20)  /* large-message bytes freed before a trim */
 
 struct telemd {
     telemd_config_t cfg;
@@ -186,19 +185,6 @@ s_stop_due(telemd_t *self, int64_t *stop_at)
     return *stop_at && telem_mono_ns() >= *stop_at;
 }
 
-
-/* Called when the loop has nothing to do: after large messages were freed,
-   gives their memory back, so one large message does not leave telemd's
-   resident size raised (glibc keeps freed heap memory otherwise). */
-static void
-s_idle(telemd_t *self)
-{
-    if (self->big_bytes < S_TRIM_AFTER)
-        return;
-    telem_limits_trim();
-    self->big_bytes = 0;
-}
-
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
@@ -237,7 +223,7 @@ s_actor(zsock_t *pipe, void *arg)
         } else if (self->cap && which == telem_peercap_sock(self->cap)) {
             telem_peercap_handle(self->cap);
         } else if (!which) {
-            s_idle(self);
+            telem_limits_trim(&self->big_bytes);
         }
     }
     zpoller_destroy(&poller);
