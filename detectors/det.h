@@ -21,7 +21,7 @@
  * a node was last heard of) and report a condition once when it starts,
  * not on every run while it lasts.
  *
- * Errors are telem_err_t codes (runtime/telem_error.h).  Thread safety: a
+ * Errors are telem_err_t codes (runtime/common/telem_error.h).  Thread safety: a
  * det_t and a det_events_t are used by one thread at a time; vtables and
  * det_registry() are immutable and shared freely.
  */

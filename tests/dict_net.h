@@ -1,5 +1,5 @@
 /* dict_net.h - test_dict_server.c's harness: dictionary servers
- * (dict/ddict_server.h) wired to each other frame by frame, without
+ * (dict/dictd/ddict_server.h) wired to each other frame by frame, without
  * sockets.  Requests are encoded here and handed to
  * ddict_server_request(); what a server sends goes through an output
  * function that queues it; s_pump() delivers queued peer messages to the

@@ -211,8 +211,8 @@ ccx() {  # ccx NAME ARGS...: compiles $T/NAME.c as the doc says
 # shellcheck disable=SC2086
 {
     ccx record -o "$T/record" -ltelem -Wl,-rpath,"$lib"
-    ccx record -o "$T/record_static" -l:libtelem.a -ltelem_core $deps -lpthread
-    ccx query -o "$T/query" -ltelem_ac -ltelem_core $deps -lm
+    ccx record -o "$T/record_static" -l:libtelem.a -ltelem_proto -ltelem_common $deps -lpthread
+    ccx query -o "$T/query" -ltelem_ac -ltelem_proto -ltelem_common $deps -lm
 }
 
 # ---- two nodes with known data --------------------------------------------

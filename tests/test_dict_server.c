@@ -1,6 +1,6 @@
 /* test_dict_server.c - the dictionary server's logic without sockets.
  *
- * Servers (dict/ddict_server.h) are driven frame by frame through the
+ * Servers (dict/dictd/ddict_server.h) are driven frame by frame through the
  * harness in dict_net.h.
  *
  * Covered: put/get/cas/del/len/keys on one server; replies held until the

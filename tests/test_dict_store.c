@@ -1,5 +1,5 @@
 /* test_dict_store.c - unit tests for the dictionary server's in-memory
- * store (dict/ddict_store.h), no sockets and no log.
+ * store (dict/core/ddict_store.h), no sockets and no log.
  *
  * Put/find/replace/delete with versions and the byte count; namespaces
  * that keep equal keys apart, including the (ns, key) split that spells

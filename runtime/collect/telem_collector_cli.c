@@ -2,7 +2,7 @@
  * listing, finalize.
  *
  * Shared by the telem_collector binary and by user programs that carry
- * their own test function (cg_collector_main() in analysis/cg.h), so both
+ * their own test function (cg_collector_main() in runtime/collect/cg.h), so both
  * accept exactly the same flags.  Signals are blocked before telem's
  * sender thread starts and read through a signalfd, which is the
  * collector's stop descriptor: a SIGTERM ends the wait for the next round

@@ -2,7 +2,7 @@
  * any client of the wire protocol) asks for a restart without some nodes.
  *
  * A ZeroMQ ROUTER at <rundir>/launch/restart.sock.  A request is one
- * frame, TELEM_MSG_RESTART (runtime/telem_proto_watch.h); the answer is
+ * frame, TELEM_MSG_RESTART (runtime/proto/telem_proto_watch.h); the answer is
  * one frame back to the same peer, TELEM_MSG_RESTART_ACK with the
  * request's id: code 0 when the restart is under way (or when only
  * reserves were named, which needs none), else the reason it was refused.

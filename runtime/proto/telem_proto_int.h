@@ -1,4 +1,4 @@
-/* telem_proto_int.h - PRIVATE to the wire codec (runtime/telem_proto_*.c);
+/* telem_proto_int.h - PRIVATE to the wire codec (runtime/proto/telem_proto_*.c);
  * not installed, and nothing outside the codec includes it except its own
  * unit tests.  telem_proto.h is the public API.
  *

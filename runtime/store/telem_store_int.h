@@ -1,4 +1,4 @@
-/* telem_store_int.h - PRIVATE to the store (runtime/telem_store*.c); nothing
+/* telem_store_int.h - PRIVATE to the store (runtime/store/telem_store*.c); nothing
  * else includes it.  telem_store.h is the public API.
  *
  * The store is split by responsibility:
