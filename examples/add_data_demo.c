@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "telem.h"
-#include "telem_error.h"
+#include <telem/telem.h>
+#include <telem/telem_error.h>
 
 #define S_TAGS_MAX 8
 #define S_NAME_MAX 255

@@ -46,8 +46,8 @@
 
 #include <czmq.h>
 
-#include "ddict.h"
-#include "telem.h"
+#include <telem/ddict.h>
+#include <telem/telem.h>
 #include <spawn.h>
 
 #define S_SIZES_MAX 16

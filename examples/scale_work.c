@@ -25,8 +25,8 @@
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_rng.h>
 
-#include "telem.h"
-#include "telem_error.h"
+#include <telem/telem.h>
+#include <telem/telem_error.h>
 
 #define S_SIZES_MAX 16
 

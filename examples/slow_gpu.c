@@ -52,9 +52,9 @@
 
 #include <czmq.h>
 
-#include "ddict.h"
+#include <telem/ddict.h>
 #include "slow_gpu.h"
-#include "telem.h"
+#include <telem/telem.h>
 
 #define S_RANGE 2.5                 /* histogram over [-S_RANGE, S_RANGE] */
 

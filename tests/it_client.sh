@@ -181,8 +181,8 @@ exited() {
 }
 
 # ---- the C examples of docs/api.md ----------------------------------------
-# Installed into a private prefix, then built with the link lines the doc
-# gives, so the install rules are checked along with the examples.
+# Installed into a private prefix, then built with the commands the doc
+# gives (pkg-config), so the install rules are checked along with the examples.
 build=$(dirname "$TELEM_BIN")
 cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
 cc=$(cache CMAKE_C_COMPILER)
@@ -201,18 +201,19 @@ assert names == ["record", "query"], names
 for text, name in blocks:
     open(f"{sys.argv[2]}/{name}.c", "w").write(text)
 PY
-deps=$(pkg-config --libs libzmq msgpack-c 2>/dev/null || pkg-config --libs libzmq msgpack)
+export PKG_CONFIG_PATH=$lib/pkgconfig
 ccx() {  # ccx NAME ARGS...: compiles $T/NAME.c as the doc says
     local name=$1; shift
     # shellcheck disable=SC2068
-    "$cc" -std=c11 -Wall -Wextra -Werror "${san[@]}" "$T/$name.c" -I "$P/include" \
-        -L "$lib" "$@" 2>"$T/cc.log" || fail "$name.c does not build: $(cat "$T/cc.log")"
+    "$cc" -std=c11 -Wall -Wextra -Werror "${san[@]}" "$T/$name.c" "$@" \
+        2>"$T/cc.log" || fail "$name.c does not build: $(cat "$T/cc.log")"
 }
-# shellcheck disable=SC2086
+static_libs=$(pkg-config --static --libs-only-l telem | sed 's/^-ltelem //')
+# shellcheck disable=SC2046,SC2086
 {
-    ccx record -o "$T/record" -ltelem -Wl,-rpath,"$lib"
-    ccx record -o "$T/record_static" -l:libtelem.a -ltelem_proto -ltelem_common $deps -lpthread
-    ccx query -o "$T/query" -ltelem_ac -ltelem_proto -ltelem_common $deps -lm
+    ccx record -o "$T/record" $(pkg-config --cflags --libs telem) -Wl,-rpath,"$lib"
+    ccx record -o "$T/record_static" $(pkg-config --cflags telem) "$lib/libtelem.a" $static_libs
+    ccx query -o "$T/query" $(pkg-config --cflags --libs telem) -Wl,-rpath,"$lib"
 }
 
 # ---- two nodes with known data --------------------------------------------
