@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """check_layers.py - keeps telem's parts in their layers.
 
-Usage: check_layers.py SOURCE_DIR         check the tree
-       check_layers.py --self-test         check the checker on a small
-                                           tree holding one breach per rule
+Usage: check_layers.py [--self-test] [SOURCE_DIR]
+  --self-test   first check the checker on a small tree holding one
+                breach per rule (the CTest runs both)
+  SOURCE_DIR    check the tree
 
 Reads the parts and arrows of SOURCE_DIR/docs/architecture.arrows, then
 every #include of every .c and .h file under the parts' folders, and
@@ -17,7 +18,10 @@ reports each include that breaks a rule, with the rule:
   - a part may not include a header its "deny" lines name;
   - a public header may include only public headers and the C library;
   - no part may use a part that is not declared, and every source file
-    must lie in a part's folder.
+    must lie in a part's folder;
+  - the libraries a part's CMakeLists.txt links by name
+    (target_link_libraries) belong to parts it may use, so the include
+    directories the build hands it follow the arrows too.
 
 Exit status: 0 no breach, 1 breaches (listed on stderr), 2 a bad
 arrows file or usage.
@@ -37,6 +41,7 @@ class ArrowsError(Exception):
 
 def read_arrows(path):
     parts, order, deny, public = {}, [], {}, None
+    public_libs = set()
     with open(path) as f:
         for n, raw in enumerate(f, 1):
             line = raw.split('#', 1)[0].strip()
@@ -63,6 +68,8 @@ def read_arrows(path):
                 deny.setdefault(words[0], set()).update(words[1:])
             elif line.startswith('public:'):
                 public = set(line[7:].split())
+            elif line.startswith('public-libraries:'):
+                public_libs.update(line[17:].split())
             else:
                 raise ArrowsError(f"{where}: unknown line: {line}")
     if public is None:
@@ -74,12 +81,14 @@ def read_arrows(path):
     for name in deny:
         if name not in parts:
             raise ArrowsError(f"{path}: deny names undeclared part {name}")
+    parts['public-libraries'] = public_libs
     return parts, order, deny, public
 
 
 def check(top):
     arrows = os.path.join(top, 'docs', 'architecture.arrows')
     parts, order, deny, public = read_arrows(arrows)
+    public_libs = parts.pop('public-libraries')
     # Folders longest first, so runtime/common wins over runtime.
     folders = sorted(((d, name) for name in order for d in parts[name]['folders']),
                      key=lambda x: -len(x[0]))
@@ -166,10 +175,45 @@ def check(top):
                 continue
             if PRIVATE.search(target) and '*' not in parts[p]['uses']:
                 breaches.append(f"{at}: {target} is private to part {owner}")
+    breaches += check_cmake(top, parts, order, public_libs)
     for rel, p in sorted(files.items()):
         if p is None:
             breaches.append(f"{rel}: in no part's folder")
     return breaches, len(files)
+
+
+TARGET = re.compile(r'add_(?:library|executable)\(\s*([A-Za-z0-9_]+)')
+LINK = re.compile(r'target_link_libraries\(\s*([A-Za-z0-9_]+)([^)]*)\)', re.S)
+
+
+def check_cmake(top, parts, order, public_libs):
+    """Each part's CMakeLists.txt: the telem targets it links by name must
+    belong to parts it may use."""
+    owner, texts = {}, {}
+    for name in order:
+        for d in parts[name]['folders']:
+            path = os.path.join(top, d, 'CMakeLists.txt')
+            if os.path.isfile(path):
+                with open(path) as f:
+                    text = re.sub(r'#[^\n]*', '', f.read())
+                texts[os.path.relpath(path, top)] = (name, text)
+                for m in TARGET.finditer(text):
+                    owner[m.group(1)] = name
+    breaches = []
+    for rel, (p, text) in sorted(texts.items()):
+        if '*' in parts[p]['uses']:
+            continue
+        for m in LINK.finditer(text):
+            for word in m.group(2).split():
+                q = owner.get(word)
+                if 'public' in parts[p]['uses'] and word in public_libs:
+                    continue
+                if q and q != p and q not in parts[p]['uses']:
+                    line = text.count('\n', 0, m.start()) + 1
+                    uses = ' '.join(sorted(parts[p]['uses'])) or 'no other part'
+                    breaches.append(f"{rel}:{line}: {m.group(1)} links {word} of part {q}; "
+                                    f"part {p} may use: {uses}")
+    return breaches
 
 
 def self_test():
@@ -182,7 +226,8 @@ def self_test():
             "part top   lib/top  : mid base\n"
             "part ex    ex       : public\n"
             "deny mid <zmq.h>\n"
-            "public: api.h\n"),
+            "public: api.h\n"
+            "public-libraries: base_lib\n"),
         'lib/base/api.h': '#include "base_util.h"\n',             # public -> non-public
         'lib/base/base_util.h': '#include <stdio.h>\n',
         'lib/base/base_int.h': '\n',
@@ -195,6 +240,13 @@ def self_test():
         'ex/app.c': '#include <telem/api.h>\n#include "mid.h"\n',  # public only
         'ex/app2.c': '#include <telem/base_util.h>\n',             # not public
         'stray.c': '\n',
+        'lib/base/CMakeLists.txt': 'add_library(base_lib STATIC api.h)\n',
+        'lib/mid/CMakeLists.txt': 'add_library(mid_lib STATIC mid.c)\n'
+                                  'target_link_libraries(mid_lib PUBLIC base_lib top_lib)\n',
+        'ex/CMakeLists.txt': 'add_executable(app app.c)\n'
+                             'target_link_libraries(app PRIVATE base_lib mid_lib)\n',
+        'lib/top/CMakeLists.txt': 'add_library(top_lib STATIC top.h)\n'
+                                  'target_link_libraries(top_lib PUBLIC mid_lib base_lib)\n',
     }
     want = [
         'lib/base/api.h:1: #include "base_util.h": public header api.h includes base_util.h',
@@ -204,6 +256,8 @@ def self_test():
         'lib/top/missing.c:1: #include "nowhere.h": header not found',
         'ex/app.c:2: #include "mid.h": part ex may use only public headers',
         'ex/app2.c:1: #include <telem/base_util.h>: base_util.h is not a public header',
+        'lib/mid/CMakeLists.txt:2: mid_lib links top_lib of part top; part mid may use: base',
+        'ex/CMakeLists.txt:2: app links mid_lib of part mid; part ex may use: public',
     ]
     with tempfile.TemporaryDirectory() as top:
         for rel, text in tree.items():
@@ -235,24 +289,29 @@ def self_test():
 
 
 def main(argv):
-    if len(argv) == 2 and argv[1] in ('-h', '--help'):
+    args = argv[1:]
+    if any(a in ('-h', '--help') for a in args):
         print(__doc__.strip())
         return 0
-    if len(argv) != 2:
-        print("usage: check_layers.py SOURCE_DIR | --self-test (--help for more)",
+    selftest = '--self-test' in args
+    args = [a for a in args if a != '--self-test']
+    if len(args) > 1 or (not args and not selftest) or any(a.startswith('-') for a in args):
+        print("usage: check_layers.py [--self-test] [SOURCE_DIR] (--help for more)",
               file=sys.stderr)
         return 2
-    if argv[1] == '--self-test':
-        return self_test()
+    if selftest and self_test():
+        return 1
+    if not args:
+        return 0
     try:
-        breaches, nfiles = check(argv[1])
+        breaches, nfiles = check(args[0])
     except (ArrowsError, OSError) as e:
         print(f"check_layers: {e}", file=sys.stderr)
         return 2
     for b in breaches:
         print(b, file=sys.stderr)
     if breaches:
-        print(f"check_layers: {len(breaches)} include(s) break the arrows of "
+        print(f"check_layers: {len(breaches)} breach(es) of the arrows of "
               f"docs/architecture.arrows ({nfiles} files read)", file=sys.stderr)
         return 1
     print(f"check_layers: {nfiles} files, every include within the arrows")
