@@ -92,7 +92,7 @@ s_capture_find(const capture_t *c, const char *metric, const char *tags)
 }
 
 static inline int
-s_query(telem_store_t *st, const telem_query_t *q, int64_t now, capture_t *c)
+s_query(telem_store_t *st, const telem_store_query_t *q, int64_t now, capture_t *c)
 {
     s_capture_reset(c);
     return telem_store_query(st, q, now, s_capture_fn, c);

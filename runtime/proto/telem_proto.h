@@ -28,6 +28,7 @@
 #include "telem_error.h"
 #include "telem_proto_dict.h"
 #include "telem_proto_watch.h"
+#include "telem_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,11 +36,10 @@ extern "C" {
 
 #define TELEM_PROTO_VERSION 1
 #define TELEM_PROTO_MAX_MSG (64u << 20)   /* largest frame accepted, bytes */
-#define TELEM_NAME_MAX 255                 /* metric names, tag keys and values */
-#define TELEM_TAGS_MAX 16                  /* tags on one sample or series */
 #define TELEM_BATCH_MAX 65536              /* samples in one batch */
-#define TELEM_QUERY_METRICS_MAX 256        /* metric names in one query */
-#define TELEM_TEXT_MAX 4096                /* doc strings, error messages */
+/* TELEM_NAME_MAX, TELEM_TAGS_MAX, TELEM_QUERY_METRICS_MAX and
+ * TELEM_TEXT_MAX, the tag, meta and series types and the query flags are
+ * telem_types.h's: values the store and the clients share with the wire. */
 
 /* Message types.  Numbers are assigned in ranges, one per message family
  * (docs/protocol.md, "Message types"):
@@ -60,11 +60,6 @@ typedef enum {
     TELEM_MSG_CONTROL_REPLY = 6,/* control reply */
     TELEM_MSG_ERROR = 7         /* error reply to any request */
 } telem_msg_type_t;
-
-typedef struct {
-    const char *key;
-    const char *value;
-} telem_tag_t;
 
 /* One measurement.  level is the telemetry level it was recorded at (1-4). */
 typedef struct {
@@ -89,24 +84,6 @@ typedef struct {
     uint64_t fin_token;
 } telem_batch_t;
 
-typedef enum {
-    TELEM_METRIC_GAUGE = 0,
-    TELEM_METRIC_COUNTER = 1
-} telem_metric_type_t;
-
-/* Description of a metric, shown by listings. */
-typedef struct {
-    const char *metric;
-    telem_metric_type_t type;
-    const char *unit;          /* "" when unitless */
-    const char *doc;
-} telem_meta_t;
-
-enum {
-    TELEM_QUERY_LIST = 1u << 0,   /* catalog only: series without points */
-    TELEM_QUERY_LATEST = 1u << 1  /* only the newest point of each series */
-};
-
 /* Query request.  Filters are exact key=value matches; a value of "*" only
  * requires the key to be present.  start_ns/end_ns are realtime; end_ns 0
  * means now, start_ns 0 means the whole retention window. */
@@ -121,19 +98,6 @@ typedef struct {
     uint32_t max_points;       /* per series, newest kept; 0 = no limit */
     uint32_t flags;            /* TELEM_QUERY_* */
 } telem_query_t;
-
-/* One series of a reply: points are in time order. */
-typedef struct {
-    const char *metric;
-    const telem_tag_t *tags;   /* sorted by key, include "host" */
-    uint32_t ntags;
-    telem_metric_type_t type;
-    const char *unit;
-    const char *doc;
-    const int64_t *ts;
-    const double *values;
-    uint32_t npoints;
-} telem_series_t;
 
 typedef struct {
     uint64_t id;

@@ -417,7 +417,15 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
 {
     s_reply_t *r = &self->reply;
     s_reply_reset(r);
-    int rc = telem_store_query(self->store, q, telem_now_ns(), s_collect, r);
+    /* The request minus its id is what the store walks. */
+    telem_store_query_t sq = {
+        .metrics = q->metrics, .nmetrics = q->nmetrics,
+        .filters = q->filters, .nfilters = q->nfilters,
+        .start_ns = q->start_ns, .end_ns = q->end_ns,
+        .max_points = q->max_points, .flags = q->flags,
+    };
+    int rc = telem_store_query(self->store, &sq, telem_now_ns(), s_collect,
+                               r);
     if (rc < 0) {
         s_reply_reset(r);
         return s_encode_error(self, q->id, rc, "query failed", reply, size);
