@@ -1,12 +1,13 @@
 /* telem_types.h - the values telem's parts share: limits on names and
- * tags, metric descriptions, series and query flags.
+ * tags, metric descriptions, series, query flags, agent control
+ * operations and the agent's status.
  *
- * The codec (telem_proto.h) sends these values and the store
- * (telem_store.h) keeps and returns them; neither needs the other to name
- * them.  This header holds no wire details: no message types, no encoders
+ * The codec (telem_proto.h) sends these values, the store (telem_store.h)
+ * keeps and returns them and the analysis client (ac.h) hands them to its
+ * callers; none of them needs another to name them.  This header holds no wire details: no message types, no encoders
  * or decoders, no batch framing, no frame-size limit (those are
  * telem_proto.h's).  Numeric values that also travel on the wire (metric
- * types, query flags) keep the numbers docs/protocol.md gives them.
+ * types, query flags, control operations) keep the numbers docs/protocol.md gives them.
  *
  * Ownership: every struct here only points at strings and arrays; who owns
  * them is said by the function that fills or takes the struct.
@@ -61,6 +62,32 @@ typedef struct {
     const double *values;
     uint32_t npoints;
 } telem_series_t;
+
+/* Operations a node agent (telemd) accepts as control requests. */
+typedef enum {
+    TELEM_CTL_STATUS = 1,      /* reply carries telem_status_t */
+    TELEM_CTL_SHUTDOWN = 2,    /* daemon exits after replying */
+    TELEM_CTL_SET_LEVEL = 3,   /* arg = new level 0-4 */
+    TELEM_CTL_SYNC = 4,        /* arg = fin_token; reply says if seen */
+    TELEM_CTL_SET_WINDOW = 5   /* arg = retention window in ns */
+} telem_ctl_op_t;
+
+/* A node agent's state, as reported by TELEM_CTL_STATUS. */
+typedef struct {
+    const char *node;
+    int64_t pid;
+    int32_t level;
+    int64_t window_ns;
+    int64_t interval_ns;       /* sampling interval */
+    int64_t uptime_ns;
+    uint64_t nseries;
+    uint64_t npoints;
+    uint64_t mem_bytes;
+    uint64_t mem_cap_bytes;
+    uint64_t ingested;         /* samples accepted since start */
+    uint64_t dropped;          /* samples refused (caps, level) */
+    uint64_t bad_messages;     /* frames rejected by the decoder */
+} telem_status_t;
 
 #ifdef __cplusplus
 }

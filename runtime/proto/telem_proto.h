@@ -38,8 +38,9 @@ extern "C" {
 #define TELEM_PROTO_MAX_MSG (64u << 20)   /* largest frame accepted, bytes */
 #define TELEM_BATCH_MAX 65536              /* samples in one batch */
 /* TELEM_NAME_MAX, TELEM_TAGS_MAX, TELEM_QUERY_METRICS_MAX and
- * TELEM_TEXT_MAX, the tag, meta and series types and the query flags are
- * telem_types.h's: values the store and the clients share with the wire. */
+ * TELEM_TEXT_MAX, the tag, meta, series and status types, the query flags
+ * and the control operations (telem_ctl_op_t) are telem_types.h's: values
+ * the store and the clients share with the wire. */
 
 /* Message types.  Numbers are assigned in ranges, one per message family
  * (docs/protocol.md, "Message types"):
@@ -107,36 +108,11 @@ typedef struct {
     uint8_t truncated;         /* reply was cut to the size limit */
 } telem_query_reply_t;
 
-typedef enum {
-    TELEM_CTL_STATUS = 1,      /* reply carries telem_status_t */
-    TELEM_CTL_SHUTDOWN = 2,    /* daemon exits after replying */
-    TELEM_CTL_SET_LEVEL = 3,   /* arg = new level 0-4 */
-    TELEM_CTL_SYNC = 4,        /* arg = fin_token; reply says if seen */
-    TELEM_CTL_SET_WINDOW = 5   /* arg = retention window in ns */
-} telem_ctl_op_t;
-
 typedef struct {
     uint64_t id;
     telem_ctl_op_t op;
     int64_t arg;
 } telem_control_t;
-
-/* A node agent's state, as reported by TELEM_CTL_STATUS. */
-typedef struct {
-    const char *node;
-    int64_t pid;
-    int32_t level;
-    int64_t window_ns;
-    int64_t interval_ns;       /* sampling interval */
-    int64_t uptime_ns;
-    uint64_t nseries;
-    uint64_t npoints;
-    uint64_t mem_bytes;
-    uint64_t mem_cap_bytes;
-    uint64_t ingested;         /* samples accepted since start */
-    uint64_t dropped;          /* samples refused (caps, level) */
-    uint64_t bad_messages;     /* frames rejected by the decoder */
-} telem_status_t;
 
 typedef struct {
     uint64_t id;
