@@ -565,9 +565,9 @@ test_nvml(void)
 /* ---- self ---------------------------------------------------------------- */
 
 static void
-s_fake_stats(void *arg, telem_self_stats_t *out)
+s_fake_stats(void *arg, telem_sampler_self_stats_t *out)
 {
-    *out = *(const telem_self_stats_t *) arg;
+    *out = *(const telem_sampler_self_stats_t *) arg;
 }
 
 static void
@@ -578,7 +578,7 @@ test_self(void)
     CHECK(telem_sampler_self.open(&st, &env) == TELEM_EINVAL);
     CHECK(st == NULL);
 
-    telem_self_stats_t stats = {
+    telem_sampler_self_stats_t stats = {
         .nseries = 12, .npoints = 3400, .mem_bytes = 56000,
         .mem_cap_bytes = 1 << 20, .ingested = 5000, .dropped = 7,
         .bad_messages = 2, .expired = 99, .ingest_queue = 3

@@ -8,6 +8,8 @@
  * not available (e.g. TELEM_EUNSUPPORTED when NVML is not installed).
  *
  * Samplers run on telemd's actor thread only; they need not be thread-safe.
+ * Each lives in telem_sampler_<name>.c and exports one vtable,
+ * telem_sampler_<name>.
  */
 #ifndef TELEM_SAMPLER_H
 #define TELEM_SAMPLER_H
@@ -15,11 +17,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "telem_proto.h"
+#include "telem_error.h"
+#include "telem_types.h"
 
 /* Receives one value.  tags may be NULL; telemd adds host=<node>.  The
  * timestamp is the one passed to sample(). */
-typedef void (*telem_emit_fn)(void *arg, const char *metric,
+typedef void (*telem_sampler_emit_fn)(void *arg, const char *metric,
                               const telem_tag_t *tags, uint32_t ntags,
                               double value);
 
@@ -28,7 +31,7 @@ typedef struct {
     uint64_t nseries, npoints, mem_bytes, mem_cap_bytes;
     uint64_t ingested, dropped, bad_messages, expired;
     uint64_t ingest_queue;      /* messages waiting on the ingest socket */
-} telem_self_stats_t;
+} telem_sampler_self_stats_t;
 
 typedef struct {
     const char *node;           /* node name */
@@ -36,7 +39,7 @@ typedef struct {
     const char *proc_root;      /* "/proc" unless testing */
     const char *nvml_library;   /* NULL = "libnvidia-ml.so.1" */
     /* For the self sampler: fills *out with telemd's counters. */
-    void (*self_stats)(void *arg, telem_self_stats_t *out);
+    void (*self_stats)(void *arg, telem_sampler_self_stats_t *out);
     void *self_stats_arg;
 } telem_sampler_env_t;
 
@@ -52,7 +55,8 @@ typedef struct {
      * rates) are computed against the previous call; the first call emits
      * only the absolute values.  Returns 0 or a negative code (the caller
      * logs it rate-limited and keeps calling). */
-    int (*sample)(void *state, int64_t now_ns, telem_emit_fn emit, void *arg);
+    int (*sample)(void *state, int64_t now_ns, telem_sampler_emit_fn emit,
+                  void *arg);
     /* Frees the state; accepts NULL and nulls *state_p. */
     void (*close)(void **state_p);
 } telem_sampler_vt_t;

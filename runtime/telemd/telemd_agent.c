@@ -76,7 +76,7 @@ struct telemd_agent {
 };
 
 static void
-s_self_stats(void *arg, telem_self_stats_t *out)
+s_self_stats(void *arg, telem_sampler_self_stats_t *out)
 {
     telemd_agent_t *self = arg;
     telem_store_stats_t st;

@@ -1,4 +1,4 @@
-/* sampler_nvml.c - level 3 GPU metrics through NVML, loaded at run time.
+/* telem_sampler_nvml.c - level 3 GPU metrics through NVML, loaded at run time.
  *
  * libnvidia-ml is opened with dlopen() when the sampler opens, so telem
  * builds and runs without the NVIDIA driver or CUDA headers: the handful of
@@ -173,7 +173,8 @@ out:
 
 /* Emits what one GPU reports; returns how many values it gave. */
 static int
-s_sample_gpu(s_nvml_t *self, unsigned int i, telem_emit_fn emit, void *arg)
+s_sample_gpu(s_nvml_t *self, unsigned int i, telem_sampler_emit_fn emit,
+             void *arg)
 {
     s_nvml_device_t dev = self->gpus[i];
     telem_tag_t tag = {"gpu", self->index[i]};
@@ -205,7 +206,7 @@ s_sample_gpu(s_nvml_t *self, unsigned int i, telem_emit_fn emit, void *arg)
 }
 
 static int
-s_sample(void *state, int64_t now_ns, telem_emit_fn emit, void *arg)
+s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     (void) now_ns;
     s_nvml_t *self = state;
