@@ -10,6 +10,9 @@
  * printed; the missing nodes are always named on stderr).  Parsing and
  * checking of every argument happens here, once, before any socket is
  * opened.
+ *
+ * Call order: this file calls telem_client_track.c, telem_client_result.c
+ * and telem_client_fmt.c; none of them calls back into it.
  */
 #include "telem_client.h"
 #include "telem_cli.h"
@@ -375,43 +378,6 @@ s_parse(s_cli_t *cli, int argc, char **argv)
         return rc == 1 ? 0 : rc;
     rc = s_validate(cli);
     return rc ? rc : -1;
-}
-
-/* ---- shared ------------------------------------------------------------ */
-
-void
-telem_client_result_missing_report(const ac_result_t *r)
-{
-    for (size_t i = 0; i < ac_result_nmissing(r); i++)
-        fprintf(stderr, S_PROG ": node '%s' did not answer: %s (%s)\n",
-                ac_result_missing(r, i), ac_result_missing_message(r, i),
-                ac_strerror(ac_result_missing_code(r, i)));
-}
-
-const char **
-telem_client_result_missing_names(const ac_result_t *r, size_t *n)
-{
-    *n = ac_result_nmissing(r);
-    const char **names = *n ? calloc(*n, sizeof *names) : NULL;
-    if (!names)
-        *n = 0;
-    for (size_t i = 0; i < *n; i++)
-        names[i] = ac_result_missing(r, i);
-    return names;
-}
-
-int
-telem_client_result_exit_code(int rc)
-{
-    if (rc == 0)
-        return 0;
-    if (rc == TELEM_EPARTIAL)
-        return 3;
-    if (rc == TELEM_ETIMEDOUT)
-        fprintf(stderr, S_PROG ": no node answered\n");
-    else
-        fprintf(stderr, S_PROG ": %s\n", ac_strerror(rc));
-    return 1;
 }
 
 /* ---- one-shot modes ---------------------------------------------------- */

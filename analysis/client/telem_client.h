@@ -9,9 +9,12 @@
  * and telem_client_fmt_end() closes the document, so output stopped by a
  * signal is still a valid document.
  *
- * Files: telem_client.c (main, one-shot modes, telem_client_result_*),
- * telem_client_track.c (telem_client_track()), telem_client_fmt.c
- * (telem_client_fmt_*).  Single-threaded, like the tool.
+ * Files and the order they call in (each calls only those below it):
+ *   telem_client.c         main: command line, one-shot modes
+ *   telem_client_track.c   telem_client_track(): tracking mode (-t, -T)
+ *   telem_client_result.c  telem_client_result_*: missing nodes, exit codes
+ *   telem_client_fmt.c     telem_client_fmt_*: the output formats
+ * Single-threaded, like the tool.
  */
 #ifndef TELEM_CLIENT_H
 #define TELEM_CLIENT_H
@@ -92,7 +95,7 @@ typedef struct {
     double duration_s;       /* -d; 0 = until stopped */
 } telem_client_opts_t;
 
-/* ---- results (telem_client.c) ---- */
+/* ---- results (telem_client_result.c) ---- */
 
 /* Prints the nodes of a query result that are missing to stderr. */
 void telem_client_result_missing_report(const ac_result_t *r);

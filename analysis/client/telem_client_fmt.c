@@ -13,6 +13,8 @@
  * telem_client_fmt_flush().
  * Every string is made valid UTF-8 first (a bad byte becomes U+FFFD), since
  * node names and tag values are bytes from the wire.  Floats use "%.17g".
+ *
+ * Call order: the lowest of the tool's files; it calls none of the others.
  */
 #include "telem_client.h"
 

@@ -11,6 +11,9 @@
  * and SIGTERM only set s_stop; the loop ends, the document is closed and
  * flushed, so a stopped run still leaves valid JSON/YAML.  Missing nodes
  * are reported on stderr when the set of missing nodes changes.
+ *
+ * Call order: telem_client.c calls telem_client_track(); this file calls
+ * telem_client_result.c and telem_client_fmt.c, never telem_client.c.
  */
 #include "telem_client.h"
 #include "telem_time.h"
