@@ -26,8 +26,9 @@
 static void
 test_basic(void)
 {
-    telem_store_t *st = telem_store_new(NULL);
-    CHECK(st);
+    int err = 1;
+    telem_store_t *st = telem_store_new(NULL, &err);
+    CHECK(st && err == 0);
     CHECK(telem_store_window(st) == 300 * SEC);
     int64_t now = 1000 * SEC;
     telem_tag_t tags[] = { { "host", "n1" } };
@@ -345,10 +346,13 @@ test_invalid(void)
     telem_store_config_t cfg;
     telem_store_config_default(&cfg);
     cfg.window_ns = 0;
-    CHECK(telem_store_new(&cfg) == NULL);
+    int err = 0;
+    CHECK(telem_store_new(&cfg, &err) == NULL && err == TELEM_EINVAL);
     telem_store_config_default(&cfg);
     cfg.mem_cap_bytes = 0;
-    CHECK(telem_store_new(&cfg) == NULL);
+    err = 0;
+    CHECK(telem_store_new(&cfg, &err) == NULL && err == TELEM_EINVAL);
+    CHECK(telem_store_new(&cfg, NULL) == NULL);        /* err may be NULL */
 
     telem_store_t *st = s_store(0, 0, 0, 0);
     int64_t now = 100 * SEC;
@@ -423,7 +427,7 @@ test_invalid_query(void)
 static void
 test_many(void)
 {
-    telem_store_t *st = telem_store_new(NULL);
+    telem_store_t *st = telem_store_new(NULL, NULL);
     char v[16];
     telem_tag_t t[] = { { "host", "n1" }, { "id", v } };
     int64_t now = 1000 * SEC;

@@ -62,9 +62,10 @@ typedef struct {
 /* Fills *cfg with the defaults above. */
 void telem_store_config_default(telem_store_config_t *cfg);
 
-/* Returns a new empty store, or NULL (out of memory or invalid config:
- * window_ns <= 0 or a zero cap).  cfg NULL means defaults. */
-telem_store_t *telem_store_new(const telem_store_config_t *cfg);
+/* Returns a new empty store, or NULL with *err (if err is not NULL) set to
+ * TELEM_EINVAL (invalid config: window_ns <= 0 or a zero cap) or
+ * TELEM_ENOMEM.  cfg NULL means defaults. */
+telem_store_t *telem_store_new(const telem_store_config_t *cfg, int *err);
 
 /* Frees the store; accepts NULL and nulls *self_p. */
 void telem_store_destroy(telem_store_t **self_p);

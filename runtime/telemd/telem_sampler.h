@@ -4,7 +4,7 @@
  * and emits (metric, tags, value) triples each time telemd's sampling timer
  * fires, if the node's telemetry level is at least the sampler's min_level.
  * Samplers are const vtables; their state is private to them.  They never
- * log: open() returns a code and telemd prints one line when a sampler is
+ * log: open() gives a code and telemd prints one line when a sampler is
  * not available (e.g. TELEM_EUNSUPPORTED when NVML is not installed).
  *
  * Samplers run on telemd's actor thread only; they need not be thread-safe.
@@ -48,9 +48,11 @@ typedef struct {
     int min_level;              /* 2 node, 3 GPU, 4 telemd's own */
     /* Metric descriptions this sampler emits, NULL-terminated by metric. */
     const telem_meta_t *metrics;
-    /* Opens the source; returns 0 and sets *state_p, or a negative code
-     * (TELEM_EUNSUPPORTED: source absent, skip this sampler). */
-    int (*open)(void **state_p, const telem_sampler_env_t *env);
+    /* Opens the source: returns its state, or NULL with *err (may be
+     * NULL) set to a negative code: TELEM_EUNSUPPORTED (source absent,
+     * skip this sampler), TELEM_EINVAL (NULL env, or one this sampler
+     * cannot use) or TELEM_ENOMEM.  *err is 0 on success. */
+    void *(*open)(const telem_sampler_env_t *env, int *err);
     /* Emits the current values.  Rates (cpu_percent, network and disk
      * rates) are computed against the previous call; the first call emits
      * only the absolute values.  Returns 0 or a negative code (the caller

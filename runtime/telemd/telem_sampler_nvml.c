@@ -145,16 +145,17 @@ s_open_devices(s_nvml_t *self)
     return nhandles > 0 ? 0 : TELEM_EUNSUPPORTED;
 }
 
-static int
-s_open(void **state_p, const telem_sampler_env_t *env)
+static void *
+s_open(const telem_sampler_env_t *env, int *err)
 {
-    if (!state_p || !env)
-        return TELEM_EINVAL;
-    *state_p = NULL;
-    s_nvml_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return TELEM_ENOMEM;
-    int rc = TELEM_EUNSUPPORTED;
+    int rc = TELEM_EINVAL;
+    s_nvml_t *self = env ? calloc(1, sizeof *self) : NULL;
+    if (!self) {
+        if (err)
+            *err = env ? TELEM_ENOMEM : rc;
+        return NULL;
+    }
+    rc = TELEM_EUNSUPPORTED;
     self->lib = dlopen(env->nvml_library ? env->nvml_library
                                          : S_DEFAULT_LIBRARY,
                        RTLD_NOW | RTLD_LOCAL);
@@ -162,13 +163,14 @@ s_open(void **state_p, const telem_sampler_env_t *env)
         goto out;
     rc = s_open_devices(self);
 out:
+    if (err)
+        *err = rc;
     if (rc != 0) {
         void *p = self;
         s_close(&p);
-        return rc;
+        return NULL;
     }
-    *state_p = self;
-    return 0;
+    return self;
 }
 
 /* Emits what one GPU reports; returns how many values it gave. */

@@ -677,17 +677,17 @@ s_close(void **state_p)
     *state_p = NULL;
 }
 
-/* Returns TELEM_EUNSUPPORTED when proc_root is not a readable directory. */
-static int
-s_open(void **state_p, const telem_sampler_env_t *env)
+/* Fails with TELEM_EUNSUPPORTED when proc_root is not a readable directory. */
+static void *
+s_open(const telem_sampler_env_t *env, int *err)
 {
-    if (!state_p || !env)
-        return TELEM_EINVAL;
-    *state_p = NULL;
+    s_proc_t *self = env ? calloc(1, sizeof *self) : NULL;
+    if (!self) {
+        if (err)
+            *err = env ? TELEM_ENOMEM : TELEM_EINVAL;
+        return NULL;
+    }
     const char *root = env->proc_root ? env->proc_root : "/proc";
-    s_proc_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return TELEM_ENOMEM;
     for (int i = 0; i < S_F_COUNT; i++)
         self->fds[i] = -1;
     self->job_uid = env->job_uid;
@@ -697,14 +697,15 @@ s_open(void **state_p, const telem_sampler_env_t *env)
     self->proc_dir = opendir(root);
     int rc = !self->buf ? TELEM_ENOMEM
            : !self->proc_dir ? TELEM_EUNSUPPORTED : 0;
+    if (err)
+        *err = rc;
     if (rc != 0) {
         void *p = self;
         s_close(&p);
-        return rc;
+        return NULL;
     }
     self->proc_fd = dirfd(self->proc_dir);
-    *state_p = self;
-    return 0;
+    return self;
 }
 
 static int

@@ -45,22 +45,23 @@ static const telem_meta_t s_metrics[] = {
     {NULL, TELEM_METRIC_GAUGE, NULL, NULL}
 };
 
-/* Returns TELEM_EINVAL when the environment has no self_stats callback. */
-static int
-s_open(void **state_p, const telem_sampler_env_t *env)
+/* Fails with TELEM_EINVAL when the environment has no self_stats callback. */
+static void *
+s_open(const telem_sampler_env_t *env, int *err)
 {
-    if (!state_p)
-        return TELEM_EINVAL;
-    *state_p = NULL;
-    if (!env || !env->self_stats)
-        return TELEM_EINVAL;
-    s_self_t *self = calloc(1, sizeof *self);
+    int rc = TELEM_EINVAL;
+    s_self_t *self = NULL;
+    if (env && env->self_stats) {
+        rc = TELEM_ENOMEM;
+        self = calloc(1, sizeof *self);
+    }
+    if (err)
+        *err = self ? 0 : rc;
     if (!self)
-        return TELEM_ENOMEM;
+        return NULL;
     self->stats = env->self_stats;
     self->stats_arg = env->self_stats_arg;
-    *state_p = self;
-    return 0;
+    return self;
 }
 
 static void

@@ -105,9 +105,9 @@ s_open_samplers(telemd_agent_t *self)
     };
     for (size_t i = 0; i < S_NSAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
-        int rc = vt->open(&self->sampler_state[i], &env);
-        if (rc) {
-            self->sampler_state[i] = NULL;
+        int rc;
+        self->sampler_state[i] = vt->open(&env, &rc);
+        if (!self->sampler_state[i]) {
             telem_log(TELEM_LOG_INFO, "sampler %s not available: %s "
                       "(its level %d metrics are skipped)",
                       vt->name, telem_strerror(rc), vt->min_level);
@@ -119,14 +119,16 @@ s_open_samplers(telemd_agent_t *self)
 }
 
 telemd_agent_t *
-telemd_agent_new(const telemd_config_t *cfg)
+telemd_agent_new(const telemd_config_t *cfg, int *err)
 {
+    int rc = TELEM_EINVAL;
+    telemd_agent_t *self = NULL;
     if (!cfg || !cfg->node || cfg->level < 0 || cfg->level > 4
         || cfg->window_ns <= 0 || cfg->interval_ns <= 0)
-        return NULL;
-    telemd_agent_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
+        goto out;
+    rc = TELEM_ENOMEM;
+    if (!(self = calloc(1, sizeof *self)))
+        goto out;
     self->cfg = *cfg;
     self->node = strdup(cfg->node);
     telem_store_config_t scfg;
@@ -134,15 +136,18 @@ telemd_agent_new(const telemd_config_t *cfg)
     scfg.window_ns = cfg->window_ns;
     if (cfg->mem_cap_bytes)
         scfg.mem_cap_bytes = cfg->mem_cap_bytes;
-    self->store = telem_store_new(&scfg);
+    self->store = telem_store_new(&scfg, &rc);
     self->dec = telem_decoder_new();
     self->enc = telem_encoder_new();
     self->batch_tags = telem_store_tags_new();
+    if (self->store)
+        rc = TELEM_ENOMEM;     /* whatever else is missing */
     if (!self->node || !self->store || !self->dec || !self->enc
         || !self->batch_tags) {
         telemd_agent_destroy(&self);
-        return NULL;
+        goto out;
     }
+    rc = 0;
     self->cfg.node = self->node;
     self->level = cfg->level;
     self->interval_ns = cfg->interval_ns;
@@ -152,6 +157,9 @@ telemd_agent_new(const telemd_config_t *cfg)
     self->bad_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
     s_open_samplers(self);
+out:
+    if (err)
+        *err = rc;
     return self;
 }
 
