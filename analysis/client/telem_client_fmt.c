@@ -17,6 +17,7 @@
  * Call order: the lowest of the tool's files; it calls none of the others.
  */
 #include "telem_client.h"
+#include "telem_grow.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -498,15 +499,11 @@ s_md_header(telem_client_fmt_t *f)
 static void
 s_txt_keep(telem_client_fmt_t *f, const char *const *cells)
 {
-    if (f->nlines == f->caplines) {
-        size_t ncap = f->caplines ? f->caplines * 2 : 64;
-        char **grown = realloc(f->lines, ncap * f->ntcols * sizeof *grown);
-        if (!grown) {
-            f->failed = 1;
-            return;
-        }
-        f->lines = grown;
-        f->caplines = ncap;
+    /* A line is one element of ntcols cell pointers. */
+    if (telem_grow((void **) &f->lines, &f->caplines, f->nlines + 1,
+                   f->ntcols * sizeof *f->lines, 64)) {
+        f->failed = 1;
+        return;
     }
     char **line = &f->lines[f->nlines++ * f->ntcols];
     for (size_t i = 0; i < f->ntcols; i++) {

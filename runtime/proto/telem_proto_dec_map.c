@@ -21,6 +21,9 @@ tp_reserve(tp_vec_t *v, size_t n, size_t sz)
 {
     if (n <= v->cap)
         return 0;
+    /* Not telem_grow(): when doubling is not enough this jumps to exactly
+     * n, so the string arena reserved at a frame's size (up to 64 MiB)
+     * is not rounded up to twice that. */
     size_t cap = v->cap ? v->cap * 2 : 16;
     if (cap < n)
         cap = n;

@@ -326,6 +326,9 @@ s_series_room(telem_store_t *self, tstore_series_t *s, int64_t ts,
         self->npoints--;
         return 0;
     }
+    /* Not telem_grow(): the ring doubles here only after the memory cap
+     * allows the new size, and telem_series_ring_resize() lays the points
+     * out again (a realloc would leave a wrapped ring wrapped). */
     uint64_t cap = r->cap ? (uint64_t) r->cap * 2 : S_RING_MIN;
     if (cap > max)
         cap = max;

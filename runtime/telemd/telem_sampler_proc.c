@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "telem_grow.h"
 #include "telem_sampler.h"
 #include "telem_time.h"
 
@@ -153,11 +154,9 @@ s_read(s_proc_t *self, int which)
         if (self->buf_cap - len < 2) {
             if (self->buf_cap >= S_BUF_MAX)
                 return TELEM_ETOOBIG;
-            char *nbuf = realloc(self->buf, self->buf_cap * 2);
-            if (!nbuf)
+            if (telem_grow((void **) &self->buf, &self->buf_cap,
+                           self->buf_cap + 1, 1, S_BUF_INITIAL))
                 return TELEM_ENOMEM;
-            self->buf = nbuf;
-            self->buf_cap *= 2;
         }
         ssize_t r = pread(fd, self->buf + len, self->buf_cap - len - 1,
                           (off_t) len);
@@ -426,14 +425,9 @@ s_devs_get(s_devs_t *devs, const char *name)
     if (i == devs->n) {
         if (devs->n == S_DEVS_MAX)
             return NULL;
-        if (devs->n == devs->cap) {
-            size_t ncap = devs->cap ? devs->cap * 2 : 16;
-            s_dev_t *nv = realloc(devs->v, ncap * sizeof *nv);
-            if (!nv)
-                return NULL;
-            devs->v = nv;
-            devs->cap = ncap;
-        }
+        if (telem_grow((void **) &devs->v, &devs->cap, devs->n + 1,
+                       sizeof *devs->v, 16))
+            return NULL;
         s_dev_t *d = &devs->v[devs->n++];
         memset(d, 0, sizeof *d);
         memcpy(d->name, name, len + 1);

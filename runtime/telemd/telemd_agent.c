@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "telem_grow.h"
 #include "telem_log.h"
 #include "telem_proto.h"
 #include "telem_sampler.h"
@@ -44,7 +45,8 @@ typedef struct {
 
 typedef struct {
     s_series_copy_t *items;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
     size_t bytes;                      /* estimate of the encoded size */
     int truncated;
 } s_reply_t;
@@ -395,14 +397,9 @@ s_collect(void *arg, const telem_series_t *s)
         r->truncated = 1;
         return 1;
     }
-    if (r->n == r->cap) {
-        uint32_t cap = r->cap ? r->cap * 2 : 64;
-        s_series_copy_t *items = realloc(r->items, cap * sizeof *items);
-        if (!items)
-            return TELEM_ENOMEM;
-        r->items = items;
-        r->cap = cap;
-    }
+    if (telem_grow((void **) &r->items, &r->cap, (size_t) r->n + 1,
+                   sizeof *r->items, 64))
+        return TELEM_ENOMEM;
     int rc = s_series_copy(&r->items[r->n], s);
     if (rc)
         return rc;
