@@ -441,7 +441,7 @@ s_stage_agent(const s_frames_t *f, const char *dir, s_stages_t *st)
                             .window_ns = 300 * TELEM_NS_PER_SEC,
                             .interval_ns = TELEM_NS_PER_SEC,
                             .mem_cap_bytes = (size_t) 1 << 30 };
-    telemd_agent_t *a = telemd_agent_new(&cfg);
+    telemd_agent_t *a = telemd_agent_new(&cfg, NULL);
     if (!a)
         bench_die("telemd_agent_new", "failed");
     int64_t t0 = bench_now_ns();
@@ -487,7 +487,7 @@ s_store_run(const s_work_t *w, int how)
     telem_store_config_t cfg;
     telem_store_config_default(&cfg);
     cfg.mem_cap_bytes = (size_t) 1 << 30;
-    telem_store_t *s = telem_store_new(&cfg);
+    telem_store_t *s = telem_store_new(&cfg, NULL);
     telem_store_tags_t *set = telem_store_tags_new();
     telem_tag_t tags[3] = { w->btags[0], w->btags[1], { "host", S_NODE } };
     if (!s || !set || telem_store_tags_set(set, tags, 3) != 0)

@@ -308,7 +308,7 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
     telemd_config_t cfg = { .node = S_NODE, .rundir = dir, .level = 1,
                             .window_ns = S_WINDOW_S * TELEM_NS_PER_SEC,
                             .interval_ns = TELEM_NS_PER_SEC };
-    telemd_agent_t *a = telemd_agent_new(&cfg);
+    telemd_agent_t *a = telemd_agent_new(&cfg, NULL);
     if (!a)
         bench_die("telemd_agent_new", "failed");
     for (int i = 0; i < f->n; i++)

@@ -92,7 +92,7 @@ s_capture_find(const capture_t *c, const char *metric, const char *tags)
 }
 
 static inline int
-s_query(telem_store_t *st, const telem_query_t *q, int64_t now, capture_t *c)
+s_query(telem_store_t *st, const telem_store_query_t *q, int64_t now, capture_t *c)
 {
     s_capture_reset(c);
     return telem_store_query(st, q, now, s_capture_fn, c);
@@ -118,7 +118,7 @@ s_store(int64_t window, size_t cap, uint32_t max_series, uint32_t max_points)
     cfg.max_series = max_series ? max_series : cfg.max_series;
     cfg.max_points_per_series = max_points ? max_points
                                            : cfg.max_points_per_series;
-    telem_store_t *st = telem_store_new(&cfg);
+    telem_store_t *st = telem_store_new(&cfg, NULL);
     if (!st) {
         fprintf(stderr, "telem_store_new failed\n");
         exit(1);

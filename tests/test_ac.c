@@ -4,6 +4,13 @@
  * and the node file.  Misbehaving nodes are test_ac_faults.c's.  The checks
  * are on behaviour (which data came, who is missing), not on timings.
  */
+#include "ac.h"
+
+/* A program that includes the public client header gets no wire types. */
+#ifdef TELEM_PROTO_H
+#error "ac.h pulls in the codec's header telem_proto.h"
+#endif
+
 #include "ac_fake.h"
 
 /* ---- tests ------------------------------------------------------------- */

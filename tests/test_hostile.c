@@ -152,7 +152,7 @@ test_agent_refuses_ingest(void)
     telemd_config_t cfg = { .node = "h1", .level = 4,
                             .window_ns = 60 * TELEM_NS_PER_SEC,
                             .interval_ns = TELEM_NS_PER_SEC };
-    telemd_agent_t *agent = telemd_agent_new(&cfg);
+    telemd_agent_t *agent = telemd_agent_new(&cfg, NULL);
     telem_encoder_t *enc = telem_encoder_new();
     telem_decoder_t *dec = telem_decoder_new();
     REQUIRE(agent && enc && dec);

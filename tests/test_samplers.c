@@ -115,6 +115,20 @@ s_value(const recorder_t *r, const char *metric, const char *tag_value)
     return e->value;
 }
 
+/* vt->open() in the form the checks read: the state goes to *st and the
+ * code is returned: 0 with a state, the sampler's code without one; 98
+ * or 99 when state and code disagree (a state with a code, or NULL with
+ * 0), which no check accepts. */
+static int
+s_open(const telem_sampler_vt_t *vt, void **st, const telem_sampler_env_t *env)
+{
+    int rc = 1;
+    *st = vt->open(env, &rc);
+    if (*st)
+        return rc == 0 ? 0 : 99;
+    return rc != 0 ? rc : 98;
+}
+
 static int
 s_sample(const telem_sampler_vt_t *vt, void *state, int64_t now,
          recorder_t *r)
@@ -373,7 +387,7 @@ test_proc_fixture(void)
                                .proc_root = proc};
     void *st = NULL;
     recorder_t *r = calloc(1, sizeof *r);
-    CHECK(telem_sampler_proc.open(&st, &env) == 0 && st != NULL);
+    CHECK(s_open(&telem_sampler_proc, &st, &env) == 0 && st != NULL);
     int64_t t0 = INT64_C(1700000000) * NS_S;
     CHECK(s_sample(&telem_sampler_proc, st, t0, r) == 0);
     s_check_first_call(r, chowned);
@@ -394,7 +408,7 @@ test_proc_fixture(void)
     telem_sampler_proc.close(&st);
     CHECK(st == NULL);
     env.job_uid = 4242;
-    CHECK(telem_sampler_proc.open(&st, &env) == 0);
+    CHECK(s_open(&telem_sampler_proc, &st, &env) == 0);
     CHECK(s_sample(&telem_sampler_proc, st, t0, r) == 0);
     CHECK_EQ(s_value(r, "num_running_processes", NULL), chowned ? 1.0 : 0.0);
     telem_sampler_proc.close(&st);
@@ -422,7 +436,7 @@ test_proc_sys_block(void)
     telem_sampler_env_t env = {.job_uid = getuid(), .proc_root = proc_slash};
     void *st = NULL;
     recorder_t *r = calloc(1, sizeof *r);
-    CHECK(telem_sampler_proc.open(&st, &env) == 0);
+    CHECK(s_open(&telem_sampler_proc, &st, &env) == 0);
     int64_t t0 = INT64_C(1700000000) * NS_S;
     CHECK(s_sample(&telem_sampler_proc, st, t0, r) == 0);
     s_write_diskstats(proc, 3);
@@ -449,7 +463,7 @@ test_proc_missing_and_garbage(void)
     telem_sampler_env_t env = {.job_uid = 4242, .proc_root = proc};
     void *st = NULL;
     recorder_t *r = calloc(1, sizeof *r);
-    CHECK(telem_sampler_proc.open(&st, &env) == 0);
+    CHECK(s_open(&telem_sampler_proc, &st, &env) == 0);
     CHECK(s_sample(&telem_sampler_proc, st, NS_S, r) == 0);
     CHECK_EQ(s_value(r, "used_ram", NULL), 70.0);
     CHECK_EQ(s_value(r, "mem_available_bytes", NULL), 300000.0 * 1024);
@@ -481,7 +495,7 @@ test_proc_missing_and_garbage(void)
 
     /* No proc tree at all: the sampler is unsupported. */
     CHECK(test_rmtree(root) == 0);
-    CHECK(telem_sampler_proc.open(&st, &env) == TELEM_EUNSUPPORTED);
+    CHECK(s_open(&telem_sampler_proc, &st, &env) == TELEM_EUNSUPPORTED);
     CHECK(st == NULL);
     free(r);
 }
@@ -494,7 +508,7 @@ test_proc_real(void)
     telem_sampler_env_t env = {.job_uid = getuid(), .proc_root = NULL};
     void *st = NULL;
     recorder_t *r = calloc(1, sizeof *r);
-    CHECK(telem_sampler_proc.open(&st, &env) == 0 && st != NULL);
+    CHECK(s_open(&telem_sampler_proc, &st, &env) == 0 && st != NULL);
     if (!st)
         return;
     CHECK(s_sample(&telem_sampler_proc, st, telem_now_ns(), r) == 0);
@@ -532,19 +546,19 @@ static void
 test_nvml(void)
 {
     void *st = (void *) &st;
-    CHECK(telem_sampler_nvml.open(&st, NULL) == TELEM_EINVAL);
+    CHECK(s_open(&telem_sampler_nvml, &st, NULL) == TELEM_EINVAL);
     telem_sampler_env_t env = {.nvml_library = "/nonexistent/libnvml.so.1"};
     st = (void *) &st;
-    CHECK(telem_sampler_nvml.open(&st, &env) == TELEM_EUNSUPPORTED);
+    CHECK(s_open(&telem_sampler_nvml, &st, &env) == TELEM_EUNSUPPORTED);
     CHECK(st == NULL);
     env.nvml_library = "libm.so.6";     /* loads, but is no NVML */
     st = (void *) &st;
-    CHECK(telem_sampler_nvml.open(&st, &env) == TELEM_EUNSUPPORTED);
+    CHECK(s_open(&telem_sampler_nvml, &st, &env) == TELEM_EUNSUPPORTED);
     CHECK(st == NULL);
 
     /* The default library: absent here, or a real GPU to read. */
     env.nvml_library = NULL;
-    int rc = telem_sampler_nvml.open(&st, &env);
+    int rc = s_open(&telem_sampler_nvml, &st, &env);
     CHECK(rc == 0 || rc == TELEM_EUNSUPPORTED);
     if (rc == 0) {
         recorder_t *r = calloc(1, sizeof *r);
@@ -565,9 +579,9 @@ test_nvml(void)
 /* ---- self ---------------------------------------------------------------- */
 
 static void
-s_fake_stats(void *arg, telem_self_stats_t *out)
+s_fake_stats(void *arg, telem_sampler_self_stats_t *out)
 {
-    *out = *(const telem_self_stats_t *) arg;
+    *out = *(const telem_sampler_self_stats_t *) arg;
 }
 
 static void
@@ -575,17 +589,18 @@ test_self(void)
 {
     telem_sampler_env_t env = {0};
     void *st = (void *) &st;
-    CHECK(telem_sampler_self.open(&st, &env) == TELEM_EINVAL);
+    CHECK(s_open(&telem_sampler_self, &st, &env) == TELEM_EINVAL);
     CHECK(st == NULL);
+    CHECK(telem_sampler_self.open(&env, NULL) == NULL);   /* err may be NULL */
 
-    telem_self_stats_t stats = {
+    telem_sampler_self_stats_t stats = {
         .nseries = 12, .npoints = 3400, .mem_bytes = 56000,
         .mem_cap_bytes = 1 << 20, .ingested = 5000, .dropped = 7,
         .bad_messages = 2, .expired = 99, .ingest_queue = 3
     };
     env.self_stats = s_fake_stats;
     env.self_stats_arg = &stats;
-    CHECK(telem_sampler_self.open(&st, &env) == 0);
+    CHECK(s_open(&telem_sampler_self, &st, &env) == 0);
     recorder_t *r = calloc(1, sizeof *r);
     int64_t t0 = INT64_C(1700000000) * NS_S;
     CHECK(s_sample(&telem_sampler_self, st, t0, r) == 0);

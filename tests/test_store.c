@@ -16,13 +16,19 @@
 #include "check.h"
 #include "store_test.h"
 
+/* The store is a pure data structure: its headers name no wire type. */
+#ifdef TELEM_PROTO_H
+#error "telem_store.h pulls in the codec's header telem_proto.h"
+#endif
+
 /* --- tests ------------------------------------------------------------- */
 
 static void
 test_basic(void)
 {
-    telem_store_t *st = telem_store_new(NULL);
-    CHECK(st);
+    int err = 1;
+    telem_store_t *st = telem_store_new(NULL, &err);
+    CHECK(st && err == 0);
     CHECK(telem_store_window(st) == 300 * SEC);
     int64_t now = 1000 * SEC;
     telem_tag_t tags[] = { { "host", "n1" } };
@@ -37,7 +43,7 @@ test_basic(void)
     CHECK(s.dropped == 0 && s.mem_bytes > 0);
 
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0);
     CHECK(c.n == 2);
     const cap_series_t *cpu = s_capture_find(&c, "cpu", "host=n1");
@@ -89,7 +95,7 @@ test_tags_canonical(void)
     CHECK(s.nseries == 5);
 
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0);
     CHECK(c.n == 5);
     const cap_series_t *m = s_capture_find(&c, "m", "gpu=0,host=a,rank=3");
@@ -126,7 +132,7 @@ test_filters(void)
     capture_t c = { 0 };
 
     telem_tag_t f1[] = { { "host", "a" } };
-    telem_query_t q = { .filters = f1, .nfilters = 1 };
+    telem_store_query_t q = { .filters = f1, .nfilters = 1 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 3);
 
     telem_tag_t f2[] = { { "gpu", "*" } };
@@ -169,20 +175,20 @@ test_metric_lists(void)
 
     /* Metric lists: exact names, repeats reported once, unknown ignored. */
     const char *names[] = { "util", "load", "util", "nope", "uti" };
-    telem_query_t qm = { .metrics = names, .nmetrics = 5 };
+    telem_store_query_t qm = { .metrics = names, .nmetrics = 5 };
     CHECK(s_query(st, &qm, now, &c) == 0 && c.n == 5);
     CHECK(s_capture_find(&c, "load", "host=b"));
     qm.filters = f1;
     qm.nfilters = 1;
     CHECK(s_query(st, &qm, now, &c) == 0 && c.n == 2);
     const char *none[] = { "nope" };
-    telem_query_t qn = { .metrics = none, .nmetrics = 1 };
+    telem_store_query_t qn = { .metrics = none, .nmetrics = 1 };
     CHECK(s_query(st, &qn, now, &c) == 0 && c.n == 0);
 
     /* The callback can stop the walk. */
     s_capture_reset(&c);
     c.stop_after = 2;
-    telem_query_t qa = { 0 };
+    telem_store_query_t qa = { 0 };
     CHECK(telem_store_query(st, &qa, now, s_capture_fn, &c) == 7);
     CHECK(c.calls == 2);
     s_done(&st, &c);
@@ -201,7 +207,7 @@ test_ranges(void)
     CHECK(telem_store_append(st, "old", h, 1, now - 500 * SEC, 1, now) == 0);
     capture_t c = { 0 };
     const char *m[] = { "m" };
-    telem_query_t q = { .metrics = m, .nmetrics = 1 };
+    telem_store_query_t q = { .metrics = m, .nmetrics = 1 };
     q.start_ns = now - 20 * SEC;
     q.end_ns = now - 10 * SEC;
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1);
@@ -236,7 +242,7 @@ test_ranges(void)
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 0);
     /* start before the window is clamped to the window. */
     const char *o[] = { "old" };
-    telem_query_t qo = { .metrics = o, .nmetrics = 1,
+    telem_store_query_t qo = { .metrics = o, .nmetrics = 1,
                          .start_ns = now - 600 * SEC };
     CHECK(s_query(st, &qo, now, &c) == 0 && c.n == 1);
     CHECK(s_query(st, &qo, now + 600 * SEC, &c) == 0 && c.n == 0);
@@ -253,7 +259,7 @@ test_list(void)
     CHECK(telem_store_append(st, "m", h, 1, now + SEC, 1, now) == 0);
     CHECK(telem_store_append(st, "old", h, 1, now - 500 * SEC, 1, now) == 0);
     /* LIST: catalog only, every live series, no points. */
-    telem_query_t ql = { .flags = TELEM_QUERY_LIST, .start_ns = now - 1,
+    telem_store_query_t ql = { .flags = TELEM_QUERY_LIST, .start_ns = now - 1,
                          .end_ns = now - 1 };
     CHECK(s_query(st, &ql, now, &c) == 0 && c.n == 2);
     CHECK(c.s[0].npoints == 0 && c.s[0].ts_null);
@@ -279,7 +285,7 @@ test_metas(void)
     CHECK(telem_store_append(st, "m", NULL, 0, now, 1, now) == 0);
     CHECK(telem_store_append(st, "n", NULL, 0, now, 1, now) == 0);
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 2);
     const cap_series_t *sm = s_capture_find(&c, "m", "");
     CHECK(sm && sm->type == TELEM_METRIC_COUNTER);
@@ -340,10 +346,13 @@ test_invalid(void)
     telem_store_config_t cfg;
     telem_store_config_default(&cfg);
     cfg.window_ns = 0;
-    CHECK(telem_store_new(&cfg) == NULL);
+    int err = 0;
+    CHECK(telem_store_new(&cfg, &err) == NULL && err == TELEM_EINVAL);
     telem_store_config_default(&cfg);
     cfg.mem_cap_bytes = 0;
-    CHECK(telem_store_new(&cfg) == NULL);
+    err = 0;
+    CHECK(telem_store_new(&cfg, &err) == NULL && err == TELEM_EINVAL);
+    CHECK(telem_store_new(&cfg, NULL) == NULL);        /* err may be NULL */
 
     telem_store_t *st = s_store(0, 0, 0, 0);
     int64_t now = 100 * SEC;
@@ -397,17 +406,17 @@ test_invalid_query(void)
     CHECK(telem_store_append(st, "m", NULL, 0, now, 1, now) == 0);
     capture_t c = { 0 };
     CHECK(telem_store_query(st, NULL, now, s_capture_fn, &c) == TELEM_EINVAL);
-    telem_query_t q = { .nmetrics = 1 };
+    telem_store_query_t q = { .nmetrics = 1 };
     CHECK(telem_store_query(st, &q, now, s_capture_fn, &c) == TELEM_EINVAL);
-    telem_query_t q2 = { .nfilters = 1 };
+    telem_store_query_t q2 = { .nfilters = 1 };
     CHECK(telem_store_query(st, &q2, now, s_capture_fn, &c) == TELEM_EINVAL);
     telem_tag_t f[] = { { "", "x" } };
-    telem_query_t q3 = { .filters = f, .nfilters = 1 };
+    telem_store_query_t q3 = { .filters = f, .nfilters = 1 };
     CHECK(telem_store_query(st, &q3, now, s_capture_fn, &c) == TELEM_EINVAL);
     const char *nullname[] = { NULL };
-    telem_query_t q4 = { .metrics = nullname, .nmetrics = 1 };
+    telem_store_query_t q4 = { .metrics = nullname, .nmetrics = 1 };
     CHECK(telem_store_query(st, &q4, now, s_capture_fn, &c) == TELEM_EINVAL);
-    telem_query_t q5 = { 0 };
+    telem_store_query_t q5 = { 0 };
     CHECK(telem_store_query(st, &q5, now, NULL, &c) == TELEM_EINVAL);
     CHECK(c.calls == 0);
     telem_store_destroy(&st);
@@ -418,7 +427,7 @@ test_invalid_query(void)
 static void
 test_many(void)
 {
-    telem_store_t *st = telem_store_new(NULL);
+    telem_store_t *st = telem_store_new(NULL, NULL);
     char v[16];
     telem_tag_t t[] = { { "host", "n1" }, { "id", v } };
     int64_t now = 1000 * SEC;
@@ -433,7 +442,7 @@ test_many(void)
     CHECK(s.nseries == 1000 && s.npoints == 1000000 && s.appended == 1000000);
     capture_t c = { 0 };
     telem_tag_t f[] = { { "id", "7" } };
-    telem_query_t q = { .filters = f, .nfilters = 1, .end_ns = now + SEC };
+    telem_store_query_t q = { .filters = f, .nfilters = 1, .end_ns = now + SEC };
     CHECK(s_query(st, &q, now + SEC, &c) == 0 && c.n == 1);
     CHECK(c.s[0].npoints == 1000 && c.s[0].values[999] == 999007);
     s_done(&st, &c);
@@ -470,7 +479,7 @@ test_prepared_tags(void)
     CHECK(telem_store_append(st, "d", NULL, 0, now, 6, now) == 0);
 
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 3);
     const cap_series_t *m = s_capture_find(&c, "m", "gpu=0,host=a,rank=3");
     CHECK(m && m->npoints == 3);
@@ -513,7 +522,7 @@ test_prepared_interleaved(void)
     CHECK(telem_store_append(st, "ab", NULL, 0, now, -2, now) == 0);
 
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 7);
     const cap_series_t *s0 = s_capture_find(&c, "m", "rank=0");
     const cap_series_t *s1 = s_capture_find(&c, "m", "rank=1");
@@ -623,7 +632,7 @@ test_prepared_recovers(void)
     telem_store_stats(st, &s);
     CHECK(s.dropped == 13 && s.nseries == 1 && s.appended == 4);
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1);
     CHECK(strncmp(c.s[0].tags, "k0=v,k1=v,k10=v,", 16) == 0);
     telem_store_tags_destroy(&set);
@@ -652,7 +661,7 @@ static int
 s_same_contents(telem_store_t *a, telem_store_t *b, int64_t now)
 {
     static capture_t ca, cb;
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     int same = s_query(a, &q, now, &ca) == 0 && s_query(b, &q, now, &cb) == 0
                && ca.n == cb.n && ca.n < CAP_SERIES;
     for (int i = 0; same && i < ca.n; i++) {

@@ -39,7 +39,7 @@ s_fix_init(s_fix_t *f)
                             .level = 1, .window_ns = 300 * TELEM_NS_PER_SEC,
                             .interval_ns = TELEM_NS_PER_SEC };
     memset(f, 0, sizeof *f);
-    f->agent = telemd_agent_new(&cfg);
+    f->agent = telemd_agent_new(&cfg, NULL);
     f->enc = telem_encoder_new();
     f->dec = telem_decoder_new();
     if (!f->agent || !f->enc || !f->dec) {
@@ -281,6 +281,30 @@ test_many_batches(void)
     s_fix_done(&f);
 }
 
+/* A bad configuration is refused with TELEM_EINVAL; a good one says 0. */
+static void
+test_agent_config(void)
+{
+    telemd_config_t cfg = { .node = S_NODE, .rundir = "/nonexistent",
+                            .level = 1, .window_ns = 300 * TELEM_NS_PER_SEC,
+                            .interval_ns = TELEM_NS_PER_SEC };
+    int err = 1;
+    telemd_agent_t *a = telemd_agent_new(&cfg, &err);
+    CHECK(a && err == 0);
+    telemd_agent_destroy(&a);
+    cfg.level = 5;
+    CHECK(telemd_agent_new(&cfg, &err) == NULL && err == TELEM_EINVAL);
+    cfg.level = 1;
+    cfg.window_ns = 0;
+    err = 0;
+    CHECK(telemd_agent_new(&cfg, &err) == NULL && err == TELEM_EINVAL);
+    cfg.window_ns = 300 * TELEM_NS_PER_SEC;
+    cfg.node = NULL;
+    CHECK(telemd_agent_new(&cfg, NULL) == NULL);
+    err = 0;
+    CHECK(telemd_agent_new(NULL, &err) == NULL && err == TELEM_EINVAL);
+}
+
 int
 main(void)
 {
@@ -289,5 +313,6 @@ main(void)
     test_batch_tags_change();
     test_batch_tags_limit();
     test_many_batches();
+    test_agent_config();
     return check_report("test_store_ingest");
 }

@@ -45,7 +45,7 @@ test_retention(void)
     CHECK(telem_store_set_window(st, 2 * SEC) == 0);
     CHECK(telem_store_window(st) == 2 * SEC);
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, 108 * SEC, &c) == 0 && c.n == 1);
     CHECK(c.s[0].npoints == 1 && c.s[0].values[0] == 108);
     CHECK(telem_store_expire(st, 108 * SEC) == 3);
@@ -58,7 +58,7 @@ test_series_freed(void)
     telem_store_t *st = s_store(2 * SEC, 0, 0, 0);
     telem_store_stats_t s;
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(telem_store_append(st, "m", NULL, 0, 108 * SEC, 1, 108 * SEC) == 0);
     /* The series stays while empty for less than a window, then goes. */
     CHECK(telem_store_expire(st, 111 * SEC) == 1);
@@ -206,7 +206,7 @@ test_eviction(void)
     telem_store_stats(st, &s);
     CHECK(s.npoints == 10 && s.evicted == 15 && s.dropped == 0);
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1 && c.s[0].npoints == 10);
     for (uint32_t k = 0; k < c.s[0].npoints; k++)
         CHECK(c.s[0].values[k] == 15 + k && c.s[0].ts[k] == now - 85 + k);
@@ -244,7 +244,7 @@ test_order_model(void)
     uint64_t seed = 12345;
     int64_t now = 5000;
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     int mismatches = 0;
     for (int step = 0; step < 20000; step++) {
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -308,7 +308,7 @@ test_hot_series_freed(void)
     telem_store_stats(st, &s);
     CHECK(s.nseries == 2 && s.npoints == 3);
     capture_t c = { 0 };
-    telem_query_t q = { 0 };
+    telem_store_query_t q = { 0 };
     CHECK(s_query(st, &q, 108 * SEC, &c) == 0 && c.n == 2);
     const cap_series_t *m = s_capture_find(&c, "m", "host=a");
     const cap_series_t *n = s_capture_find(&c, "n", "host=a");
@@ -346,7 +346,7 @@ test_hot_series_caps(void)
     CHECK(s.appended == 12 && s.evicted == 4);
     capture_t c = { 0 };
     const char *names[] = { "a" };
-    telem_query_t q = { .metrics = names, .nmetrics = 1, .end_ns = now + 10 };
+    telem_store_query_t q = { .metrics = names, .nmetrics = 1, .end_ns = now + 10 };
     CHECK(s_query(st, &q, now, &c) == 0 && c.n == 1);
     CHECK(c.s[0].npoints == 4 && c.s[0].values[0] == 4
           && c.s[0].values[3] == 8);

@@ -21,8 +21,8 @@
  * request is only handed to a node whose connection is up; a node that never
  * connects within the deadline is reported as TELEM_ECONN.
  *
- * Size limit: replies over the limit (TELEM_PROTO_MAX_MSG unless changed
- * with ac_set_max_reply) are refused by ZeroMQ (ZMQ_MAXMSGSIZE): the
+ * Size limit: replies over the limit (AC_MAX_REPLY_DEFAULT, the protocol's
+ * largest frame, unless changed with ac_set_max_reply) are refused by ZeroMQ (ZMQ_MAXMSGSIZE): the
  * connection is dropped, the reply is lost, and the node is reported
  * missing with TELEM_ETIMEDOUT and a message naming the limit.
  *
@@ -30,6 +30,10 @@
  * at a time (results may be handed to another thread and read there).  The
  * library never logs and installs no signal handlers; each ac_t has its own
  * ZeroMQ context.  Errors are telem_err_t codes (telem_error.h).
+ *
+ * Types: the series, tags, status, query flags and control operations a
+ * caller sees are those of telem_types.h; this header gives no wire types
+ * (the codec, telem_proto.h, is the library's own business).
  */
 #ifndef AC_H
 #define AC_H
@@ -38,7 +42,7 @@
 #include <stdint.h>
 
 #include "telem_error.h"
-#include "telem_proto.h"
+#include "telem_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +50,8 @@ extern "C" {
 
 #define AC_TIMEOUT_DEFAULT_MS 2000
 #define AC_WINDOW_DEFAULT_NS (300 * INT64_C(1000000000))
+/* Largest reply accepted by default, bytes: the protocol's frame limit. */
+#define AC_MAX_REPLY_DEFAULT (64u << 20)
 
 typedef struct ac ac_t;
 typedef struct ac_result ac_result_t;
@@ -80,7 +86,7 @@ int ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
 void ac_close(ac_t **self_p);
 
 /* Changes the largest reply accepted from a node (bytes, > 0; default
- * TELEM_PROTO_MAX_MSG).  Reconnects every node.  Returns 0, TELEM_EINVAL or
+ * AC_MAX_REPLY_DEFAULT).  Reconnects every node.  Returns 0, TELEM_EINVAL or
  * TELEM_ENOMEM/TELEM_EIO if a socket could not be recreated. */
 int ac_set_max_reply(ac_t *self, size_t bytes);
 

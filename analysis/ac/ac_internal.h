@@ -17,6 +17,9 @@
 
 #define AC__ENDPOINT_MAX 1024   /* longest endpoint accepted in a node file */
 
+_Static_assert(AC_MAX_REPLY_DEFAULT == TELEM_PROTO_MAX_MSG,
+               "ac.h's default reply limit is the protocol's frame limit");
+
 /* ---- node lists (ac_nodes.c) ---- */
 
 typedef struct {

@@ -9,6 +9,7 @@
  */
 #include "ac_internal.h"
 #include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_paths.h"
 
 #include <errno.h>
@@ -100,14 +101,8 @@ static int
 s_append(ac__node_entry_t **nodes, size_t *n, size_t *cap, const char *name,
          const char *endpoint)
 {
-    if (*n == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 16;
-        ac__node_entry_t *grown = realloc(*nodes, ncap * sizeof *grown);
-        if (!grown)
-            return TELEM_ENOMEM;
-        *nodes = grown;
-        *cap = ncap;
-    }
+    if (telem_grow((void **) nodes, cap, *n + 1, sizeof **nodes, 16))
+        return TELEM_ENOMEM;
     ac__node_entry_t *e = &(*nodes)[*n];
     e->name = strdup(name);
     e->endpoint = strdup(endpoint);

@@ -6,6 +6,7 @@
  * so that the merged view does not depend on which node answered first.
  */
 #include "ac_internal.h"
+#include "telem_grow.h"
 #include "telem_time.h"
 
 #include <stdlib.h>
@@ -56,14 +57,9 @@ s_copy_tags(ac__arena_t *a, telem_series_t *d, const telem_series_t *src)
 static int
 s_copy_series(ac_result_t *r, const telem_series_t *src, const char *node)
 {
-    if (r->nseries == r->cap) {
-        size_t ncap = r->cap ? r->cap * 2 : 64;
-        s_series_t *grown = realloc(r->series, ncap * sizeof *grown);
-        if (!grown)
-            return TELEM_ENOMEM;
-        r->series = grown;
-        r->cap = ncap;
-    }
+    if (telem_grow((void **) &r->series, &r->cap, r->nseries + 1,
+                   sizeof *r->series, 64))
+        return TELEM_ENOMEM;
     ac__arena_t *a = &r->arena;
     s_series_t *d = &r->series[r->nseries];
     memset(d, 0, sizeof *d);

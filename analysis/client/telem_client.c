@@ -10,6 +10,9 @@
  * printed; the missing nodes are always named on stderr).  Parsing and
  * checking of every argument happens here, once, before any socket is
  * opened.
+ *
+ * Call order: this file calls telem_client_track.c, telem_client_result.c
+ * and telem_client_fmt.c; none of them calls back into it.
  */
 #include "telem_client.h"
 #include "telem_cli.h"
@@ -30,7 +33,7 @@ typedef enum {
 } s_mode_t;
 
 typedef struct {
-    tc_opts_t o;
+    telem_client_opts_t o;
     s_mode_t mode;
     const char *out_path;
     char *list;              /* -g / -T / query: copy that metrics point into */
@@ -41,8 +44,6 @@ typedef struct {
     int64_t level;           /* level: the new level, -1 until given */
     const char *node;        /* level, shutdown: one node, or NULL: all */
 } s_cli_t;
-
-volatile sig_atomic_t tc_stop;
 
 /* ---- help -------------------------------------------------------------- */
 
@@ -258,7 +259,7 @@ s_option(void *ctx, int c, char *arg)
         cli->o.timeout_ms = (int) v;
         return 0;
     case 'f':
-        if (tc_fmt_parse(arg, &cli->o.fmt))
+        if (telem_client_fmt_parse(arg, &cli->o.fmt))
             return S_BAD("unknown format '%s' (md, json, yaml, txt)", arg);
         return 0;
     case 'g': case 'T':
@@ -379,43 +380,6 @@ s_parse(s_cli_t *cli, int argc, char **argv)
     return rc ? rc : -1;
 }
 
-/* ---- shared ------------------------------------------------------------ */
-
-void
-tc_report_missing(const ac_result_t *r)
-{
-    for (size_t i = 0; i < ac_result_nmissing(r); i++)
-        fprintf(stderr, S_PROG ": node '%s' did not answer: %s (%s)\n",
-                ac_result_missing(r, i), ac_result_missing_message(r, i),
-                ac_strerror(ac_result_missing_code(r, i)));
-}
-
-const char **
-tc_missing_names(const ac_result_t *r, size_t *n)
-{
-    *n = ac_result_nmissing(r);
-    const char **names = *n ? calloc(*n, sizeof *names) : NULL;
-    if (!names)
-        *n = 0;
-    for (size_t i = 0; i < *n; i++)
-        names[i] = ac_result_missing(r, i);
-    return names;
-}
-
-int
-tc_exit_code(int rc)
-{
-    if (rc == 0)
-        return 0;
-    if (rc == TELEM_EPARTIAL)
-        return 3;
-    if (rc == TELEM_ETIMEDOUT)
-        fprintf(stderr, S_PROG ": no node answered\n");
-    else
-        fprintf(stderr, S_PROG ": %s\n", ac_strerror(rc));
-    return 1;
-}
-
 /* ---- one-shot modes ---------------------------------------------------- */
 
 static const char *
@@ -430,14 +394,14 @@ s_query(ac_t *ac, const ac_query_t *q, ac_result_t **r)
 {
     int rc = ac_query(ac, q, r);
     if (*r)
-        tc_report_missing(*r);
+        telem_client_result_missing_report(*r);
     return rc;
 }
 
 /* Names asked-for metrics that no node has (in the range, for a query
  * with points); returns how many. */
 static size_t
-s_absent(const tc_opts_t *o, const ac_result_t *r, int latest)
+s_absent(const telem_client_opts_t *o, const ac_result_t *r, int latest)
 {
     size_t absent = 0;
     for (size_t m = 0; r && m < o->nmetrics; m++) {
@@ -459,13 +423,13 @@ s_absent(const tc_opts_t *o, const ac_result_t *r, int latest)
 /* Ends the document with r's missing nodes and maps rc to the exit code;
  * a failed write makes the run fail. */
 static int
-s_finish(tc_fmt_t *f, const ac_result_t *r, int rc)
+s_finish(telem_client_fmt_t *f, const ac_result_t *r, int rc)
 {
     size_t n = 0;
-    const char **missing = tc_missing_names(r, &n);
-    int wrc = f ? tc_fmt_end(f, missing, n) : TELEM_ENOMEM;
+    const char **missing = telem_client_result_missing_names(r, &n);
+    int wrc = f ? telem_client_fmt_end(f, missing, n) : TELEM_ENOMEM;
     free(missing);
-    int code = tc_exit_code(rc);
+    int code = telem_client_result_exit_code(rc);
     if (wrc) {
         fprintf(stderr, S_PROG ": writing the output failed\n");
         code = 1;
@@ -475,23 +439,24 @@ s_finish(tc_fmt_t *f, const ac_result_t *r, int rc)
 
 /* -v, -g (newest point only) and query: one row per series. */
 static int
-s_run_series(ac_t *ac, const tc_opts_t *o, const ac_query_t *q)
+s_run_series(ac_t *ac, const telem_client_opts_t *o, const ac_query_t *q)
 {
     static const char *const cols[] = {
         "node", "metric", "tags", "type", "unit", "points"
     };
     ac_result_t *r = NULL;
     int rc = s_query(ac, q, &r);
-    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "series", cols, 6, 5);
+    telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "series",
+                                                 cols, 6, 5);
     for (size_t i = 0; f && i < ac_result_nseries(r); i++) {
         const telem_series_t *s = ac_result_series(r, i);
-        tc_fmt_str(f, ac_result_series_node(r, i));
-        tc_fmt_str(f, s->metric);
-        tc_fmt_tags(f, s->tags, s->ntags);
-        tc_fmt_str(f, s_type_name(s->type));
-        tc_fmt_str(f, s->unit);
-        tc_fmt_points(f, s->ts, s->values, s->npoints);
-        tc_fmt_row_end(f);
+        telem_client_fmt_str(f, ac_result_series_node(r, i));
+        telem_client_fmt_str(f, s->metric);
+        telem_client_fmt_tags(f, s->tags, s->ntags);
+        telem_client_fmt_str(f, s_type_name(s->type));
+        telem_client_fmt_str(f, s->unit);
+        telem_client_fmt_points(f, s->ts, s->values, s->npoints);
+        telem_client_fmt_row_end(f);
     }
     /* A get (-g) of a metric nobody has is an error; an empty window of a
      * query is an answer. */
@@ -500,13 +465,13 @@ s_run_series(ac_t *ac, const tc_opts_t *o, const ac_query_t *q)
     int code = s_finish(f, r, rc);
     if (absent && latest)
         code = 1;
-    tc_fmt_destroy(&f);
+    telem_client_fmt_destroy(&f);
     ac_result_destroy(&r);
     return code;
 }
 
 static int
-s_run_values(ac_t *ac, const tc_opts_t *o)
+s_run_values(ac_t *ac, const telem_client_opts_t *o)
 {
     ac_query_t q = { .metrics = o->metrics, .nmetrics = o->nmetrics,
                      .tags = o->tags, .ntags = o->ntags,
@@ -517,7 +482,7 @@ s_run_values(ac_t *ac, const tc_opts_t *o)
 static int
 s_run_query(ac_t *ac, const s_cli_t *cli)
 {
-    const tc_opts_t *o = &cli->o;
+    const telem_client_opts_t *o = &cli->o;
     ac_query_t q = { .metrics = o->metrics, .nmetrics = o->nmetrics,
                      .tags = o->tags, .ntags = o->ntags,
                      .start_ns = cli->start_ns, .end_ns = cli->end_ns,
@@ -527,8 +492,8 @@ s_run_query(ac_t *ac, const s_cli_t *cli)
 
 /* -l: one row for the series [first, end) of one metric. */
 static void
-s_list_row(tc_fmt_t *f, const ac_t *ac, const ac_result_t *r, size_t first,
-           size_t end)
+s_list_row(telem_client_fmt_t *f, const ac_t *ac, const ac_result_t *r,
+           size_t first, size_t end)
 {
     const char *nodes[256];
     size_t nn = 0;
@@ -540,17 +505,17 @@ s_list_row(tc_fmt_t *f, const ac_t *ac, const ac_result_t *r, size_t first,
                 break;
             }
     const telem_series_t *s = ac_result_series(r, first);
-    tc_fmt_str(f, s->metric);
-    tc_fmt_str(f, s_type_name(s->type));
-    tc_fmt_str(f, s->unit);
-    tc_fmt_str(f, s->doc);
-    tc_fmt_u64(f, end - first);
-    tc_fmt_list(f, nodes, nn);
-    tc_fmt_row_end(f);
+    telem_client_fmt_str(f, s->metric);
+    telem_client_fmt_str(f, s_type_name(s->type));
+    telem_client_fmt_str(f, s->unit);
+    telem_client_fmt_str(f, s->doc);
+    telem_client_fmt_u64(f, end - first);
+    telem_client_fmt_list(f, nodes, nn);
+    telem_client_fmt_row_end(f);
 }
 
 static int
-s_run_list(ac_t *ac, const tc_opts_t *o)
+s_run_list(ac_t *ac, const telem_client_opts_t *o)
 {
     static const char *const cols[] = {
         "metric", "type", "unit", "doc", "series", "nodes"
@@ -559,7 +524,8 @@ s_run_list(ac_t *ac, const tc_opts_t *o)
                      .flags = TELEM_QUERY_LIST };
     ac_result_t *r = NULL;
     int rc = s_query(ac, &q, &r);
-    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "metrics", cols, 6, -1);
+    telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "metrics",
+                                                 cols, 6, -1);
     size_t n = ac_result_nseries(r);
     for (size_t i = 0; f && i < n;) {
         size_t end = i + 1;
@@ -570,40 +536,40 @@ s_run_list(ac_t *ac, const tc_opts_t *o)
         i = end;
     }
     int code = s_finish(f, r, rc);
-    tc_fmt_destroy(&f);
+    telem_client_fmt_destroy(&f);
     ac_result_destroy(&r);
     return code;
 }
 
 static void
-s_status_row(tc_fmt_t *f, const ac_status_result_t *r, size_t i)
+s_status_row(telem_client_fmt_t *f, const ac_status_result_t *r, size_t i)
 {
     const telem_status_t *st = ac_status_result_status(r, i);
-    tc_fmt_str(f, ac_status_result_node(r, i));
+    telem_client_fmt_str(f, ac_status_result_node(r, i));
     if (!st) {
-        tc_fmt_str(f, ac_status_result_message(r, i));
-        tc_fmt_row_end(f);  /* the other cells are null */
+        telem_client_fmt_str(f, ac_status_result_message(r, i));
+        telem_client_fmt_row_end(f);  /* the other cells are null */
         fprintf(stderr, S_PROG ": node '%s' did not answer: %s (%s)\n",
                 ac_status_result_node(r, i), ac_status_result_message(r, i),
                 ac_strerror(ac_status_result_code(r, i)));
         return;
     }
-    tc_fmt_str(f, "ok");
-    tc_fmt_i64(f, st->level);
-    tc_fmt_u64(f, st->nseries);
-    tc_fmt_u64(f, st->npoints);
-    tc_fmt_u64(f, st->mem_bytes);
-    tc_fmt_u64(f, st->ingested);
-    tc_fmt_u64(f, st->dropped);
-    tc_fmt_i64(f, st->uptime_ns / TELEM_NS_PER_SEC);
-    tc_fmt_i64(f, st->pid);
-    tc_fmt_row_end(f);
+    telem_client_fmt_str(f, "ok");
+    telem_client_fmt_i64(f, st->level);
+    telem_client_fmt_u64(f, st->nseries);
+    telem_client_fmt_u64(f, st->npoints);
+    telem_client_fmt_u64(f, st->mem_bytes);
+    telem_client_fmt_u64(f, st->ingested);
+    telem_client_fmt_u64(f, st->dropped);
+    telem_client_fmt_i64(f, st->uptime_ns / TELEM_NS_PER_SEC);
+    telem_client_fmt_i64(f, st->pid);
+    telem_client_fmt_row_end(f);
 }
 
 /* status, level, shutdown: one row per node asked. */
 static int
-s_run_control(ac_t *ac, const tc_opts_t *o, long node, telem_ctl_op_t op,
-              int64_t arg)
+s_run_control(ac_t *ac, const telem_client_opts_t *o, long node,
+              telem_ctl_op_t op, int64_t arg)
 {
     static const char *const cols[] = {
         "node", "state", "level", "series", "points", "mem_bytes",
@@ -613,36 +579,39 @@ s_run_control(ac_t *ac, const tc_opts_t *o, long node, telem_ctl_op_t op,
     int rc = ac_control(ac, node, op, arg, 0, &r);
     size_t n = ac_status_result_count(r), nm = 0;
     const char **missing = calloc(n + 1, sizeof *missing);
-    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "nodes", cols, 10, -1);
+    telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "nodes",
+                                                 cols, 10, -1);
     for (size_t i = 0; f && missing && i < n; i++) {
         s_status_row(f, r, i);
         if (ac_status_result_code(r, i))
             missing[nm++] = ac_status_result_node(r, i);
     }
-    int wrc = f && missing ? tc_fmt_end(f, missing, nm) : TELEM_ENOMEM;
-    int code = tc_exit_code(rc);
+    int wrc = f && missing ? telem_client_fmt_end(f, missing, nm)
+                           : TELEM_ENOMEM;
+    int code = telem_client_result_exit_code(rc);
     if (wrc) {
         fprintf(stderr, S_PROG ": writing the output failed\n");
         code = 1;
     }
     free(missing);
-    tc_fmt_destroy(&f);
+    telem_client_fmt_destroy(&f);
     ac_status_result_destroy(&r);
     return code;
 }
 
 static int
-s_run_nodes(ac_t *ac, const tc_opts_t *o)
+s_run_nodes(ac_t *ac, const telem_client_opts_t *o)
 {
     static const char *const cols[] = { "node", "endpoint" };
-    tc_fmt_t *f = tc_fmt_new(o->fmt, o->out, "nodes", cols, 2, -1);
+    telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "nodes",
+                                                 cols, 2, -1);
     for (size_t i = 0; f && i < ac_node_count(ac); i++) {
-        tc_fmt_str(f, ac_node_name(ac, i));
-        tc_fmt_str(f, ac_node_endpoint(ac, i));
-        tc_fmt_row_end(f);
+        telem_client_fmt_str(f, ac_node_name(ac, i));
+        telem_client_fmt_str(f, ac_node_endpoint(ac, i));
+        telem_client_fmt_row_end(f);
     }
     int code = s_finish(f, NULL, 0);
-    tc_fmt_destroy(&f);
+    telem_client_fmt_destroy(&f);
     return code;
 }
 
@@ -664,7 +633,7 @@ s_control(ac_t *ac, const s_cli_t *cli)
 /* ---- main -------------------------------------------------------------- */
 
 static ac_t *
-s_connect(const tc_opts_t *o)
+s_connect(const telem_client_opts_t *o)
 {
     int err = 0;
     ac_t *ac = ac_connect(o->nodefile, o->timeout_ms, &err);
@@ -705,7 +674,7 @@ s_run(s_cli_t *cli)
         code = s_run_nodes(ac, &cli->o);
         break;
     default:
-        code = tc_track(ac, &cli->o);
+        code = telem_client_track(ac, &cli->o);
         break;
     }
     ac_close(&ac);
@@ -715,7 +684,8 @@ s_run(s_cli_t *cli)
 int
 main(int argc, char **argv)
 {
-    s_cli_t cli = { .o = { .fmt = TC_FMT_MD, .hz = 1.0, .out = stdout },
+    s_cli_t cli = { .o = { .fmt = TELEM_CLIENT_FMT_MD, .hz = 1.0,
+                           .out = stdout },
                     .level = -1 };
     int code = s_parse(&cli, argc, argv);
     if (code < 0 && cli.out_path && !(cli.o.out = fopen(cli.out_path, "w"))) {

@@ -9,11 +9,15 @@
  * simple enough to write by hand: a sequence of mappings whose strings are
  * always double-quoted, with anything YAML cannot carry raw written as an
  * escape.  Plain text is the one format that needs to see rows before
- * writing them (to align columns): it keeps rows until tc_fmt_flush().
+ * writing them (to align columns): it keeps rows until
+ * telem_client_fmt_flush().
  * Every string is made valid UTF-8 first (a bad byte becomes U+FFFD), since
  * node names and tag values are bytes from the wire.  Floats use "%.17g".
+ *
+ * Call order: the lowest of the tool's files; it calls none of the others.
  */
 #include "telem_client.h"
+#include "telem_grow.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -31,8 +35,8 @@ typedef struct {
     int is_points;
 } s_cell_t;
 
-struct tc_fmt {
-    tc_fmt_kind_t kind;
+struct telem_client_fmt {
+    telem_client_fmt_kind_t kind;
     FILE *out;
     const char *key;         /* json/yaml: the document's key for the rows */
     int started;             /* json/yaml: the rows' key is written */
@@ -190,12 +194,12 @@ s_yaml_double(FILE *out, double v)
 
 /* json/yaml: writes the document's start and the rows' key, once. */
 static void
-s_begin(tc_fmt_t *f)
+s_begin(telem_client_fmt_t *f)
 {
     if (f->started)
         return;
     f->started = 1;
-    if (f->kind == TC_FMT_JSON)
+    if (f->kind == TELEM_CLIENT_FMT_JSON)
         fprintf(f->out, "{\"%s\": [\n", f->key);
     else
         fprintf(f->out, "%s:\n", f->key);
@@ -203,7 +207,7 @@ s_begin(tc_fmt_t *f)
 
 /* Starts cell `col` of a row: "  - key:" for the first, "    key:" after. */
 static void
-s_yaml_key(tc_fmt_t *f)
+s_yaml_key(telem_client_fmt_t *f)
 {
     if (f->cell == 0)
         s_begin(f);
@@ -215,13 +219,13 @@ s_yaml_key(tc_fmt_t *f)
 /* ---- cells ------------------------------------------------------------- */
 
 static int
-s_skip(const tc_fmt_t *f)
+s_skip(const telem_client_fmt_t *f)
 {
     return f->ended || f->cell >= f->ncols;
 }
 
 static void
-s_json_cell(tc_fmt_t *f, json_t *v)
+s_json_cell(telem_client_fmt_t *f, json_t *v)
 {
     if (!f->row)
         f->row = json_object();
@@ -232,21 +236,21 @@ s_json_cell(tc_fmt_t *f, json_t *v)
 
 /* md/txt cell from text (NULL = null); the text is cleaned and copied. */
 static void
-s_plain_cell(tc_fmt_t *f, const char *text)
+s_plain_cell(telem_client_fmt_t *f, const char *text)
 {
     s_cell_t *c = &f->cells[f->cell++];
     free(c->text);
     c->text = NULL;
     c->is_points = 0;
-    if (text && !(c->text = s_clean(text, 1, f->kind == TC_FMT_MD)))
+    if (text && !(c->text = s_clean(text, 1, f->kind == TELEM_CLIENT_FMT_MD)))
         f->failed = 1;
 }
 
 /* A scalar cell: text is a number or keyword written raw in YAML. */
 static void
-s_raw_cell(tc_fmt_t *f, const char *text)
+s_raw_cell(telem_client_fmt_t *f, const char *text)
 {
-    if (f->kind == TC_FMT_YAML) {
+    if (f->kind == TELEM_CLIENT_FMT_YAML) {
         s_yaml_key(f);
         fprintf(f->out, " %s\n", text);
         f->cell++;
@@ -256,17 +260,17 @@ s_raw_cell(tc_fmt_t *f, const char *text)
 }
 
 void
-tc_fmt_str(tc_fmt_t *f, const char *s)
+telem_client_fmt_str(telem_client_fmt_t *f, const char *s)
 {
     if (s_skip(f))
         return;
     if (!s) {
-        tc_fmt_null(f);
-    } else if (f->kind == TC_FMT_JSON) {
+        telem_client_fmt_null(f);
+    } else if (f->kind == TELEM_CLIENT_FMT_JSON) {
         char *c = s_clean(s, 0, 0);
         s_json_cell(f, c ? json_string(c) : NULL);
         free(c);
-    } else if (f->kind == TC_FMT_YAML) {
+    } else if (f->kind == TELEM_CLIENT_FMT_YAML) {
         s_yaml_key(f);
         fputc(' ', f->out);
         s_yaml_quote(f->out, s);
@@ -278,39 +282,39 @@ tc_fmt_str(tc_fmt_t *f, const char *s)
 }
 
 void
-tc_fmt_null(tc_fmt_t *f)
+telem_client_fmt_null(telem_client_fmt_t *f)
 {
     if (s_skip(f))
         return;
-    if (f->kind == TC_FMT_JSON)
+    if (f->kind == TELEM_CLIENT_FMT_JSON)
         s_json_cell(f, json_null());
-    else if (f->kind == TC_FMT_YAML)
+    else if (f->kind == TELEM_CLIENT_FMT_YAML)
         s_raw_cell(f, "null");
     else
         s_plain_cell(f, NULL);
 }
 
 void
-tc_fmt_i64(tc_fmt_t *f, int64_t v)
+telem_client_fmt_i64(telem_client_fmt_t *f, int64_t v)
 {
     char b[32];
     if (s_skip(f))
         return;
     snprintf(b, sizeof b, "%" PRId64, v);
-    if (f->kind == TC_FMT_JSON)
+    if (f->kind == TELEM_CLIENT_FMT_JSON)
         s_json_cell(f, json_integer((json_int_t) v));
     else
         s_raw_cell(f, b);
 }
 
 void
-tc_fmt_u64(tc_fmt_t *f, uint64_t v)
+telem_client_fmt_u64(telem_client_fmt_t *f, uint64_t v)
 {
     char b[32];
     if (s_skip(f))
         return;
     snprintf(b, sizeof b, "%" PRIu64, v);
-    if (f->kind != TC_FMT_JSON)
+    if (f->kind != TELEM_CLIENT_FMT_JSON)
         s_raw_cell(f, b);
     else if (v <= (uint64_t) INT64_MAX)
         s_json_cell(f, json_integer((json_int_t) v));
@@ -319,15 +323,15 @@ tc_fmt_u64(tc_fmt_t *f, uint64_t v)
 }
 
 void
-tc_fmt_dbl(tc_fmt_t *f, double v)
+telem_client_fmt_dbl(telem_client_fmt_t *f, double v)
 {
     char b[40];
     if (s_skip(f))
         return;
     snprintf(b, sizeof b, "%.17g", v);
-    if (f->kind == TC_FMT_JSON) {
+    if (f->kind == TELEM_CLIENT_FMT_JSON) {
         s_json_cell(f, isfinite(v) ? json_real(v) : json_null());
-    } else if (f->kind == TC_FMT_YAML) {
+    } else if (f->kind == TELEM_CLIENT_FMT_YAML) {
         s_yaml_key(f);
         fputc(' ', f->out);
         s_yaml_double(f->out, v);
@@ -380,17 +384,18 @@ s_json_str(const char *s)
 }
 
 void
-tc_fmt_tags(tc_fmt_t *f, const telem_tag_t *tags, uint32_t n)
+telem_client_fmt_tags(telem_client_fmt_t *f, const telem_tag_t *tags,
+                      uint32_t n)
 {
     if (s_skip(f))
         return;
-    if (f->kind == TC_FMT_JSON) {
+    if (f->kind == TELEM_CLIENT_FMT_JSON) {
         json_t *o = json_object();
         for (uint32_t i = 0; o && i < n; i++)
             if (json_object_set_new(o, tags[i].key, s_json_str(tags[i].value)))
                 f->failed = 1;
         s_json_cell(f, o);
-    } else if (f->kind == TC_FMT_YAML) {
+    } else if (f->kind == TELEM_CLIENT_FMT_YAML) {
         s_yaml_key(f);
         fputs(" {", f->out);
         for (uint32_t i = 0; i < n; i++) {
@@ -409,17 +414,18 @@ tc_fmt_tags(tc_fmt_t *f, const telem_tag_t *tags, uint32_t n)
 }
 
 void
-tc_fmt_list(tc_fmt_t *f, const char *const *items, size_t n)
+telem_client_fmt_list(telem_client_fmt_t *f, const char *const *items,
+                      size_t n)
 {
     if (s_skip(f))
         return;
-    if (f->kind == TC_FMT_JSON) {
+    if (f->kind == TELEM_CLIENT_FMT_JSON) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++)
             if (json_array_append_new(a, s_json_str(items[i])))
                 f->failed = 1;
         s_json_cell(f, a);
-    } else if (f->kind == TC_FMT_YAML) {
+    } else if (f->kind == TELEM_CLIENT_FMT_YAML) {
         s_yaml_key(f);
         fputs(" [", f->out);
         for (size_t i = 0; i < n; i++) {
@@ -436,11 +442,12 @@ tc_fmt_list(tc_fmt_t *f, const char *const *items, size_t n)
 }
 
 void
-tc_fmt_points(tc_fmt_t *f, const int64_t *ts, const double *v, uint32_t n)
+telem_client_fmt_points(telem_client_fmt_t *f, const int64_t *ts,
+                        const double *v, uint32_t n)
 {
     if (s_skip(f))
         return;
-    if (f->kind == TC_FMT_JSON) {
+    if (f->kind == TELEM_CLIENT_FMT_JSON) {
         json_t *a = json_array();
         for (uint32_t i = 0; a && i < n; i++) {
             json_t *pt = json_pack("[Io]", (json_int_t) ts[i],
@@ -450,7 +457,7 @@ tc_fmt_points(tc_fmt_t *f, const int64_t *ts, const double *v, uint32_t n)
                 f->failed = 1;
         }
         s_json_cell(f, a);
-    } else if (f->kind == TC_FMT_YAML) {
+    } else if (f->kind == TELEM_CLIENT_FMT_YAML) {
         s_yaml_key(f);
         fputs(n ? "\n" : " []\n", f->out);
         for (uint32_t i = 0; i < n; i++) {
@@ -469,7 +476,7 @@ tc_fmt_points(tc_fmt_t *f, const int64_t *ts, const double *v, uint32_t n)
 /* ---- rows -------------------------------------------------------------- */
 
 static void
-s_md_line(tc_fmt_t *f, const char *const *cells)
+s_md_line(telem_client_fmt_t *f, const char *const *cells)
 {
     for (size_t i = 0; i < f->ntcols; i++)
         fprintf(f->out, "| %s ", cells[i] ? cells[i] : "");
@@ -477,7 +484,7 @@ s_md_line(tc_fmt_t *f, const char *const *cells)
 }
 
 static void
-s_md_header(tc_fmt_t *f)
+s_md_header(telem_client_fmt_t *f)
 {
     if (f->header_done)
         return;
@@ -490,17 +497,13 @@ s_md_header(tc_fmt_t *f)
 
 /* txt: keeps one line of ntcols cells (copied). */
 static void
-s_txt_keep(tc_fmt_t *f, const char *const *cells)
+s_txt_keep(telem_client_fmt_t *f, const char *const *cells)
 {
-    if (f->nlines == f->caplines) {
-        size_t ncap = f->caplines ? f->caplines * 2 : 64;
-        char **grown = realloc(f->lines, ncap * f->ntcols * sizeof *grown);
-        if (!grown) {
-            f->failed = 1;
-            return;
-        }
-        f->lines = grown;
-        f->caplines = ncap;
+    /* A line is one element of ntcols cell pointers. */
+    if (telem_grow((void **) &f->lines, &f->caplines, f->nlines + 1,
+                   f->ntcols * sizeof *f->lines, 64)) {
+        f->failed = 1;
+        return;
     }
     char **line = &f->lines[f->nlines++ * f->ntcols];
     for (size_t i = 0; i < f->ntcols; i++) {
@@ -512,7 +515,7 @@ s_txt_keep(tc_fmt_t *f, const char *const *cells)
 
 /* md/txt: one output line per point of the points cell (or one line). */
 static void
-s_plain_row(tc_fmt_t *f)
+s_plain_row(telem_client_fmt_t *f)
 {
     const char *line[64];
     char tsb[32], vb[40];
@@ -540,7 +543,7 @@ s_plain_row(tc_fmt_t *f)
             line[k++] = tsb;
             line[k++] = vb;
         }
-        if (f->kind == TC_FMT_MD) {
+        if (f->kind == TELEM_CLIENT_FMT_MD) {
             s_md_header(f);
             s_md_line(f, line);
         } else {
@@ -550,20 +553,20 @@ s_plain_row(tc_fmt_t *f)
 }
 
 void
-tc_fmt_row_end(tc_fmt_t *f)
+telem_client_fmt_row_end(telem_client_fmt_t *f)
 {
     if (f->ended)
         return;
     while (f->cell < f->ncols)
-        tc_fmt_null(f);
-    if (f->kind == TC_FMT_JSON) {
+        telem_client_fmt_null(f);
+    if (f->kind == TELEM_CLIENT_FMT_JSON) {
         s_begin(f);
         fputs(f->nrows ? ",\n  " : "  ", f->out);
         if (!f->row || json_dumpf(f->row, f->out, JSON_REAL_PRECISION(17)))
             f->failed = 1;
         json_decref(f->row);
         f->row = NULL;
-    } else if (f->kind != TC_FMT_YAML) {
+    } else if (f->kind != TELEM_CLIENT_FMT_YAML) {
         s_plain_row(f);
     }
     f->nrows++;
@@ -573,7 +576,7 @@ tc_fmt_row_end(tc_fmt_t *f)
 /* ---- document ---------------------------------------------------------- */
 
 static void
-s_txt_line(tc_fmt_t *f, char *const *cells)
+s_txt_line(telem_client_fmt_t *f, char *const *cells)
 {
     for (size_t i = 0; i < f->ntcols; i++) {
         int last = i + 1 == f->ntcols;
@@ -586,7 +589,7 @@ s_txt_line(tc_fmt_t *f, char *const *cells)
 }
 
 static void
-s_txt_flush(tc_fmt_t *f)
+s_txt_flush(telem_client_fmt_t *f)
 {
     for (size_t i = 0; i < f->ntcols; i++) {
         size_t w = s_width(f->tcols[i]);
@@ -611,9 +614,9 @@ s_txt_flush(tc_fmt_t *f)
 }
 
 int
-tc_fmt_flush(tc_fmt_t *f)
+telem_client_fmt_flush(telem_client_fmt_t *f)
 {
-    if (!f->ended && f->kind == TC_FMT_TXT && f->nlines)
+    if (!f->ended && f->kind == TELEM_CLIENT_FMT_TXT && f->nlines)
         s_txt_flush(f);
     if (fflush(f->out) != 0 || ferror(f->out))
         f->failed = 1;
@@ -622,9 +625,9 @@ tc_fmt_flush(tc_fmt_t *f)
 
 /* json/yaml: the rows' end and the list of missing nodes. */
 static void
-s_end_doc(tc_fmt_t *f, const char *const *missing, size_t nmissing)
+s_end_doc(telem_client_fmt_t *f, const char *const *missing, size_t nmissing)
 {
-    if (f->kind == TC_FMT_JSON) {
+    if (f->kind == TELEM_CLIENT_FMT_JSON) {
         fputs(f->started ? "\n],\n" : "", f->out);
         if (!f->started)
             fprintf(f->out, "{\"%s\": [],\n", f->key);
@@ -650,46 +653,48 @@ s_end_doc(tc_fmt_t *f, const char *const *missing, size_t nmissing)
 }
 
 int
-tc_fmt_end(tc_fmt_t *f, const char *const *missing, size_t nmissing)
+telem_client_fmt_end(telem_client_fmt_t *f, const char *const *missing,
+                     size_t nmissing)
 {
     if (f->ended)
         return f->failed ? TELEM_EIO : 0;
     if (f->cell)
-        tc_fmt_row_end(f);
+        telem_client_fmt_row_end(f);
     switch (f->kind) {
-    case TC_FMT_JSON:
-    case TC_FMT_YAML:
+    case TELEM_CLIENT_FMT_JSON:
+    case TELEM_CLIENT_FMT_YAML:
         s_end_doc(f, missing, nmissing);
         break;
-    case TC_FMT_MD:
+    case TELEM_CLIENT_FMT_MD:
         s_md_header(f);
         break;
-    case TC_FMT_TXT:
+    case TELEM_CLIENT_FMT_TXT:
         s_txt_flush(f);
         break;
     }
-    int rc = tc_fmt_flush(f);
+    int rc = telem_client_fmt_flush(f);
     f->ended = 1;
     return rc;
 }
 
 int
-tc_fmt_parse(const char *name, tc_fmt_kind_t *kind)
+telem_client_fmt_parse(const char *name, telem_client_fmt_kind_t *kind)
 {
     static const char *const names[] = { "md", "json", "yaml", "txt" };
     for (int i = 0; i < 4; i++)
         if (name && strcmp(name, names[i]) == 0) {
-            *kind = (tc_fmt_kind_t) i;
+            *kind = (telem_client_fmt_kind_t) i;
             return 0;
         }
     return TELEM_EINVAL;
 }
 
-tc_fmt_t *
-tc_fmt_new(tc_fmt_kind_t kind, FILE *out, const char *key,
-           const char *const *cols, size_t ncols, int points_col)
+telem_client_fmt_t *
+telem_client_fmt_new(telem_client_fmt_kind_t kind, FILE *out,
+                     const char *key, const char *const *cols, size_t ncols,
+                     int points_col)
 {
-    tc_fmt_t *f = calloc(1, sizeof *f);
+    telem_client_fmt_t *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
     f->kind = kind;
@@ -702,7 +707,7 @@ tc_fmt_new(tc_fmt_kind_t kind, FILE *out, const char *key,
     f->tcols = calloc(ncols * 2 + 1, sizeof *f->tcols);
     f->width = calloc(ncols * 2 + 1, sizeof *f->width);
     if (!f->cells || !f->tcols || !f->width) {
-        tc_fmt_destroy(&f);
+        telem_client_fmt_destroy(&f);
         return NULL;
     }
     for (size_t i = 0; i < ncols; i++) {
@@ -717,11 +722,11 @@ tc_fmt_new(tc_fmt_kind_t kind, FILE *out, const char *key,
 }
 
 void
-tc_fmt_destroy(tc_fmt_t **f_p)
+telem_client_fmt_destroy(telem_client_fmt_t **f_p)
 {
     if (!f_p || !*f_p)
         return;
-    tc_fmt_t *f = *f_p;
+    telem_client_fmt_t *f = *f_p;
     for (size_t i = 0; f->cells && i < f->ncols; i++)
         free(f->cells[i].text);
     for (size_t i = 0; i < f->nlines * f->ntcols; i++)

@@ -8,9 +8,12 @@
  * last written for it (every series at the first tick): a sampler that
  * records the same value again makes a new point but no change, so no
  * series ever shows the same value twice in a row.  SIGINT
- * and SIGTERM only set tc_stop; the loop ends, the document is closed and
+ * and SIGTERM only set s_stop; the loop ends, the document is closed and
  * flushed, so a stopped run still leaves valid JSON/YAML.  Missing nodes
  * are reported on stderr when the set of missing nodes changes.
+ *
+ * Call order: telem_client.c calls telem_client_track(); this file calls
+ * telem_client_result.c and telem_client_fmt.c, never telem_client.c.
  */
 #include "telem_client.h"
 #include "telem_time.h"
@@ -18,8 +21,12 @@
 #include <czmq.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
+
+/* Set by SIGINT/SIGTERM; the loop checks it. */
+static volatile sig_atomic_t s_stop;
 
 typedef struct {
     double v;                /* the value last written */
@@ -28,8 +35,8 @@ typedef struct {
 
 typedef struct {
     ac_t *ac;
-    const tc_opts_t *o;
-    tc_fmt_t *f;
+    const telem_client_opts_t *o;
+    telem_client_fmt_t *f;
     zhashx_t *last;          /* series key -> s_last_t */
     int timeout_ms;
     uint64_t tick;
@@ -43,7 +50,7 @@ static void
 s_on_signal(int sig)
 {
     (void) sig;
-    tc_stop = 1;
+    s_stop = 1;
 }
 
 static void
@@ -151,7 +158,7 @@ s_missing(s_track_t *t, const ac_result_t *r)
     }
     if (!t->missing || strcmp(now, t->missing) != 0) {
         if (*now)
-            tc_report_missing(r);
+            telem_client_result_missing_report(r);
         else if (t->missing)
             fprintf(stderr, "telem_client: every node answers again\n");
     }
@@ -162,19 +169,19 @@ s_missing(s_track_t *t, const ac_result_t *r)
 static void
 s_row(s_track_t *t, const char *node, const telem_series_t *s)
 {
-    tc_fmt_str(t->f, node);
-    tc_fmt_str(t->f, s->metric);
-    tc_fmt_tags(t->f, s->tags, s->ntags);
-    tc_fmt_i64(t->f, s->ts[s->npoints - 1]);
-    tc_fmt_dbl(t->f, s->values[s->npoints - 1]);
-    tc_fmt_row_end(t->f);
+    telem_client_fmt_str(t->f, node);
+    telem_client_fmt_str(t->f, s->metric);
+    telem_client_fmt_tags(t->f, s->tags, s->ntags);
+    telem_client_fmt_i64(t->f, s->ts[s->npoints - 1]);
+    telem_client_fmt_dbl(t->f, s->values[s->npoints - 1]);
+    telem_client_fmt_row_end(t->f);
 }
 
 /* One tick: query, write the changes.  Returns ac_query()'s code. */
 static int
 s_tick(s_track_t *t)
 {
-    const tc_opts_t *o = t->o;
+    const telem_client_opts_t *o = t->o;
     ac_query_t q = { .metrics = o->metrics, .nmetrics = o->nmetrics,
                      .tags = o->tags, .ntags = o->ntags,
                      .flags = TELEM_QUERY_LATEST, .timeout_ms = t->timeout_ms };
@@ -219,7 +226,7 @@ s_sleep_until(int64_t mono_ns)
 {
     struct timespec ts = { (time_t) (mono_ns / TELEM_NS_PER_SEC),
                            (long) (mono_ns % TELEM_NS_PER_SEC) };
-    while (!tc_stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+    while (!s_stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
                                        NULL) == EINTR)
         ;
 }
@@ -235,7 +242,7 @@ s_loop(s_track_t *t)
     int64_t stop_at = t->o->duration_s > 0
         ? next + (int64_t) llround(t->o->duration_s * 1e9) : INT64_MAX;
     int incomplete = 0, answered = 0;
-    while (!tc_stop) {
+    while (!s_stop) {
         int rc = s_tick(t);
         if (rc == 0 || rc == TELEM_EPARTIAL)
             answered = 1;
@@ -243,8 +250,9 @@ s_loop(s_track_t *t)
             incomplete = 1;
         if (rc != 0 && rc != TELEM_EPARTIAL && rc != TELEM_ETIMEDOUT
             && rc != TELEM_ECONN)
-            return tc_exit_code(rc);   /* refused or out of memory */
-        if (tc_fmt_flush(t->f) != 0) {
+            /* refused or out of memory */
+            return telem_client_result_exit_code(rc);
+        if (telem_client_fmt_flush(t->f) != 0) {
             fprintf(stderr, "telem_client: writing the output failed\n");
             return 1;
         }
@@ -255,11 +263,11 @@ s_loop(s_track_t *t)
     }
     if (!incomplete)
         return 0;
-    return answered ? 3 : tc_exit_code(TELEM_ETIMEDOUT);
+    return answered ? 3 : telem_client_result_exit_code(TELEM_ETIMEDOUT);
 }
 
 int
-tc_track(ac_t *ac, const tc_opts_t *o)
+telem_client_track(ac_t *ac, const telem_client_opts_t *o)
 {
     static const char *const cols[] = {
         "node", "metric", "tags", "time_ns", "value"
@@ -274,17 +282,18 @@ tc_track(ac_t *ac, const tc_opts_t *o)
                     : (int) period_ms,
     };
     t.last = zhashx_new();
-    t.f = tc_fmt_new(o->fmt, o->out, "changes", cols, 5, -1);
+    t.f = telem_client_fmt_new(o->fmt, o->out, "changes", cols, 5, -1);
     int code = 1;
     if (t.last && t.f) {
         zhashx_set_destructor(t.last, s_last_free);
         code = s_loop(&t);
     }
-    if (!t.f || tc_fmt_end(t.f, (const char *const *) t.ever, t.never) != 0) {
+    if (!t.f || telem_client_fmt_end(t.f, (const char *const *) t.ever,
+                                     t.never) != 0) {
         fprintf(stderr, "telem_client: writing the output failed\n");
         code = 1;
     }
-    tc_fmt_destroy(&t.f);
+    telem_client_fmt_destroy(&t.f);
     zhashx_destroy(&t.last);
     free(t.missing);
     for (size_t i = 0; i < t.never; i++)

@@ -1,7 +1,7 @@
 /* telem_paths.c - run directory, node name and per-node socket paths. */
 #include "telem_paths.h"
 #include "telem_error.h"
-#include "telem_proto.h"
+#include "telem_types.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -28,6 +28,7 @@
 #include "telem_error.h"
 #include "telem_proto_dict.h"
 #include "telem_proto_watch.h"
+#include "telem_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,11 +36,11 @@ extern "C" {
 
 #define TELEM_PROTO_VERSION 1
 #define TELEM_PROTO_MAX_MSG (64u << 20)   /* largest frame accepted, bytes */
-#define TELEM_NAME_MAX 255                 /* metric names, tag keys and values */
-#define TELEM_TAGS_MAX 16                  /* tags on one sample or series */
 #define TELEM_BATCH_MAX 65536              /* samples in one batch */
-#define TELEM_QUERY_METRICS_MAX 256        /* metric names in one query */
-#define TELEM_TEXT_MAX 4096                /* doc strings, error messages */
+/* TELEM_NAME_MAX, TELEM_TAGS_MAX, TELEM_QUERY_METRICS_MAX and
+ * TELEM_TEXT_MAX, the tag, meta, series and status types, the query flags
+ * and the control operations (telem_ctl_op_t) are telem_types.h's: values
+ * the store and the clients share with the wire. */
 
 /* Message types.  Numbers are assigned in ranges, one per message family
  * (docs/protocol.md, "Message types"):
@@ -60,11 +61,6 @@ typedef enum {
     TELEM_MSG_CONTROL_REPLY = 6,/* control reply */
     TELEM_MSG_ERROR = 7         /* error reply to any request */
 } telem_msg_type_t;
-
-typedef struct {
-    const char *key;
-    const char *value;
-} telem_tag_t;
 
 /* One measurement.  level is the telemetry level it was recorded at (1-4). */
 typedef struct {
@@ -89,24 +85,6 @@ typedef struct {
     uint64_t fin_token;
 } telem_batch_t;
 
-typedef enum {
-    TELEM_METRIC_GAUGE = 0,
-    TELEM_METRIC_COUNTER = 1
-} telem_metric_type_t;
-
-/* Description of a metric, shown by listings. */
-typedef struct {
-    const char *metric;
-    telem_metric_type_t type;
-    const char *unit;          /* "" when unitless */
-    const char *doc;
-} telem_meta_t;
-
-enum {
-    TELEM_QUERY_LIST = 1u << 0,   /* catalog only: series without points */
-    TELEM_QUERY_LATEST = 1u << 1  /* only the newest point of each series */
-};
-
 /* Query request.  Filters are exact key=value matches; a value of "*" only
  * requires the key to be present.  start_ns/end_ns are realtime; end_ns 0
  * means now, start_ns 0 means the whole retention window. */
@@ -122,19 +100,6 @@ typedef struct {
     uint32_t flags;            /* TELEM_QUERY_* */
 } telem_query_t;
 
-/* One series of a reply: points are in time order. */
-typedef struct {
-    const char *metric;
-    const telem_tag_t *tags;   /* sorted by key, include "host" */
-    uint32_t ntags;
-    telem_metric_type_t type;
-    const char *unit;
-    const char *doc;
-    const int64_t *ts;
-    const double *values;
-    uint32_t npoints;
-} telem_series_t;
-
 typedef struct {
     uint64_t id;
     const char *node;          /* the answering node */
@@ -143,36 +108,11 @@ typedef struct {
     uint8_t truncated;         /* reply was cut to the size limit */
 } telem_query_reply_t;
 
-typedef enum {
-    TELEM_CTL_STATUS = 1,      /* reply carries telem_status_t */
-    TELEM_CTL_SHUTDOWN = 2,    /* daemon exits after replying */
-    TELEM_CTL_SET_LEVEL = 3,   /* arg = new level 0-4 */
-    TELEM_CTL_SYNC = 4,        /* arg = fin_token; reply says if seen */
-    TELEM_CTL_SET_WINDOW = 5   /* arg = retention window in ns */
-} telem_ctl_op_t;
-
 typedef struct {
     uint64_t id;
     telem_ctl_op_t op;
     int64_t arg;
 } telem_control_t;
-
-/* A node agent's state, as reported by TELEM_CTL_STATUS. */
-typedef struct {
-    const char *node;
-    int64_t pid;
-    int32_t level;
-    int64_t window_ns;
-    int64_t interval_ns;       /* sampling interval */
-    int64_t uptime_ns;
-    uint64_t nseries;
-    uint64_t npoints;
-    uint64_t mem_bytes;
-    uint64_t mem_cap_bytes;
-    uint64_t ingested;         /* samples accepted since start */
-    uint64_t dropped;          /* samples refused (caps, level) */
-    uint64_t bad_messages;     /* frames rejected by the decoder */
-} telem_status_t;
 
 typedef struct {
     uint64_t id;

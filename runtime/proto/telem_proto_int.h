@@ -2,14 +2,19 @@
  * not installed, and nothing outside the codec includes it except its own
  * unit tests.  telem_proto.h is the public API.
  *
- * The codec is split by responsibility:
- *   telem_proto_rd.c      the bounded msgpack reader (telem_rd_t)
- *   telem_proto_dec.c     decoder object, string arena and vectors, error
- *                         reasons, table-driven map decoding, the dispatch
- *                         of telem_proto_decode() over message families
- *   telem_proto_enc.c     encoder object and table-driven encoding helpers
+ * The codec is split by responsibility, top to bottom; each file calls
+ * only files below it:
+ *   telem_proto_dec.c     decoder object, trimming of its vectors, the
+ *                         dispatch of telem_proto_decode() over message
+ *                         families (it names them in s_families)
  *   telem_proto_ingest.c  family "ingest": batch (1), meta (2)
  *   telem_proto_req.c     family "request": query (3) .. error (7)
+ *   telem_proto_dict.c    family "dict" (32-63)
+ *   telem_proto_watch.c   family "watch" (8-12)
+ *   telem_proto_dec_map.c decoding helpers: vectors, string arena, error
+ *                         reasons, table-driven map and tags decoding
+ *   telem_proto_enc.c     encoder object and table-driven encoding helpers
+ *   telem_proto_rd.c      the bounded msgpack reader (telem_rd_t)
  * Internal names carry the tp_ prefix (s_ stays for file statics) and are
  * hidden from libtelem.so's exported symbols.
  *

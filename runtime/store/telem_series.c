@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 
 #define S_TABLE_MIN 16u                /* smallest non-empty table */
 
@@ -85,12 +86,7 @@ telem_series_hash(const void *data, size_t len)
         h = s_rotl(h, 27) * 5 + UINT64_C(0x52dce729);
     }
     h ^= s_rotl(s_tail(end, rest, len) * k2, 31) * k1;
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
+    return telem_hash_mix64(h);
 }
 
 uint64_t
@@ -140,6 +136,8 @@ s_cap_for_insert(const telem_series_index_t *t)
 {
     if ((uint64_t) (t->n + 1) * 4 <= (uint64_t) t->cap * 3)
         return t->cap;
+    /* Doubling into a new table that every key is rehashed into, not a
+     * realloc: telem_grow() does not apply. */
     return t->cap ? t->cap * 2 : S_TABLE_MIN;
 }
 

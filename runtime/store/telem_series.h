@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "telem_proto.h"
+#include "telem_types.h"
 
 /* --- index ------------------------------------------------------------ */
 

@@ -226,19 +226,26 @@ telem_store_config_default(telem_store_config_t *cfg)
 }
 
 telem_store_t *
-telem_store_new(const telem_store_config_t *cfg)
+telem_store_new(const telem_store_config_t *cfg, int *err)
 {
     telem_store_config_t def;
     if (!cfg) {
         telem_store_config_default(&def);
         cfg = &def;
     }
-    if (cfg->window_ns <= 0 || cfg->mem_cap_bytes == 0 || cfg->max_series == 0
-        || cfg->max_points_per_series == 0)
-        return NULL;
-    telem_store_t *self = calloc(1, sizeof(*self));
-    if (self)
+    int rc = TELEM_EINVAL;
+    telem_store_t *self = NULL;
+    if (cfg->window_ns > 0 && cfg->mem_cap_bytes > 0 && cfg->max_series > 0
+        && cfg->max_points_per_series > 0) {
+        rc = TELEM_ENOMEM;
+        self = calloc(1, sizeof(*self));
+    }
+    if (self) {
         self->cfg = *cfg;
+        rc = 0;
+    }
+    if (err)
+        *err = rc;
     return self;
 }
 
@@ -319,6 +326,9 @@ s_series_room(telem_store_t *self, tstore_series_t *s, int64_t ts,
         self->npoints--;
         return 0;
     }
+    /* Not telem_grow(): the ring doubles here only after the memory cap
+     * allows the new size, and telem_series_ring_resize() lays the points
+     * out again (a realloc would leave a wrapped ring wrapped). */
     uint64_t cap = r->cap ? (uint64_t) r->cap * 2 : S_RING_MIN;
     if (cap > max)
         cap = max;

@@ -24,7 +24,9 @@
  *
  * Counters: npoints == appended - expired - evicted at all times.
  *
- * This is a pure data structure: no sockets, no threads, no logging.
+ * This is a pure data structure: no sockets, no threads, no logging, no
+ * wire types (it names only the shared values of telem_types.h; telemd's
+ * agent turns a decoded query request into a telem_store_query_t).
  * Not thread-safe: one owner (telemd's actor) uses it.
  */
 #ifndef TELEM_STORE_H
@@ -33,7 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "telem_proto.h"
+#include "telem_error.h"
+#include "telem_types.h"
 
 typedef struct telem_store telem_store_t;
 typedef struct telem_store_tags telem_store_tags_t;
@@ -59,9 +62,10 @@ typedef struct {
 /* Fills *cfg with the defaults above. */
 void telem_store_config_default(telem_store_config_t *cfg);
 
-/* Returns a new empty store, or NULL (out of memory or invalid config:
- * window_ns <= 0 or a zero cap).  cfg NULL means defaults. */
-telem_store_t *telem_store_new(const telem_store_config_t *cfg);
+/* Returns a new empty store, or NULL with *err (if err is not NULL) set to
+ * TELEM_EINVAL (invalid config: window_ns <= 0 or a zero cap) or
+ * TELEM_ENOMEM.  cfg NULL means defaults. */
+telem_store_t *telem_store_new(const telem_store_config_t *cfg, int *err);
 
 /* Frees the store; accepts NULL and nulls *self_p. */
 void telem_store_destroy(telem_store_t **self_p);
@@ -166,8 +170,23 @@ uint64_t telem_store_expire(telem_store_t *self, int64_t now_ns);
  * value). */
 typedef int (*telem_store_series_fn)(void *arg, const telem_series_t *s);
 
+/* What telem_store_query() walks.  Filters are exact key=value matches; a
+ * value of "*" only requires the key to be present.  start_ns/end_ns are
+ * realtime; end_ns 0 means now, start_ns 0 means the whole retention
+ * window.  The arrays are only read during the call. */
+typedef struct {
+    const char *const *metrics;  /* empty = every metric */
+    uint32_t nmetrics;           /* at most TELEM_QUERY_METRICS_MAX */
+    const telem_tag_t *filters;
+    uint32_t nfilters;
+    int64_t start_ns;
+    int64_t end_ns;
+    uint32_t max_points;         /* per series, newest kept; 0 = no limit */
+    uint32_t flags;              /* TELEM_QUERY_LIST, TELEM_QUERY_LATEST */
+} telem_store_query_t;
+
 /* Walks the series matching q (metrics, filters, time range, max_points,
- * TELEM_QUERY_LIST / TELEM_QUERY_LATEST; q->id is ignored) as of now_ns.
+ * TELEM_QUERY_LIST / TELEM_QUERY_LATEST) as of now_ns.
  * Metric names match exactly (a name listed twice is walked once); the
  * range [start_ns, end_ns] is inclusive and never reaches before
  * now_ns - window; max_points keeps the newest points of the range and
@@ -181,7 +200,7 @@ typedef int (*telem_store_series_fn)(void *arg, const telem_series_t *s);
  * more than TELEM_QUERY_METRICS_MAX metrics, NULL arrays with non-zero
  * counts, a NULL metric name, a NULL or empty filter key or NULL filter
  * value) or TELEM_ENOMEM (query scratch). */
-int telem_store_query(telem_store_t *self, const telem_query_t *q,
+int telem_store_query(telem_store_t *self, const telem_store_query_t *q,
                       int64_t now_ns, telem_store_series_fn fn, void *arg);
 
 void telem_store_stats(const telem_store_t *self, telem_store_stats_t *out);

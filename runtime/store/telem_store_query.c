@@ -14,7 +14,7 @@
 #include "telem_store_int.h"
 
 typedef struct {
-    const telem_query_t *q;
+    const telem_store_query_t *q;
     int64_t horizon;
     int64_t start;
     int64_t end;
@@ -23,7 +23,7 @@ typedef struct {
 } s_query_t;
 
 static int
-s_query_check(const telem_query_t *q)
+s_query_check(const telem_store_query_t *q)
 {
     if (!q || q->nmetrics > TELEM_QUERY_METRICS_MAX
         || (q->nmetrics > 0 && !q->metrics) || (q->nfilters > 0 && !q->filters))
@@ -38,7 +38,7 @@ s_query_check(const telem_query_t *q)
 }
 
 static bool
-s_filters_match(const tstore_series_t *s, const telem_query_t *q)
+s_filters_match(const tstore_series_t *s, const telem_store_query_t *q)
 {
     for (uint32_t i = 0; i < q->nfilters; i++) {
         const telem_tag_t *f = &q->filters[i];
@@ -131,7 +131,7 @@ s_query_metric(telem_store_t *self, const s_query_t *c,
 
 /* Looks up the i-th metric of the query, skipping names listed before. */
 static const tstore_metric_t *
-s_query_lookup(const telem_store_t *self, const telem_query_t *q, uint32_t i)
+s_query_lookup(const telem_store_t *self, const telem_store_query_t *q, uint32_t i)
 {
     const char *name = q->metrics[i];
     for (uint32_t j = 0; j < i; j++)
@@ -144,7 +144,7 @@ s_query_lookup(const telem_store_t *self, const telem_query_t *q, uint32_t i)
 }
 
 int
-telem_store_query(telem_store_t *self, const telem_query_t *q,
+telem_store_query(telem_store_t *self, const telem_store_query_t *q,
                   int64_t now_ns, telem_store_series_fn fn, void *arg)
 {
     if (!self || !fn || s_query_check(q))

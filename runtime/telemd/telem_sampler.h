@@ -4,10 +4,12 @@
  * and emits (metric, tags, value) triples each time telemd's sampling timer
  * fires, if the node's telemetry level is at least the sampler's min_level.
  * Samplers are const vtables; their state is private to them.  They never
- * log: open() returns a code and telemd prints one line when a sampler is
+ * log: open() gives a code and telemd prints one line when a sampler is
  * not available (e.g. TELEM_EUNSUPPORTED when NVML is not installed).
  *
  * Samplers run on telemd's actor thread only; they need not be thread-safe.
+ * Each lives in telem_sampler_<name>.c and exports one vtable,
+ * telem_sampler_<name>.
  */
 #ifndef TELEM_SAMPLER_H
 #define TELEM_SAMPLER_H
@@ -15,11 +17,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "telem_proto.h"
+#include "telem_error.h"
+#include "telem_types.h"
 
 /* Receives one value.  tags may be NULL; telemd adds host=<node>.  The
  * timestamp is the one passed to sample(). */
-typedef void (*telem_emit_fn)(void *arg, const char *metric,
+typedef void (*telem_sampler_emit_fn)(void *arg, const char *metric,
                               const telem_tag_t *tags, uint32_t ntags,
                               double value);
 
@@ -28,7 +31,7 @@ typedef struct {
     uint64_t nseries, npoints, mem_bytes, mem_cap_bytes;
     uint64_t ingested, dropped, bad_messages, expired;
     uint64_t ingest_queue;      /* messages waiting on the ingest socket */
-} telem_self_stats_t;
+} telem_sampler_self_stats_t;
 
 typedef struct {
     const char *node;           /* node name */
@@ -36,7 +39,7 @@ typedef struct {
     const char *proc_root;      /* "/proc" unless testing */
     const char *nvml_library;   /* NULL = "libnvidia-ml.so.1" */
     /* For the self sampler: fills *out with telemd's counters. */
-    void (*self_stats)(void *arg, telem_self_stats_t *out);
+    void (*self_stats)(void *arg, telem_sampler_self_stats_t *out);
     void *self_stats_arg;
 } telem_sampler_env_t;
 
@@ -45,14 +48,17 @@ typedef struct {
     int min_level;              /* 2 node, 3 GPU, 4 telemd's own */
     /* Metric descriptions this sampler emits, NULL-terminated by metric. */
     const telem_meta_t *metrics;
-    /* Opens the source; returns 0 and sets *state_p, or a negative code
-     * (TELEM_EUNSUPPORTED: source absent, skip this sampler). */
-    int (*open)(void **state_p, const telem_sampler_env_t *env);
+    /* Opens the source: returns its state, or NULL with *err (may be
+     * NULL) set to a negative code: TELEM_EUNSUPPORTED (source absent,
+     * skip this sampler), TELEM_EINVAL (NULL env, or one this sampler
+     * cannot use) or TELEM_ENOMEM.  *err is 0 on success. */
+    void *(*open)(const telem_sampler_env_t *env, int *err);
     /* Emits the current values.  Rates (cpu_percent, network and disk
      * rates) are computed against the previous call; the first call emits
      * only the absolute values.  Returns 0 or a negative code (the caller
      * logs it rate-limited and keeps calling). */
-    int (*sample)(void *state, int64_t now_ns, telem_emit_fn emit, void *arg);
+    int (*sample)(void *state, int64_t now_ns, telem_sampler_emit_fn emit,
+                  void *arg);
     /* Frees the state; accepts NULL and nulls *state_p. */
     void (*close)(void **state_p);
 } telem_sampler_vt_t;

@@ -311,8 +311,7 @@ s_setup(telemd_t *self)
     if (!rc)
         rc = s_write_endpoints(self);
     if (!rc) {
-        self->agent = telemd_agent_new(&self->cfg);
-        rc = self->agent ? 0 : TELEM_EINVAL;
+        self->agent = telemd_agent_new(&self->cfg, &rc);
     }
     return rc;
 }

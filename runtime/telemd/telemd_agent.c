@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "telem_grow.h"
 #include "telem_log.h"
 #include "telem_proto.h"
 #include "telem_sampler.h"
@@ -44,7 +45,8 @@ typedef struct {
 
 typedef struct {
     s_series_copy_t *items;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
     size_t bytes;                      /* estimate of the encoded size */
     int truncated;
 } s_reply_t;
@@ -76,7 +78,7 @@ struct telemd_agent {
 };
 
 static void
-s_self_stats(void *arg, telem_self_stats_t *out)
+s_self_stats(void *arg, telem_sampler_self_stats_t *out)
 {
     telemd_agent_t *self = arg;
     telem_store_stats_t st;
@@ -105,9 +107,9 @@ s_open_samplers(telemd_agent_t *self)
     };
     for (size_t i = 0; i < S_NSAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
-        int rc = vt->open(&self->sampler_state[i], &env);
-        if (rc) {
-            self->sampler_state[i] = NULL;
+        int rc;
+        self->sampler_state[i] = vt->open(&env, &rc);
+        if (!self->sampler_state[i]) {
             telem_log(TELEM_LOG_INFO, "sampler %s not available: %s "
                       "(its level %d metrics are skipped)",
                       vt->name, telem_strerror(rc), vt->min_level);
@@ -119,14 +121,16 @@ s_open_samplers(telemd_agent_t *self)
 }
 
 telemd_agent_t *
-telemd_agent_new(const telemd_config_t *cfg)
+telemd_agent_new(const telemd_config_t *cfg, int *err)
 {
+    int rc = TELEM_EINVAL;
+    telemd_agent_t *self = NULL;
     if (!cfg || !cfg->node || cfg->level < 0 || cfg->level > 4
         || cfg->window_ns <= 0 || cfg->interval_ns <= 0)
-        return NULL;
-    telemd_agent_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
+        goto out;
+    rc = TELEM_ENOMEM;
+    if (!(self = calloc(1, sizeof *self)))
+        goto out;
     self->cfg = *cfg;
     self->node = strdup(cfg->node);
     telem_store_config_t scfg;
@@ -134,15 +138,18 @@ telemd_agent_new(const telemd_config_t *cfg)
     scfg.window_ns = cfg->window_ns;
     if (cfg->mem_cap_bytes)
         scfg.mem_cap_bytes = cfg->mem_cap_bytes;
-    self->store = telem_store_new(&scfg);
+    self->store = telem_store_new(&scfg, &rc);
     self->dec = telem_decoder_new();
     self->enc = telem_encoder_new();
     self->batch_tags = telem_store_tags_new();
+    if (self->store)
+        rc = TELEM_ENOMEM;     /* whatever else is missing */
     if (!self->node || !self->store || !self->dec || !self->enc
         || !self->batch_tags) {
         telemd_agent_destroy(&self);
-        return NULL;
+        goto out;
     }
+    rc = 0;
     self->cfg.node = self->node;
     self->level = cfg->level;
     self->interval_ns = cfg->interval_ns;
@@ -152,6 +159,9 @@ telemd_agent_new(const telemd_config_t *cfg)
     self->bad_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
     s_open_samplers(self);
+out:
+    if (err)
+        *err = rc;
     return self;
 }
 
@@ -387,14 +397,9 @@ s_collect(void *arg, const telem_series_t *s)
         r->truncated = 1;
         return 1;
     }
-    if (r->n == r->cap) {
-        uint32_t cap = r->cap ? r->cap * 2 : 64;
-        s_series_copy_t *items = realloc(r->items, cap * sizeof *items);
-        if (!items)
-            return TELEM_ENOMEM;
-        r->items = items;
-        r->cap = cap;
-    }
+    if (telem_grow((void **) &r->items, &r->cap, (size_t) r->n + 1,
+                   sizeof *r->items, 64))
+        return TELEM_ENOMEM;
     int rc = s_series_copy(&r->items[r->n], s);
     if (rc)
         return rc;
@@ -417,7 +422,15 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
 {
     s_reply_t *r = &self->reply;
     s_reply_reset(r);
-    int rc = telem_store_query(self->store, q, telem_now_ns(), s_collect, r);
+    /* The request minus its id is what the store walks. */
+    telem_store_query_t sq = {
+        .metrics = q->metrics, .nmetrics = q->nmetrics,
+        .filters = q->filters, .nfilters = q->nfilters,
+        .start_ns = q->start_ns, .end_ns = q->end_ns,
+        .max_points = q->max_points, .flags = q->flags,
+    };
+    int rc = telem_store_query(self->store, &sq, telem_now_ns(), s_collect,
+                               r);
     if (rc < 0) {
         s_reply_reset(r);
         return s_encode_error(self, q->id, rc, "query failed", reply, size);

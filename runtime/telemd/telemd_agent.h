@@ -17,8 +17,10 @@
 typedef struct telemd_agent telemd_agent_t;
 
 /* Creates the agent, its store and opens the samplers (one log line for each
- * sampler not available here).  Returns NULL on bad config or no memory. */
-telemd_agent_t *telemd_agent_new(const telemd_config_t *cfg);
+ * sampler not available here).  Returns the agent, or NULL with *err (if
+ * err is not NULL) set to TELEM_EINVAL (bad config: no node, a level
+ * outside 0-4, a window or interval <= 0) or TELEM_ENOMEM. */
+telemd_agent_t *telemd_agent_new(const telemd_config_t *cfg, int *err);
 void telemd_agent_destroy(telemd_agent_t **self_p);
 
 /* Handles one frame from the ingest socket (batch or meta).  Malformed

@@ -1,4 +1,4 @@
-/* sampler_proc.c - level 2 node metrics read from /proc.
+/* telem_sampler_proc.c - level 2 node metrics read from /proc.
  *
  * Reads stat, meminfo, loadavg, uptime, net/dev and diskstats under the
  * environment's proc_root and counts the job user's processes.  Metric names
@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "telem_grow.h"
 #include "telem_sampler.h"
 #include "telem_time.h"
 
@@ -153,11 +154,9 @@ s_read(s_proc_t *self, int which)
         if (self->buf_cap - len < 2) {
             if (self->buf_cap >= S_BUF_MAX)
                 return TELEM_ETOOBIG;
-            char *nbuf = realloc(self->buf, self->buf_cap * 2);
-            if (!nbuf)
+            if (telem_grow((void **) &self->buf, &self->buf_cap,
+                           self->buf_cap + 1, 1, S_BUF_INITIAL))
                 return TELEM_ENOMEM;
-            self->buf = nbuf;
-            self->buf_cap *= 2;
         }
         ssize_t r = pread(fd, self->buf + len, self->buf_cap - len - 1,
                           (off_t) len);
@@ -229,7 +228,8 @@ s_starts(const char *line, const char *key)
  * total is user+nice+system+idle+iowait+irq+softirq+steal (guest time is
  * already part of user). */
 static void
-s_emit_cpu(s_proc_t *self, const char *rest, telem_emit_fn emit, void *arg)
+s_emit_cpu(s_proc_t *self, const char *rest, telem_sampler_emit_fn emit,
+           void *arg)
 {
     uint64_t v[8] = {0};
     int n = s_parse_u64s(rest, v, 8);
@@ -256,7 +256,8 @@ s_emit_cpu(s_proc_t *self, const char *rest, telem_emit_fn emit, void *arg)
 }
 
 static void
-s_emit_ctxt(s_proc_t *self, uint64_t ctxt, telem_emit_fn emit, void *arg)
+s_emit_ctxt(s_proc_t *self, uint64_t ctxt, telem_sampler_emit_fn emit,
+            void *arg)
 {
     if (self->have_ctxt && self->dt_s > 0.0 && ctxt >= self->prev_ctxt)
         emit(arg, "context_switches_per_s", NULL, 0,
@@ -266,7 +267,7 @@ s_emit_ctxt(s_proc_t *self, uint64_t ctxt, telem_emit_fn emit, void *arg)
 }
 
 static int
-s_do_stat(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_stat(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     int rc = s_read(self, S_F_STAT);
     if (rc != 0)
@@ -324,7 +325,7 @@ s_parse_meminfo(char *buf, uint64_t kb[S_M_COUNT])
 }
 
 static int
-s_do_meminfo(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_meminfo(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     int rc = s_read(self, S_F_MEMINFO);
     if (rc != 0)
@@ -371,7 +372,7 @@ s_parse_doubles(const char *s, double *out, int max)
 }
 
 static int
-s_do_loadavg(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_loadavg(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     int rc = s_read(self, S_F_LOADAVG);
     if (rc != 0)
@@ -386,7 +387,7 @@ s_do_loadavg(s_proc_t *self, telem_emit_fn emit, void *arg)
 }
 
 static int
-s_do_uptime(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_uptime(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     int rc = s_read(self, S_F_UPTIME);
     if (rc != 0)
@@ -424,14 +425,9 @@ s_devs_get(s_devs_t *devs, const char *name)
     if (i == devs->n) {
         if (devs->n == S_DEVS_MAX)
             return NULL;
-        if (devs->n == devs->cap) {
-            size_t ncap = devs->cap ? devs->cap * 2 : 16;
-            s_dev_t *nv = realloc(devs->v, ncap * sizeof *nv);
-            if (!nv)
-                return NULL;
-            devs->v = nv;
-            devs->cap = ncap;
-        }
+        if (telem_grow((void **) &devs->v, &devs->cap, devs->n + 1,
+                       sizeof *devs->v, 16))
+            return NULL;
         s_dev_t *d = &devs->v[devs->n++];
         memset(d, 0, sizeof *d);
         memcpy(d->name, name, len + 1);
@@ -468,7 +464,7 @@ s_devs_find(const s_devs_t *devs, const char *name)
 static void
 s_devs_emit(s_proc_t *self, s_devs_t *devs, const char *tag_key,
             const char *const metrics[2], double scale,
-            telem_emit_fn emit, void *arg)
+            telem_sampler_emit_fn emit, void *arg)
 {
     for (size_t i = 0; i < devs->n; i++) {
         s_dev_t *d = &devs->v[i];
@@ -491,7 +487,7 @@ s_devs_emit(s_proc_t *self, s_devs_t *devs, const char *tag_key,
 /* Lines look like "  eth0: rxbytes rxpackets ... (8 rx fields) txbytes ...";
  * the two header lines have no colon. */
 static int
-s_do_netdev(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_netdev(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     static const char *const metrics[2] = {
         "net_rx_bytes_per_s", "net_tx_bytes_per_s"
@@ -565,7 +561,7 @@ s_is_whole_disk(const s_proc_t *self, const char *name)
 /* Lines: major minor name reads merged sectors_read ms writes merged
  * sectors_written ...  */
 static int
-s_do_diskstats(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_diskstats(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     static const char *const metrics[2] = {
         "disk_read_bytes_per_s", "disk_write_bytes_per_s"
@@ -614,7 +610,7 @@ s_do_diskstats(s_proc_t *self, telem_emit_fn emit, void *arg)
 /* Counts /proc/<pid> directories owned by job_uid: one fstatat per process,
  * nothing opened. */
 static int
-s_do_procs(s_proc_t *self, telem_emit_fn emit, void *arg)
+s_do_procs(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     uint64_t n = 0;
     struct dirent *de;
@@ -675,17 +671,17 @@ s_close(void **state_p)
     *state_p = NULL;
 }
 
-/* Returns TELEM_EUNSUPPORTED when proc_root is not a readable directory. */
-static int
-s_open(void **state_p, const telem_sampler_env_t *env)
+/* Fails with TELEM_EUNSUPPORTED when proc_root is not a readable directory. */
+static void *
+s_open(const telem_sampler_env_t *env, int *err)
 {
-    if (!state_p || !env)
-        return TELEM_EINVAL;
-    *state_p = NULL;
+    s_proc_t *self = env ? calloc(1, sizeof *self) : NULL;
+    if (!self) {
+        if (err)
+            *err = env ? TELEM_ENOMEM : TELEM_EINVAL;
+        return NULL;
+    }
     const char *root = env->proc_root ? env->proc_root : "/proc";
-    s_proc_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return TELEM_ENOMEM;
     for (int i = 0; i < S_F_COUNT; i++)
         self->fds[i] = -1;
     self->job_uid = env->job_uid;
@@ -695,18 +691,19 @@ s_open(void **state_p, const telem_sampler_env_t *env)
     self->proc_dir = opendir(root);
     int rc = !self->buf ? TELEM_ENOMEM
            : !self->proc_dir ? TELEM_EUNSUPPORTED : 0;
+    if (err)
+        *err = rc;
     if (rc != 0) {
         void *p = self;
         s_close(&p);
-        return rc;
+        return NULL;
     }
     self->proc_fd = dirfd(self->proc_dir);
-    *state_p = self;
-    return 0;
+    return self;
 }
 
 static int
-s_sample(void *state, int64_t now_ns, telem_emit_fn emit, void *arg)
+s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     s_proc_t *self = state;
     if (!self || !emit)
@@ -715,7 +712,7 @@ s_sample(void *state, int64_t now_ns, telem_emit_fn emit, void *arg)
     self->dt_s = self->have_prev && now_ns > self->prev_ns
         ? (double) (now_ns - self->prev_ns) / (double) TELEM_NS_PER_SEC
         : 0.0;
-    int (*const steps[])(s_proc_t *, telem_emit_fn, void *) = {
+    int (*const steps[])(s_proc_t *, telem_sampler_emit_fn, void *) = {
         s_do_stat, s_do_meminfo, s_do_loadavg, s_do_uptime, s_do_netdev,
         s_do_diskstats, s_do_procs
     };

@@ -1,4 +1,4 @@
-/* sampler_nvml.c - level 3 GPU metrics through NVML, loaded at run time.
+/* telem_sampler_nvml.c - level 3 GPU metrics through NVML, loaded at run time.
  *
  * libnvidia-ml is opened with dlopen() when the sampler opens, so telem
  * builds and runs without the NVIDIA driver or CUDA headers: the handful of
@@ -145,16 +145,17 @@ s_open_devices(s_nvml_t *self)
     return nhandles > 0 ? 0 : TELEM_EUNSUPPORTED;
 }
 
-static int
-s_open(void **state_p, const telem_sampler_env_t *env)
+static void *
+s_open(const telem_sampler_env_t *env, int *err)
 {
-    if (!state_p || !env)
-        return TELEM_EINVAL;
-    *state_p = NULL;
-    s_nvml_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return TELEM_ENOMEM;
-    int rc = TELEM_EUNSUPPORTED;
+    int rc = TELEM_EINVAL;
+    s_nvml_t *self = env ? calloc(1, sizeof *self) : NULL;
+    if (!self) {
+        if (err)
+            *err = env ? TELEM_ENOMEM : rc;
+        return NULL;
+    }
+    rc = TELEM_EUNSUPPORTED;
     self->lib = dlopen(env->nvml_library ? env->nvml_library
                                          : S_DEFAULT_LIBRARY,
                        RTLD_NOW | RTLD_LOCAL);
@@ -162,18 +163,20 @@ s_open(void **state_p, const telem_sampler_env_t *env)
         goto out;
     rc = s_open_devices(self);
 out:
+    if (err)
+        *err = rc;
     if (rc != 0) {
         void *p = self;
         s_close(&p);
-        return rc;
+        return NULL;
     }
-    *state_p = self;
-    return 0;
+    return self;
 }
 
 /* Emits what one GPU reports; returns how many values it gave. */
 static int
-s_sample_gpu(s_nvml_t *self, unsigned int i, telem_emit_fn emit, void *arg)
+s_sample_gpu(s_nvml_t *self, unsigned int i, telem_sampler_emit_fn emit,
+             void *arg)
 {
     s_nvml_device_t dev = self->gpus[i];
     telem_tag_t tag = {"gpu", self->index[i]};
@@ -205,7 +208,7 @@ s_sample_gpu(s_nvml_t *self, unsigned int i, telem_emit_fn emit, void *arg)
 }
 
 static int
-s_sample(void *state, int64_t now_ns, telem_emit_fn emit, void *arg)
+s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     (void) now_ns;
     s_nvml_t *self = state;

@@ -1,10 +1,10 @@
-/* sampler_self.c - level 4: telemd's own counters as metrics.
+/* telem_sampler_self.c - level 4: telemd's own counters as metrics.
  *
  * telemd hands a callback in the environment (self_stats) that fills a
- * telem_self_stats_t; this sampler turns it into telemd_* metrics so the
- * agent's size, ingest rate and losses can be queried and graphed like any
- * other series.  The ingest rate is computed from the ingested counter
- * against the previous call, so the first call has none.
+ * telem_sampler_self_stats_t; this sampler turns it into telemd_* metrics
+ * so the agent's size, ingest rate and losses can be queried and graphed
+ * like any other series.  The ingest rate is computed from the ingested
+ * counter against the previous call, so the first call has none.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include "telem_time.h"
 
 typedef struct {
-    void (*stats)(void *arg, telem_self_stats_t *out);
+    void (*stats)(void *arg, telem_sampler_self_stats_t *out);
     void *stats_arg;
     bool have_prev;
     int64_t prev_ns;
@@ -45,22 +45,23 @@ static const telem_meta_t s_metrics[] = {
     {NULL, TELEM_METRIC_GAUGE, NULL, NULL}
 };
 
-/* Returns TELEM_EINVAL when the environment has no self_stats callback. */
-static int
-s_open(void **state_p, const telem_sampler_env_t *env)
+/* Fails with TELEM_EINVAL when the environment has no self_stats callback. */
+static void *
+s_open(const telem_sampler_env_t *env, int *err)
 {
-    if (!state_p)
-        return TELEM_EINVAL;
-    *state_p = NULL;
-    if (!env || !env->self_stats)
-        return TELEM_EINVAL;
-    s_self_t *self = calloc(1, sizeof *self);
+    int rc = TELEM_EINVAL;
+    s_self_t *self = NULL;
+    if (env && env->self_stats) {
+        rc = TELEM_ENOMEM;
+        self = calloc(1, sizeof *self);
+    }
+    if (err)
+        *err = self ? 0 : rc;
     if (!self)
-        return TELEM_ENOMEM;
+        return NULL;
     self->stats = env->self_stats;
     self->stats_arg = env->self_stats_arg;
-    *state_p = self;
-    return 0;
+    return self;
 }
 
 static void
@@ -73,12 +74,12 @@ s_close(void **state_p)
 }
 
 static int
-s_sample(void *state, int64_t now_ns, telem_emit_fn emit, void *arg)
+s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     s_self_t *self = state;
     if (!self || !emit)
         return TELEM_EINVAL;
-    telem_self_stats_t st = {0};
+    telem_sampler_self_stats_t st = {0};
     self->stats(self->stats_arg, &st);
     emit(arg, "telemd_series", NULL, 0, (double) st.nseries);
     emit(arg, "telemd_points", NULL, 0, (double) st.npoints);
