@@ -31,19 +31,23 @@ test_list_parse(void)
 {
     long v[8];
     size_t n;
-    CHECK(telem_device_list_parse("0,2-3", 100, v, 8, &n) == 0);
+    CHECK(telem_backend_device_list_parse("0,2-3", 100, v, 8, &n) == 0);
     CHECK(n == 3 && v[0] == 0 && v[1] == 2 && v[2] == 3);
-    CHECK(telem_device_list_parse("7", 100, v, 8, &n) == 0 && n == 1
+    CHECK(telem_backend_device_list_parse("7", 100, v, 8, &n) == 0 && n == 1
           && v[0] == 7);
-    CHECK(telem_device_list_parse("3-1", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse(NULL, 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("1,1", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("1,", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("a", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("-1", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("101", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("0-9", 100, v, 8, &n) == TELEM_ETOOBIG);
+    CHECK(telem_backend_device_list_parse("3-1", 100, v, 8,
+                                          &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse(NULL, 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("1,1", 100, v, 8,
+                                          &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("1,", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("a", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("-1", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("101", 100, v, 8,
+                                          &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("0-9", 100, v, 8,
+                                          &n) == TELEM_ETOOBIG);
 }
 
 static void
@@ -159,26 +163,28 @@ test_cpu_kernel_and_load(void)
     CHECK(b != NULL);
     if (!b)
         return;
-    telem_kernel_t *k = telem_kernel_new(b, 0, NULL, &err, why, sizeof why);
+    telem_backend_kernel_t *k = telem_backend_kernel_new(b, 0, NULL, &err, why,
+                                                         sizeof why);
     CHECK(k && err == 0);
     for (int i = 0; k && i < 3; i++) {
         double s = -1;
-        CHECK(telem_kernel_run(k, &s) == 0);
+        CHECK(telem_backend_kernel_run(k, &s) == 0);
         CHECK(isfinite(s) && s > 0 && s < 10);
     }
-    telem_kernel_destroy(&k);
+    telem_backend_kernel_destroy(&k);
     CHECK(k == NULL);
-    CHECK(!telem_kernel_new(b, 0, "fma", &err, why, sizeof why)
+    CHECK(!telem_backend_kernel_new(b, 0, "fma", &err, why, sizeof why)
           && err == TELEM_ENOTFOUND && strstr(why, "dgemm"));
-    CHECK(!telem_kernel_new(b, telem_backend_ndevices(b), "dgemm", &err,
-                            why, sizeof why) && err == TELEM_EINVAL);
-    telem_load_t *l = telem_load_new(b, 0, &err, why, sizeof why);
+    CHECK(!telem_backend_kernel_new(b, telem_backend_ndevices(b), "dgemm", &err,
+                                    why, sizeof why) && err == TELEM_EINVAL);
+    telem_backend_load_t *l = telem_backend_load_new(b, 0, &err, why,
+                                                     sizeof why);
     CHECK(l != NULL);
     int64_t t0 = telem_mono_ns();
-    CHECK(l && telem_load_run(l, 2 * TELEM_NS_PER_MS) == 0);
+    CHECK(l && telem_backend_load_run(l, 2 * TELEM_NS_PER_MS) == 0);
     CHECK(telem_mono_ns() - t0 >= 2 * TELEM_NS_PER_MS);
-    CHECK(l && telem_load_run(l, 0) == TELEM_EINVAL);
-    telem_load_destroy(&l);
+    CHECK(l && telem_backend_load_run(l, 0) == TELEM_EINVAL);
+    telem_backend_load_destroy(&l);
     telem_backend_close(&b);
 }
 
@@ -202,13 +208,14 @@ test_cuda(void)
     printf("cuda backend: %zu device(s), %s\n", telem_backend_ndevices(b),
            telem_backend_device(b, 0)->name);
     CHECK(telem_backend_bind(b, 0, why, sizeof why) == 0);
-    telem_kernel_t *k = telem_kernel_new(b, 0, "fma", &err, why, sizeof why);
+    telem_backend_kernel_t *k = telem_backend_kernel_new(b, 0, "fma", &err, why,
+                                                         sizeof why);
     CHECK(k != NULL);
     for (int i = 0; k && i < 3; i++) {
         double s = -1;
-        CHECK(telem_kernel_run(k, &s) == 0 && isfinite(s) && s > 0);
+        CHECK(telem_backend_kernel_run(k, &s) == 0 && isfinite(s) && s > 0);
     }
-    telem_kernel_destroy(&k);
+    telem_backend_kernel_destroy(&k);
     telem_backend_close(&b);
 }
 

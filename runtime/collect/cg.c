@@ -136,7 +136,7 @@ s_set_list(cg_t *g, const char *list, long **out, size_t *n_out)
     if (g->started)
         return TELEM_ESTATE;
     if (list && strcmp(list, "all") != 0
-        && telem_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
+        && telem_backend_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
         return TELEM_EINVAL;
     long *copy = n ? malloc(n * sizeof *copy) : NULL;
     if (n && !copy)

@@ -72,8 +72,8 @@ extern "C" {
 
 typedef struct cg cg_t;
 
-/* A user test function: see telem_test_fn in telem_collector.h. */
-typedef telem_test_fn cg_test_fn;
+/* A user test function: see telem_collector_test_fn in telem_collector.h. */
+typedef telem_collector_test_fn cg_test_fn;
 
 typedef enum {
     CG_PENDING = 0,     /* not started */

@@ -11,7 +11,7 @@ typedef struct {
     char *node;
     int device;                         /* -1: per-node test */
     int pin;                            /* machine device; -1: none */
-    char pin_id[TELEM_DEVICE_ID_MAX];
+    char pin_id[TELEM_BACKEND_DEVICE_ID_MAX];
     int64_t phase_ns;
     pid_t pid;
     int pidfd;                          /* -1 when not running */

@@ -116,7 +116,7 @@ s_option(void *arg, int c, char *v)
         return 0;
     case 'k': a->kernel = v; return 0;
     case 'd':
-        if (telem_device_list_parse(v, 65535, tmp, 64, &n))
+        if (telem_backend_device_list_parse(v, 65535, tmp, 64, &n))
             return s_bad("--devices", v, "indices such as 0 or 0,2-3");
         a->devices = v;
         return 0;
@@ -138,7 +138,7 @@ s_option(void *arg, int c, char *v)
     case 'N': a->nodefile = v; return 0;
     case 'S': a->spread = 1; return 0;
     case 'D':
-        if (telem_device_list_parse(v, 65535, tmp, 64, &n))
+        if (telem_backend_device_list_parse(v, 65535, tmp, 64, &n))
             return s_bad("--local-devices", v, "indices such as 1 or 0,2-3");
         a->local = v;
         return 0;

@@ -206,7 +206,7 @@ static void
 s_list_text(const telem_backend_t *b)
 {
     for (size_t i = 0; i < telem_backend_ndevices(b); i++) {
-        const telem_device_t *d = telem_backend_device(b, i);
+        const telem_backend_device_t *d = telem_backend_device(b, i);
         printf("%s\t%zu\t%s\t%s%s%s\n", telem_backend_name(b), i, d->id,
                d->name, *d->bus ? "\t" : "", d->bus);
     }
@@ -217,7 +217,7 @@ s_list_json(const telem_backend_t *b)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < telem_backend_ndevices(b); i++) {
-        const telem_device_t *d = telem_backend_device(b, i);
+        const telem_backend_device_t *d = telem_backend_device(b, i);
         json_array_append_new(arr, json_pack("{s:I,s:s,s:s,s:s}", "index",
                                              (json_int_t) i, "id", d->id,
                                              "name", d->name, "bus", d->bus));
@@ -339,7 +339,7 @@ s_run(s_args_t *a)
 
 int
 telem_collector_main(int argc, char **argv, const char *metric,
-                     telem_test_fn fn, void *arg)
+                     telem_collector_test_fn fn, void *arg)
 {
     s_args_t a = { .prog = "telem_collector", .loglevel = TELEM_LOG_INFO };
     a.cfg = (telem_collector_config_t) {

@@ -193,7 +193,7 @@ s_idle_until(int sfd, int64_t target)
 
 typedef struct {
     const s_args_t *args;
-    telem_load_t *load;
+    telem_backend_load_t *load;
     int sfd;
     int rc;
 } s_worker_t;
@@ -225,7 +225,7 @@ s_duty(s_worker_t *w, int64_t t0, int64_t end)
         if (end && start >= end)
             return 0;
         int64_t b = end && start + busy > end ? end - start : busy;
-        if (b > 0 && telem_load_run(w->load, b))
+        if (b > 0 && telem_backend_load_run(w->load, b))
             return -1;
         int64_t late = telem_mono_ns() - (start + cycle);
         if (late > 0)
@@ -318,8 +318,8 @@ s_run(const s_args_t *a, int sfd)
         goto fail;
     for (int i = 0; i < a->threads; i++) {
         w[i] = (s_worker_t) { .args = a, .sfd = sfd };
-        if (!(w[i].load = telem_load_new(b, (size_t) a->device, &err, why,
-                                         sizeof why)))
+        if (!(w[i].load = telem_backend_load_new(b, (size_t) a->device, &err,
+                                                 why, sizeof why)))
             goto fail;
     }
     telem_log(TELEM_LOG_INFO, "loading %s device %ld (id %s) at duty %.2f "
@@ -332,7 +332,7 @@ fail:
     telem_log(TELEM_LOG_ERROR, "%s", why);
 out:
     for (int i = 0; i < a->threads; i++)
-        telem_load_destroy(&w[i].load);
+        telem_backend_load_destroy(&w[i].load);
     telem_backend_close(&b);
     return rc;
 }
