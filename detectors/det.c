@@ -105,7 +105,8 @@ s_parse_value(const det_param_def_t *d, const char *value, double *num,
 {
     if (d->type == DET_PARAM_STR) {
         if (strlen(value) > DET_VALUE_MAX) {
-            s_why(why, why_size, "%s: value longer than 255 bytes%s", d->name, "");
+            s_why(why, why_size, "%s: value longer than 255 bytes%s", d->name,
+                  "");
             return TELEM_EINVAL;
         }
         for (size_t i = 0; d->choices && d->choices[i]; i++)
