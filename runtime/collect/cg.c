@@ -447,15 +447,6 @@ cg_info(const cg_t *g, size_t i, cg_info_t *out)
     return 0;
 }
 
-size_t
-cg_running(const cg_t *g)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < cg_count(g); i++)
-        n += g->colls[i].state == CG_RUNNING;
-    return n;
-}
-
 int64_t cg_epoch(const cg_t *g) { return g->epoch_ns; }
 const char *cg_name(const cg_t *g) { return g->name; }
 const char *cg_backend(const cg_t *g) { return g->backend; }

@@ -1,5 +1,6 @@
 /* cg_internal.h - the collector group's state, shared by cg.c (settings,
- * planning) and cg_spawn.c (processes).  Not installed.
+ * planning) and cg_spawn.c (processes).  Not installed.  cg.c calls
+ * cg_spawn.c (cg__spawn, cg_stop, cg_wait, cg_running), never the reverse.
  */
 #ifndef CG_INTERNAL_H
 #define CG_INTERNAL_H

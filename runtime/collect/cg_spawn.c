@@ -1,5 +1,9 @@
 /* cg_spawn.c - a collector group's processes: command lines, posix_spawn,
- * stop and wait.
+ * stop, wait and the count of running collectors.
+ *
+ * Calls go one way: cg.c (settings, planning, start) calls this file
+ * through cg_internal.h and cg.h's process functions; this file calls
+ * nothing in cg.c.
  *
  * Collectors are spawned with posix_spawn (fork+exec from a large parent
  * is ~30x slower, see the project's measured facts) with a clean signal
@@ -328,6 +332,16 @@ s_wait_all(cg_t *g, int64_t deadline)
         if (left <= 0 || s_poll_once(g, (int) left, -1) < 0)
             return;
     }
+}
+
+/* Counted here, not in cg.c, so that this file never calls up into it. */
+size_t
+cg_running(const cg_t *g)
+{
+    size_t n = 0;
+    for (size_t i = 0; g->started && i < g->ncolls; i++)
+        n += g->colls[i].state == CG_RUNNING;
+    return n;
 }
 
 int

@@ -281,6 +281,71 @@ launch_job_on_ready(launch_job_t *self, size_t i)
         s_try_start(self);
 }
 
+/* Keeps telemd's query endpoint; one bound to every address (--bind
+ * 0.0.0.0) is reached through the node's name. */
+static void
+s_query_endpoint(launch_job_node_t *nd, const char *node, const char *ep)
+{
+    static const char any[] = "tcp://0.0.0.0:";
+    if (strncmp(ep, any, sizeof any - 1) == 0)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "tcp://%s:%s", node,
+                 ep + sizeof any - 1);
+    else
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
+}
+
+/* One line of telem_dictd's start-up output: "endpoint<TAB>EP", "ready"
+ * (it registers its endpoint in the dictionary node file itself). */
+static void
+s_dictd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
+{
+    launch_job_node_t *nd = &self->nodes[p->node];
+    if (strcmp(line, "ready") != 0 || nd->dictd != p)
+        return;
+    nd->dict_ready = 1;
+    launch_job_on_ready(self, p->node);
+}
+
+/* One line of telemd's start-up output. */
+static void
+s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
+{
+    launch_job_node_t *nd = &self->nodes[p->node];
+    const char *tab = strchr(line, '\t');
+    if (strcmp(line, "ready") == 0) {
+        const char *want = launch_state_name(self->state, p->node);
+        if (launch_source_daemon_names_itself(self->source)
+            && strcmp(nd->reported, want) != 0) {
+            char why[TELEM_NAME_MAX * 2 + 64];
+            snprintf(why, sizeof why, "telemd sent to %s runs as node '%s'",
+                     want, nd->reported);
+            launch_job_node_failed(self, p->node, "start", why);
+            return;
+        }
+        nd->ready = 1;
+        launch_job_on_ready(self, p->node);
+        return;
+    }
+    if (!tab)
+        return;
+    size_t klen = (size_t) (tab - line);
+    if (klen == 4 && strncmp(line, "node", 4) == 0)
+        snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
+    else if (klen == 5 && strncmp(line, "query", 5) == 0)
+        s_query_endpoint(nd, launch_state_name(self->state, p->node), tab + 1);
+    else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
+}
+
+void
+launch_job_on_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
+{
+    if (p->role == LAUNCH_ROLE_DICTD)
+        s_dictd_line(self, p, line);
+    else
+        s_telemd_line(self, p, line);
+}
+
 /* ---- restarting -------------------------------------------------------- */
 
 static int

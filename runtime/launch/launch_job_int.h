@@ -8,7 +8,11 @@
  *   launch_job_dict.c   the job's distributed dictionary: forming,
  *                       re-forming
  *   launch_job_req.c    restart requests from the watcher's socket
- * Every file exports the launch_job_ prefix of launch_job.h.
+ * Every file exports the launch_job_ prefix of launch_job.h.  Calls go one
+ * way, down this order: launch_job_loop.c, launch_job_req.c,
+ * launch_job.c, launch_job_procs.c, then launch_job_dict.c and
+ * launch_job_files.c; no file calls one above it (the process table hands
+ * exits and output lines up as return values and through self->on_line).
  */
 #ifndef LAUNCH_JOB_INT_H
 #define LAUNCH_JOB_INT_H
@@ -114,6 +118,10 @@ struct launch_job {
     char bin_dictd[TELEM_PATH_MAX];
     char bin_collect[TELEM_PATH_MAX];
     char bin_watch[TELEM_PATH_MAX];
+    /* Each line of a daemon's output, handed up by launch_job_procs.c
+     * (launch_job_on_line), so that the process table never calls up. */
+    void (*on_line)(launch_job_t *self, launch_job_proc_t *p,
+                    const char *line);
 };
 
 /* ---- launch_job_procs.c -------------------------------------------------- */
@@ -158,8 +166,12 @@ void launch_job_kill_due(launch_job_t *self, int64_t now_ns);
 /* Number of processes running in role `role` (< 0: any). */
 size_t launch_job_count(const launch_job_t *self, int role);
 
-/* Reaps every exited child and hands each to launch_job_on_exit(). */
-void launch_job_reap(launch_job_t *self);
+/* Reaps one exited child without waiting: returns its process, out of the
+ * table with its output closed (the caller hands it to launch_job_on_exit()
+ * and frees it), with its wait status in *status; NULL when no child of
+ * the table is left to reap (children not in the table are reaped and
+ * their groups killed on the way). */
+launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
 
 /* Role names for logs: "telemd", "dictd", "collect", "watch", "program". */
 const char *launch_job_role_name(launch_job_role_t role);
@@ -221,6 +233,12 @@ void launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status);
 /* telemd of node i printed "ready" (or failed its identity check: then
  * launch_job_node_failed() was called instead). */
 void launch_job_on_ready(launch_job_t *self, size_t i);
+
+/* One line of a daemon's standard output (telemd: "node", "query", "ctl"
+ * and "ready" lines; telem_dictd: "ready"): what launch_job_new() installs
+ * as self->on_line for launch_job_procs.c. */
+void launch_job_on_line(launch_job_t *self, launch_job_proc_t *p,
+                        const char *line);
 
 /* Starts the daemons on every node and waits for the active ones. */
 void launch_job_begin(launch_job_t *self);

@@ -43,6 +43,18 @@ s_signals_block(launch_job_t *self)
     return self->sigfd < 0 ? TELEM_EIO : 0;
 }
 
+/* Hands every exited child to launch_job_on_exit(). */
+static void
+s_reap(launch_job_t *self)
+{
+    int status;
+    launch_job_proc_t *p;
+    while ((p = launch_job_reap(self, &status)) != NULL) {
+        launch_job_on_exit(self, p, status);
+        free(p);
+    }
+}
+
 static int
 s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 {
@@ -58,7 +70,7 @@ s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
                  strsignal((int) si.ssi_signo));
         launch_job_end(self, 128 + (int) si.ssi_signo, why);
     }
-    launch_job_reap(self);
+    s_reap(self);
     return launch_job_loop_result(self);
 }
 
@@ -280,6 +292,7 @@ launch_job_new(const launch_job_config_t *cfg, launch_source_t **source_p,
     self->cfg = *cfg;
     self->source = source;
     self->timer = -1;
+    self->on_line = launch_job_on_line;
     self->sigfd = self->lock_fd = -1;
     self->rl = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     if ((*err = s_setup(self, why, why_size)) != 0)
@@ -305,7 +318,7 @@ launch_job_run(launch_job_t *self)
               self->restart_ep);
     launch_job_begin(self);
     zloop_start(self->loop);
-    launch_job_reap(self);
+    s_reap(self);
     launch_job_files_close(self);
     return self->exit_code;
 }

@@ -1,6 +1,12 @@
 /* launch_job_procs.c - the job's process table: starting the daemons and the
  * program on a node, reading telemd's start-up lines, stopping, reaping.
  *
+ * Calls go one way: launch_job.c and launch_job_loop.c call this file,
+ * which calls launch_job_files.c and nothing above it.  What it learns goes
+ * back up as return values (launch_job_reap() hands over an exited
+ * process) or through self->on_line, the handler of output lines that
+ * launch_job_new() installs.
+ *
  * Each process is started through the node source (directly, srun, or a
  * remote-shell template) into a process group of its own; signals go to
  * the whole group.  telemd's and telem_dictd's standard output come back
@@ -51,62 +57,6 @@ s_close_output(launch_job_t *self, launch_job_proc_t *p)
     p->out_fd = -1;
 }
 
-/* Keeps telemd's query endpoint; one bound to every address (--bind
- * 0.0.0.0) is reached through the node's name. */
-static void
-s_query_endpoint(launch_job_node_t *nd, const char *node, const char *ep)
-{
-    static const char any[] = "tcp://0.0.0.0:";
-    if (strncmp(ep, any, sizeof any - 1) == 0)
-        snprintf(nd->endpoint, sizeof nd->endpoint, "tcp://%s:%s", node,
-                 ep + sizeof any - 1);
-    else
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
-}
-
-/* One line of telem_dictd's start-up output: "endpoint<TAB>EP", "ready"
- * (it registers its endpoint in the dictionary node file itself). */
-static void
-s_dictd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
-{
-    launch_job_node_t *nd = &self->nodes[p->node];
-    if (strcmp(line, "ready") != 0 || nd->dictd != p)
-        return;
-    nd->dict_ready = 1;
-    launch_job_on_ready(self, p->node);
-}
-
-/* One line of telemd's start-up output. */
-static void
-s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
-{
-    launch_job_node_t *nd = &self->nodes[p->node];
-    const char *tab = strchr(line, '\t');
-    if (strcmp(line, "ready") == 0) {
-        const char *want = launch_state_name(self->state, p->node);
-        if (launch_source_daemon_names_itself(self->source)
-            && strcmp(nd->reported, want) != 0) {
-            char why[TELEM_NAME_MAX * 2 + 64];
-            snprintf(why, sizeof why, "telemd sent to %s runs as node '%s'",
-                     want, nd->reported);
-            launch_job_node_failed(self, p->node, "start", why);
-            return;
-        }
-        nd->ready = 1;
-        launch_job_on_ready(self, p->node);
-        return;
-    }
-    if (!tab)
-        return;
-    size_t klen = (size_t) (tab - line);
-    if (klen == 4 && strncmp(line, "node", 4) == 0)
-        snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
-    else if (klen == 5 && strncmp(line, "query", 5) == 0)
-        s_query_endpoint(nd, launch_state_name(self->state, p->node), tab + 1);
-    else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
-}
-
 static int
 s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 {
@@ -127,10 +77,7 @@ s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
     char *start = p->line, *nl;
     while ((nl = strchr(start, '\n')) != NULL) {
         *nl = '\0';
-        if (p->role == LAUNCH_ROLE_DICTD)
-            s_dictd_line(self, p, start);
-        else
-            s_telemd_line(self, p, start);
+        self->on_line(self, p, start);
         start = nl + 1;
         if (p->stopping)            /* failed its identity check */
             return 0;
@@ -400,12 +347,11 @@ launch_job_count(const launch_job_t *self, int role)
     return n;
 }
 
-void
-launch_job_reap(launch_job_t *self)
+launch_job_proc_t *
+launch_job_reap(launch_job_t *self, int *status)
 {
-    int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    while ((pid = waitpid(-1, status, WNOHANG)) > 0) {
         launch_job_proc_t *p = NULL;
         for (size_t i = 0; i < self->nprocs; i++)
             if (self->procs[i]->pid == pid) {
@@ -418,7 +364,7 @@ launch_job_reap(launch_job_t *self)
         if (!p)
             continue;
         s_close_output(self, p);
-        launch_job_on_exit(self, p, status);
-        free(p);
+        return p;
     }
+    return NULL;
 }
