@@ -21,6 +21,7 @@
 #include "telem_backend.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -329,14 +330,8 @@ main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     telem_log_init("telem_collect", a.loglevel);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    int sfd = -1;
-    if (sigprocmask(SIG_BLOCK, &set, NULL)
-        || (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+    int sfd = telem_signals_open_stop(1);
+    if (sfd < 0) {
         fprintf(stderr, "telem_collect: signalfd: %s\n", strerror(errno));
         return 1;
     }

@@ -26,6 +26,7 @@
 #include "telem_backend.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -276,18 +277,6 @@ s_list(const s_args_t *a)
 
 /* ---- running ----------------------------------------------------------- */
 
-static int
-s_signals(sigset_t *set)
-{
-    sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, set, NULL))
-        return -1;
-    return signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
 static void
 s_announce(const s_args_t *a)
 {
@@ -308,10 +297,9 @@ s_announce(const s_args_t *a)
 static int
 s_run(s_args_t *a)
 {
-    sigset_t set;
     char why[256];
     telem_collector_stats_t st;
-    int fd = s_signals(&set);
+    int fd = telem_signals_open_stop(1);
     if (fd < 0) {
         telem_log(TELEM_LOG_ERROR, "signalfd: %s", strerror(errno));
         return 1;

@@ -31,6 +31,7 @@
 #include "telem_backend.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -346,14 +347,8 @@ main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     telem_log_init("telem_load", a.loglevel);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    int sfd = -1;
-    if (sigprocmask(SIG_BLOCK, &set, NULL)
-        || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+    int sfd = telem_signals_open_stop(0);
+    if (sfd < 0) {
         telem_log(TELEM_LOG_ERROR, "signalfd: %s", strerror(errno));
         return 1;
     }

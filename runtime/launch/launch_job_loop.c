@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_sock.h"
 #include "telem_time.h"
@@ -33,14 +34,10 @@ static const int s_signals[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
 static int
 s_signals_block(launch_job_t *self)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < sizeof s_signals / sizeof *s_signals; i++)
-        sigaddset(&set, s_signals[i]);
-    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
-        return TELEM_EIO;
-    self->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    return self->sigfd < 0 ? TELEM_EIO : 0;
+    int fd = telem_signals_open(s_signals,
+                                sizeof s_signals / sizeof *s_signals, 1);
+    self->sigfd = fd < 0 ? -1 : fd;
+    return fd < 0 ? TELEM_EIO : 0;
 }
 
 /* Hands every exited child to launch_job_on_exit(). */
