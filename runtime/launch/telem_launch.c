@@ -25,6 +25,8 @@
 #include "telem_time.h"
 
 #define S_PROG "telem_launch"
+#define S_STR_(x) #x
+#define S_STR(x) S_STR_(x)
 #define S_DETECTORS_MAX 16
 
 static const char s_usage[] =
@@ -101,12 +103,6 @@ typedef struct {
     telem_log_level_t loglevel;
 } s_args_t;
 
-static int
-s_bad(const char *flag, const char *value, const char *why)
-{
-    return telem_cli_bad(S_PROG, flag, value, why);
-}
-
 /* Parses all of `s` as a whole number in [lo, hi] (written as an integer
    or as a float with no fraction, "2e3"). */
 static int
@@ -127,7 +123,7 @@ s_count(const char *flag, const char *v, double lo, double hi, long *out)
     if (s_integer(v, lo, hi, &d)) {
         char why[96];
         snprintf(why, sizeof why, "an integer from %.0f to %.0f", lo, hi);
-        return s_bad(flag, v, why);
+        return telem_cli_bad(S_PROG, flag, v, why);
     }
     *out = (long) d;
     return 0;
@@ -139,7 +135,7 @@ s_seconds(const char *flag, const char *v, double lo, int64_t *out)
     if (telem_cli_seconds(v, lo, 86400.0 * 365, out)) {
         char why[96];
         snprintf(why, sizeof why, "seconds, at least %g", lo);
-        return s_bad(flag, v, why);
+        return telem_cli_bad(S_PROG, flag, v, why);
     }
     return 0;
 }
@@ -187,8 +183,9 @@ s_option_nodes(s_args_t *a, int c, const char *v)
 }
 
 static int
-s_option(s_args_t *a, int c, const char *v)
+s_option(void *arg, int c, char *v)
 {
+    s_args_t *a = arg;
     launch_job_config_t *j = &a->job;
     long n = 0;
     int rc = s_option_nodes(a, c, v);
@@ -215,14 +212,14 @@ s_option(s_args_t *a, int c, const char *v)
         return rc;
     case 'd':
         if (j->ndetectors == S_DETECTORS_MAX)
-            return s_bad("--detector", v, "too many detectors (16 at most)");
+            return telem_cli_bad(S_PROG, "--detector", v,
+                                 "too many detectors (16 at most)");
         a->detectors[j->ndetectors++] = v;
         return 0;
     case O_COLLECT: j->collect = v; return 0;
     case O_BIND: j->bind_addr = v; return 0;
     case O_RUNDIR: j->rundir = v; return 0;
     case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
-    case O_LOGLEVEL: return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default: return LAUNCH_EXIT_USAGE;
     }
 }
@@ -244,18 +241,6 @@ static const struct option s_opts[] = {
     { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 };
 
-/* One flag for telem_cli_parse_spec(): --version here (1: the run ends,
-   successfully), the rest in s_option() (0, or LAUNCH_EXIT_USAGE). */
-static int
-s_flag(void *arg, int c, char *v)
-{
-    if (c == 'V') {
-        printf(S_PROG " 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
-        return 1;
-    }
-    return s_option(arg, c, v);
-}
-
 /* The operands: the program and its arguments, all of them kept. */
 static int
 s_program(void *arg, int argc, char **argv)
@@ -275,7 +260,9 @@ s_parse(s_args_t *a, int argc, char **argv)
     const telem_cli_spec_t spec = {
         .prog = S_PROG, .usage = s_usage,
         .shortopts = "+l:x:n:i:reR:fL:d:hV", .longopts = s_opts,
-        .option = s_flag, .operands = s_program,
+        .option = s_option, .operands = s_program,
+        .version = S_PROG " 0.1.0 (protocol " S_STR(TELEM_PROTO_VERSION) ")",
+        .log_level = &a->loglevel,
     };
     return telem_cli_parse_spec(&spec, argc, argv, a);
 }
