@@ -274,7 +274,7 @@ det_new(const det_vtable_t *vt, const char *label, int *err)
     rc = TELEM_ENOMEM;
     if (!(self->scratch = det_events_new()))
         goto out;
-    if (vt->create && (rc = vt->create(&self->state)) != 0)
+    if (vt->create && !(self->state = vt->create()))
         goto out;
     return self;
 out:

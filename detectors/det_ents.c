@@ -82,12 +82,10 @@ det_ents_free(det_ents_t *t)
     memset(t, 0, sizeof *t);
 }
 
-int
-det_ents_state_create(void **state)
+void *
+det_ents_state_new(void)
 {
-    det_ents_state_t *st = calloc(1, sizeof *st);
-    *state = st;
-    return st ? 0 : TELEM_ENOMEM;
+    return calloc(1, sizeof(det_ents_state_t));
 }
 
 void

@@ -46,13 +46,13 @@ void det_ents_free(det_ents_t *t);
 
 /* The whole state of a detector that keeps an entity table and counts its
  * runs (heartbeat, threshold, proc-threshold); the two functions are its
- * vtable's create (0 or TELEM_ENOMEM) and destroy. */
+ * vtable's create (the state, or NULL when out of memory) and destroy. */
 typedef struct {
     det_ents_t ents;
     uint64_t run;
 } det_ents_state_t;
 
-int det_ents_state_create(void **state);
+void *det_ents_state_new(void);
 void det_ents_state_destroy(void **state);
 
 /* Writes the active entities as "n1, n2/gpu0" into buf ("" when none),

@@ -170,7 +170,7 @@ const det_vtable_t det_heartbeat = {
            "Score: seconds since its newest point.",
     .params = s_params,
     .nparams = H_NPARAMS,
-    .create = det_ents_state_create,
+    .create = det_ents_state_new,
     .destroy = det_ents_state_destroy,
     .check = s_check,
     .needs = s_needs,

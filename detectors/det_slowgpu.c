@@ -86,12 +86,12 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
 
 /* ---- state ------------------------------------------------------------- */
 
-static int
-s_create(void **state)
+static void *
+s_create(void)
 {
     det_slowgpu_state_t *st = calloc(1, sizeof *st);
     if (!st)
-        return TELEM_ENOMEM;
+        return NULL;
     st->map = det_map_new();
     st->groups = det_map_new();
     st->last_ts = INT64_MIN;
@@ -99,10 +99,9 @@ s_create(void **state)
         det_map_destroy(&st->map);
         det_map_destroy(&st->groups);
         free(st);
-        return TELEM_ENOMEM;
+        return NULL;
     }
-    *state = st;
-    return 0;
+    return st;
 }
 
 static void

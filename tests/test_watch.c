@@ -471,7 +471,7 @@ test_net(void)
     snprintf(ep, sizeof ep, "%s", zsock_endpoint(launcher));
     watch_net_opts_t o = { dir, "w one", NULL, NULL, ep };
     char why[512];
-    watch_net_t *net = watch_net_new(&o, why, sizeof why);
+    watch_net_t *net = watch_net_new(&o, why, sizeof why, NULL);
     CHECK(net != NULL);
     if (!net) {
         fprintf(stderr, "watch_net_new: %s\n", why);
@@ -482,8 +482,9 @@ test_net(void)
     snprintf(path, sizeof path, "%s/w one/endpoints", dir);
     const char *txt = slurp(path);
     CHECK(txt && strstr(txt, "ctl ipc://") && strstr(txt, "pub ipc://"));
-    CHECK(watch_net_new(&o, why, sizeof why) == NULL &&
-          strstr(why, "another") != NULL);
+    int err = 0;
+    CHECK(watch_net_new(&o, why, sizeof why, &err) == NULL &&
+          err == TELEM_ESTATE && strstr(why, "another") != NULL);
     watch_t *watch = watch_new(NULL);
     CHECK_RC(watch_add_detector(watch, "slowgpu", why, sizeof why), 0);
     telem_decoder_t *dec = telem_decoder_new();
@@ -492,7 +493,7 @@ test_net(void)
     test_restart(net, launcher, dec);
     watch_net_destroy(&net);
     CHECK(access(path, F_OK) != 0);          /* endpoints file removed */
-    net = watch_net_new(&o, why, sizeof why);   /* the lock was released */
+    net = watch_net_new(&o, why, sizeof why, NULL);   /* lock released */
     CHECK(net != NULL);
     watch_net_destroy(&net);
     telem_decoder_destroy(&dec);

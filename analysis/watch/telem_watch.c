@@ -444,7 +444,7 @@ s_setup(s_run_t *r, ac_t **ac)
     watch_set_timeout(r->watch, r->cli->timeout_ms);
     watch_net_opts_t no = { r->cli->rundir, r->cli->name, r->cli->pub_ep,
                          r->cli->ctl_ep, r->cli->restart_ep };
-    if (!(r->net = watch_net_new(&no, why, sizeof why))) {
+    if (!(r->net = watch_net_new(&no, why, sizeof why, NULL))) {
         telem_log(TELEM_LOG_ERROR, "%s", why);
         return 1;
     }

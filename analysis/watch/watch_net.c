@@ -50,27 +50,29 @@ s_take_dir(watch_net_t *self, const watch_net_opts_t *o, char *why,
     if (o->rundir)
         snprintf(rundir, sizeof rundir, "%s", o->rundir);
     else if (telem_rundir_default(rundir, sizeof rundir))
-        return snprintf(why, why_size, "run directory path too long"), -1;
+        return snprintf(why, why_size, "run directory path too long"),
+               TELEM_EINVAL;
     const char *name = o->name ? o->name : WATCH_NAME_DEFAULT;
     if (!telem_node_valid(name) ||
         telem_node_path(self->dir, sizeof self->dir, rundir, name, "") ||
         telem_rundir_prepare(rundir))
         return snprintf(why, why_size, "cannot use run directory '%s' with "
-                        "name '%s'", rundir, name), -1;
+                        "name '%s'", rundir, name), TELEM_EINVAL;
     self->dir[strlen(self->dir) - 1] = '\0';      /* drop the trailing / */
     if (mkdir(self->dir, 0700) != 0 && errno != EEXIST)
         return snprintf(why, why_size, "cannot create %s: %s", self->dir,
-                        strerror(errno)), -1;
+                        strerror(errno)), TELEM_EIO;
     char lock[TELEM_PATH_MAX];
     int rc = telem_node_lock(lock, sizeof lock, rundir, name, "lock",
                              &self->lock_fd);
     if (rc == TELEM_ESTATE)
         return snprintf(why, why_size, "another telem_watch called '%s' "
-                        "runs in %s (use --name)", name, rundir), -1;
+                        "runs in %s (use --name)", name, rundir),
+               TELEM_ESTATE;
     if (rc)
         return snprintf(why, why_size, "cannot lock %s: %s", lock,
                         rc == TELEM_EIO ? strerror(errno)
-                                        : telem_strerror(rc)), -1;
+                                        : telem_strerror(rc)), rc;
     return 0;
 }
 
@@ -78,10 +80,11 @@ s_take_dir(watch_net_t *self, const watch_net_opts_t *o, char *why,
  * actually bound (tcp://...:0 resolved) goes to out. */
 static zsock_t *
 s_bind(int type, const telem_sock_opts_t *o, const char *ep, char *out,
-       size_t out_size, char *why, size_t why_size)
+       size_t out_size, char *why, size_t why_size, int *rc)
 {
     int err = 0;
     zsock_t *s = telem_sock_new_bind(type, o, ep, out, out_size, &err);
+    *rc = s ? 0 : err ? err : TELEM_EIO;
     if (!s)
         snprintf(why, why_size, "cannot bind %s: %s", ep,
                  err == TELEM_EIO ? zmq_strerror(errno) : telem_strerror(err));
@@ -97,12 +100,12 @@ s_write_endpoints(watch_net_t *self, char *why, size_t why_size)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return snprintf(why, why_size, "cannot write %s: %s", tmp,
-                        strerror(errno)), -1;
+                        strerror(errno)), TELEM_EIO;
     fprintf(f, "pub %s\nctl %s\npid %ld\n", self->pub_ep, self->ctl_ep,
             (long) getpid());
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         return snprintf(why, why_size, "cannot write %s: %s", path,
-                        strerror(errno)), -1;
+                        strerror(errno)), TELEM_EIO;
     self->wrote_endpoints = 1;
     return 0;
 }
@@ -132,47 +135,54 @@ s_sockets(watch_net_t *self, const watch_net_opts_t *o, char *why,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
         .sndtimeo_ms = TELEM_SOCK_KEEP,
     };
+    int rc;
     snprintf(def, sizeof def, "ipc://%s/pub.sock", self->dir);
     if (!(self->pub = s_bind(ZMQ_PUB, &pub, o->pub_ep ? o->pub_ep : def,
                              self->pub_ep, sizeof self->pub_ep, why,
-                             why_size)))
-        return -1;
+                             why_size, &rc)))
+        return rc;
     snprintf(def, sizeof def, "ipc://%s/ctl.sock", self->dir);
     if (!(self->ctl = s_bind(ZMQ_ROUTER, &ctl, o->ctl_ep ? o->ctl_ep : def,
                              self->ctl_ep, sizeof self->ctl_ep, why,
-                             why_size)))
-        return -1;
+                             why_size, &rc)))
+        return rc;
     if (!o->restart_ep)
         return 0;
     snprintf(self->restart_ep, sizeof self->restart_ep, "%s", o->restart_ep);
     if (!(self->restart = s_dealer(o->restart_ep)))
         return snprintf(why, why_size, "cannot connect to %s: %s",
-                        o->restart_ep, zmq_strerror(zmq_errno())), -1;
+                        o->restart_ep, zmq_strerror(zmq_errno())),
+               TELEM_ECONN;
     return 0;
 }
 
 watch_net_t *
-watch_net_new(const watch_net_opts_t *o, char *why, size_t why_size)
+watch_net_new(const watch_net_opts_t *o, char *why, size_t why_size,
+              int *err)
 {
+    int rc = TELEM_ENOMEM;
     watch_net_t *self = calloc(1, sizeof *self);
     if (!self) {
         snprintf(why, why_size, "out of memory");
-        return NULL;
+        goto out;
     }
     self->lock_fd = -1;
     self->next_id = ((uint64_t) getpid() << 32) | 1;
-    if (s_take_dir(self, o, why, why_size) ||
-        s_sockets(self, o, why, why_size) ||
-        s_write_endpoints(self, why, why_size))
-        goto fail;
+    if ((rc = s_take_dir(self, o, why, why_size)) ||
+        (rc = s_sockets(self, o, why, why_size)) ||
+        (rc = s_write_endpoints(self, why, why_size)))
+        goto out;
     self->enc = telem_encoder_new();
     self->dec = telem_decoder_new();
-    if (self->enc && self->dec)
-        return self;
-    snprintf(why, why_size, "out of memory");
-fail:
-    watch_net_destroy(&self);
-    return NULL;
+    rc = self->enc && self->dec ? 0 : TELEM_ENOMEM;
+    if (rc)
+        snprintf(why, why_size, "out of memory");
+out:
+    if (rc)
+        watch_net_destroy(&self);
+    if (err)
+        *err = rc;
+    return self;
 }
 
 /* Removes the ipc socket file behind ep if it lies in our directory. */

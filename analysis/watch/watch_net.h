@@ -26,9 +26,13 @@ typedef struct {
 /* Takes <rundir>/<name>/ (created 0700, locked with flock so a second
  * watcher of the same name is refused), binds PUB and ROUTER, connects the
  * restart DEALER, and writes <rundir>/<name>/endpoints ("pub EP", "ctl
- * EP", "pid N" lines).  Returns NULL with a sentence in why. */
+ * EP", "pid N" lines).  Returns the watcher's sockets, or NULL with a
+ * sentence in why and *err (NULL allowed): TELEM_ESTATE (another watcher
+ * of that name runs), TELEM_EINVAL (run directory or name), TELEM_EIO
+ * (directory, bind or file), TELEM_ECONN (the restart endpoint) or
+ * TELEM_ENOMEM. */
 watch_net_t *watch_net_new(const watch_net_opts_t *o, char *why,
-                           size_t why_size);
+                          size_t why_size, int *err);
 
 /* Closes the sockets, removes the endpoints file and the ipc socket files
  * it created, releases the lock; accepts NULL; nulls the pointer. */

@@ -24,12 +24,17 @@
 #define S_DEVICES_MAX 4096
 
 cg_t *
-cg_new(const char *name)
+cg_new(const char *name, int *err)
 {
+    if (err)
+        *err = TELEM_ENOMEM;
     if (!name)
         name = "cg";
-    if (!*name || strlen(name) > TELEM_NAME_MAX)
+    if (!*name || strlen(name) > TELEM_NAME_MAX) {
+        if (err)
+            *err = TELEM_EINVAL;
         return NULL;
+    }
     cg_t *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
@@ -39,6 +44,8 @@ cg_new(const char *name)
     g->reps = 5;
     if (!g->name || !g->backend)
         cg_destroy(&g);
+    else if (err)
+        *err = 0;
     return g;
 }
 
@@ -390,8 +397,8 @@ s_prepare(cg_t *g, char *why, size_t why_size)
     char bwhy[256];
     if ((rc = s_test(g, why, why_size)) || (rc = s_nodes(g, why, why_size)))
         return rc;
-    telem_backend_t *b = telem_backend_open(g->backend, &err, bwhy,
-                                            sizeof bwhy);
+    telem_backend_t *b = telem_backend_open(g->backend, bwhy, sizeof bwhy,
+                                            &err);
     if (!b && !g->spawn) {
         snprintf(why, why_size, "%s", bwhy);
         return err;

@@ -2,8 +2,9 @@
  * vtables.
  *
  * Backends are plug-ins (const vtables in telem_backend_cpu.c and
- * telem_backend_cuda.c, which call nothing here); this file finds them by name, keeps the opened state and the device list
- * together in one telem_backend_t, and checks arguments once so a backend
+ * telem_backend_cuda.c, which call nothing here); this file finds them by
+ * name, keeps the opened state and the device list together in one
+ * telem_backend_t, and checks arguments once so a backend
  * only ever sees a valid device index.  It also owns the one parser of
  * device lists ("0,2-3"), used for $TELEM_CPU_DEVICES and --devices flags.
  */
@@ -81,7 +82,7 @@ telem_backend_has_kernel(const telem_backend_vt_t *vt, const char *kernel)
 }
 
 telem_backend_t *
-telem_backend_open(const char *name, int *err, char *why, size_t why_size)
+telem_backend_open(const char *name, char *why, size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
     s_why(why, why_size, "%s", "");
@@ -161,7 +162,7 @@ telem_backend_bind(telem_backend_t *b, size_t dev, char *why,
 
 telem_backend_kernel_t *
 telem_backend_kernel_new(telem_backend_t *b, size_t dev, const char *kernel,
-                         int *err, char *why, size_t why_size)
+                         char *why, size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
     double warm;
@@ -213,8 +214,8 @@ telem_backend_kernel_destroy(telem_backend_kernel_t **k_p)
 }
 
 telem_backend_load_t *
-telem_backend_load_new(telem_backend_t *b, size_t dev, int *err, char *why,
-                       size_t why_size)
+telem_backend_load_new(telem_backend_t *b, size_t dev, char *why,
+                       size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
     telem_backend_load_t *l = NULL;

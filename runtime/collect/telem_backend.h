@@ -99,8 +99,8 @@ int telem_backend_has_kernel(const telem_backend_vt_t *vt, const char *kernel);
  * TELEM_EUNSUPPORTED (not present on this machine), TELEM_EINVAL (a bad
  * $TELEM_CPU_DEVICES), TELEM_ENOMEM; `why` (if why_size > 0) gets a
  * sentence.  A backend with zero devices is TELEM_EUNSUPPORTED. */
-telem_backend_t *telem_backend_open(const char *name, int *err, char *why,
-                                    size_t why_size);
+telem_backend_t *telem_backend_open(const char *name, char *why,
+                                    size_t why_size, int *err);
 
 /* Frees the backend; accepts NULL or a pointer to NULL and nulls it.
  * Kernels and loads made from it must be destroyed first. */
@@ -126,8 +126,9 @@ int telem_backend_bind(telem_backend_t *b, size_t dev, char *why,
  * (TELEM_ENOTFOUND: unknown kernel; TELEM_EINVAL: no such device). */
 telem_backend_kernel_t *telem_backend_kernel_new(telem_backend_t *b,
                                                  size_t dev,
-                                                 const char *kernel, int *err,
-                                                 char *why, size_t why_size);
+                                                 const char *kernel,
+                                                 char *why, size_t why_size,
+                                                 int *err);
 
 /* Runs one timed repetition; *seconds > 0 on success. */
 int telem_backend_kernel_run(telem_backend_kernel_t *k, double *seconds);
@@ -138,8 +139,8 @@ void telem_backend_kernel_destroy(telem_backend_kernel_t **k_p);
 /* Prepares contention on device `dev` (the calling thread should be bound
  * to it first on cpu).  Returns NULL with *err on failure. */
 telem_backend_load_t *telem_backend_load_new(telem_backend_t *b, size_t dev,
-                                             int *err,
-                                             char *why, size_t why_size);
+                                             char *why, size_t why_size,
+                                             int *err);
 
 /* Keeps the device busy for about busy_ns (> 0) nanoseconds. */
 int telem_backend_load_run(telem_backend_load_t *l, int64_t busy_ns);

@@ -213,8 +213,10 @@ s_start(const s_args_t *a, int *status)
     *status = 3;
     for (char *b = list ? strtok_r(list, ",", &save) : NULL; b;
          b = strtok_r(NULL, ",", &save)) {
-        cg_t *g = cg_new(a->name);
-        int rc = g ? s_configure(g, a, b) : TELEM_ENOMEM;
+        int rc;
+        cg_t *g = cg_new(a->name, &rc);
+        if (g)
+            rc = s_configure(g, a, b);
         if (rc == 0 && (rc = cg_start(g, why, sizeof why)) == 0) {
             free(list);
             return g;

@@ -233,7 +233,7 @@ s_list_one(const s_args_t *a, const telem_backend_vt_t *vt, json_t *out)
 {
     char why[256];
     int err;
-    telem_backend_t *b = telem_backend_open(vt->name, &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open(vt->name, why, sizeof why, &err);
     if (!b) {
         telem_log(TELEM_LOG_INFO, "backend %s skipped: %s", vt->name, why);
         if (a->json)

@@ -82,8 +82,8 @@ s_setup(s_run_t *r, char *why, size_t why_size)
     const telem_collector_config_t *c = r->cfg;
     int rc;
     int pin = c->pin >= 0 ? c->pin : c->device;
-    r->backend = telem_backend_open(c->backend ? c->backend : "cpu", &rc,
-                                    why, why_size);
+    r->backend = telem_backend_open(c->backend ? c->backend : "cpu", why,
+                                    why_size, &rc);
     if (!r->backend)
         return rc;
     if (pin >= 0 && (rc = telem_backend_bind(r->backend, (size_t) pin, why,
@@ -94,7 +94,7 @@ s_setup(s_run_t *r, char *why, size_t why_size)
                              : telem_backend_vt(r->backend)->kernels[0];
         r->kernel = telem_backend_kernel_new(r->backend,
                                              pin >= 0 ? (size_t) pin : 0,
-                                             kernel, &rc, why, why_size);
+                                             kernel, why, why_size, &rc);
         if (!r->kernel)
             return rc;
         if (telem_collector_metric(r->metric, sizeof r->metric, kernel))

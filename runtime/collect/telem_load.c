@@ -305,7 +305,7 @@ s_run(const s_args_t *a, int sfd)
     int err, rc = 1;
     s_worker_t w[S_THREADS_MAX];
     memset(w, 0, sizeof w);
-    telem_backend_t *b = telem_backend_open(a->backend, &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open(a->backend, why, sizeof why, &err);
     if (!b) {
         telem_log(TELEM_LOG_WARN, "backend %s skipped: %s", a->backend, why);
         return err == TELEM_EUNSUPPORTED ? 3 : 1;
@@ -320,8 +320,8 @@ s_run(const s_args_t *a, int sfd)
         goto fail;
     for (int i = 0; i < a->threads; i++) {
         w[i] = (s_worker_t) { .args = a, .sfd = sfd };
-        if (!(w[i].load = telem_backend_load_new(b, (size_t) a->device, &err,
-                                                 why, sizeof why)))
+        if (!(w[i].load = telem_backend_load_new(b, (size_t) a->device, why,
+                                                 sizeof why, &err)))
             goto fail;
     }
     telem_log(TELEM_LOG_INFO, "loading %s device %ld (id %s) at duty %.2f "

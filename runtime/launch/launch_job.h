@@ -98,7 +98,7 @@ void launch_job_config_defaults(launch_job_config_t *cfg);
  * another launcher runs), binds the restart request socket, blocks the
  * signals above.  Takes the source (nulls *source_p) in every case.  The
  * strings of `cfg` must outlive the job.  Returns the job, or NULL with a
- * sentence in `why` and *err: TELEM_EINVAL (configuration), TELEM_ENOTFOUND
+ * sentence in `why` and *err (err may be NULL): TELEM_EINVAL (configuration), TELEM_ENOTFOUND
  * (telemd, or telem_collect when asked for, missing from bindir; checked
  * for local nodes), TELEM_ESTATE (another launcher), TELEM_EIO or
  * TELEM_ENOMEM. */

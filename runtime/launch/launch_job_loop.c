@@ -273,6 +273,9 @@ launch_job_new(const launch_job_config_t *cfg, launch_source_t **source_p,
                char *why,
                size_t why_size, int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
     launch_source_t *source = source_p ? *source_p : NULL;

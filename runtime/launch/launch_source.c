@@ -46,6 +46,9 @@ s_why(char *why, size_t size, const char *fmt, const char *arg)
 launch_source_t *
 launch_source_new_local(size_t n, int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
     *err = TELEM_EINVAL;
@@ -102,6 +105,9 @@ launch_source_t *
 launch_source_new_slurm(const char *nodelist, char *why, size_t why_size,
                         int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
     *err = TELEM_EINVAL;
@@ -138,6 +144,9 @@ launch_source_t *
 launch_source_new_template(const char *template_, const char *hosts, char *why,
                            size_t why_size, int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
     launch_source_t *self = s_new(LAUNCH_SOURCE_TEMPLATE);

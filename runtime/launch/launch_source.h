@@ -35,6 +35,9 @@ typedef enum {
 
 typedef struct launch_source launch_source_t;
 
+/* The constructors return the source, or NULL with a negative
+ * telem_err_t in *err (err may be NULL). */
+
 /* `n` local virtual nodes (1-4096).  NULL with TELEM_EINVAL or
  * TELEM_ENOMEM in *err. */
 launch_source_t *launch_source_new_local(size_t n, int *err);

@@ -88,6 +88,9 @@ launch_state_new(const char *const *names, size_t n,
                  const launch_state_config_t *cfg,
                  int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     if (!err)
         err = &dummy;

@@ -84,7 +84,8 @@ int launch_state_config_check(const launch_state_config_t *cfg, size_t alloc,
 
 /* Creates the state for the allocation `names` (n names, copied) under
  * `cfg`, which must pass launch_state_config_check() (else NULL with
- * TELEM_EINVAL in *err).  NULL with TELEM_ENOMEM when out of memory. */
+ * TELEM_EINVAL in *err).  NULL with TELEM_ENOMEM when out of memory.  err
+ * may be NULL. */
 launch_state_t *launch_state_new(const char *const *names, size_t n,
                                  const launch_state_config_t *cfg, int *err);
 
