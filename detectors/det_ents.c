@@ -11,6 +11,7 @@
 
 #include "det_util.h"
 #include "telem_error.h"
+#include "telem_grow.h"
 
 long
 det_ents_get(det_ents_t *t, const char *node, const char *device,
@@ -26,14 +27,8 @@ det_ents_get(det_ents_t *t, const char *node, const char *device,
     long i = det_map_get(t->map, key);
     if (i >= 0)
         return i;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        det_ents_entry_t *v = realloc(t->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        t->v = v;
-        t->cap = cap;
-    }
+    if (telem_grow((void **) &t->v, &t->cap, t->n + 1, sizeof *t->v, 16))
+        return -1;
     det_ents_entry_t *e = &t->v[t->n];
     memset(e, 0, sizeof *e);
     size_t kl = strlen(key) + 1, nl = strlen(node) + 1, dl = strlen(device) + 1;

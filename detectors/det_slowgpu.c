@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_grow.h"
+
 static const char *const s_rules[] = { "robust", "dragon", "both", NULL };
 
 static const det_param_def_t s_params[SG_NPARAMS] = {
@@ -194,14 +196,9 @@ s_device(det_slowgpu_state_t *st, const det_series_t *s)
             return -1;
         st->ngroups++;
     }
-    if (st->ndevs == st->capdevs) {
-        size_t cap = st->capdevs ? 2 * st->capdevs : 16;
-        det_slowgpu_dev_t *v = realloc(st->devs, cap * sizeof *v);
-        if (!v)
-            return -1;
-        st->devs = v;
-        st->capdevs = cap;
-    }
+    if (telem_grow((void **) &st->devs, &st->capdevs, st->ndevs + 1,
+                   sizeof *st->devs, 16))
+        return -1;
     det_slowgpu_dev_t *d = &st->devs[st->ndevs];
     memset(d, 0, sizeof *d);
     /* One allocation: "key\0node\0device\0". */
@@ -225,14 +222,9 @@ s_device(det_slowgpu_state_t *st, const det_series_t *s)
 static int
 s_push(det_slowgpu_state_t *st, int64_t ts, uint32_t dev, double v)
 {
-    if (st->nents == st->capents) {
-        size_t cap = st->capents ? 2 * st->capents : 256;
-        det_slowgpu_ent_t *e = realloc(st->ents, cap * sizeof *e);
-        if (!e)
-            return TELEM_ENOMEM;
-        st->ents = e;
-        st->capents = cap;
-    }
+    if (telem_grow((void **) &st->ents, &st->capents, st->nents + 1,
+                   sizeof *st->ents, 256))
+        return TELEM_ENOMEM;
     st->ents[st->nents++] = (det_slowgpu_ent_t) { ts, st->devs[dev].group,
                                                   dev, v };
     return 0;

@@ -12,6 +12,7 @@
  * instances between ticks.
  */
 #include "watch.h"
+#include "telem_grow.h"
 #include "telem_time.h"
 
 #include <stdio.h>
@@ -37,22 +38,6 @@ struct watch {
     size_t nstrs, capstrs;
     int nomem;
 };
-
-static int
-s_grow(void **v, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need)
-        cap2 *= 2;
-    void *p = realloc(*v, cap2 * size);
-    if (!p)
-        return TELEM_ENOMEM;
-    *v = p;
-    *cap = cap2;
-    return 0;
-}
 
 /* ---- the watcher ------------------------------------------------------- */
 
@@ -452,8 +437,8 @@ watch_run(watch_t *self, const det_input_t *in)
 static const char *
 s_keep(watch_t *self, const char *s)
 {
-    if (s_grow((void **) &self->strs, &self->capstrs, self->nstrs + 1,
-               sizeof(char *)) == 0) {
+    if (telem_grow((void **) &self->strs, &self->capstrs, self->nstrs + 1,
+                   sizeof(char *), 64) == 0) {
         char *c = strdup(s);
         if (c)
             return self->strs[self->nstrs++] = c;
@@ -465,8 +450,8 @@ s_keep(watch_t *self, const char *s)
 static void
 s_row(watch_t *self, const char *det, const char *key, const char *value)
 {
-    if (s_grow((void **) &self->rows, &self->caprows, self->nrows + 1,
-               sizeof *self->rows)) {
+    if (telem_grow((void **) &self->rows, &self->caprows, self->nrows + 1,
+                   sizeof *self->rows, 64)) {
         self->nomem = 1;
         return;
     }

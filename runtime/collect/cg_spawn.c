@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "telem_grow.h"
 #include "telem_time.h"
 
 extern char **environ;
@@ -51,15 +52,10 @@ s_add(s_argv_t *a, const char *fmt, ...)
     if (vasprintf(&s, fmt, ap) < 0)
         s = NULL;
     va_end(ap);
-    if (a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 32;
-        char **v = realloc(a->v, cap * sizeof *v);
-        if (!v) {
-            free(s);
-            a->oom = 1;
-            return;
-        }
-        a->v = v, a->cap = cap;
+    if (telem_grow((void **) &a->v, &a->cap, a->n + 2, sizeof *a->v, 32)) {
+        free(s);
+        a->oom = 1;
+        return;
     }
     if (!s)
         a->oom = 1;

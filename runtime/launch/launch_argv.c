@@ -11,6 +11,7 @@
 #include <wordexp.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 
 /* The marker "{node}" becomes before word splitting ('{' and '}' are
  * special to wordexp), and is replaced by the node name after it. */
@@ -19,14 +20,8 @@
 int
 launch_argv_add(launch_argv_t *a, const char *s)
 {
-    if (a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        char **v = realloc(a->v, cap * sizeof *v);
-        if (!v)
-            return TELEM_ENOMEM;
-        a->v = v;
-        a->cap = cap;
-    }
+    if (telem_grow((void **) &a->v, &a->cap, a->n + 2, sizeof *a->v, 16))
+        return TELEM_ENOMEM;
     if (!(a->v[a->n] = strdup(s)))
         return TELEM_ENOMEM;
     a->v[++a->n] = NULL;

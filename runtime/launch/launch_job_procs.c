@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -102,14 +103,9 @@ s_log_fd(launch_job_t *self, size_t node, launch_job_role_t role)
 static int
 s_table_add(launch_job_t *self, launch_job_proc_t *p)
 {
-    if (self->nprocs == self->cap) {
-        size_t cap = self->cap ? self->cap * 2 : 16;
-        launch_job_proc_t **v = realloc(self->procs, cap * sizeof *v);
-        if (!v)
-            return TELEM_ENOMEM;
-        self->procs = v;
-        self->cap = cap;
-    }
+    if (telem_grow((void **) &self->procs, &self->cap, self->nprocs + 1,
+                   sizeof *self->procs, 16))
+        return TELEM_ENOMEM;
     self->procs[self->nprocs++] = p;
     return 0;
 }
