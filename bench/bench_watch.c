@@ -3,9 +3,9 @@
  * Part 1, detectors only: 1,000 device series (125 nodes x 8 devices) of
  * synthetic round times (1 % Gaussian noise, one device 20 % slower from
  * round 50), fed to the watcher core one round at a time the way a tick
- * hands them over (tw_run on one new point per series), for several
+ * hands them over (watch_run on one new point per series), for several
  * detector sets.  Part 2, a whole tick: the same rounds pushed into 8 real
- * telemd agents (in-process actors, 125 devices each), then tw_tick() does
+ * telemd agents (in-process actors, 125 devices each), then watch_tick() does
  * what telem_watch does every period: plans its queries, asks all 8 nodes
  * through the analysis client with a deadline, turns the answer into
  * detector input and runs slowgpu.  Its query part is compared with a bare
@@ -15,7 +15,7 @@
 #include "bench_common.h"
 #include "telem_time.h"
 #include "det.h"
-#include "telem_watch.h"
+#include "watch.h"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -70,11 +70,11 @@ s_report(const char *what, int64_t *ns, size_t n, size_t events)
 static void
 s_detectors_only(s_data_t *d, const char *label, const char *const *specs)
 {
-    tw_t *tw = tw_new(NULL);
+    watch_t *watch = watch_new(NULL);
     char why[256];
     for (size_t i = 0; specs[i]; i++)
-        if (tw_add_detector(tw, specs[i], why, sizeof why))
-            bench_die("tw_add_detector", "%s: %s", specs[i], why);
+        if (watch_add_detector(watch, specs[i], why, sizeof why))
+            bench_die("watch_add_detector", "%s: %s", specs[i], why);
     static det_series_t v[S_DEV];
     static const char *nodes[S_DEV / 8];
     for (int i = 0; i < S_DEV / 8; i++)
@@ -92,15 +92,15 @@ s_detectors_only(s_data_t *d, const char *label, const char *const *specs)
                            .nseries = S_DEV, .latest = v, .nlatest = S_DEV,
                            .nodes = nodes, .nnodes = S_DEV / 8 };
         int64_t t0 = bench_now_ns();
-        if (tw_run(tw, &in))
-            bench_die("tw_run", "failed");
+        if (watch_run(watch, &in))
+            bench_die("watch_run", "failed");
         int64_t t = bench_now_ns() - t0;
-        events += det_events_count(tw_events(tw));
+        events += det_events_count(watch_events(watch));
         if (r >= 10)
             ns[nns++] = t;
     }
     s_report(label, ns, nns, events);
-    tw_destroy(&tw);
+    watch_destroy(&watch);
 }
 
 /* ---- part 2: whole ticks against real agents ---------------------------- */
@@ -201,22 +201,22 @@ s_ticks(s_data_t *d)
     bench_tmpdir(dir, sizeof dir, "watch");
     s_cluster_t c;
     s_cluster_up(&c, dir);
-    tw_t *tw = tw_new(c.ac);
+    watch_t *watch = watch_new(c.ac);
     char why[256];
-    if (tw_add_detector(tw, "slowgpu", why, sizeof why))
-        bench_die("tw_add_detector", "%s", why);
-    tw_set_timeout(tw, 2000);
+    if (watch_add_detector(watch, "slowgpu", why, sizeof why))
+        bench_die("watch_add_detector", "%s", why);
+    watch_set_timeout(watch, 2000);
     static int64_t tick[S_ROUNDS], query[S_ROUNDS], det[S_ROUNDS],
         bare[S_ROUNDS];
     size_t n = 0, events = 0, flagged = 0;
     for (int r = 0; r < S_ROUNDS; r++) {
         s_push_round(&c, d, r, (uint64_t) (r + 1) * 1000);
         int64_t t0 = bench_now_ns();
-        if (tw_tick(tw, d->ts[0][r] + 500000000))
-            bench_die("tw_tick", "failed");
+        if (watch_tick(watch, d->ts[0][r] + 500000000))
+            bench_die("watch_tick", "failed");
         int64_t t = bench_now_ns() - t0;
-        const tw_stats_t *st = tw_stats(tw);
-        const det_events_t *evs = tw_events(tw);
+        const watch_stats_t *st = watch_stats(watch);
+        const det_events_t *evs = watch_events(watch);
         events += det_events_count(evs);
         for (size_t e = 0; e < det_events_count(evs); e++)
             flagged += strcmp(det_events_get(evs, e)->nodes[0], "node006") == 0;
@@ -237,7 +237,7 @@ s_ticks(s_data_t *d)
            flagged ? "yes" : "NO");
     printf("  verdict (tick p50 <= 10 ms): %s\n",
            bench_verdict(tick[n / 2] <= 10 * 1000000));
-    tw_destroy(&tw);
+    watch_destroy(&watch);
     s_cluster_down(&c);
     bench_rmtree(dir);
 }
@@ -258,8 +258,8 @@ main(void)
                      (const char *const[]) { "slowgpu:rule=both", NULL });
     s_detectors_only(&d, "slowgpu + threshold + heartbeat",
                      (const char *const[]) { "slowgpu",
-                         "threshold:metric=" S_METRIC ",value=1",
-                         "heartbeat", NULL });
+                     "threshold:metric=" S_METRIC ",value=1",
+                     "heartbeat", NULL });
     printf("\n  %-44s %9s %9s %9s %6s\n", "whole tick, 8 telemd agents",
            "p50", "p99", "max", "events");
     s_ticks(&d);

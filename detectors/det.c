@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_error.h"
+#include "telem_grow.h"
+
 struct det_params {
     const det_vtable_t *vt;
     double *num;
@@ -105,7 +108,8 @@ s_parse_value(const det_param_def_t *d, const char *value, double *num,
 {
     if (d->type == DET_PARAM_STR) {
         if (strlen(value) > DET_VALUE_MAX) {
-            s_why(why, why_size, "%s: value longer than 255 bytes%s", d->name, "");
+            s_why(why, why_size, "%s: value longer than 255 bytes%s", d->name,
+                  "");
             return TELEM_EINVAL;
         }
         for (size_t i = 0; d->choices && d->choices[i]; i++)
@@ -273,7 +277,7 @@ det_new(const det_vtable_t *vt, const char *label, int *err)
     rc = TELEM_ENOMEM;
     if (!(self->scratch = det_events_new()))
         goto out;
-    if (vt->create && (rc = vt->create(&self->state)) != 0)
+    if (vt->create && !(self->state = vt->create()))
         goto out;
     return self;
 out:
@@ -506,14 +510,9 @@ s_events_add(det_events_t *self, const det_event_t *e, const char *label)
 {
     if (!self || !s_event_valid(e, label))
         return TELEM_EINVAL;
-    if (self->n == self->cap) {
-        size_t cap = self->cap ? 2 * self->cap : 8;
-        det_event_t **v = realloc(self->v, cap * sizeof *v);
-        if (!v)
-            return TELEM_ENOMEM;
-        self->v = v;
-        self->cap = cap;
-    }
+    if (telem_grow((void **) &self->v, &self->cap, self->n + 1,
+                   sizeof *self->v, 8))
+        return TELEM_ENOMEM;
     char *block = malloc(s_event_size(e, label));
     if (!block)
         return TELEM_ENOMEM;

@@ -180,8 +180,9 @@ typedef struct {
     const char *doc;
     const det_param_def_t *params;
     size_t nparams;
-    /* Creates the private state (NULL is a valid state).  0 or an error. */
-    int (*create)(void **state);
+    /* Creates the private state, or returns NULL when out of memory.  NULL
+     * for a detector without state. */
+    void *(*create)(void);
     void (*destroy)(void **state);
     /* Checks values that only make sense together (k <= n, say): 0, or
      * TELEM_EINVAL with a sentence in why.  May be NULL. */
@@ -213,8 +214,8 @@ typedef struct det det_t;
 
 /* Creates an instance of `vt` called `label` (NULL: the detector's name;
  * 1-DET_LABEL_MAX bytes, no control characters) with default parameters.
- * Returns NULL with *err set to TELEM_EINVAL or TELEM_ENOMEM (or the
- * vtable's create error). */
+ * Returns NULL with *err (NULL allowed) set to TELEM_EINVAL or
+ * TELEM_ENOMEM. */
 det_t *det_new(const det_vtable_t *vt, const char *label, int *err);
 
 /* Frees the instance; accepts NULL or a pointer to NULL; nulls it. */

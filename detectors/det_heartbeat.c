@@ -11,6 +11,7 @@
  * and again only after it has reported fresh data in between.
  */
 #include "det.h"
+#include "det_ents.h"
 #include "det_util.h"
 
 #include <stdio.h>
@@ -37,7 +38,7 @@ static const det_param_def_t s_params[H_NPARAMS] = {
 static int
 s_check(const det_params_t *p, char *why, size_t why_size)
 {
-    return det_params_nonempty(p, H_PER, "per", why, why_size);
+    return det_util_params_nonempty(p, H_PER, "per", why, why_size);
 }
 
 static void
@@ -77,16 +78,16 @@ s_observe(det_ents_state_t *st, const det_params_t *p, const det_input_t *in)
     }
     for (size_t i = 0; i < in->nlatest; i++) {
         const det_series_t *s = &in->latest[i];
-        const char *host = det_tag(s, "host");
+        const char *host = det_util_tag(s, "host");
         const char *node = host ? host : s->node ? s->node : "";
-        const char *dev = by_node ? "" : det_tag(s, per);
+        const char *dev = by_node ? "" : det_util_tag(s, per);
         if (s->n == 0 || !s->ts || !dev ||
             (*metric && (!s->metric || strcmp(s->metric, metric) != 0)))
             continue;
         long k = det_ents_get(&st->ents, node, dev, in->now_ns);
         if (k < 0)
             return TELEM_ENOMEM;
-        det_ent_t *e = &st->ents.v[k];
+        det_ents_entry_t *e = &st->ents.v[k];
         e->seen_run = st->run;
         if (s->ts[s->n - 1] > e->last_ts)
             e->last_ts = s->ts[s->n - 1];
@@ -95,7 +96,7 @@ s_observe(det_ents_state_t *st, const det_params_t *p, const det_input_t *in)
 }
 
 static int
-s_event(const det_params_t *p, const det_input_t *in, const det_ent_t *e,
+s_event(const det_params_t *p, const det_input_t *in, const det_ents_entry_t *e,
         det_events_t *out)
 {
     double silent = (double) (in->now_ns - e->last_ts) / 1e9;
@@ -136,7 +137,7 @@ s_run(void *state, const det_params_t *p, const det_input_t *in,
     int rc = s_observe(st, p, in);
     int64_t timeout = (int64_t) (det_params_num(p, H_TIMEOUT) * 1e9);
     for (size_t i = 0; i < st->ents.n && !rc; i++) {
-        det_ent_t *e = &st->ents.v[i];
+        det_ents_entry_t *e = &st->ents.v[i];
         if (in->now_ns - e->last_ts <= timeout) {
             e->active = 0;
             continue;
@@ -144,7 +145,8 @@ s_run(void *state, const det_params_t *p, const det_input_t *in,
         if (!e->active && (rc = s_event(p, in, e, out)) == 0)
             e->active = 1;
     }
-    return rc ? rc : det_ents_prune(&st->ents, st->run > 1000 ? st->run - 1000 : 0);
+    return rc ? rc : det_ents_prune(&st->ents,
+                                    st->run > 1000 ? st->run - 1000 : 0);
 }
 
 static void
@@ -168,7 +170,7 @@ const det_vtable_t det_heartbeat = {
            "Score: seconds since its newest point.",
     .params = s_params,
     .nparams = H_NPARAMS,
-    .create = det_ents_state_create,
+    .create = det_ents_state_new,
     .destroy = det_ents_state_destroy,
     .check = s_check,
     .needs = s_needs,

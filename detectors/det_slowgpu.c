@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_grow.h"
+
 static const char *const s_rules[] = { "robust", "dragon", "both", NULL };
 
 static const det_param_def_t s_params[SG_NPARAMS] = {
@@ -86,12 +88,12 @@ static const det_param_def_t s_params[SG_NPARAMS] = {
 
 /* ---- state ------------------------------------------------------------- */
 
-static int
-s_create(void **state)
+static void *
+s_create(void)
 {
-    sg_state_t *st = calloc(1, sizeof *st);
+    det_slowgpu_state_t *st = calloc(1, sizeof *st);
     if (!st)
-        return TELEM_ENOMEM;
+        return NULL;
     st->map = det_map_new();
     st->groups = det_map_new();
     st->last_ts = INT64_MIN;
@@ -99,14 +101,13 @@ s_create(void **state)
         det_map_destroy(&st->map);
         det_map_destroy(&st->groups);
         free(st);
-        return TELEM_ENOMEM;
+        return NULL;
     }
-    *state = st;
-    return 0;
+    return st;
 }
 
 static void
-s_free_devs(sg_state_t *st)
+s_free_devs(det_slowgpu_state_t *st)
 {
     for (size_t i = 0; i < st->ndevs; i++)
         free(st->devs[i].key);
@@ -116,12 +117,12 @@ s_free_devs(sg_state_t *st)
 static void
 s_destroy(void **state)
 {
-    sg_state_t *st = *state;
+    det_slowgpu_state_t *st = *state;
     s_free_devs(st);
     free(st->devs);
     det_map_destroy(&st->map);
     det_map_destroy(&st->groups);
-    det_scratch_free(&st->scratch);
+    det_util_scratch_free(&st->scratch);
     free(st->round.dev);
     free(st->round.x);
     free(st->round.med);
@@ -152,7 +153,7 @@ s_check(const det_params_t *p, char *why, size_t why_size)
 }
 
 int
-sg_settled(const sg_dev_t *d, const det_params_t *p)
+det_slowgpu_settled(const det_slowgpu_dev_t *d, const det_params_t *p)
 {
     return (double) d->rounds >= det_params_num(p, SG_SETTLE);
 }
@@ -161,7 +162,7 @@ static void
 s_needs(const void *state, const det_params_t *p, int64_t now_ns,
         det_needs_t *out)
 {
-    const sg_state_t *st = state;
+    const det_slowgpu_state_t *st = state;
     int64_t window = (int64_t) (det_params_num(p, SG_WINDOW) * 1e9);
     out->metrics[0] = det_params_str(p, SG_METRIC);
     out->nmetrics = 1;
@@ -176,14 +177,14 @@ s_needs(const void *state, const det_params_t *p, int64_t now_ns,
 
 /* Index of the device of series s (created if new), or -1 (no memory). */
 static long
-s_device(sg_state_t *st, const det_series_t *s)
+s_device(det_slowgpu_state_t *st, const det_series_t *s)
 {
-    const char *group = det_tag(s, "group");
-    const char *host = det_tag(s, "host");
+    const char *group = det_util_tag(s, "group");
+    const char *host = det_util_tag(s, "host");
     const char *node = host ? host : s->node ? s->node : "";
     const char *device = s->device ? s->device : "";
     char key[3 * 256 + 8];
-    if (!det_key(key, sizeof key, group, node, device))
+    if (!det_util_key(key, sizeof key, group, node, device))
         return -1;
     long i = det_map_get(st->map, key);
     if (i >= 0)
@@ -195,15 +196,10 @@ s_device(sg_state_t *st, const det_series_t *s)
             return -1;
         st->ngroups++;
     }
-    if (st->ndevs == st->capdevs) {
-        size_t cap = st->capdevs ? 2 * st->capdevs : 16;
-        sg_dev_t *v = realloc(st->devs, cap * sizeof *v);
-        if (!v)
-            return -1;
-        st->devs = v;
-        st->capdevs = cap;
-    }
-    sg_dev_t *d = &st->devs[st->ndevs];
+    if (telem_grow((void **) &st->devs, &st->capdevs, st->ndevs + 1,
+                   sizeof *st->devs, 16))
+        return -1;
+    det_slowgpu_dev_t *d = &st->devs[st->ndevs];
     memset(d, 0, sizeof *d);
     /* One allocation: "key\0node\0device\0". */
     size_t kl = strlen(key) + 1, nl = strlen(node) + 1, dl = strlen(device) + 1;
@@ -224,17 +220,13 @@ s_device(sg_state_t *st, const det_series_t *s)
 /* ---- from series to rounds --------------------------------------------- */
 
 static int
-s_push(sg_state_t *st, int64_t ts, uint32_t dev, double v)
+s_push(det_slowgpu_state_t *st, int64_t ts, uint32_t dev, double v)
 {
-    if (st->nents == st->capents) {
-        size_t cap = st->capents ? 2 * st->capents : 256;
-        sg_ent_t *e = realloc(st->ents, cap * sizeof *e);
-        if (!e)
-            return TELEM_ENOMEM;
-        st->ents = e;
-        st->capents = cap;
-    }
-    st->ents[st->nents++] = (sg_ent_t) { ts, st->devs[dev].group, dev, v };
+    if (telem_grow((void **) &st->ents, &st->capents, st->nents + 1,
+                   sizeof *st->ents, 256))
+        return TELEM_ENOMEM;
+    st->ents[st->nents++] = (det_slowgpu_ent_t) { ts, st->devs[dev].group,
+                                                  dev, v };
     return 0;
 }
 
@@ -255,10 +247,11 @@ s_first_after(const int64_t *ts, size_t n, int64_t after)
 
 /* Gathers every usable sample newer than the last judged round. */
 static int
-s_collect(sg_state_t *st, const det_params_t *p, const det_input_t *in)
+s_collect(det_slowgpu_state_t *st, const det_params_t *p, const det_input_t *in)
 {
     const char *metric = det_params_str(p, SG_METRIC);
-    int64_t oldest = in->now_ns - (int64_t) (det_params_num(p, SG_WINDOW) * 1e9);
+    int64_t oldest = in->now_ns - (int64_t) (det_params_num(p,
+                                                            SG_WINDOW) * 1e9);
     st->nents = 0;
     for (size_t i = 0; i < in->nseries; i++) {
         const det_series_t *s = &in->series[i];
@@ -287,7 +280,7 @@ s_collect(sg_state_t *st, const det_params_t *p, const det_input_t *in)
 static int
 s_ent_cmp(const void *a, const void *b)
 {
-    const sg_ent_t *x = a, *y = b;
+    const det_slowgpu_ent_t *x = a, *y = b;
     if (x->ts != y->ts)
         return x->ts < y->ts ? -1 : 1;
     if (x->group != y->group)
@@ -299,7 +292,7 @@ s_ent_cmp(const void *a, const void *b)
  * device is live when the new data holds it or it was in the last round
  * judged; one that died stops being live after one round). */
 static int
-s_newest_ready(const sg_state_t *st)
+s_newest_ready(const det_slowgpu_state_t *st)
 {
     size_t live = 0, at_max = 0;
     int64_t maxts = st->ents[st->nents - 1].ts;
@@ -313,11 +306,11 @@ s_newest_ready(const sg_state_t *st)
 }
 
 static int
-s_round_grow(sg_state_t *st, size_t n)
+s_round_grow(det_slowgpu_state_t *st, size_t n)
 {
     if (n <= st->round_cap)
         return 0;
-    sg_round_t *r = &st->round;
+    det_slowgpu_round_t *r = &st->round;
     uint32_t *dev = realloc(r->dev, n * sizeof *dev);
     if (dev)
         r->dev = dev;
@@ -342,19 +335,20 @@ s_round_grow(sg_state_t *st, size_t n)
 /* Keeps the round just gathered in st->round (its median and scaled MAD
  * over all its devices) for samples that arrive after it was judged. */
 static void
-s_keep(sg_state_t *st, uint32_t group)
+s_keep(det_slowgpu_state_t *st, uint32_t group)
 {
-    sg_round_t *r = &st->round;
+    det_slowgpu_round_t *r = &st->round;
     if (r->n == 0)
         return;
-    const double *sorted = st->scratch.sorted;   /* left by det_loo */
-    double med = r->n == 1 ? r->x[0] : det_median_skip(sorted, r->n, r->n);
+    const double *sorted = st->scratch.sorted;   /* left by det_util_loo */
+    double med = r->n == 1 ? r->x[0] : det_util_median_skip(sorted, r->n, r->n);
     for (size_t i = 0; i < r->n; i++)
         r->tmp[i] = fabs(r->x[i] - med);
     gsl_sort(r->tmp, 1, r->n);
-    sg_kept_t *k = &st->kept[st->kept_pos];
-    *k = (sg_kept_t) { r->ts, group, r->n, med,
-                       DET_MAD_SCALE * det_median_skip(r->tmp, r->n, r->n) };
+    det_slowgpu_kept_t *k = &st->kept[st->kept_pos];
+    *k = (det_slowgpu_kept_t) { r->ts, group, r->n, med,
+                       DET_UTIL_MAD_SCALE * det_util_median_skip(r->tmp, r->n,
+                                                                 r->n) };
     st->kept_pos = (st->kept_pos + 1) % SG_KEEP_ROUNDS;
     st->nkept += st->nkept < SG_KEEP_ROUNDS;
 }
@@ -366,11 +360,12 @@ s_keep(sg_state_t *st, uint32_t group)
  * (with 3 devices, one start-up round 30 % fast makes both others look
  * 15 % slow). */
 static size_t
-s_settled_first(const sg_state_t *st, const det_params_t *p, sg_round_t *r)
+s_settled_first(const det_slowgpu_state_t *st, const det_params_t *p,
+                det_slowgpu_round_t *r)
 {
     size_t k = 0;
     for (size_t i = 0; i < r->nall; i++) {
-        if (!sg_settled(&st->devs[r->dev[i]], p))
+        if (!det_slowgpu_settled(&st->devs[r->dev[i]], p))
             continue;
         for (size_t j = i; j > k; j--) {            /* rotate i down to k */
             uint32_t dv = r->dev[j];
@@ -385,12 +380,12 @@ s_settled_first(const sg_state_t *st, const det_params_t *p, sg_round_t *r)
 
 /* Judges the entries [a, b) (one timestamp, one group). */
 static int
-s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
+s_round(det_slowgpu_state_t *st, const det_params_t *p, size_t a, size_t b,
         det_events_t *out)
 {
     if (s_round_grow(st, b - a))
         return TELEM_ENOMEM;
-    sg_round_t *r = &st->round;
+    det_slowgpu_round_t *r = &st->round;
     r->ts = st->ents[a].ts;
     r->nall = 0;
     for (size_t i = a; i < b; i++) {
@@ -400,42 +395,42 @@ s_round(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
         r->x[r->nall++] = st->ents[i].val;
     }
     r->n = s_settled_first(st, p, r);
-    if (det_loo(&st->scratch, r->x, r->n, r->med, r->mad))
+    if (det_util_loo(&st->scratch, r->x, r->n, r->med, r->mad))
         return TELEM_ENOMEM;
     for (size_t i = 0; i < r->n; i++)
-        r->mad[i] *= DET_MAD_SCALE;
+        r->mad[i] *= DET_UTIL_MAD_SCALE;
     r->peers = r->n ? r->n - 1 : 0;
     r->late = 0;
     st->rounds++;
     s_keep(st, st->ents[a].group);
-    return sg_judge(st, p, r, out);
+    return det_slowgpu_judge(st, p, r, out);
 }
 
 /* Judges the late samples [a, b) (one timestamp, one group, a round that
  * was judged without them) against the round as it was kept. */
 static int
-s_late(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
+s_late(det_slowgpu_state_t *st, const det_params_t *p, size_t a, size_t b,
        det_events_t *out)
 {
-    const sg_kept_t *k = NULL;
+    const det_slowgpu_kept_t *k = NULL;
     for (size_t i = 0; i < st->nkept && !k; i++)
         if (st->kept[i].ts == st->ents[a].ts &&
             st->kept[i].group == st->ents[a].group)
             k = &st->kept[i];
-    sg_round_t *r = &st->round;
+    det_slowgpu_round_t *r = &st->round;
     for (size_t i = a; k && i < b; i++) {
         if (st->devs[st->ents[i].dev].last_ts >= k->ts)
             continue;                   /* judged (or a newer one) already */
-        int settled = sg_settled(&st->devs[st->ents[i].dev], p);
-        *r = (sg_round_t) { .ts = k->ts, .n = (size_t) settled, .nall = 1,
-                            .peers = k->n, .late = 1, .dev = r->dev,
+        int settled = det_slowgpu_settled(&st->devs[st->ents[i].dev], p);
+        *r = (det_slowgpu_round_t) { .ts = k->ts, .n = (size_t) settled,
+                            .nall = 1, .peers = k->n, .late = 1, .dev = r->dev,
                             .x = r->x, .med = r->med, .mad = r->mad,
                             .tmp = r->tmp };
         r->dev[0] = st->ents[i].dev;
         r->x[0] = st->ents[i].val;
         r->med[0] = k->med;
         r->mad[0] = k->mad;
-        int rc = sg_judge(st, p, r, out);
+        int rc = det_slowgpu_judge(st, p, r, out);
         if (rc)
             return rc;
     }
@@ -445,7 +440,7 @@ s_late(sg_state_t *st, const det_params_t *p, size_t a, size_t b,
 /* Forgets devices that have not reported for a whole window, once they are
  * the majority (keeps memory bounded under churn). */
 static int
-s_prune(sg_state_t *st, int64_t oldest)
+s_prune(det_slowgpu_state_t *st, int64_t oldest)
 {
     size_t stale = 0, k = 0;
     for (size_t i = 0; i < st->ndevs; i++)
@@ -454,7 +449,7 @@ s_prune(sg_state_t *st, int64_t oldest)
         return 0;
     det_map_clear(st->map);
     for (size_t i = 0; i < st->ndevs; i++) {
-        sg_dev_t *d = &st->devs[i];
+        det_slowgpu_dev_t *d = &st->devs[i];
         if (d->seen_run != st->run && d->last_ts < oldest) {
             free(d->key);
             continue;
@@ -472,7 +467,7 @@ static int
 s_run(void *state, const det_params_t *p, const det_input_t *in,
       det_events_t *out)
 {
-    sg_state_t *st = state;
+    det_slowgpu_state_t *st = state;
     st->run++;
     int rc = s_collect(st, p, in);
     if (rc || st->nents == 0)
@@ -507,7 +502,7 @@ s_describe(const void *state, const det_params_t *p,
            void *arg)
 {
     (void) p;
-    const sg_state_t *st = state;
+    const det_slowgpu_state_t *st = state;
     char buf[1024];
     snprintf(buf, sizeof buf, "%llu", (unsigned long long) st->rounds);
     fn(arg, "rounds", buf);
@@ -516,13 +511,14 @@ s_describe(const void *state, const det_params_t *p,
     size_t len = 0, shown = 0, total = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < st->ndevs; i++) {
-        const sg_dev_t *d = &st->devs[i];
+        const det_slowgpu_dev_t *d = &st->devs[i];
         if (!d->peer_active && !d->drift_active && !d->dragon_active)
             continue;
         total++;
         if (len + 80 + strlen(d->node) >= sizeof buf)
             continue;
-        len += (size_t) snprintf(buf + len, sizeof buf - len, "%s%s/%s (%s%s%s)",
+        len += (size_t) snprintf(buf + len, sizeof buf - len,
+                                 "%s%s/%s (%s%s%s)",
                                  shown++ ? ", " : "", d->node, d->device,
                                  d->peer_active ? "slow" : "",
                                  d->drift_active ? " drift" : "",

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "det.h"
+#include "det_map.h"
 #include "det_util.h"
 
 #define SG_RING_MAX 64
@@ -49,10 +50,10 @@ typedef struct {
     uint64_t seen_run;         /* last run whose data held it */
     int peer_active, drift_active, dragon_active;
     uint64_t rounds;           /* rounds it has been in, start-up included */
-} sg_dev_t;
+} det_slowgpu_dev_t;
 
 /* 1 once d is past its first `settle` rounds (its start-up). */
-int sg_settled(const sg_dev_t *d, const det_params_t *p);
+int det_slowgpu_settled(const det_slowgpu_dev_t *d, const det_params_t *p);
 
 /* A round being judged: nall devices of one group at one timestamp, the
  * first n of them settled (past their start-up rounds), and only those
@@ -69,7 +70,7 @@ typedef struct {
     double *med, *mad;         /* leave-one-out peer median, MAD (scaled) */
     double *tmp;               /* scratch for the rules */
     double noise;              /* the group's wander, relative; 0: none */
-} sg_round_t;
+} det_slowgpu_round_t;
 
 /* One sample waiting to be judged. */
 typedef struct {
@@ -77,7 +78,7 @@ typedef struct {
     uint32_t group;
     uint32_t dev;
     double val;
-} sg_ent_t;
+} det_slowgpu_ent_t;
 
 /* A judged round, kept so a device whose sample arrives after the round
  * was judged is still compared with that round's devices. */
@@ -86,10 +87,10 @@ typedef struct {
     uint32_t group;
     size_t n;
     double med, mad;           /* of all its devices; mad scaled */
-} sg_kept_t;
+} det_slowgpu_kept_t;
 
 typedef struct {
-    sg_dev_t *devs;
+    det_slowgpu_dev_t *devs;
     size_t ndevs, capdevs;
     det_map_t *map;            /* key -> index in devs */
     det_map_t *groups;         /* group tag value -> group id */
@@ -97,19 +98,19 @@ typedef struct {
     int64_t last_ts;           /* newest round judged (INT64_MIN: none) */
     uint64_t rounds;           /* rounds judged */
     uint64_t run;              /* runs so far */
-    sg_ent_t *ents;
+    det_slowgpu_ent_t *ents;
     size_t nents, capents;
-    det_scratch_t scratch;
-    sg_round_t round;
+    det_util_scratch_t scratch;
+    det_slowgpu_round_t round;
     size_t round_cap;
-    sg_kept_t kept[SG_KEEP_ROUNDS];
+    det_slowgpu_kept_t kept[SG_KEEP_ROUNDS];
     size_t nkept, kept_pos;
-} sg_state_t;
+} det_slowgpu_state_t;
 
 /* Judges round `r` (already holding LOO statistics) with the rules that
  * parameter `rule` selects, updating device state and appending events.
  * Returns 0 or TELEM_ENOMEM. */
-int sg_judge(sg_state_t *st, const det_params_t *p, sg_round_t *r,
-             det_events_t *out);
+int det_slowgpu_judge(det_slowgpu_state_t *st, const det_params_t *p,
+                      det_slowgpu_round_t *r, det_events_t *out);
 
 #endif

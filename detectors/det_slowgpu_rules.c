@@ -62,7 +62,7 @@
 
 /* "device 3 on node 'n2'" (or "node 'n2'" for a per-node kernel). */
 static void
-s_name(char *buf, size_t size, const sg_dev_t *d)
+s_name(char *buf, size_t size, const det_slowgpu_dev_t *d)
 {
     if (*d->device)
         snprintf(buf, size, "device %s on node '%s'", d->device, d->node);
@@ -71,7 +71,8 @@ s_name(char *buf, size_t size, const sg_dev_t *d)
 }
 
 static int
-s_emit(det_events_t *out, const sg_dev_t *d, int64_t ts, det_severity_t sev,
+s_emit(det_events_t *out, const det_slowgpu_dev_t *d, int64_t ts,
+       det_severity_t sev,
        double score, const det_evidence_t *ev, size_t nev, const char *text)
 {
     det_device_t dv = { d->node, d->device };
@@ -94,14 +95,15 @@ s_popcount(uint64_t v)
 }
 
 static int
-s_peer_event(const sg_state_t *st, const sg_round_t *r, size_t i,
+s_peer_event(const det_slowgpu_state_t *st, const det_slowgpu_round_t *r,
+             size_t i,
              double ratio, double z, int count, int n, det_events_t *out)
 {
-    const sg_dev_t *d = &st->devs[r->dev[i]];
+    const det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
     char who[600], text[1400];
     s_name(who, sizeof who, d);
     if (r->n == 2 && !r->late) {
-        const sg_dev_t *o = &st->devs[r->dev[1 - i]];
+        const det_slowgpu_dev_t *o = &st->devs[r->dev[1 - i]];
         char other[600];
         s_name(other, sizeof other, o);
         snprintf(text, sizeof text, "%s is %.1f %% slower than the only other "
@@ -127,7 +129,7 @@ s_peer_event(const sg_state_t *st, const sg_round_t *r, size_t i,
 
 /* Keeps the newest `w` changes of d's log ratio (w = 0: none). */
 static void
-s_lr_push(sg_dev_t *d, double lr, uint32_t w)
+s_lr_push(det_slowgpu_dev_t *d, double lr, uint32_t w)
 {
     if (!isfinite(lr))
         return;
@@ -144,7 +146,7 @@ s_lr_push(sg_dev_t *d, double lr, uint32_t w)
 
 /* 1 while d has fewer than `learn` changes of its own (noise on). */
 static int
-s_learning(const sg_dev_t *d, const det_params_t *p)
+s_learning(const det_slowgpu_dev_t *d, const det_params_t *p)
 {
     return det_params_num(p, SG_NOISE) > 0 &&
            (double) d->nlr < det_params_num(p, SG_LEARN);
@@ -156,14 +158,14 @@ s_learning(const sg_dev_t *d, const det_params_t *p)
  * of a few slow rounds shows them in the upper tail, which the median
  * alone ignores).  NAN while it is learning. */
 static double
-s_wander(const sg_dev_t *d, const det_params_t *p, double *v)
+s_wander(const det_slowgpu_dev_t *d, const det_params_t *p, double *v)
 {
     size_t n = d->nlr;
     if (n == 0 || s_learning(d, p))
         return NAN;
     memcpy(v, d->lr, n * sizeof *v);
     gsl_sort(v, 1, n);
-    double med = det_median_skip(v, n, n) / (0.6744897501960817 * M_SQRT2);
+    double med = det_util_median_skip(v, n, n) / (0.6744897501960817 * M_SQRT2);
     double q90 = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.9) /
                  (1.6448536269514722 * M_SQRT2);
     return fmax(med, q90);
@@ -173,8 +175,8 @@ s_wander(const sg_dev_t *d, const det_params_t *p, double *v)
  * evenly spread) settled devices of the round, as a relative figure; 0
  * when off, NAN while every device is still learning. */
 static double
-s_round_noise(const sg_state_t *st, const det_params_t *p,
-              const sg_round_t *r)
+s_round_noise(const det_slowgpu_state_t *st, const det_params_t *p,
+              const det_slowgpu_round_t *r)
 {
     double w[SG_NOISE_DEVS], v[SG_RING_MAX];
     size_t m = 0, step = r->n > SG_NOISE_DEVS ? r->n / SG_NOISE_DEVS : 1;
@@ -188,15 +190,16 @@ s_round_noise(const sg_state_t *st, const det_params_t *p,
     if (m == 0)
         return NAN;
     gsl_sort(w, 1, m);
-    return expm1(det_median_skip(w, m, m));
+    return expm1(det_util_median_skip(w, m, m));
 }
 
 /* Robust rule for device i of the round. */
 static int
-s_peer(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
+s_peer(det_slowgpu_state_t *st, const det_params_t *p,
+       const det_slowgpu_round_t *r, size_t i,
        det_events_t *out)
 {
-    sg_dev_t *d = &st->devs[r->dev[i]];
+    det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
     double m = r->med[i];
     /* Judged only once the round's noise is known and the device has its
      * own history: a device that joined late is not judged on the others'
@@ -226,26 +229,27 @@ s_peer(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
 
 /* Sets d's baseline ratio and noise from its warm-up ratios. */
 static void
-s_set_baseline(sg_dev_t *d, double floor)
+s_set_baseline(det_slowgpu_dev_t *d, double floor)
 {
     double v[SG_RING_MAX];
     size_t n = d->nwarm;
     memcpy(v, d->warm, n * sizeof *v);
     gsl_sort(v, 1, n);
-    d->base = det_median_skip(v, n, n);
+    d->base = det_util_median_skip(v, n, n);
     for (size_t j = 0; j < n; j++)
         v[j] = fabs(d->warm[j] - d->base);
     gsl_sort(v, 1, n);
-    d->sigma = fmax(DET_MAD_SCALE * det_median_skip(v, n, n),
+    d->sigma = fmax(DET_UTIL_MAD_SCALE * det_util_median_skip(v, n, n),
                     floor * d->base);
 }
 
 /* Drift of device i's ratio to its peers against its own baseline. */
 static int
-s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
+s_drift(det_slowgpu_state_t *st, const det_params_t *p,
+        const det_slowgpu_round_t *r, size_t i,
         det_events_t *out)
 {
-    sg_dev_t *d = &st->devs[r->dev[i]];
+    det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
     double h = det_params_num(p, SG_DRIFT);
     uint32_t warmup = (uint32_t) det_params_num(p, SG_WARMUP);
     if (h <= 0 || !isfinite(d->ratio))
@@ -286,7 +290,7 @@ s_drift(sg_state_t *st, const det_params_t *p, const sg_round_t *r, size_t i,
 }
 
 static void
-s_ring_push(sg_dev_t *d, double v)
+s_ring_push(det_slowgpu_dev_t *d, double v)
 {
     d->ring[d->ring_pos] = v;
     d->ring_pos = (d->ring_pos + 1) % SG_RING_MAX;
@@ -295,7 +299,7 @@ s_ring_push(sg_dev_t *d, double v)
 
 /* Mean of the newest k values of d's ring. */
 static double
-s_ring_mean(const sg_dev_t *d, uint32_t k)
+s_ring_mean(const det_slowgpu_dev_t *d, uint32_t k)
 {
     double sum = 0;
     for (uint32_t j = 1; j <= k; j++)
@@ -304,7 +308,8 @@ s_ring_mean(const sg_dev_t *d, uint32_t k)
 }
 
 static int
-s_dragon_event(const sg_dev_t *d, const sg_round_t *r, double mean,
+s_dragon_event(const det_slowgpu_dev_t *d, const det_slowgpu_round_t *r,
+               double mean,
                double mu, double sd, double z, size_t m, det_events_t *out)
 {
     char who[600], text[1200];
@@ -322,14 +327,14 @@ s_dragon_event(const sg_dev_t *d, const sg_round_t *r, double mean,
 
 /* Dragon's pooled z-score over the devices of the round. */
 static int
-s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
-         det_events_t *out)
+s_dragon(det_slowgpu_state_t *st, const det_params_t *p,
+         const det_slowgpu_round_t *r, det_events_t *out)
 {
     uint32_t k = (uint32_t) det_params_num(p, SG_DRAGON_SAMPLES);
     double thr = det_params_num(p, SG_DRAGON_Z), sum = 0, ss = 0;
     size_t m = 0;
     for (size_t i = 0; i < r->nall; i++) {
-        const sg_dev_t *d = &st->devs[r->dev[i]];
+        const det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
         r->tmp[i] = d->nring >= k ? s_ring_mean(d, k) : NAN;
         if (!isnan(r->tmp[i])) {
             sum += r->tmp[i];
@@ -344,7 +349,7 @@ s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
             ss += (r->tmp[i] - mu) * (r->tmp[i] - mu);
     double sd = sqrt(ss / m);
     for (size_t i = 0; i < r->nall; i++) {
-        sg_dev_t *d = &st->devs[r->dev[i]];
+        det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
         if (isnan(r->tmp[i]))
             continue;
         double z = sd > 0 ? (r->tmp[i] - mu) / sd : 0;
@@ -363,15 +368,15 @@ s_dragon(sg_state_t *st, const det_params_t *p, const sg_round_t *r,
 }
 
 int
-sg_judge(sg_state_t *st, const det_params_t *p, sg_round_t *r,
-         det_events_t *out)
+det_slowgpu_judge(det_slowgpu_state_t *st, const det_params_t *p,
+                  det_slowgpu_round_t *r, det_events_t *out)
 {
     const char *rule = det_params_str(p, SG_RULE);
     int robust = strcmp(rule, "dragon") != 0;
     int dragon = strcmp(rule, "robust") != 0;
     int rc = 0;
     for (size_t i = 0; i < r->nall; i++) {
-        sg_dev_t *d = &st->devs[r->dev[i]];
+        det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
         d->last_ts = r->ts;
         d->rounds++;
         s_ring_push(d, r->x[i]);

@@ -14,6 +14,7 @@
  * per node, with act severity: a node drowning in processes hurts the job.
  */
 #include "det.h"
+#include "det_ents.h"
 #include "det_util.h"
 
 #include <math.h>
@@ -91,15 +92,15 @@ static int
 s_series(det_ents_state_t *st, const s_rule_t *r, const det_series_t *s,
          int64_t now)
 {
-    const char *host = det_tag(s, "host");
+    const char *host = det_util_tag(s, "host");
     const char *node = host ? host : s->node ? s->node : "";
     const char *dev = "";
-    if (strcmp(r->per, "node") != 0 && !(dev = det_tag(s, r->per)))
+    if (strcmp(r->per, "node") != 0 && !(dev = det_util_tag(s, r->per)))
         return 0;
     long i = det_ents_get(&st->ents, node, dev, now);
     if (i < 0)
         return TELEM_ENOMEM;
-    det_ent_t *e = &st->ents.v[i];
+    det_ents_entry_t *e = &st->ents.v[i];
     double held = s_held(r, s);
     if (e->seen_run != st->run)
         e->held = -1;
@@ -114,7 +115,7 @@ s_series(det_ents_state_t *st, const s_rule_t *r, const det_series_t *s,
 }
 
 static int
-s_event(const s_rule_t *r, const det_ent_t *e, det_events_t *out)
+s_event(const s_rule_t *r, const det_ents_entry_t *e, det_events_t *out)
 {
     char text[1200], where[600];
     if (*e->device)
@@ -151,7 +152,7 @@ s_eval(det_ents_state_t *st, const s_rule_t *r, const det_input_t *in,
             rc = s_series(st, r, s, in->now_ns);
     }
     for (size_t i = 0; i < st->ents.n && !rc; i++) {
-        det_ent_t *e = &st->ents.v[i];
+        det_ents_entry_t *e = &st->ents.v[i];
         if (e->seen_run != st->run)
             continue;                       /* no data: undecided */
         if (e->hold_run != st->run) {
@@ -161,7 +162,8 @@ s_eval(det_ents_state_t *st, const s_rule_t *r, const det_input_t *in,
         if (!e->active && (rc = s_event(r, e, out)) == 0)
             e->active = 1;
     }
-    return rc ? rc : det_ents_prune(&st->ents, st->run > 100 ? st->run - 100 : 0);
+    return rc ? rc : det_ents_prune(&st->ents,
+                                    st->run > 100 ? st->run - 100 : 0);
 }
 
 static det_severity_t
@@ -181,7 +183,7 @@ s_start(int64_t now_ns, double duration)
 static int
 s_tcheck(const det_params_t *p, char *why, size_t why_size)
 {
-    return det_params_nonempty(p, T_PER, "per", why, why_size);
+    return det_util_params_nonempty(p, T_PER, "per", why, why_size);
 }
 
 static void
@@ -226,7 +228,7 @@ const det_vtable_t det_threshold = {
            "per node or per tag value.  Score: the newest value.",
     .params = s_tparams,
     .nparams = T_NPARAMS,
-    .create = det_ents_state_create,
+    .create = det_ents_state_new,
     .destroy = det_ents_state_destroy,
     .check = s_tcheck,
     .needs = s_tneeds,
@@ -264,7 +266,7 @@ const det_vtable_t det_proc_threshold = {
            "user) exceeds a limit, for a duration.  Score: the count.",
     .params = s_pparams,
     .nparams = P_NPARAMS,
-    .create = det_ents_state_create,
+    .create = det_ents_state_new,
     .destroy = det_ents_state_destroy,
     .needs = s_pneeds,
     .run = s_prun,

@@ -1,7 +1,7 @@
-/* det_util.c - leave-one-out statistics, a string map and small helpers
- * for the built-in detectors.
+/* det_util.c - leave-one-out statistics and small helpers for the
+ * built-in detectors (det_util.h).
  *
- * det_loo() is the costly step of slowgpu at large device counts.  Done
+ * det_util_loo() is the costly step of slowgpu at large device counts.  Done
  * naively (a median and a MAD of the n-1 others, for each of n devices) it
  * costs O(n^2 log n), 1000 devices being about 4 s of sorting per round.
  * Here the values are sorted once (GSL's index sort gives every value's
@@ -22,7 +22,7 @@
 /* ---- leave-one-out median and MAD -------------------------------------- */
 
 void
-det_scratch_free(det_scratch_t *s)
+det_util_scratch_free(det_util_scratch_t *s)
 {
     free(s->sorted);
     for (int i = 0; i < 3; i++)
@@ -33,11 +33,11 @@ det_scratch_free(det_scratch_t *s)
 }
 
 static int
-s_scratch_grow(det_scratch_t *s, size_t n)
+s_scratch_grow(det_util_scratch_t *s, size_t n)
 {
     if (n <= s->cap)
         return 0;
-    det_scratch_free(s);
+    det_util_scratch_free(s);
     s->sorted = malloc(n * sizeof(double));
     s->perm = malloc(n * sizeof(size_t));
     s->rank = malloc(n * sizeof(size_t));
@@ -45,7 +45,7 @@ s_scratch_grow(det_scratch_t *s, size_t n)
         s->dev[i] = malloc(n * sizeof(double));
     if (!s->sorted || !s->perm || !s->rank || !s->dev[0] || !s->dev[1] ||
         !s->dev[2]) {
-        det_scratch_free(s);
+        det_util_scratch_free(s);
         return TELEM_ENOMEM;
     }
     s->cap = n;
@@ -53,7 +53,7 @@ s_scratch_grow(det_scratch_t *s, size_t n)
 }
 
 double
-det_median_skip(const double *sorted, size_t n, size_t skip)
+det_util_median_skip(const double *sorted, size_t n, size_t skip)
 {
     size_t m = skip < n ? n - 1 : n;
     if (m == 0)
@@ -81,7 +81,7 @@ s_lower_bound(const double *sorted, size_t n, double v)
 
 /* The sorted deviation array around m: one of three cached slots. */
 static const double *
-s_devs_around(det_scratch_t *s, const double *x, size_t n, double m,
+s_devs_around(det_util_scratch_t *s, const double *x, size_t n, double m,
               int *used)
 {
     for (int k = 0; k < *used; k++)
@@ -96,8 +96,8 @@ s_devs_around(det_scratch_t *s, const double *x, size_t n, double m,
 }
 
 int
-det_loo(det_scratch_t *s, const double *x, size_t n, double *med,
-        double *mad)
+det_util_loo(det_util_scratch_t *s, const double *x, size_t n, double *med,
+             double *mad)
 {
     if (n < 2) {
         for (size_t i = 0; i < n; i++)
@@ -113,10 +113,10 @@ det_loo(det_scratch_t *s, const double *x, size_t n, double *med,
     }
     int used = 0;
     for (size_t i = 0; i < n; i++) {
-        med[i] = det_median_skip(s->sorted, n, s->rank[i]);
+        med[i] = det_util_median_skip(s->sorted, n, s->rank[i]);
         const double *d = s_devs_around(s, x, n, med[i], &used);
         size_t pos = s_lower_bound(d, n, fabs(x[i] - med[i]));
-        mad[i] = det_median_skip(d, n, pos);
+        mad[i] = det_util_median_skip(d, n, pos);
     }
     return 0;
 }
@@ -124,7 +124,7 @@ det_loo(det_scratch_t *s, const double *x, size_t n, double *med,
 /* ---- tags, keys, text -------------------------------------------------- */
 
 const char *
-det_tag(const det_series_t *s, const char *key)
+det_util_tag(const det_series_t *s, const char *key)
 {
     for (size_t i = 0; i < s->ntags; i++)
         if (s->tags[i].key && strcmp(s->tags[i].key, key) == 0)
@@ -133,7 +133,8 @@ det_tag(const det_series_t *s, const char *key)
 }
 
 char *
-det_key(char *buf, size_t size, const char *a, const char *b, const char *c)
+det_util_key(char *buf, size_t size, const char *a, const char *b,
+             const char *c)
 {
     int n = snprintf(buf, size, "%s\x1f%s\x1f%s", a ? a : "", b ? b : "",
                      c ? c : "");
@@ -141,7 +142,7 @@ det_key(char *buf, size_t size, const char *a, const char *b, const char *c)
 }
 
 void
-det_fmt_seconds(char *buf, size_t size, double s)
+det_util_fmt_seconds(char *buf, size_t size, double s)
 {
     if (fabs(s) < 1)
         snprintf(buf, size, "%.3g ms", s * 1e3);
@@ -149,228 +150,11 @@ det_fmt_seconds(char *buf, size_t size, double s)
         snprintf(buf, size, "%.3g s", s);
 }
 
-/* ---- string map -------------------------------------------------------- */
-
-typedef struct {
-    char *key;
-    long val;
-} s_slot_t;
-
-struct det_map {
-    s_slot_t *slots;
-    size_t cap;       /* power of two */
-    size_t n;
-};
-
-static uint64_t
-s_hash(const char *k)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *k; k++)
-        h = (h ^ (unsigned char) *k) * 1099511628211ULL;
-    return h;
-}
-
-det_map_t *
-det_map_new(void)
-{
-    det_map_t *self = calloc(1, sizeof *self);
-    if (self && !(self->slots = calloc(16, sizeof *self->slots))) {
-        free(self);
-        return NULL;
-    }
-    if (self)
-        self->cap = 16;
-    return self;
-}
-
-void
-det_map_clear(det_map_t *self)
-{
-    for (size_t i = 0; i < self->cap; i++) {
-        free(self->slots[i].key);
-        self->slots[i].key = NULL;
-    }
-    self->n = 0;
-}
-
-void
-det_map_destroy(det_map_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    det_map_clear(*self_p);
-    free((*self_p)->slots);
-    free(*self_p);
-    *self_p = NULL;
-}
-
-size_t
-det_map_count(const det_map_t *self)
-{
-    return self->n;
-}
-
-static s_slot_t *
-s_find(s_slot_t *slots, size_t cap, const char *key)
-{
-    size_t i = (size_t) s_hash(key) & (cap - 1);
-    while (slots[i].key && strcmp(slots[i].key, key) != 0)
-        i = (i + 1) & (cap - 1);
-    return &slots[i];
-}
-
-long
-det_map_get(const det_map_t *self, const char *key)
-{
-    s_slot_t *s = s_find(self->slots, self->cap, key);
-    return s->key ? s->val : -1;
-}
-
-static int
-s_map_grow(det_map_t *self)
-{
-    size_t cap = self->cap * 2;
-    s_slot_t *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return TELEM_ENOMEM;
-    for (size_t i = 0; i < self->cap; i++)
-        if (self->slots[i].key)
-            *s_find(slots, cap, self->slots[i].key) = self->slots[i];
-    free(self->slots);
-    self->slots = slots;
-    self->cap = cap;
-    return 0;
-}
+/* ---- parameters ------------------------------------------------------ */
 
 int
-det_map_put(det_map_t *self, const char *key, long val)
-{
-    if (2 * (self->n + 1) > self->cap && s_map_grow(self))
-        return TELEM_ENOMEM;
-    s_slot_t *s = s_find(self->slots, self->cap, key);
-    if (!s->key) {
-        if (!(s->key = strdup(key)))
-            return TELEM_ENOMEM;
-        self->n++;
-    }
-    s->val = val;
-    return 0;
-}
-
-/* ---- entity tables ----------------------------------------------------- */
-
-long
-det_ents_get(det_ents_t *t, const char *node, const char *device,
-             int64_t now)
-{
-    char key[2 * 256 + 8];
-    if (!device)
-        device = "";
-    if (!det_key(key, sizeof key, node, device, NULL))
-        return -1;
-    if (!t->map && !(t->map = det_map_new()))
-        return -1;
-    long i = det_map_get(t->map, key);
-    if (i >= 0)
-        return i;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        det_ent_t *v = realloc(t->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        t->v = v;
-        t->cap = cap;
-    }
-    det_ent_t *e = &t->v[t->n];
-    memset(e, 0, sizeof *e);
-    size_t kl = strlen(key) + 1, nl = strlen(node) + 1, dl = strlen(device) + 1;
-    if (!(e->key = malloc(kl + nl + dl)) ||
-        det_map_put(t->map, key, (long) t->n)) {
-        free(e->key);
-        return -1;
-    }
-    memcpy(e->key, key, kl);
-    e->node = memcpy(e->key + kl, node, nl);
-    e->device = memcpy(e->key + kl + nl, device, dl);
-    e->last_ts = now;
-    return (long) t->n++;
-}
-
-int
-det_ents_prune(det_ents_t *t, uint64_t keep_run)
-{
-    size_t stale = 0, k = 0;
-    for (size_t i = 0; i < t->n; i++)
-        stale += t->v[i].seen_run < keep_run;
-    if (t->n < 1024 || 2 * stale < t->n)
-        return 0;
-    det_map_clear(t->map);
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->v[i].seen_run < keep_run) {
-            free(t->v[i].key);
-            continue;
-        }
-        t->v[k] = t->v[i];
-        if (det_map_put(t->map, t->v[k].key, (long) k))
-            return TELEM_ENOMEM;
-        k++;
-    }
-    t->n = k;
-    return 0;
-}
-
-void
-det_ents_free(det_ents_t *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i].key);
-    free(t->v);
-    det_map_destroy(&t->map);
-    memset(t, 0, sizeof *t);
-}
-
-int
-det_ents_state_create(void **state)
-{
-    det_ents_state_t *st = calloc(1, sizeof *st);
-    *state = st;
-    return st ? 0 : TELEM_ENOMEM;
-}
-
-void
-det_ents_state_destroy(void **state)
-{
-    det_ents_state_t *st = *state;
-    det_ents_free(&st->ents);
-    free(st);
-    *state = NULL;
-}
-
-size_t
-det_ents_active_list(const det_ents_t *t, char *buf, size_t size)
-{
-    size_t len = 0, shown = 0, total = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < t->n; i++) {
-        const det_ent_t *e = &t->v[i];
-        if (!e->active)
-            continue;
-        total++;
-        if (len + strlen(e->node) + strlen(e->device) + 8 >= size)
-            continue;
-        len += (size_t) snprintf(buf + len, size - len, "%s%s%s%s",
-                                 shown++ ? ", " : "", e->node,
-                                 *e->device ? "/" : "", e->device);
-    }
-    if (total > shown)
-        snprintf(buf + len, size - len, " and %zu more", total - shown);
-    return total;
-}
-
-int
-det_params_nonempty(const det_params_t *p, size_t i, const char *name,
-                    char *why, size_t why_size)
+det_util_params_nonempty(const det_params_t *p, size_t i, const char *name,
+                         char *why, size_t why_size)
 {
     if (*det_params_str(p, i))
         return 0;

@@ -31,19 +31,23 @@ test_list_parse(void)
 {
     long v[8];
     size_t n;
-    CHECK(telem_device_list_parse("0,2-3", 100, v, 8, &n) == 0);
+    CHECK(telem_backend_device_list_parse("0,2-3", 100, v, 8, &n) == 0);
     CHECK(n == 3 && v[0] == 0 && v[1] == 2 && v[2] == 3);
-    CHECK(telem_device_list_parse("7", 100, v, 8, &n) == 0 && n == 1
+    CHECK(telem_backend_device_list_parse("7", 100, v, 8, &n) == 0 && n == 1
           && v[0] == 7);
-    CHECK(telem_device_list_parse("3-1", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse(NULL, 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("1,1", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("1,", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("a", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("-1", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("101", 100, v, 8, &n) == TELEM_EINVAL);
-    CHECK(telem_device_list_parse("0-9", 100, v, 8, &n) == TELEM_ETOOBIG);
+    CHECK(telem_backend_device_list_parse("3-1", 100, v, 8,
+                                          &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse(NULL, 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("1,1", 100, v, 8,
+                                          &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("1,", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("a", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("-1", 100, v, 8, &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("101", 100, v, 8,
+                                          &n) == TELEM_EINVAL);
+    CHECK(telem_backend_device_list_parse("0-9", 100, v, 8,
+                                          &n) == TELEM_ETOOBIG);
 }
 
 static void
@@ -57,7 +61,7 @@ test_registry(void)
     CHECK(telem_backend_at(0) && telem_backend_at(1) && !telem_backend_at(2));
     CHECK(telem_backend_has_kernel(&telem_backend_cpu, "dgemm"));
     CHECK(!telem_backend_has_kernel(&telem_backend_cpu, "fma"));
-    CHECK(telem_backend_open("tpu", &err, why, sizeof why) == NULL);
+    CHECK(telem_backend_open("tpu", why, sizeof why, &err) == NULL);
     CHECK(err == TELEM_ENOTFOUND && strstr(why, "tpu"));
 }
 
@@ -68,7 +72,7 @@ test_cpu_discovery(void)
     char why[256];
     int err = 0;
     CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-    telem_backend_t *b = telem_backend_open("cpu", &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open("cpu", why, sizeof why, &err);
     CHECK(b && err == 0);
     if (!b)
         return;
@@ -98,14 +102,14 @@ test_cpu_env(void)
             last = c;
     snprintf(list, sizeof list, "%d", last);
     setenv("TELEM_CPU_DEVICES", list, 1);
-    telem_backend_t *b = telem_backend_open("cpu", &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open("cpu", why, sizeof why, &err);
     CHECK(b && telem_backend_ndevices(b) == 1);
     CHECK(b && atoi(telem_backend_device(b, 0)->id) == last);
     telem_backend_close(&b);
     static const char *const bad[] = { "x", "0,0", "2-1", "5000" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TELEM_CPU_DEVICES", bad[i], 1);
-        b = telem_backend_open("cpu", &err, why, sizeof why);
+        b = telem_backend_open("cpu", why, sizeof why, &err);
         CHECK(b == NULL && err == TELEM_EINVAL && *why);
     }
     unsetenv("TELEM_CPU_DEVICES");
@@ -131,7 +135,7 @@ static void
 test_cpu_bind(void)
 {
     int err;
-    telem_backend_t *b = telem_backend_open("cpu", &err, NULL, 0);
+    telem_backend_t *b = telem_backend_open("cpu", NULL, 0, &err);
     CHECK(b != NULL);
     if (!b)
         return;
@@ -155,30 +159,32 @@ test_cpu_kernel_and_load(void)
 {
     int err;
     char why[256];
-    telem_backend_t *b = telem_backend_open("cpu", &err, NULL, 0);
+    telem_backend_t *b = telem_backend_open("cpu", NULL, 0, &err);
     CHECK(b != NULL);
     if (!b)
         return;
-    telem_kernel_t *k = telem_kernel_new(b, 0, NULL, &err, why, sizeof why);
+    telem_backend_kernel_t *k = telem_backend_kernel_new(b, 0, NULL, why,
+                                                         sizeof why, &err);
     CHECK(k && err == 0);
     for (int i = 0; k && i < 3; i++) {
         double s = -1;
-        CHECK(telem_kernel_run(k, &s) == 0);
+        CHECK(telem_backend_kernel_run(k, &s) == 0);
         CHECK(isfinite(s) && s > 0 && s < 10);
     }
-    telem_kernel_destroy(&k);
+    telem_backend_kernel_destroy(&k);
     CHECK(k == NULL);
-    CHECK(!telem_kernel_new(b, 0, "fma", &err, why, sizeof why)
+    CHECK(!telem_backend_kernel_new(b, 0, "fma", why, sizeof why, &err)
           && err == TELEM_ENOTFOUND && strstr(why, "dgemm"));
-    CHECK(!telem_kernel_new(b, telem_backend_ndevices(b), "dgemm", &err,
-                            why, sizeof why) && err == TELEM_EINVAL);
-    telem_load_t *l = telem_load_new(b, 0, &err, why, sizeof why);
+    CHECK(!telem_backend_kernel_new(b, telem_backend_ndevices(b), "dgemm", why,
+                                    sizeof why, &err) && err == TELEM_EINVAL);
+    telem_backend_load_t *l = telem_backend_load_new(b, 0, why, sizeof why,
+                                                     &err);
     CHECK(l != NULL);
     int64_t t0 = telem_mono_ns();
-    CHECK(l && telem_load_run(l, 2 * TELEM_NS_PER_MS) == 0);
+    CHECK(l && telem_backend_load_run(l, 2 * TELEM_NS_PER_MS) == 0);
     CHECK(telem_mono_ns() - t0 >= 2 * TELEM_NS_PER_MS);
-    CHECK(l && telem_load_run(l, 0) == TELEM_EINVAL);
-    telem_load_destroy(&l);
+    CHECK(l && telem_backend_load_run(l, 0) == TELEM_EINVAL);
+    telem_backend_load_destroy(&l);
     telem_backend_close(&b);
 }
 
@@ -188,11 +194,11 @@ test_cuda(void)
     char why[256] = "";
     int err = 0;
     setenv("TELEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
-    telem_backend_t *b = telem_backend_open("cuda", &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open("cuda", why, sizeof why, &err);
     CHECK(b == NULL && err == TELEM_EUNSUPPORTED);
     CHECK(strstr(why, "/nonexistent/libcuda.so.1") != NULL);
     unsetenv("TELEM_CUDA_LIBRARY");
-    b = telem_backend_open("cuda", &err, why, sizeof why);
+    b = telem_backend_open("cuda", why, sizeof why, &err);
     if (!b) {
         CHECK(err == TELEM_EUNSUPPORTED && *why);
         printf("cuda backend skipped: %s\n", why);
@@ -202,13 +208,14 @@ test_cuda(void)
     printf("cuda backend: %zu device(s), %s\n", telem_backend_ndevices(b),
            telem_backend_device(b, 0)->name);
     CHECK(telem_backend_bind(b, 0, why, sizeof why) == 0);
-    telem_kernel_t *k = telem_kernel_new(b, 0, "fma", &err, why, sizeof why);
+    telem_backend_kernel_t *k = telem_backend_kernel_new(b, 0, "fma", why,
+                                                         sizeof why, &err);
     CHECK(k != NULL);
     for (int i = 0; k && i < 3; i++) {
         double s = -1;
-        CHECK(telem_kernel_run(k, &s) == 0 && isfinite(s) && s > 0);
+        CHECK(telem_backend_kernel_run(k, &s) == 0 && isfinite(s) && s > 0);
     }
-    telem_kernel_destroy(&k);
+    telem_backend_kernel_destroy(&k);
     telem_backend_close(&b);
 }
 

@@ -140,9 +140,10 @@ static void
 test_settings(void)
 {
     char why[256];
-    cg_t *g = cg_new(NULL);
+    cg_t *g = cg_new(NULL, NULL);
     CHECK(g && strcmp(cg_name(g), "cg") == 0);
-    CHECK(cg_new("") == NULL);
+    int err = 0;
+    CHECK(cg_new("", &err) == NULL && err == TELEM_EINVAL);
     CHECK(cg_set_backend(g, "tpu") == TELEM_EINVAL);
     CHECK(cg_set_devices(g, "x") == TELEM_EINVAL);
     CHECK(cg_set_devices(g, "all") == 0);
@@ -159,7 +160,7 @@ test_settings(void)
     cg_destroy(&g);
     CHECK(g == NULL);
 
-    g = cg_new("k");
+    g = cg_new("k", NULL);
     const char *one[] = { "n1" };
     CHECK(cg_set_nodes(g, one, 1) == 0);
     CHECK(cg_set_kernel(g, "nope") == 0);
@@ -175,9 +176,9 @@ test_local_map(s_pipe_t *p)
     char why[256], v[64];
     const char *nodes[] = { "va", "vb", "vc" };
     int err;
-    telem_backend_t *b = telem_backend_open("cpu", &err, NULL, 0);
+    telem_backend_t *b = telem_backend_open("cpu", NULL, 0, &err);
     size_t nm = b ? telem_backend_ndevices(b) : 1;
-    cg_t *g = cg_new("maptest");
+    cg_t *g = cg_new("maptest", NULL);
     CHECK(cg_set_nodes(g, nodes, 3) == 0);
     CHECK(cg_set_devices(g, "0") == 0);
     CHECK(cg_set_period(g, 100 * TELEM_NS_PER_MS) == 0);
@@ -243,9 +244,9 @@ test_local_spread(s_pipe_t *p)
     char why[256], v[64], list[16];
     const char *nodes[] = { "la", "lb", "lc" };
     int err;
-    telem_backend_t *b = telem_backend_open("cpu", &err, NULL, 0);
+    telem_backend_t *b = telem_backend_open("cpu", NULL, 0, &err);
     size_t nm = b ? telem_backend_ndevices(b) : 1;
-    cg_t *g = cg_new("spreadtest");
+    cg_t *g = cg_new("spreadtest", NULL);
     snprintf(list, sizeof list, "%zu", nm - 1);
     CHECK(cg_set_nodes(g, nodes, 3) == 0);
     CHECK(cg_set_devices(g, "0") == 0);
@@ -270,7 +271,7 @@ test_local_spread(s_pipe_t *p)
     }
     CHECK(cg_stop(g, 20000) == 0);
     cg_destroy(&g);
-    g = cg_new("spreadbad");
+    g = cg_new("spreadbad", NULL);
     snprintf(list, sizeof list, "%zu", nm);
     CHECK(cg_set_nodes(g, nodes, 1) == 0);
     CHECK(cg_set_local_devices(g, list) == 0);
@@ -287,7 +288,7 @@ test_templates(s_pipe_t *p)
 {
     char why[256], v[300];
     const char *nodes[] = { "t1", "t 2'q" };
-    cg_t *g = cg_new("tmpl");
+    cg_t *g = cg_new("tmpl", NULL);
     CHECK(cg_set_nodes(g, nodes, 2) == 0);
     CHECK(cg_set_per_node(g, 1) == 0);
     CHECK(cg_set_user_test(g, "cg_test_figure", NULL) == 0);
@@ -303,7 +304,7 @@ test_templates(s_pipe_t *p)
     CHECK(cg_stop(g, 20000) == 0);
     cg_destroy(&g);
 
-    g = cg_new("tmpl2");
+    g = cg_new("tmpl2", NULL);
     CHECK(cg_set_nodes(g, nodes, 2) == 0);
     CHECK(cg_set_devices(g, "0") == 0);
     CHECK(cg_set_user_test(g, "cg_test_figure", NULL) == 0);
@@ -328,7 +329,7 @@ test_stop_escalates(s_pipe_t *p)
     const char *nodes[] = { "hang" };
     cg_info_t in;
     setenv("CG_TEST_IGNORE_TERM", "1", 1);
-    cg_t *g = cg_new("hang");
+    cg_t *g = cg_new("hang", NULL);
     CHECK(cg_set_nodes(g, nodes, 1) == 0);
     CHECK(cg_set_per_node(g, 1) == 0);
     CHECK(cg_set_user_test(g, "cg_test_figure", NULL) == 0);
@@ -349,7 +350,7 @@ test_builtin(void)
 {
     char why[256];
     const char *nodes[] = { "b1" };
-    cg_t *g = cg_new("builtin");
+    cg_t *g = cg_new("builtin", NULL);
     CHECK(cg_set_nodes(g, nodes, 1) == 0);
     CHECK(cg_set_devices(g, "0") == 0);
     CHECK(cg_start(g, why, sizeof why) == 0);
@@ -359,7 +360,7 @@ test_builtin(void)
     CHECK(cg_stop(g, 20000) == 0);
     cg_destroy(&g);
 
-    g = cg_new("missing");
+    g = cg_new("missing", NULL);
     CHECK(cg_set_nodes(g, nodes, 1) == 0);
     CHECK(cg_set_collector(g, "/nonexistent/telem_collector") == 0);
     CHECK(cg_start(g, why, sizeof why) == TELEM_EIO);

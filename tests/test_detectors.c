@@ -106,14 +106,14 @@ static void
 test_loo_matches_brute_force(void)
 {
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    det_scratch_t sc = { 0 };
+    det_util_scratch_t sc = { 0 };
     double x[80], med[80], mad[80], peers[80], dev[80];
     for (size_t n = 2; n <= 80; n++) {
         for (int rep = 0; rep < 5; rep++) {
             for (size_t i = 0; i < n; i++)   /* rep 0-1: many ties */
                 x[i] = rep < 2 ? (double) gsl_rng_uniform_int(rng, 4)
                                : gsl_rng_uniform(rng) * 10;
-            CHECK_INT(det_loo(&sc, x, n, med, mad), 0);
+            CHECK_INT(det_util_loo(&sc, x, n, med, mad), 0);
             for (size_t i = 0; i < n; i++) {
                 size_t k = 0;
                 for (size_t j = 0; j < n; j++)
@@ -129,14 +129,14 @@ test_loo_matches_brute_force(void)
         }
     }
     double one = 1, m1, a1;
-    CHECK_INT(det_loo(&sc, &one, 1, &m1, &a1), 0);
+    CHECK_INT(det_util_loo(&sc, &one, 1, &m1, &a1), 0);
     CHECK(isnan(m1) && isnan(a1));
     double sorted[] = { 1, 2, 3, 4 };
-    CHECK(det_median_skip(sorted, 4, 4) == 2.5);
-    CHECK(det_median_skip(sorted, 4, 0) == 3);
-    CHECK(det_median_skip(sorted, 4, 3) == 2);
-    CHECK(isnan(det_median_skip(sorted, 1, 0)));
-    det_scratch_free(&sc);
+    CHECK(det_util_median_skip(sorted, 4, 4) == 2.5);
+    CHECK(det_util_median_skip(sorted, 4, 0) == 3);
+    CHECK(det_util_median_skip(sorted, 4, 3) == 2);
+    CHECK(isnan(det_util_median_skip(sorted, 1, 0)));
+    det_util_scratch_free(&sc);
     gsl_rng_free(rng);
 }
 
@@ -243,7 +243,7 @@ test_noise_floor(void)
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         fx_t *fx = fx_new(counts[c], 1, "cg_dgemm_seconds");
         det_t *off = fx_det("slowgpu", (const char *const[]) { "noise", "0",
-                                                               NULL });
+                            NULL });
         det_events_t *evs = det_events_new();
         sim(fx, off, 0, 600, 0.05, f_clean, NULL, evs);
         CHECK(det_events_count(evs) > 0);
@@ -339,7 +339,8 @@ test_missing_series(void)
                 continue;                   /* device 0 dies at round 40 */
             if (i == 1 && r % 3 == 0)
                 continue;                   /* device 1 misses rounds */
-            double v = BASE * (i == 3 && r >= 45 ? 1.3 : 1) * fx_noise(fx, 0.01);
+            double v = BASE * (i == 3 && r >= 45 ? 1.3 : 1) * fx_noise(fx,
+                                                                       0.01);
             if (i == 2 && r % 5 == 0)
                 v = r % 10 ? NAN : -1;      /* garbage is skipped */
             fx_push(fx, i, ts, i == 4 ? 1e9 : v);
@@ -366,8 +367,8 @@ test_round_completeness(void)
 {
     fx_t *fx = fx_new(4, 1, "cg_dgemm_seconds");
     det_t *d = fx_det("slowgpu", (const char *const[]) { "k", "1", "n", "1",
-                                                         "noise", "0",
-                                                         "settle", "0", NULL });
+                      "noise", "0",
+                      "settle", "0", NULL });
     det_events_t *evs = det_events_new();
     sim(fx, d, 0, 3, 0.0, f_clean, NULL, evs);
     int64_t ts = FX_T0 + 3 * FX_PERIOD;
@@ -610,14 +611,15 @@ test_dragon_cannot_fire_below_8(void)
     for (size_t n = 2; n <= 7; n++) {
         fx_t *fx = fx_new(n, 1, "cg_dgemm_seconds");
         det_t *dr = fx_det("slowgpu", (const char *const[]) { "rule", "dragon",
-                                                              NULL });
+                           NULL });
         det_t *ro = fx_det("slowgpu", NULL);
         det_events_t *evs = det_events_new(), *evr = det_events_new();
         slow_t s = { n - 1, SIZE_MAX, 1.10, 0 };
         for (size_t r = 0; r < 50; r++) {
             int64_t ts = FX_T0 + (int64_t) r * FX_PERIOD;
             for (size_t i = 0; i < n; i++)
-                fx_push(fx, i, ts, BASE * f_slow(i, r, &s) * fx_noise(fx, 0.005));
+                fx_push(fx, i, ts, BASE * f_slow(i, r, &s) * fx_noise(fx,
+                                                                      0.005));
             det_input_t in = fx_input(fx, ts + 1, 1);
             CHECK_INT(det_run(dr, &in, evs), 0);
             CHECK_INT(det_run(ro, &in, evr), 0);
@@ -633,7 +635,7 @@ test_dragon_cannot_fire_below_8(void)
     /* With 32 quiet devices Dragon's rule does fire on a 10 % slowdown. */
     fx_t *fx = fx_new(32, 8, "cg_dgemm_seconds");
     det_t *dr = fx_det("slowgpu", (const char *const[]) { "rule", "dragon",
-                                                          NULL });
+                       NULL });
     det_events_t *evs = det_events_new();
     slow_t s = { 9, SIZE_MAX, 1.10, 0 };
     sim(fx, dr, 0, 10, 0.005, f_slow, &s, evs);

@@ -54,7 +54,8 @@ fx_new(size_t n, size_t per_node, const char *metric)
     for (size_t i = 0; i < n; i++) {
         fx_series_t *s = &fx->s[i];
         snprintf(s->node, sizeof s->node, "n%zu", per_node ? i / per_node : i);
-        snprintf(s->device, sizeof s->device, "%zu", per_node ? i % per_node : 0);
+        snprintf(s->device, sizeof s->device, "%zu",
+                 per_node ? i % per_node : 0);
         snprintf(s->metric, sizeof s->metric, "%s", metric);
     }
     return fx;
@@ -77,7 +78,8 @@ fx_push(fx_t *fx, size_t i, int64_t ts, double v)
     fx_series_t *s = &fx->s[i];
     if (s->n == FX_PTS_MAX) {               /* keep the newest half */
         memmove(s->ts, s->ts + FX_PTS_MAX / 2, FX_PTS_MAX / 2 * sizeof *s->ts);
-        memmove(s->val, s->val + FX_PTS_MAX / 2, FX_PTS_MAX / 2 * sizeof *s->val);
+        memmove(s->val, s->val + FX_PTS_MAX / 2,
+                FX_PTS_MAX / 2 * sizeof *s->val);
         s->n = FX_PTS_MAX / 2;
     }
     s->ts[s->n] = ts;

@@ -159,7 +159,7 @@ test_heartbeat_nodes(void)
     snprintf(fx->s[1].node, sizeof fx->s[1].node, "node \"b\" ünïcode");
     const char *nodes[] = { "n0", fx->s[1].node, "never" };
     det_t *d = fx_det("heartbeat", (const char *const[]) { "timeout", "5",
-                                                           NULL });
+                      NULL });
     det_events_t *evs = det_events_new();
     det_needs_t nd;
     det_needs(d, FX_T0, &nd);
@@ -303,7 +303,7 @@ test_pause(void)
 {
     fx_t *fx = fx_new(1, 0, "m");
     det_t *d = fx_det("threshold", (const char *const[]) { "metric", "m",
-                                                           NULL });
+                      NULL });
     det_events_t *evs = det_events_new();
     fill(fx, 0, 0, 3, 1);
     det_pause(d, 1);

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launch_argv.h"
+#include "launch_env.h"
 #include "launch_proc.h"
 #include "launch_source.h"
 #include "telem_error.h"
@@ -22,41 +24,42 @@ static void
 test_env(void)
 {
     char *base[] = { "A=1", "TELEM_NODE=old", "PATH=/bin", NULL };
-    tl_env_t *e = tl_env_new(base);
-    CHECK(e && strcmp(tl_env_get(e, "A"), "1") == 0);
-    CHECK(tl_env_set(e, "TELEM_NODE", "n2") == 0);
-    CHECK(strcmp(tl_env_get(e, "TELEM_NODE"), "n2") == 0);
-    CHECK(tl_env_setf(e, "TELEM_RANK", "%d", 7) == 0);
-    CHECK(strcmp(tl_env_get(e, "TELEM_RANK"), "7") == 0);
-    tl_env_unset(e, "A");
-    tl_env_unset(e, "NOPE");
-    CHECK(tl_env_get(e, "A") == NULL && tl_env_get(e, "AB") == NULL);
-    CHECK(tl_env_set(e, "", "x") == TELEM_EINVAL);
-    CHECK(tl_env_set(e, "A=B", "x") == TELEM_EINVAL);
+    launch_env_t *e = launch_env_new(base);
+    CHECK(e && strcmp(launch_env_get(e, "A"), "1") == 0);
+    CHECK(launch_env_set(e, "TELEM_NODE", "n2") == 0);
+    CHECK(strcmp(launch_env_get(e, "TELEM_NODE"), "n2") == 0);
+    CHECK(launch_env_setf(e, "TELEM_RANK", "%d", 7) == 0);
+    CHECK(strcmp(launch_env_get(e, "TELEM_RANK"), "7") == 0);
+    launch_env_unset(e, "A");
+    launch_env_unset(e, "NOPE");
+    CHECK(launch_env_get(e, "A") == NULL && launch_env_get(e, "AB") == NULL);
+    CHECK(launch_env_set(e, "", "x") == TELEM_EINVAL);
+    CHECK(launch_env_set(e, "A=B", "x") == TELEM_EINVAL);
     size_t n = 0;
-    for (char *const *v = tl_env_array(e); *v; v++)
+    for (char *const *v = launch_env_array(e); *v; v++)
         n++;
     CHECK(n == 3);                  /* TELEM_NODE, PATH, TELEM_RANK */
-    tl_env_destroy(&e);
+    launch_env_destroy(&e);
     CHECK(e == NULL);
-    e = tl_env_new(NULL);
-    CHECK(e && tl_env_array(e)[0] == NULL);
-    tl_env_destroy(&e);
+    e = launch_env_new(NULL);
+    CHECK(e && launch_env_array(e)[0] == NULL);
+    launch_env_destroy(&e);
 }
 
 static void
 test_split(void)
 {
-    tl_argv_t a = { 0 };
-    CHECK(tl_argv_split(&a, "ssh -o 'Opt=a b' {node} x{node}y", "h 1") == 0);
+    launch_argv_t a = { 0 };
+    CHECK(launch_argv_split(&a, "ssh -o 'Opt=a b' {node} x{node}y",
+                            "h 1") == 0);
     CHECK(a.n == 5 && a.v[5] == NULL);
     CHECK(strcmp(a.v[0], "ssh") == 0 && strcmp(a.v[2], "Opt=a b") == 0);
     CHECK(strcmp(a.v[3], "h 1") == 0 && strcmp(a.v[4], "xh 1y") == 0);
-    tl_argv_clear(&a);
-    CHECK(tl_argv_split(&a, "echo $(id)", "n") == TELEM_EINVAL);
-    CHECK(tl_argv_split(&a, "'unbalanced", "n") == TELEM_EINVAL);
-    CHECK(tl_argv_split(&a, "   ", "n") == TELEM_EINVAL);
-    tl_argv_clear(&a);
+    launch_argv_clear(&a);
+    CHECK(launch_argv_split(&a, "echo $(id)", "n") == TELEM_EINVAL);
+    CHECK(launch_argv_split(&a, "'unbalanced", "n") == TELEM_EINVAL);
+    CHECK(launch_argv_split(&a, "   ", "n") == TELEM_EINVAL);
+    launch_argv_clear(&a);
 }
 
 static void
@@ -64,36 +67,39 @@ test_sources(void)
 {
     char why[256];
     int err = 0;
-    tl_source_t *s = tl_source_local(3, &err);
-    CHECK(s && tl_source_count(s) == 3 && err == 0);
-    CHECK(strcmp(tl_source_names(s)[2], "n3") == 0);
-    CHECK(!tl_source_daemon_names_itself(s));
+    launch_source_t *s = launch_source_new_local(3, &err);
+    CHECK(s && launch_source_count(s) == 3 && err == 0);
+    CHECK(strcmp(launch_source_names(s)[2], "n3") == 0);
+    CHECK(!launch_source_daemon_names_itself(s));
     const char *argv[] = { "prog", "a b", NULL };
     const char *kv[] = { "TELEM_NODE=n1", NULL };
-    tl_argv_t cmd = { 0 };
-    CHECK(tl_source_command(s, "n1", "program", argv, kv, &cmd) == 0);
+    launch_argv_t cmd = { 0 };
+    CHECK(launch_source_command(s, "n1", "program", argv, kv, &cmd) == 0);
     CHECK(cmd.n == 2 && strcmp(cmd.v[1], "a b") == 0);
-    tl_argv_clear(&cmd);
-    tl_source_destroy(&s);
-    CHECK(tl_source_local(0, &err) == NULL && err == TELEM_EINVAL);
+    launch_argv_clear(&cmd);
+    launch_source_destroy(&s);
+    CHECK(launch_source_new_local(0, &err) == NULL && err == TELEM_EINVAL);
 
-    s = tl_source_template("ssh -x {node}", "h1,h2", why, sizeof why, &err);
-    CHECK(s && tl_source_count(s) == 2 && tl_source_kind(s) == TL_SOURCE_TEMPLATE);
-    CHECK(tl_source_command(s, "h2", "telemd", argv, kv, &cmd) == 0);
+    s = launch_source_new_template("ssh -x {node}", "h1,h2", why, sizeof why,
+                                   &err);
+    CHECK(s && launch_source_count(s) == 2
+          && launch_source_kind(s) == LAUNCH_SOURCE_TEMPLATE);
+    CHECK(launch_source_command(s, "h2", "telemd", argv, kv, &cmd) == 0);
     const char *want[] = { "ssh", "-x", "h2", "env", "TELEM_NODE=n1", "prog",
                            "a b" };
     CHECK(cmd.n == 7);
     for (size_t i = 0; i < 7 && i < cmd.n; i++)
         CHECK(strcmp(cmd.v[i], want[i]) == 0);
-    tl_argv_clear(&cmd);
-    tl_source_destroy(&s);
-    s = tl_source_template("ssh {node}", "h1,h1", why, sizeof why, &err);
+    launch_argv_clear(&cmd);
+    launch_source_destroy(&s);
+    s = launch_source_new_template("ssh {node}", "h1,h1", why, sizeof why,
+                                   &err);
     CHECK(!s && err == TELEM_EINVAL && strstr(why, "twice"));
-    s = tl_source_template("ssh {node}", "a/b", why, sizeof why, &err);
+    s = launch_source_new_template("ssh {node}", "a/b", why, sizeof why, &err);
     CHECK(!s && err == TELEM_EINVAL && strstr(why, "a/b"));
-    s = tl_source_template("ssh {node}", ",", why, sizeof why, &err);
+    s = launch_source_new_template("ssh {node}", ",", why, sizeof why, &err);
     CHECK(!s && err == TELEM_EINVAL && strstr(why, "empty"));
-    s = tl_source_template("'ssh", "h", why, sizeof why, &err);
+    s = launch_source_new_template("'ssh", "h", why, sizeof why, &err);
     CHECK(!s && err == TELEM_EINVAL && strstr(why, "template"));
 }
 
@@ -105,9 +111,9 @@ test_spawn_group(void)
     int fds[2];
     CHECK(pipe(fds) == 0);
     char *argv[] = { "sh", "-c", "sleep 60 & echo $!; wait", NULL };
-    tl_spawn_t s = { argv, NULL, -1, fds[1], -1 };
+    launch_proc_spawn_t s = { argv, NULL, -1, fds[1], -1 };
     pid_t pid = 0;
-    CHECK(tl_spawn(&s, &pid) == 0 && pid > 0);
+    CHECK(launch_proc_spawn(&s, &pid) == 0 && pid > 0);
     close(fds[1]);
     char buf[32] = "";
     ssize_t r = read(fds[0], buf, sizeof buf - 1);
@@ -115,7 +121,7 @@ test_spawn_group(void)
     CHECK(r > 0);
     pid_t child = (pid_t) atol(buf);
     CHECK(child > 0 && getpgid(child) == pid && getpgid(pid) == pid);
-    CHECK(tl_signal_group(pid, SIGTERM) == 0);
+    CHECK(launch_proc_signal_group(pid, SIGTERM) == 0);
     int sh_status = 0, status = 0;
     CHECK(waitpid(pid, &sh_status, 0) == pid);
     CHECK(WIFSIGNALED(sh_status) && WTERMSIG(sh_status) == SIGTERM);
@@ -124,16 +130,16 @@ test_spawn_group(void)
     CHECK(waitpid(child, &status, 0) == child);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
     char desc[64];
-    tl_status_describe(sh_status, desc, sizeof desc);
+    launch_proc_status_describe(sh_status, desc, sizeof desc);
     CHECK(strstr(desc, "killed by signal 15") != NULL);
-    tl_status_describe(3 << 8, desc, sizeof desc);
+    launch_proc_status_describe(3 << 8, desc, sizeof desc);
     CHECK(strcmp(desc, "exited 3") == 0);
-    CHECK(tl_signal_group(1, SIGTERM) == TELEM_EINVAL);
+    CHECK(launch_proc_signal_group(1, SIGTERM) == TELEM_EINVAL);
 
     char *missing[] = { "/nonexistent/telem-program", NULL };
     s.argv = missing;
     s.stdout_fd = -1;
-    CHECK(tl_spawn(&s, &pid) == TELEM_EIO && errno == ENOENT);
+    CHECK(launch_proc_spawn(&s, &pid) == TELEM_EIO && errno == ENOENT);
 }
 
 static void
@@ -141,13 +147,13 @@ test_capture(void)
 {
     char buf[64];
     char *ok[] = { "printf", "n1\\nn2\\n", NULL };
-    CHECK(tl_run_capture(ok, buf, sizeof buf) == 0);
+    CHECK(launch_proc_run_capture(ok, buf, sizeof buf) == 0);
     CHECK(strcmp(buf, "n1\nn2\n") == 0);
     char small[4];
-    CHECK(tl_run_capture(ok, small, sizeof small) == TELEM_ETOOBIG);
+    CHECK(launch_proc_run_capture(ok, small, sizeof small) == TELEM_ETOOBIG);
     CHECK(strcmp(small, "n1\n") == 0);
     char *bad[] = { "false", NULL };
-    CHECK(tl_run_capture(bad, buf, sizeof buf) == TELEM_EIO);
+    CHECK(launch_proc_run_capture(bad, buf, sizeof buf) == TELEM_EIO);
 }
 
 int

@@ -1,6 +1,6 @@
 /* test_launch_state.c - unit tests for the launcher's node state machine.
  *
- * Drives tl_state_* directly (no processes): validation of --nodes/--idle
+ * Drives launch_state_* directly (no processes): validation of --nodes/--idle
  * against the allocation, ranks, promotion of reserves in order, exclusion
  * of any node (the first one included), --exhaust-resources down to one
  * node, the boot-loop brake, the restart budget and its back-off.
@@ -18,11 +18,11 @@
 
 static const char *const s_names[] = { "n1", "n2", "n3", "n4", "n5" };
 
-static tl_config_t
+static launch_state_config_t
 s_cfg(long nodes, long idle)
 {
-    tl_config_t c;
-    tl_config_defaults(&c);
+    launch_state_config_t c;
+    launch_state_config_defaults(&c);
     if (nodes >= 0) {
         c.nodes = nodes;
         c.nodes_given = 1;
@@ -36,12 +36,12 @@ s_cfg(long nodes, long idle)
 
 /* "a,i,d" string of the node states, e.g. "AAID". */
 static const char *
-s_states(const tl_state_t *st)
+s_states(const launch_state_t *st)
 {
     static char buf[16];
     size_t i;
-    for (i = 0; i < tl_state_size(st) && i < sizeof buf - 1; i++)
-        buf[i] = "AID"[tl_state_node(st, i)];
+    for (i = 0; i < launch_state_size(st) && i < sizeof buf - 1; i++)
+        buf[i] = "AID"[launch_state_node(st, i)];
     buf[i] = '\0';
     return buf;
 }
@@ -50,190 +50,194 @@ static void
 test_validation(void)
 {
     char why[256];
-    tl_config_t c = s_cfg(3, 2);
-    CHECK(tl_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
+    launch_state_config_t c = s_cfg(3, 2);
+    CHECK(launch_state_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
     CHECK(strstr(why, "--nodes 3 plus --idle 2 needs 5 nodes") != NULL);
     CHECK(strstr(why, "has 4") != NULL);
     c = s_cfg(0, -1);
-    CHECK(tl_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
+    CHECK(launch_state_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
     CHECK(strstr(why, "at least one node") != NULL);
     c = s_cfg(5, -1);
-    CHECK(tl_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
+    CHECK(launch_state_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
     CHECK(strstr(why, "more than the 4 nodes") != NULL);
     c = s_cfg(-1, 4);
-    CHECK(tl_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
+    CHECK(launch_state_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
     CHECK(strstr(why, "leaves no node") != NULL);
     c = s_cfg(2, -1);
     c.idle = -3;
     c.idle_given = 1;
-    CHECK(tl_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
+    CHECK(launch_state_config_check(&c, 4, why, sizeof why) == TELEM_EINVAL);
     CHECK(strstr(why, "negative") != NULL);
     c = s_cfg(-1, -1);
-    CHECK(tl_config_check(&c, 0, why, sizeof why) == TELEM_EINVAL);
-    CHECK(tl_config_check(&c, 1, why, sizeof why) == 0 && why[0] == '\0');
+    CHECK(launch_state_config_check(&c, 0, why, sizeof why) == TELEM_EINVAL);
+    CHECK(launch_state_config_check(&c, 1, why,
+                                    sizeof why) == 0 && why[0] == '\0');
     c = s_cfg(2, 2);
-    CHECK(tl_config_check(&c, 4, NULL, 0) == 0);
+    CHECK(launch_state_config_check(&c, 4, NULL, 0) == 0);
     int err = 0;
     c = s_cfg(9, -1);
-    CHECK(tl_state_new(s_names, 5, &c, &err) == NULL && err == TELEM_EINVAL);
+    CHECK(launch_state_new(s_names, 5, &c,
+                           &err) == NULL && err == TELEM_EINVAL);
 }
 
 static void
 test_defaults_and_ranks(void)
 {
-    tl_config_t c = s_cfg(-1, -1);
-    tl_state_t *st = tl_state_new(s_names, 4, &c, NULL);
+    launch_state_config_t c = s_cfg(-1, -1);
+    launch_state_t *st = launch_state_new(s_names, 4, &c, NULL);
     CHECK(st && strcmp(s_states(st), "AAAA") == 0);
-    tl_state_destroy(&st);
+    launch_state_destroy(&st);
     CHECK(st == NULL);
-    tl_state_destroy(&st);
+    launch_state_destroy(&st);
 
     c = s_cfg(2, -1);           /* K = allocation minus N */
-    st = tl_state_new(s_names, 5, &c, NULL);
+    st = launch_state_new(s_names, 5, &c, NULL);
     CHECK(st && strcmp(s_states(st), "AAIII") == 0);
-    CHECK(tl_state_rank(st, 0) == 0 && tl_state_rank(st, 1) == 1);
-    CHECK(tl_state_rank(st, 2) == -1 && tl_state_rank(st, 9) == -1);
-    CHECK(tl_state_find(st, "n3") == 2 && tl_state_find(st, "zz") == -1);
-    CHECK(tl_state_count(st, TL_NODE_IDLE) == 3);
-    tl_state_destroy(&st);
+    CHECK(launch_state_rank(st, 0) == 0 && launch_state_rank(st, 1) == 1);
+    CHECK(launch_state_rank(st, 2) == -1 && launch_state_rank(st, 9) == -1);
+    CHECK(launch_state_find(st, "n3") == 2 && launch_state_find(st,
+                                                                "zz") == -1);
+    CHECK(launch_state_count(st, LAUNCH_NODE_IDLE) == 3);
+    launch_state_destroy(&st);
 
     c = s_cfg(-1, 1);           /* N = allocation minus K */
-    st = tl_state_new(s_names, 3, &c, NULL);
+    st = launch_state_new(s_names, 3, &c, NULL);
     CHECK(st && strcmp(s_states(st), "AAI") == 0);
-    tl_state_destroy(&st);
+    launch_state_destroy(&st);
 
     c = s_cfg(1, 1);            /* nodes past N + K are not used */
-    st = tl_state_new(s_names, 5, &c, NULL);
-    CHECK(st && tl_state_size(st) == 2 && strcmp(s_states(st), "AI") == 0);
-    tl_state_destroy(&st);
+    st = launch_state_new(s_names, 5, &c, NULL);
+    CHECK(st && launch_state_size(st) == 2 && strcmp(s_states(st), "AI") == 0);
+    launch_state_destroy(&st);
 }
 
 static void
 test_promotion_and_first_node(void)
 {
-    tl_config_t c = s_cfg(2, 2);
-    tl_state_t *st = tl_state_new(s_names, 4, &c, NULL);
-    tl_outcome_t o;
+    launch_state_config_t c = s_cfg(2, 2);
+    launch_state_t *st = launch_state_new(s_names, 4, &c, NULL);
+    launch_state_outcome_t o;
     size_t first = 0;
-    CHECK(tl_state_fail(st, &first, 1, &o) == 0);
-    CHECK(o.verdict == TL_VERDICT_RESTART && o.restart == 1);
+    CHECK(launch_state_fail(st, &first, 1, &o) == 0);
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.restart == 1);
     CHECK(o.downed_active == 1 && o.promoted == 1 && o.backoff_ns == 0);
     CHECK(strcmp(s_states(st), "DAAI") == 0);
-    CHECK(tl_state_rank(st, 1) == 0 && tl_state_rank(st, 2) == 1);
+    CHECK(launch_state_rank(st, 1) == 0 && launch_state_rank(st, 2) == 1);
     /* The same node again changes nothing; a reserve failing does not
        touch the program. */
     size_t idle = 3;
-    CHECK(tl_state_fail(st, &idle, 1, &o) == 0);
-    CHECK(o.verdict == TL_VERDICT_NONE && o.downed_idle == 1);
-    CHECK(strcmp(s_states(st), "DAAD") == 0 && tl_state_restarts(st) == 1);
+    CHECK(launch_state_fail(st, &idle, 1, &o) == 0);
+    CHECK(o.verdict == LAUNCH_VERDICT_NONE && o.downed_idle == 1);
+    CHECK(strcmp(s_states(st), "DAAD") == 0 && launch_state_restarts(st) == 1);
     /* Two active nodes at once with no reserve left: unrecoverable. */
     size_t both[] = { 1, 2, 77 };
-    CHECK(tl_state_fail(st, both, 3, &o) == 0);
-    CHECK(o.verdict == TL_VERDICT_UNRECOVERABLE && o.downed_active == 2);
-    CHECK(tl_state_count(st, TL_NODE_ACTIVE) == 0);
-    CHECK(tl_state_fail(st, NULL, 1, &o) == TELEM_EINVAL);
-    CHECK(tl_state_fail(st, both, 1, NULL) == TELEM_EINVAL);
-    tl_state_destroy(&st);
+    CHECK(launch_state_fail(st, both, 3, &o) == 0);
+    CHECK(o.verdict == LAUNCH_VERDICT_UNRECOVERABLE && o.downed_active == 2);
+    CHECK(launch_state_count(st, LAUNCH_NODE_ACTIVE) == 0);
+    CHECK(launch_state_fail(st, NULL, 1, &o) == TELEM_EINVAL);
+    CHECK(launch_state_fail(st, both, 1, NULL) == TELEM_EINVAL);
+    launch_state_destroy(&st);
 }
 
 static void
 test_exhaust(void)
 {
-    tl_config_t c = s_cfg(3, 0);
-    tl_state_t *st = tl_state_new(s_names, 3, &c, NULL);
-    tl_outcome_t o;
+    launch_state_config_t c = s_cfg(3, 0);
+    launch_state_t *st = launch_state_new(s_names, 3, &c, NULL);
+    launch_state_outcome_t o;
     size_t i = 1;
-    tl_state_fail(st, &i, 1, &o);
-    CHECK(o.verdict == TL_VERDICT_UNRECOVERABLE);   /* no exhaust */
-    tl_state_destroy(&st);
+    launch_state_fail(st, &i, 1, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_UNRECOVERABLE);   /* no exhaust */
+    launch_state_destroy(&st);
 
     c.exhaust = 1;
-    st = tl_state_new(s_names, 3, &c, NULL);
-    tl_state_fail(st, &i, 1, &o);
-    CHECK(o.verdict == TL_VERDICT_RESTART && o.promoted == 0);
-    CHECK(strcmp(s_states(st), "ADA") == 0 && tl_state_rank(st, 2) == 1);
+    st = launch_state_new(s_names, 3, &c, NULL);
+    launch_state_fail(st, &i, 1, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.promoted == 0);
+    CHECK(strcmp(s_states(st), "ADA") == 0 && launch_state_rank(st, 2) == 1);
     i = 0;
-    tl_state_fail(st, &i, 1, &o);
-    CHECK(o.verdict == TL_VERDICT_RESTART && strcmp(s_states(st), "DDA") == 0);
-    CHECK(tl_state_rank(st, 2) == 0);
+    launch_state_fail(st, &i, 1, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && strcmp(s_states(st),
+                                                        "DDA") == 0);
+    CHECK(launch_state_rank(st, 2) == 0);
     i = 2;
-    tl_state_fail(st, &i, 1, &o);                   /* none left */
-    CHECK(o.verdict == TL_VERDICT_UNRECOVERABLE);
-    tl_state_destroy(&st);
+    launch_state_fail(st, &i, 1, &o);                   /* none left */
+    CHECK(o.verdict == LAUNCH_VERDICT_UNRECOVERABLE);
+    launch_state_destroy(&st);
 
     /* With reserves, exhaust promotes first and shrinks only after. */
     c = s_cfg(2, 1);
     c.exhaust = 1;
-    st = tl_state_new(s_names, 3, &c, NULL);
+    st = launch_state_new(s_names, 3, &c, NULL);
     size_t two[] = { 0, 1 };
-    tl_state_fail(st, two, 2, &o);
-    CHECK(o.verdict == TL_VERDICT_RESTART && o.promoted == 1);
+    launch_state_fail(st, two, 2, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.promoted == 1);
     CHECK(strcmp(s_states(st), "DDA") == 0);
-    tl_state_destroy(&st);
+    launch_state_destroy(&st);
 }
 
 static void
 test_bootloop(void)
 {
-    tl_config_t c = s_cfg(2, 1);
-    tl_state_t *st = tl_state_new(s_names, 3, &c, NULL);
-    tl_outcome_t o;
-    tl_state_fail(st, NULL, 0, &o);                 /* blames no node */
-    CHECK(o.verdict == TL_VERDICT_RESTART && o.restart == 1);
+    launch_state_config_t c = s_cfg(2, 1);
+    launch_state_t *st = launch_state_new(s_names, 3, &c, NULL);
+    launch_state_outcome_t o;
+    launch_state_fail(st, NULL, 0, &o);                 /* blames no node */
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.restart == 1);
     CHECK(strcmp(s_states(st), "AAI") == 0);
     size_t down = 0;
-    tl_state_fail(st, &down, 1, &o);                /* a real failure */
-    CHECK(o.verdict == TL_VERDICT_RESTART && o.restart == 2);
-    tl_state_fail(st, &down, 1, &o);                /* already down */
-    CHECK(o.verdict == TL_VERDICT_BOOTLOOP);
-    CHECK(tl_state_restarts(st) == 2);
-    CHECK(strcmp(tl_verdict_name(o.verdict), "bootloop") == 0);
-    tl_state_destroy(&st);
+    launch_state_fail(st, &down, 1, &o);                /* a real failure */
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.restart == 2);
+    launch_state_fail(st, &down, 1, &o);                /* already down */
+    CHECK(o.verdict == LAUNCH_VERDICT_BOOTLOOP);
+    CHECK(launch_state_restarts(st) == 2);
+    CHECK(strcmp(launch_state_verdict_name(o.verdict), "bootloop") == 0);
+    launch_state_destroy(&st);
 }
 
 static void
 test_budget_and_backoff(void)
 {
-    tl_config_t c = s_cfg(1, 4);
+    launch_state_config_t c = s_cfg(1, 4);
     c.max_restarts = 3;
     c.backoff_ns = 2 * SEC;
     c.backoff_max_ns = 3 * SEC;
-    tl_state_t *st = tl_state_new(s_names, 5, &c, NULL);
-    tl_outcome_t o;
+    launch_state_t *st = launch_state_new(s_names, 5, &c, NULL);
+    launch_state_outcome_t o;
     int64_t want[] = { 0, 2 * SEC, 3 * SEC };
     for (size_t i = 0; i < 3; i++) {
-        tl_state_fail(st, &i, 1, &o);
-        CHECK(o.verdict == TL_VERDICT_RESTART);
+        launch_state_fail(st, &i, 1, &o);
+        CHECK(o.verdict == LAUNCH_VERDICT_RESTART);
         CHECK(o.restart == (long) i + 1 && o.backoff_ns == want[i]);
-        CHECK(tl_state_node(st, i + 1) == TL_NODE_ACTIVE);
+        CHECK(launch_state_node(st, i + 1) == LAUNCH_NODE_ACTIVE);
     }
     size_t i = 3;
-    tl_state_fail(st, &i, 1, &o);
-    CHECK(o.verdict == TL_VERDICT_BUDGET && tl_state_restarts(st) == 3);
-    tl_state_destroy(&st);
+    launch_state_fail(st, &i, 1, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_BUDGET && launch_state_restarts(st) == 3);
+    launch_state_destroy(&st);
 
     c.max_restarts = 0;
-    st = tl_state_new(s_names, 5, &c, NULL);
+    st = launch_state_new(s_names, 5, &c, NULL);
     i = 0;
-    tl_state_fail(st, &i, 1, &o);
-    CHECK(o.verdict == TL_VERDICT_BUDGET);
-    tl_state_destroy(&st);
+    launch_state_fail(st, &i, 1, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_BUDGET);
+    launch_state_destroy(&st);
 
     c.max_restarts = -1;                            /* unlimited */
     c.backoff_ns = SEC;
     c.backoff_max_ns = 8 * SEC;
-    st = tl_state_new(s_names, 5, &c, NULL);
-    tl_state_fail(st, NULL, 0, &o);                 /* one noop restart */
-    CHECK(o.verdict == TL_VERDICT_RESTART && o.backoff_ns == 0);
+    st = launch_state_new(s_names, 5, &c, NULL);
+    launch_state_fail(st, NULL, 0, &o);                 /* one noop restart */
+    CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.backoff_ns == 0);
     int64_t want2[] = { SEC, 2 * SEC, 4 * SEC, 8 * SEC };
     for (size_t k = 0; k < 4; k++) {                /* the active node fails */
-        tl_state_fail(st, &k, 1, &o);
-        CHECK(o.verdict == TL_VERDICT_RESTART && o.restart == (long) k + 2);
+        launch_state_fail(st, &k, 1, &o);
+        CHECK(o.verdict == LAUNCH_VERDICT_RESTART && o.restart == (long) k + 2);
         CHECK(o.backoff_ns == want2[k]);
     }
-    tl_state_fail(st, NULL, 0, &o);
-    CHECK(o.verdict == TL_VERDICT_BOOTLOOP);
-    tl_state_destroy(&st);
+    launch_state_fail(st, NULL, 0, &o);
+    CHECK(o.verdict == LAUNCH_VERDICT_BOOTLOOP);
+    launch_state_destroy(&st);
 }
 
 int

@@ -4,7 +4,9 @@
  * the --exec action, and the control and restart sockets with a small
  * receiving end playing the launcher.
  */
-#include "telem_watch.h"
+#include "watch.h"
+#include "watch_net.h"
+#include "watch_out.h"
 #include "telem_time.h"
 
 #include <czmq.h>
@@ -25,38 +27,42 @@
 static void
 test_specs(void)
 {
-    tw_t *tw = tw_new(NULL);
+    watch_t *watch = watch_new(NULL);
     char why[256];
-    CHECK_RC(tw_add_detector(tw, "slowgpu", why, sizeof why), 0);
-    CHECK_RC(tw_add_detector(tw, "slowgpu:effect=0.2,k=3,n=4", why,
-                             sizeof why), 0);
-    CHECK_RC(tw_add_detector(tw, "hot=threshold:metric=cpu_percent,op=>=,"
+    CHECK_RC(watch_add_detector(watch, "slowgpu", why, sizeof why), 0);
+    CHECK_RC(watch_add_detector(watch, "slowgpu:effect=0.2,k=3,n=4", why,
+                                sizeof why), 0);
+    CHECK_RC(watch_add_detector(watch, "hot=threshold:metric=cpu_percent,op=>=,"
                              "value=95", why, sizeof why), 0);
-    CHECK(tw_ndetectors(tw) == 3);
-    CHECK(tw_find(tw, "slowgpu-2") != NULL);
+    CHECK(watch_ndetectors(watch) == 3);
+    CHECK(watch_find(watch, "slowgpu-2") != NULL);
     char v[64];
-    CHECK_RC(det_get(tw_find(tw, "slowgpu-2"), "k", v, sizeof v), 0);
+    CHECK_RC(det_get(watch_find(watch, "slowgpu-2"), "k", v, sizeof v), 0);
     CHECK(strcmp(v, "3") == 0);
-    CHECK_RC(det_get(tw_find(tw, "hot"), "op", v, sizeof v), 0);
+    CHECK_RC(det_get(watch_find(watch, "hot"), "op", v, sizeof v), 0);
     CHECK(strcmp(v, ">=") == 0);
-    CHECK_RC(tw_add_detector(tw, "nope", why, sizeof why), TELEM_ENOTFOUND);
+    CHECK_RC(watch_add_detector(watch, "nope", why, sizeof why),
+             TELEM_ENOTFOUND);
     CHECK(strstr(why, "nope") != NULL);
-    CHECK_RC(tw_add_detector(tw, "threshold", why, sizeof why), TELEM_EINVAL);
+    CHECK_RC(watch_add_detector(watch, "threshold", why, sizeof why),
+             TELEM_EINVAL);
     CHECK(strstr(why, "metric") != NULL);
-    CHECK_RC(tw_add_detector(tw, "slowgpu:k=6", why, sizeof why), TELEM_EINVAL);
-    CHECK_RC(tw_add_detector(tw, "slowgpu:effect", why, sizeof why),
+    CHECK_RC(watch_add_detector(watch, "slowgpu:k=6", why, sizeof why),
              TELEM_EINVAL);
-    CHECK_RC(tw_add_detector(tw, "hot=heartbeat", why, sizeof why),
+    CHECK_RC(watch_add_detector(watch, "slowgpu:effect", why, sizeof why),
+             TELEM_EINVAL);
+    CHECK_RC(watch_add_detector(watch, "hot=heartbeat", why, sizeof why),
              TELEM_EINVAL);                    /* label taken */
-    CHECK(tw_ndetectors(tw) == 3);
-    CHECK_RC(tw_set_spec(tw, "hot.value=80", why, sizeof why), 0);
-    CHECK_RC(tw_set_spec(tw, "slowgpu.effect=abc", why, sizeof why),
+    CHECK(watch_ndetectors(watch) == 3);
+    CHECK_RC(watch_set_spec(watch, "hot.value=80", why, sizeof why), 0);
+    CHECK_RC(watch_set_spec(watch, "slowgpu.effect=abc", why, sizeof why),
              TELEM_EINVAL);
-    CHECK_RC(tw_set_spec(tw, "cold.value=1", why, sizeof why), TELEM_ENOTFOUND);
-    CHECK_RC(tw_set_spec(tw, "novalue", why, sizeof why), TELEM_EINVAL);
-    CHECK_RC(tw_tick(tw, T0), TELEM_ESTATE);   /* no analysis client */
-    tw_destroy(&tw);
-    tw_destroy(&tw);
+    CHECK_RC(watch_set_spec(watch, "cold.value=1", why, sizeof why),
+             TELEM_ENOTFOUND);
+    CHECK_RC(watch_set_spec(watch, "novalue", why, sizeof why), TELEM_EINVAL);
+    CHECK_RC(watch_tick(watch, T0), TELEM_ESTATE);   /* no analysis client */
+    watch_destroy(&watch);
+    watch_destroy(&watch);
 }
 
 /* ---- from query results to a run --------------------------------------- */
@@ -98,35 +104,36 @@ test_input_and_run(void)
 {
     static table_t t;
     table_fill(&t);
-    tw_input_t *in = tw_input_new();
+    watch_input_t *in = watch_input_new();
     for (int i = 0; i < NDEV; i++)
-        CHECK_RC(tw_input_add(in, t.host[i], &t.s[i], 0), 0);
-    CHECK_RC(tw_input_add(in, "n1", &t.s[0], 1), 0);
+        CHECK_RC(watch_input_add(in, t.host[i], &t.s[i], 0), 0);
+    CHECK_RC(watch_input_add(in, "n1", &t.s[0], 1), 0);
     const char *nodes[] = { "n1", t.host[2] };
     det_input_t di = { .now_ns = T0 + NROUND * SEC, .nodes = nodes,
                        .nnodes = 2 };
-    tw_input_fill(in, &di);
+    watch_input_fill(in, &di);
     CHECK(di.nseries == NDEV && di.nlatest == 1);
     CHECK(di.series[3].device && strcmp(di.series[3].device, "1") == 0);
     CHECK(di.series[3].ntags == 3 &&
           strcmp(di.series[3].tags[2].value, t.host[3]) == 0);
     CHECK(di.series[2].val == t.val[2] && di.series[2].n == NROUND);
-    tw_t *tw = tw_new(NULL);
+    watch_t *watch = watch_new(NULL);
     char why[256];
-    CHECK_RC(tw_add_detector(tw, "slowgpu:noise=0,settle=0", why, sizeof why),
+    CHECK_RC(watch_add_detector(watch, "slowgpu:noise=0,settle=0", why,
+                                sizeof why),
              0);                /* 6 rounds: judged from the first */
-    CHECK_RC(tw_run(tw, &di), 0);
-    const det_events_t *evs = tw_events(tw);
+    CHECK_RC(watch_run(watch, &di), 0);
+    const det_events_t *evs = watch_events(watch);
     CHECK(det_events_count(evs) == 1);
     const det_event_t *e = det_events_get(evs, 0);
     CHECK(e && e->nnodes == 1 && strcmp(e->nodes[0], t.host[3]) == 0);
     CHECK(e && e->ndevices == 1 && strcmp(e->devices[0].device, "1") == 0);
-    CHECK(tw_stats(tw)->events == 1);
-    tw_input_clear(in);
-    tw_input_fill(in, &di);
+    CHECK(watch_stats(watch)->events == 1);
+    watch_input_clear(in);
+    watch_input_fill(in, &di);
     CHECK(di.nseries == 0 && di.nlatest == 0);
-    tw_input_destroy(&in);
-    tw_destroy(&tw);
+    watch_input_destroy(&in);
+    watch_destroy(&watch);
 }
 
 /* ---- control ----------------------------------------------------------- */
@@ -144,13 +151,14 @@ row(const telem_watch_ctl_reply_t *r, const char *det, const char *key)
 static void
 test_control(void)
 {
-    tw_t *tw = tw_new(NULL);
+    watch_t *watch = watch_new(NULL);
     char why[256];
-    CHECK_RC(tw_add_detector(tw, "slowgpu", why, sizeof why), 0);
-    CHECK_RC(tw_add_detector(tw, "heartbeat:timeout=3", why, sizeof why), 0);
+    CHECK_RC(watch_add_detector(watch, "slowgpu", why, sizeof why), 0);
+    CHECK_RC(watch_add_detector(watch, "heartbeat:timeout=3", why, sizeof why),
+             0);
     const char *extra[] = { "pub", "ipc://x" };
     telem_watch_ctl_t q = { 5, TELEM_WCTL_STATUS, "", "", "" };
-    const telem_watch_ctl_reply_t *r = tw_control(tw, &q, extra, 2);
+    const telem_watch_ctl_reply_t *r = watch_control(watch, &q, extra, 2);
     CHECK(r->id == 5 && r->code == 0);
     CHECK(row(r, "", "ticks") && strcmp(row(r, "", "ticks"), "0") == 0);
     CHECK(row(r, "", "pub") && strcmp(row(r, "", "pub"), "ipc://x") == 0);
@@ -160,41 +168,41 @@ test_control(void)
     CHECK(row(r, "heartbeat", "lost") != NULL);
 
     q = (telem_watch_ctl_t) { 6, TELEM_WCTL_THRESHOLDS, "", "", "" };
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == 0 && row(r, "heartbeat", "timeout") &&
           strcmp(row(r, "heartbeat", "timeout"), "3") == 0);
     CHECK(row(r, "slowgpu", "effect") &&
           strcmp(row(r, "slowgpu", "effect"), "0.06") == 0);
     q.detector = "heartbeat";
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == 0 && row(r, "slowgpu", "effect") == NULL);
 
     q = (telem_watch_ctl_t) { 7, TELEM_WCTL_SET, "slowgpu", "effect", "0.15" };
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == 0 && strstr(r->message, "0.06 -> 0.15") != NULL);
     char v[32];
-    det_get(tw_find(tw, "slowgpu"), "effect", v, sizeof v);
+    det_get(watch_find(watch, "slowgpu"), "effect", v, sizeof v);
     CHECK(strcmp(v, "0.15") == 0);
     q.value = "-1";
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == TELEM_EINVAL && strstr(r->message, "range") != NULL);
     q.param = "nope";
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == TELEM_ENOTFOUND);
 
     q = (telem_watch_ctl_t) { 8, TELEM_WCTL_PAUSE, "heartbeat", "", "" };
-    r = tw_control(tw, &q, NULL, 0);
-    CHECK(r->code == 0 && det_paused(tw_find(tw, "heartbeat")));
+    r = watch_control(watch, &q, NULL, 0);
+    CHECK(r->code == 0 && det_paused(watch_find(watch, "heartbeat")));
     q.op = TELEM_WCTL_RESUME;
-    r = tw_control(tw, &q, NULL, 0);
-    CHECK(r->code == 0 && !det_paused(tw_find(tw, "heartbeat")));
+    r = watch_control(watch, &q, NULL, 0);
+    CHECK(r->code == 0 && !det_paused(watch_find(watch, "heartbeat")));
     q.detector = "ghost";
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == TELEM_ENOTFOUND && strstr(r->message, "slowgpu") != NULL);
     q.op = 99;
-    r = tw_control(tw, &q, NULL, 0);
+    r = watch_control(watch, &q, NULL, 0);
     CHECK(r->code == TELEM_EUNSUPPORTED && r->nrows == 0);
-    tw_destroy(&tw);
+    watch_destroy(&watch);
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -224,7 +232,7 @@ test_json_and_text(void)
     det_device_t devs[2];
     det_evidence_t ev[2];
     det_event_t e = odd_event(devs, ev);
-    char *s = tw_event_json(&e, 9);
+    char *s = watch_out_event_json(&e, 9);
     CHECK(s && !strchr(s, '\n'));
     json_error_t err;
     json_t *o = s ? json_loads(s, 0, &err) : NULL;
@@ -237,27 +245,30 @@ test_json_and_text(void)
     CHECK(strcmp(json_string_value(json_array_get(nodes, 2)), s_odd[2]) == 0);
     CHECK(strcmp(json_string_value(json_array_get(nodes, 3)), "ünï") == 0);
     CHECK(json_integer_value(json_object_get(o, "seq")) == 9);
-    CHECK(strcmp(json_string_value(json_object_get(o, "severity")), "act") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(o, "severity")),
+                 "act") == 0);
     CHECK(json_integer_value(json_object_get(o, "ts_ns")) == T0 + 5);
     json_t *evd = json_object_get(o, "evidence");
     CHECK(json_real_value(json_object_get(evd, "ratio")) == 1.5);
     CHECK(json_is_null(json_object_get(evd, "nan")));
     json_t *d0 = json_array_get(json_object_get(o, "devices"), 0);
-    CHECK(strcmp(json_string_value(json_object_get(d0, "node")), s_odd[0]) == 0);
+    CHECK(strcmp(json_string_value(json_object_get(d0, "node")),
+                 s_odd[0]) == 0);
     CHECK(strcmp(json_string_value(json_object_get(o, "text")),
                  e.text) == 0);
     json_decref(o);
     free(s);
 
     char line[1024];
-    size_t n = tw_event_text(&e, 9, line, sizeof line);
+    size_t n = watch_out_event_text(&e, 9, line, sizeof line);
     CHECK(n == strlen(line) && !strchr(line, '\n') && !strchr(line, '\x01'));
     CHECK(strstr(line, "\"a \\\"q\\\" \\\\ b\"") != NULL);
     CHECK(strstr(line, "ctl\\x01char") != NULL);
     CHECK(strstr(line, "line\\x0abreak") != NULL);
     CHECK(strstr(line, " ACT ") != NULL && strstr(line, "#9") != NULL);
     char tiny[16];
-    CHECK(tw_event_text(&e, 9, tiny, sizeof tiny) == 15 && strlen(tiny) == 15);
+    CHECK(watch_out_event_text(&e, 9, tiny,
+                               sizeof tiny) == 15 && strlen(tiny) == 15);
 }
 
 /* ---- --exec ------------------------------------------------------------ */
@@ -286,7 +297,7 @@ test_exec(void)
     det_event_t e = odd_event(devs, ev);
     pid_t pid = 0;
     char why[256];
-    CHECK_RC(tw_exec("cat > \"$TW_TEST_DIR/in.json\"; "
+    CHECK_RC(watch_out_exec("cat > \"$TW_TEST_DIR/in.json\"; "
                      "printf '%s' \"$TELEM_EVENT_NODES\" > \"$TW_TEST_DIR/nodes\"; "
                      "printf '%s|%s|%s' \"$TELEM_EVENT_SEQ\" "
                      "\"$TELEM_EVENT_SEVERITY\" \"$TELEM_EVENT_DETECTOR\" "
@@ -307,7 +318,7 @@ test_exec(void)
     CHECK(slurp(path) && strcmp(slurp(path), "4|act|slow gpu") == 0);
     /* A command that does not read its stdin and fails is only reported by
      * its exit status. */
-    CHECK_RC(tw_exec("exit 3", &e, 5, &pid, why, sizeof why), 0);
+    CHECK_RC(watch_out_exec("exit 3", &e, 5, &pid, why, sizeof why), 0);
     CHECK(waitpid(pid, &status, 0) == pid && WEXITSTATUS(status) == 3);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -330,32 +341,33 @@ recv_within(zsock_t *s, int ms)
 
 /* Serves one control request that `dealer` sent, returns the reply. */
 static zmsg_t *
-ctl_roundtrip(tw_net_t *net, tw_t *tw, zsock_t *dealer, const void *data,
+ctl_roundtrip(watch_net_t *net, watch_t *watch, zsock_t *dealer,
+              const void *data,
               size_t size)
 {
     zmq_send(zsock_resolve(dealer), data, size, 0);
-    zpoller_t *p = zpoller_new(tw_net_ctl_sock(net), NULL);
+    zpoller_t *p = zpoller_new(watch_net_ctl_sock(net), NULL);
     void *which = zpoller_wait(p, 5000);
     zpoller_destroy(&p);
-    CHECK(which == tw_net_ctl_sock(net));
-    if (which != tw_net_ctl_sock(net))
+    CHECK(which == watch_net_ctl_sock(net));
+    if (which != watch_net_ctl_sock(net))
         return NULL;
-    tw_net_serve(net, tw, NULL, 0);
+    watch_net_serve(net, watch, NULL, 0);
     return recv_within(dealer, 5000);
 }
 
 static void
-test_control_socket(tw_net_t *net, tw_t *tw, telem_decoder_t *dec)
+test_control_socket(watch_net_t *net, watch_t *watch, telem_decoder_t *dec)
 {
     telem_encoder_t *enc = telem_encoder_new();
     zsock_t *dealer = zsock_new(ZMQ_DEALER);
     zsock_set_linger(dealer, 0);
-    CHECK(zsock_connect(dealer, "%s", tw_net_ctl_endpoint(net)) == 0);
+    CHECK(zsock_connect(dealer, "%s", watch_net_ctl_endpoint(net)) == 0);
     telem_watch_ctl_t q = { 77, TELEM_WCTL_SET, "slowgpu", "k", "3" };
     const void *data;
     size_t size;
     CHECK_RC(telem_encode_watch_ctl(enc, &q, &data, &size), 0);
-    zmsg_t *m = ctl_roundtrip(net, tw, dealer, data, size);
+    zmsg_t *m = ctl_roundtrip(net, watch, dealer, data, size);
     zframe_t *f = m ? zmsg_first(m) : NULL;
     telem_msg_t out;
     CHECK(f && telem_proto_decode(dec, zframe_data(f), zframe_size(f),
@@ -363,7 +375,7 @@ test_control_socket(tw_net_t *net, tw_t *tw, telem_decoder_t *dec)
     CHECK(f && (int) out.type == TELEM_MSG_WATCH_CTL_REPLY &&
           out.u.watch_ctl_reply.id == 77 && out.u.watch_ctl_reply.code == 0);
     zmsg_destroy(&m);
-    m = ctl_roundtrip(net, tw, dealer, "garbage", 7);
+    m = ctl_roundtrip(net, watch, dealer, "garbage", 7);
     f = m ? zmsg_first(m) : NULL;
     CHECK(f && telem_proto_decode(dec, zframe_data(f), zframe_size(f),
                                   &out) == 0 &&
@@ -374,16 +386,16 @@ test_control_socket(tw_net_t *net, tw_t *tw, telem_decoder_t *dec)
 }
 
 static void
-test_publish(tw_net_t *net, telem_decoder_t *dec)
+test_publish(watch_net_t *net, telem_decoder_t *dec)
 {
-    zsock_t *sub = zsock_new_sub(tw_net_pub_endpoint(net), "");
+    zsock_t *sub = zsock_new_sub(watch_net_pub_endpoint(net), "");
     det_device_t devs[2];
     det_evidence_t ev[2];
     det_event_t e = odd_event(devs, ev);
     zmsg_t *m = NULL;
     /* A SUB joins asynchronously: publish until one arrives. */
     for (int i = 0; i < 100 && !m; i++) {
-        CHECK_RC(tw_net_publish(net, &e, (uint64_t) i + 1), 0);
+        CHECK_RC(watch_net_publish(net, &e, (uint64_t) i + 1), 0);
         m = recv_within(sub, 100);
     }
     CHECK(m && zmsg_size(m) == 2);
@@ -404,13 +416,13 @@ test_publish(tw_net_t *net, telem_decoder_t *dec)
 
 /* The launcher's side: receives the restart request, answers an ack. */
 static void
-test_restart(tw_net_t *net, zsock_t *launcher, telem_decoder_t *dec)
+test_restart(watch_net_t *net, zsock_t *launcher, telem_decoder_t *dec)
 {
     const char *ex[] = { "n2" };
     telem_watch_dev_t dv[] = { { "n2", "1" } };
     const char *dets[] = { "slowgpu" };
     telem_restart_t req = { 0, T0, "slow", ex, 1, dv, 1, dets, 1 };
-    CHECK_RC(tw_net_restart_send(net, &req), 0);
+    CHECK_RC(watch_net_restart_send(net, &req), 0);
     zmsg_t *m = recv_within(launcher, 5000);
     CHECK(m && zmsg_size(m) == 2);
     zframe_t *id = m ? zmsg_pop(m) : NULL;
@@ -432,17 +444,17 @@ test_restart(tw_net_t *net, zsock_t *launcher, telem_decoder_t *dec)
     zmsg_addmem(reply, data, size);
     zmsg_send(&reply, launcher);
     zmsg_destroy(&m);
-    zpoller_t *p = zpoller_new(tw_net_restart_sock(net), NULL);
-    CHECK(zpoller_wait(p, 5000) == tw_net_restart_sock(net));
+    zpoller_t *p = zpoller_new(watch_net_restart_sock(net), NULL);
+    CHECK(zpoller_wait(p, 5000) == watch_net_restart_sock(net));
     zpoller_destroy(&p);
     telem_restart_ack_t got;
-    CHECK_RC(tw_net_restart_recv(net, &got), 0);
+    CHECK_RC(watch_net_restart_recv(net, &got), 0);
     CHECK(got.id == req.id && got.code == 0 &&
           strcmp(got.message, "restarting without n2") == 0);
-    CHECK_RC(tw_net_restart_recv(net, &got), TELEM_ETIMEDOUT);
+    CHECK_RC(watch_net_restart_recv(net, &got), TELEM_ETIMEDOUT);
     /* After a reset the connection is fresh and still reaches the launcher. */
-    CHECK_RC(tw_net_restart_reset(net), 0);
-    CHECK_RC(tw_net_restart_send(net, &req), 0);
+    CHECK_RC(watch_net_restart_reset(net), 0);
+    CHECK_RC(watch_net_restart_send(net, &req), 0);
     m = recv_within(launcher, 5000);
     CHECK(m != NULL);
     zmsg_destroy(&m);
@@ -457,12 +469,12 @@ test_net(void)
     zsock_t *launcher = zsock_new_router("@tcp://127.0.0.1:*");
     char ep[128];
     snprintf(ep, sizeof ep, "%s", zsock_endpoint(launcher));
-    tw_net_opts_t o = { dir, "w one", NULL, NULL, ep };
+    watch_net_opts_t o = { dir, "w one", NULL, NULL, ep };
     char why[512];
-    tw_net_t *net = tw_net_new(&o, why, sizeof why);
+    watch_net_t *net = watch_net_new(&o, why, sizeof why, NULL);
     CHECK(net != NULL);
     if (!net) {
-        fprintf(stderr, "tw_net_new: %s\n", why);
+        fprintf(stderr, "watch_net_new: %s\n", why);
         zsock_destroy(&launcher);
         return;
     }
@@ -470,21 +482,22 @@ test_net(void)
     snprintf(path, sizeof path, "%s/w one/endpoints", dir);
     const char *txt = slurp(path);
     CHECK(txt && strstr(txt, "ctl ipc://") && strstr(txt, "pub ipc://"));
-    CHECK(tw_net_new(&o, why, sizeof why) == NULL &&
-          strstr(why, "another") != NULL);
-    tw_t *tw = tw_new(NULL);
-    CHECK_RC(tw_add_detector(tw, "slowgpu", why, sizeof why), 0);
+    int err = 0;
+    CHECK(watch_net_new(&o, why, sizeof why, &err) == NULL &&
+          err == TELEM_ESTATE && strstr(why, "another") != NULL);
+    watch_t *watch = watch_new(NULL);
+    CHECK_RC(watch_add_detector(watch, "slowgpu", why, sizeof why), 0);
     telem_decoder_t *dec = telem_decoder_new();
-    test_control_socket(net, tw, dec);
+    test_control_socket(net, watch, dec);
     test_publish(net, dec);
     test_restart(net, launcher, dec);
-    tw_net_destroy(&net);
+    watch_net_destroy(&net);
     CHECK(access(path, F_OK) != 0);          /* endpoints file removed */
-    net = tw_net_new(&o, why, sizeof why);   /* the lock was released */
+    net = watch_net_new(&o, why, sizeof why, NULL);   /* lock released */
     CHECK(net != NULL);
-    tw_net_destroy(&net);
+    watch_net_destroy(&net);
     telem_decoder_destroy(&dec);
-    tw_destroy(&tw);
+    watch_destroy(&watch);
     zsock_destroy(&launcher);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

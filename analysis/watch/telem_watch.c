@@ -5,7 +5,7 @@
  *   telem_watch ctl status|thresholds|set DET PARAM VALUE|pause DET|resume DET
  *   telem_watch --list
  *
- * Every --period it runs one tick of the core (telem_watch_core.c: queries
+ * Every --period it runs one tick of the core (watch.c: queries
  * through the analysis client with a deadline, the detectors), prints each
  * event (text, or JSON lines with --json), publishes it, and acts on those
  * of severity --act-on or higher: --exec runs a command, --restart-endpoint
@@ -14,7 +14,9 @@
  * thread, one zpoller, absolute tick times; no sleeps.  Every argument is
  * checked here before a socket is opened.
  */
-#include "telem_watch_cli.h"
+#include "watch_cli.h"
+#include "watch_net.h"
+#include "watch_out.h"
 #include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_time.h"
@@ -94,9 +96,9 @@ s_names_clear(s_names_t *s)
 /* ---- the running watcher ----------------------------------------------- */
 
 typedef struct {
-    tw_cli_t *cli;
-    tw_t *tw;
-    tw_net_t *net;
+    watch_cli_t *cli;
+    watch_t *watch;
+    watch_net_t *net;
     zpoller_t *poller;
     uint64_t seq;
     size_t children;
@@ -113,9 +115,9 @@ static int
 s_rebuild_poller(s_run_t *r)
 {
     zpoller_destroy(&r->poller);
-    r->poller = zpoller_new(tw_net_ctl_sock(r->net), NULL);
-    if (r->poller && tw_net_restart_sock(r->net))
-        zpoller_add(r->poller, tw_net_restart_sock(r->net));
+    r->poller = zpoller_new(watch_net_ctl_sock(r->net), NULL);
+    if (r->poller && watch_net_restart_sock(r->net))
+        zpoller_add(r->poller, watch_net_restart_sock(r->net));
     return r->poller ? 0 : TELEM_ENOMEM;
 }
 
@@ -127,13 +129,14 @@ s_print_restart(s_run_t *r, const char *status, const s_names_t *nodes,
     if (r->cli->json) {
         json_t *o = json_object(), *a = json_array();
         for (size_t i = 0; i < nodes->n; i++)
-            json_array_append_new(a, tw_json_string(nodes->v[i]));
+            json_array_append_new(a, watch_out_json_string(nodes->v[i]));
         json_object_set_new(o, "type", json_string("restart"));
         json_object_set_new(o, "id", json_integer((json_int_t) r->pending_id));
         json_object_set_new(o, "status", json_string(status));
         json_object_set_new(o, "exclude", a);
-        json_object_set_new(o, "endpoint", tw_json_string(r->cli->restart_ep));
-        json_object_set_new(o, "message", tw_json_string(msg));
+        json_object_set_new(o, "endpoint",
+                            watch_out_json_string(r->cli->restart_ep));
+        json_object_set_new(o, "message", watch_out_json_string(msg));
         char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (s)
             printf("%s\n", s);
@@ -142,7 +145,7 @@ s_print_restart(s_run_t *r, const char *status, const s_names_t *nodes,
     } else {
         printf("restart %llx %s:", (unsigned long long) r->pending_id, status);
         for (size_t i = 0; i < nodes->n; i++)
-            tw_cli_print_name(stdout, nodes->v[i], i ? ", " : " exclude ");
+            watch_cli_print_name(stdout, nodes->v[i], i ? ", " : " exclude ");
         printf("%s%s\n", *msg ? ": " : "", msg);
     }
     fflush(stdout);
@@ -168,7 +171,7 @@ s_restart_send(s_run_t *r)
         .detectors = (const char *const *) r->qdets.v,
         .ndetectors = (uint32_t) r->qdets.n,
     };
-    int rc = tw_net_restart_send(r->net, &m);
+    int rc = watch_net_restart_send(r->net, &m);
     r->pending_id = m.id;
     free(devs);
     s_names_clear(&r->asked);
@@ -194,7 +197,7 @@ s_restart_ack(s_run_t *r)
 {
     telem_restart_ack_t ack;
     int rc;
-    while ((rc = tw_net_restart_recv(r->net, &ack)) != TELEM_ETIMEDOUT) {
+    while ((rc = watch_net_restart_recv(r->net, &ack)) != TELEM_ETIMEDOUT) {
         if (rc) {
             telem_log_limited(&r->rl, TELEM_LOG_WARN, "restart: a reply that "
                               "is not a restart_ack was dropped");
@@ -230,7 +233,7 @@ s_restart_deadline(s_run_t *r)
              r->cli->restart_timeout_ms);
     telem_log(TELEM_LOG_ERROR, "restart: %s", msg);
     s_print_restart(r, "timeout", &r->asked, msg);
-    if (tw_net_restart_reset(r->net) || s_rebuild_poller(r))
+    if (watch_net_restart_reset(r->net) || s_rebuild_poller(r))
         telem_log(TELEM_LOG_ERROR, "restart: cannot reconnect to %s",
                   r->cli->restart_ep);
     s_restart_send(r);
@@ -290,7 +293,7 @@ s_exec(s_run_t *r, const det_event_t *e)
     }
     char why[512];
     pid_t pid;
-    if (tw_exec(r->cli->exec_cmd, e, r->seq, &pid, why, sizeof why) == 0)
+    if (watch_out_exec(r->cli->exec_cmd, e, r->seq, &pid, why, sizeof why) == 0)
         r->children++;
     else
         telem_log_limited(&r->rl, TELEM_LOG_ERROR, "--exec: %s", why);
@@ -300,26 +303,26 @@ static void
 s_print_event(s_run_t *r, const det_event_t *e)
 {
     if (r->cli->json) {
-        char *s = tw_event_json(e, r->seq);
+        char *s = watch_out_event_json(e, r->seq);
         if (s)
             printf("%s\n", s);
         free(s);
         return;
     }
     char line[8192];
-    tw_event_text(e, r->seq, line, sizeof line);
+    watch_out_event_text(e, r->seq, line, sizeof line);
     printf("%s\n", line);
 }
 
 static void
 s_handle_events(s_run_t *r)
 {
-    const det_events_t *evs = tw_events(r->tw);
+    const det_events_t *evs = watch_events(r->watch);
     for (size_t i = 0; i < det_events_count(evs); i++) {
         const det_event_t *e = det_events_get(evs, i);
         r->seq++;
         s_print_event(r, e);
-        if (tw_net_publish(r->net, e, r->seq))
+        if (watch_net_publish(r->net, e, r->seq))
             telem_log_limited(&r->rl, TELEM_LOG_WARN, "event %llu could not "
                               "be published", (unsigned long long) r->seq);
         if ((int) e->severity < (int) r->cli->act_on)
@@ -337,15 +340,15 @@ s_handle_events(s_run_t *r)
 static void
 s_tick(s_run_t *r)
 {
-    int rc = tw_tick(r->tw, telem_now_ns());
+    int rc = watch_tick(r->watch, telem_now_ns());
     if (rc)
         telem_log_limited(&r->rl, TELEM_LOG_ERROR, "tick failed: %s",
                           telem_strerror(rc));
-    size_t nm = tw_nmissing(r->tw);
+    size_t nm = watch_nmissing(r->watch);
     if (nm)
         telem_log_limited(&r->rl, TELEM_LOG_WARN, "%zu node%s did not answer "
                           "(first: %s)", nm, nm == 1 ? "" : "s",
-                          tw_missing(r->tw, 0));
+                          watch_missing(r->watch, 0));
     s_handle_events(r);
 }
 
@@ -357,13 +360,15 @@ s_serve(s_run_t *r)
     char restart[16];
     snprintf(restart, sizeof restart, "%s", r->pending ? "pending" : "idle");
     const char *extra[] = {
-        "pub", tw_net_pub_endpoint(r->net), "ctl", tw_net_ctl_endpoint(r->net),
+        "pub", watch_net_pub_endpoint(r->net),
+        "ctl", watch_net_ctl_endpoint(r->net),
         "act_on", r->cli->act_on == DET_SEV_ACT ? "act" : "warn",
         "exec", r->cli->exec_cmd ? r->cli->exec_cmd : "",
         "restart_endpoint", r->cli->restart_ep ? r->cli->restart_ep : "",
         "restart", restart,
     };
-    if (tw_net_serve(r->net, r->tw, extra, sizeof extra / sizeof extra[0]))
+    if (watch_net_serve(r->net, r->watch, extra,
+                        sizeof extra / sizeof extra[0]))
         telem_log_limited(&r->rl, TELEM_LOG_WARN, "a bad control request "
                           "was answered with an error");
 }
@@ -387,9 +392,9 @@ s_loop(s_run_t *r)
     uint64_t ticks = 0;
     while (!s_stop) {
         void *which = zpoller_wait(r->poller, s_wait_ms(r, next));
-        if (which == tw_net_ctl_sock(r->net))
+        if (which == watch_net_ctl_sock(r->net))
             s_serve(r);
-        else if (which && which == tw_net_restart_sock(r->net))
+        else if (which && which == watch_net_restart_sock(r->net))
             s_restart_ack(r);
         s_restart_deadline(r);
         s_reap(r);
@@ -415,16 +420,17 @@ s_setup(s_run_t *r, ac_t **ac)
 {
     char why[1024];
     int err = 0;
-    if (!(r->tw = tw_new(NULL)))
+    if (!(r->watch = watch_new(NULL)))
         return 1;
     for (size_t i = 0; i < r->cli->ndetectors; i++)
-        if (tw_add_detector(r->tw, r->cli->detectors[i], why, sizeof why)) {
+        if (watch_add_detector(r->watch, r->cli->detectors[i], why,
+                               sizeof why)) {
             fprintf(stderr, "telem_watch: --detector %s: %s\n",
                     r->cli->detectors[i], why);
             return 2;
         }
     for (size_t i = 0; i < r->cli->nsets; i++)
-        if (tw_set_spec(r->tw, r->cli->sets[i], why, sizeof why)) {
+        if (watch_set_spec(r->watch, r->cli->sets[i], why, sizeof why)) {
             fprintf(stderr, "telem_watch: --set %s: %s\n", r->cli->sets[i],
                     why);
             return 2;
@@ -434,11 +440,11 @@ s_setup(s_run_t *r, ac_t **ac)
         telem_log(TELEM_LOG_ERROR, "cannot use the node file: %s", why);
         return 1;
     }
-    tw_set_ac(r->tw, *ac);
-    tw_set_timeout(r->tw, r->cli->timeout_ms);
-    tw_net_opts_t no = { r->cli->rundir, r->cli->name, r->cli->pub_ep,
+    watch_set_ac(r->watch, *ac);
+    watch_set_timeout(r->watch, r->cli->timeout_ms);
+    watch_net_opts_t no = { r->cli->rundir, r->cli->name, r->cli->pub_ep,
                          r->cli->ctl_ep, r->cli->restart_ep };
-    if (!(r->net = tw_net_new(&no, why, sizeof why))) {
+    if (!(r->net = watch_net_new(&no, why, sizeof why, NULL))) {
         telem_log(TELEM_LOG_ERROR, "%s", why);
         return 1;
     }
@@ -448,15 +454,15 @@ s_setup(s_run_t *r, ac_t **ac)
 static void
 s_announce(const s_run_t *r)
 {
-    const char *pub = tw_net_pub_endpoint(r->net);
-    const char *ctl = tw_net_ctl_endpoint(r->net);
+    const char *pub = watch_net_pub_endpoint(r->net);
+    const char *ctl = watch_net_ctl_endpoint(r->net);
     if (r->cli->json) {
         json_t *o = json_object();
         json_object_set_new(o, "type", json_string("start"));
-        json_object_set_new(o, "pub", tw_json_string(pub));
-        json_object_set_new(o, "ctl", tw_json_string(ctl));
-        json_object_set_new(o, "detectors",
-                            json_integer((json_int_t) tw_ndetectors(r->tw)));
+        json_object_set_new(o, "pub", watch_out_json_string(pub));
+        json_object_set_new(o, "ctl", watch_out_json_string(ctl));
+        json_object_set_new(o, "detectors", json_integer(
+                                (json_int_t) watch_ndetectors(r->watch)));
         json_object_set_new(o, "pid", json_integer((json_int_t) getpid()));
         char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (s)
@@ -465,26 +471,28 @@ s_announce(const s_run_t *r)
         json_decref(o);
     } else {
         printf("telem_watch: %zu detector%s; events on %s; control on %s\n",
-               tw_ndetectors(r->tw), tw_ndetectors(r->tw) == 1 ? "" : "s",
+               watch_ndetectors(r->watch),
+               watch_ndetectors(r->watch) == 1 ? "" : "s",
                pub, ctl);
     }
     fflush(stdout);
     telem_log(TELEM_LOG_INFO, "events on %s, control on %s, files in %s",
-              pub, ctl, tw_net_dir(r->net));
+              pub, ctl, watch_net_dir(r->net));
 }
 
 int
 main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "ctl") == 0)
-        return tw_ctl_main(argc - 1, argv + 1);
-    tw_cli_t cli;
-    int rc = tw_cli_parse(argc, argv, &cli);
+        return watch_cli_ctl_main(argc - 1, argv + 1);
+    watch_cli_t cli;
+    int rc = watch_cli_parse(argc, argv, &cli);
     if (rc >= 0) {
-        tw_cli_free(&cli);
+        watch_cli_free(&cli);
         return rc;
     }
-    telem_log_init("telem_watch", cli.verbose ? TELEM_LOG_DEBUG : TELEM_LOG_INFO);
+    telem_log_init("telem_watch",
+                   cli.verbose ? TELEM_LOG_DEBUG : TELEM_LOG_INFO);
     /* --pub and --ctl may be TCP endpoints: a table filled by idle peers
        would make libzmq abort at the next ipc accept (telem_limits.h). */
     if (telem_limits_raise_nofile(NULL))
@@ -500,14 +508,14 @@ main(int argc, char **argv)
         rc = s_loop(&r);
     }
     zpoller_destroy(&r.poller);
-    tw_net_destroy(&r.net);
-    tw_destroy(&r.tw);
+    watch_net_destroy(&r.net);
+    watch_destroy(&r.watch);
     ac_close(&ac);
     s_names_clear(&r.asked);
     s_names_clear(&r.queued);
     s_names_clear(&r.done);
     s_names_clear(&r.qdets);
     s_names_clear(&r.qdevs);
-    tw_cli_free(&cli);
+    watch_cli_free(&cli);
     return rc;
 }

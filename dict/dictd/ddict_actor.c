@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ddict.h"
+#include "telem_actor_loop.h"
 #include "telem_error.h"
 #include "telem_limits.h"
 #include "telem_log.h"
@@ -64,7 +65,7 @@ struct ddict_actor {
     zsock_t *router;          /* bound to ipc and, if asked, TCP */
     telem_peercap_t *cap;     /* caps the router's TCP connections */
     size_t big_bytes;         /* large-message bytes freed since a trim */
-    zpoller_t *poller;
+    telem_actor_loop_t *loop; /* the actor's poll loop */
     s_peer_t *peers;
     int npeers;
     ddict_server_t *server;
@@ -74,6 +75,8 @@ struct ddict_actor {
 };
 
 /* ---------------------------------------------------------------- peers */
+
+static void s_on_peer(void *sock, void *arg);
 
 static int
 s_lookup(ddict_actor_t *self, const char *name, char *ep, size_t size)
@@ -99,7 +102,7 @@ s_peer(ddict_actor_t *self, const char *name)
         return NULL;
     snprintf(p[self->npeers].name, sizeof p[0].name, "%s", name);
     p[self->npeers++].sock = s;
-    zpoller_add(self->poller, s);
+    telem_actor_loop_add(self->loop, s, s_on_peer, self);
     return s;
 }
 
@@ -256,41 +259,59 @@ s_drain_peer(ddict_actor_t *self, zsock_t *s)
     }
 }
 
+/* The loop's hooks and handlers (telem_actor_loop.h): polled in the order
+   router, peer cap, pipe, then the peers as they are first reached; every
+   wake-up but $TERM ends with a flush of the server's output. */
+static int
+s_done(void *arg)
+{
+    ddict_actor_t *self = arg;
+    return zsys_interrupted || ddict_server_stopping(self->server);
+}
+
+static int64_t
+s_next(void *arg)
+{
+    ddict_actor_t *self = arg;
+    return ddict_server_tick(self->server, telem_mono_ns());
+}
+
+static void
+s_after(void *arg)
+{
+    ddict_actor_t *self = arg;
+    ddict_server_flush(self->server);
+}
+
+static void
+s_on_router(void *sock, void *arg)
+{
+    (void) sock;
+    s_drain_router(arg);
+}
+
+static void
+s_on_peer(void *sock, void *arg)
+{
+    s_drain_peer(arg, sock);
+}
+
+static void
+s_on_peercap(void *sock, void *arg)
+{
+    (void) sock;
+    telem_peercap_handle(arg);
+}
+
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
     ddict_actor_t *self = arg;
-    zpoller_add(self->poller, pipe);
-    zpoller_set_nonstop(self->poller, true);
-    zsock_signal(pipe, 0);
-    int by_pipe = 0;
-    while (!zsys_interrupted && !ddict_server_stopping(self->server)) {
-        int64_t next = ddict_server_tick(self->server, telem_mono_ns());
-        int64_t wait_ms = (next - telem_mono_ns()) / TELEM_NS_PER_MS;
-        wait_ms = wait_ms < 0 ? 0 : wait_ms > S_POLL_CAP_MS ? S_POLL_CAP_MS
-                                                            : wait_ms;
-        void *which = zpoller_wait(self->poller, (int) wait_ms);
-        if (which == pipe) {
-            char *cmd = zstr_recv(pipe);
-            int term = !cmd || streq(cmd, "$TERM");
-            zstr_free(&cmd);
-            if (term) {
-                by_pipe = 1;
-                break;
-            }
-        } else if (which == self->router) {
-            s_drain_router(self);
-        } else if (self->cap && which == telem_peercap_sock(self->cap)) {
-            telem_peercap_handle(self->cap);
-        } else if (which) {
-            s_drain_peer(self, which);
-        } else {
-            telem_limits_trim(&self->big_bytes);
-        }
-        ddict_server_flush(self->server);
-    }
+    int by_pipe = telem_actor_loop_run(self->loop, pipe);
+    if (by_pipe < 0)
+        zsock_signal(pipe, 0);
     ddict_server_flush(self->server);
-    if (!by_pipe)
+    if (by_pipe != 1)
         zstr_send(pipe, "DONE");
 }
 
@@ -340,16 +361,22 @@ s_start(ddict_actor_t *self)
         return rc;
     self->cfg.server.node = self->cfg.node;
     self->cfg.server.log_path = self->log_path;
-    if (!(self->poller = zpoller_new(NULL)))
+    telem_actor_loop_hooks_t hooks = {
+        .done = s_done, .next = s_next, .after = s_after, .arg = self,
+        .cap_ms = S_POLL_CAP_MS, .freed_bytes = &self->big_bytes,
+    };
+    if (!(self->loop = telem_actor_loop_new(&hooks)))
         return TELEM_ENOMEM;
     self->server = ddict_server_new(&self->cfg.server, s_out, self, &rc);
     if (!self->server)
         return rc;
     if ((rc = s_bind(self)) != 0)
         return rc;
-    zpoller_add(self->poller, self->router);
-    if (self->cap)
-        zpoller_add(self->poller, telem_peercap_sock(self->cap));
+    if (telem_actor_loop_add(self->loop, self->router, s_on_router, self)
+        || (self->cap
+            && telem_actor_loop_add(self->loop, telem_peercap_sock(self->cap),
+                                    s_on_peercap, self->cap)))
+        return TELEM_ENOMEM;
     if ((rc = telem_nodefile_register(self->nodefile, self->cfg.node,
                                       self->endpoint)) != 0)
         return rc;
@@ -384,7 +411,7 @@ ddict_actor_destroy(ddict_actor_t **self_p)
     ddict_actor_t *self = *self_p;
     zactor_destroy(&self->actor);
     ddict_server_destroy(&self->server);
-    zpoller_destroy(&self->poller);
+    telem_actor_loop_destroy(&self->loop);
     for (int i = 0; i < self->npeers; i++)
         zsock_destroy(&self->peers[i].sock);
     free(self->peers);

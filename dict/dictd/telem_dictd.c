@@ -69,12 +69,6 @@ typedef struct {
 #define S_PROG "telem_dictd"
 
 static int
-s_bad(const char *flag, const char *value, const char *why)
-{
-    return telem_cli_bad(S_PROG, flag, value, why);
-}
-
-static int
 s_nodes(s_args_t *a, const char *arg)
 {
     free(a->list);
@@ -92,34 +86,38 @@ s_nodes(s_args_t *a, const char *arg)
 }
 
 static int
-s_option(s_args_t *a, int c, const char *arg)
+s_option(void *opt_arg, int c, char *arg)
 {
+    s_args_t *a = opt_arg;
     int64_t v;
     switch (c) {
     case 'n':
         if (!telem_node_valid(arg))
-            return s_bad("--node", arg, "not a valid node name");
+            return telem_cli_bad(S_PROG, "--node", arg,
+                                 "not a valid node name");
         snprintf(a->node, sizeof a->node, "%s", arg);
         return 0;
     case 'r':
         return snprintf(a->rundir, sizeof a->rundir, "%s", arg)
                        >= (int) sizeof a->rundir
-                   ? s_bad("--rundir", arg, "too long") : 0;
+                   ? telem_cli_bad(S_PROG, "--rundir", arg, "too long") : 0;
     case 'N':
         return snprintf(a->nodefile, sizeof a->nodefile, "%s", arg)
                        >= (int) sizeof a->nodefile
-                   ? s_bad("--nodefile", arg, "too long") : 0;
+                   ? telem_cli_bad(S_PROG, "--nodefile", arg, "too long") : 0;
     case 'a':
-        return s_nodes(a, arg) ? s_bad("--nodes", arg, "not a list of node "
-                                       "names") : 0;
+        return s_nodes(a, arg) ? telem_cli_bad(S_PROG, "--nodes", arg,
+                                               "not a list of node names")
+                               : 0;
     case 'R':
         if (telem_cli_int64(arg, 1, DDICT_REPLICAS_MAX, &v))
-            return s_bad("--replicas", arg, "expected 1-4");
+            return telem_cli_bad(S_PROG, "--replicas", arg, "expected 1-4");
         a->cfg.server.replicas = (int) v;
         return 0;
     case 's':
         if (strcmp(arg, "batch") && strcmp(arg, "none"))
-            return s_bad("--sync", arg, "expected batch or none");
+            return telem_cli_bad(S_PROG, "--sync", arg,
+                                 "expected batch or none");
         a->cfg.server.sync = strcmp(arg, "none") ? DDICT_SYNC_BATCH
                                                  : DDICT_SYNC_NONE;
         return 0;
@@ -128,30 +126,17 @@ s_option(s_args_t *a, int c, const char *arg)
         return 0;
     case 'p':
         if (telem_cli_int64(arg, 0, 65535, &v))
-            return s_bad("--port", arg, "expected 0-65535");
+            return telem_cli_bad(S_PROG, "--port", arg, "expected 0-65535");
         a->port = (long) v;
         return 0;
-    case 'l':
-        return telem_cli_log_level(S_PROG, arg, &a->level);
     case 'M':
         if (telem_cli_int64(arg, 1, 1 << 20, &v))
-            return s_bad("--max-tcp-peers", arg, "expected 1-1048576");
+            return telem_cli_bad(S_PROG, "--max-tcp-peers", arg,
+                                 "expected 1-1048576");
         a->cfg.max_tcp_peers = (int) v;
         return 0;
     }
     return 2;
-}
-
-/* One flag for telem_cli_parse(): --version here (1: the run ends,
-   successfully), the rest in s_option() (0, or 2 for a bad value). */
-static int
-s_flag(void *arg, int c, char *v)
-{
-    if (c == 'V') {
-        puts(S_PROG " 0.1.0");
-        return 1;
-    }
-    return s_option(arg, c, v);
 }
 
 /* Fills in what the command line left out: node name, run directory,
@@ -160,14 +145,14 @@ static int
 s_finish(s_args_t *a)
 {
     if (!a->node[0] && telem_node_default(a->node, sizeof a->node))
-        return s_bad("--node", "", "no usable default");
+        return telem_cli_bad(S_PROG, "--node", "", "no usable default");
     if (!a->rundir[0] && telem_rundir_default(a->rundir, sizeof a->rundir))
-        return s_bad("--rundir", "", "no usable default");
+        return telem_cli_bad(S_PROG, "--rundir", "", "no usable default");
     if (!a->nodefile[0]) {
         const char *env = getenv("TELEM_DICT_NODEFILE");
         if (snprintf(a->nodefile, sizeof a->nodefile, "%s/dict_nodes",
                      a->rundir) >= (int) sizeof a->nodefile)
-            return s_bad("--rundir", a->rundir, "too long");
+            return telem_cli_bad(S_PROG, "--rundir", a->rundir, "too long");
         if (env && *env)
             snprintf(a->nodefile, sizeof a->nodefile, "%s", env);
     }
@@ -191,8 +176,12 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "log-level", 1, NULL, 'l' }, { "max-tcp-peers", 1, NULL, 'M' },
         { "help", 0, NULL, 'h' },
         { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 } };
-    int rc = telem_cli_parse(S_PROG, s_usage, argc, argv,
-                             "n:r:N:a:R:s:b:p:l:hV", opts, s_flag, a);
+    const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage, .shortopts = "n:r:N:a:R:s:b:p:l:hV",
+        .longopts = opts, .option = s_option, .log_level = &a->level,
+        .version = S_PROG " 0.1.0",
+    };
+    int rc = telem_cli_parse_spec(&spec, argc, argv, a);
     return rc ? rc : s_finish(a);
 }
 
@@ -212,7 +201,7 @@ main(int argc, char **argv)
     /* Before any socket exists (telem_limits.h: libzmq aborts when an ipc
        accept finds the descriptor table full). */
     a.cfg.max_tcp_peers = telem_limits_start(a.cfg.max_tcp_peers,
-                                              a.tcp[0] != '\0');
+                                             a.tcp[0] != '\0');
     zsys_init();
     zsys_catch_interrupts();
     a.cfg.node = a.node;

@@ -24,12 +24,17 @@
 #define S_DEVICES_MAX 4096
 
 cg_t *
-cg_new(const char *name)
+cg_new(const char *name, int *err)
 {
+    if (err)
+        *err = TELEM_ENOMEM;
     if (!name)
         name = "cg";
-    if (!*name || strlen(name) > TELEM_NAME_MAX)
+    if (!*name || strlen(name) > TELEM_NAME_MAX) {
+        if (err)
+            *err = TELEM_EINVAL;
         return NULL;
+    }
     cg_t *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
@@ -39,6 +44,8 @@ cg_new(const char *name)
     g->reps = 5;
     if (!g->name || !g->backend)
         cg_destroy(&g);
+    else if (err)
+        *err = 0;
     return g;
 }
 
@@ -136,7 +143,7 @@ s_set_list(cg_t *g, const char *list, long **out, size_t *n_out)
     if (g->started)
         return TELEM_ESTATE;
     if (list && strcmp(list, "all") != 0
-        && telem_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
+        && telem_backend_device_list_parse(list, 65535, tmp, S_DEVICES_MAX, &n))
         return TELEM_EINVAL;
     long *copy = n ? malloc(n * sizeof *copy) : NULL;
     if (n && !copy)
@@ -390,8 +397,8 @@ s_prepare(cg_t *g, char *why, size_t why_size)
     char bwhy[256];
     if ((rc = s_test(g, why, why_size)) || (rc = s_nodes(g, why, why_size)))
         return rc;
-    telem_backend_t *b = telem_backend_open(g->backend, &err, bwhy,
-                                            sizeof bwhy);
+    telem_backend_t *b = telem_backend_open(g->backend, bwhy, sizeof bwhy,
+                                            &err);
     if (!b && !g->spawn) {
         snprintf(why, why_size, "%s", bwhy);
         return err;
@@ -445,15 +452,6 @@ cg_info(const cg_t *g, size_t i, cg_info_t *out)
     *out = (cg_info_t) { c->node, c->device, c->pin, c->pin_id, c->phase_ns,
                          c->pid, c->state, c->exit_code, c->signal };
     return 0;
-}
-
-size_t
-cg_running(const cg_t *g)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < cg_count(g); i++)
-        n += g->colls[i].state == CG_RUNNING;
-    return n;
 }
 
 int64_t cg_epoch(const cg_t *g) { return g->epoch_ns; }

@@ -1,7 +1,7 @@
 /* cg.h - collector groups: one collector process per device on every node
  * of a job, each pinned to its device, timing one test in rounds.
  *
- *   cg_t *g = cg_new("burnin");
+ *   cg_t *g = cg_new("burnin", NULL);
  *   cg_set_period(g, 500 * 1000000LL);          // 0.5 s rounds
  *   if (cg_start(g, why, sizeof why) == 0) {
  *       ...                                     // samples flow into telemd
@@ -72,8 +72,8 @@ extern "C" {
 
 typedef struct cg cg_t;
 
-/* A user test function: see telem_test_fn in telem_collector.h. */
-typedef telem_test_fn cg_test_fn;
+/* A user test function: see telem_collector_test_fn in telem_collector.h. */
+typedef telem_collector_test_fn cg_test_fn;
 
 typedef enum {
     CG_PENDING = 0,     /* not started */
@@ -99,8 +99,9 @@ typedef struct {
 /* Creates a group called `name` (its group tag; NULL = "cg"; 1-255 bytes)
  * with the defaults: backend cpu, its first kernel, every device, period
  * 1 s, 5 repetitions, per device, nodes from the default node file, local
- * spawn.  Returns NULL on a bad name or no memory. */
-cg_t *cg_new(const char *name);
+ * spawn.  Returns the group, or NULL with *err (NULL allowed) set to
+ * TELEM_EINVAL (a bad name) or TELEM_ENOMEM. */
+cg_t *cg_new(const char *name, int *err);
 
 /* Stops a running group (cg_stop with CG_STOP_DEFAULT_MS) and frees it.
  * Accepts NULL or a pointer to NULL; nulls the caller's pointer. */

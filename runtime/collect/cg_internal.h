@@ -1,5 +1,6 @@
 /* cg_internal.h - the collector group's state, shared by cg.c (settings,
- * planning) and cg_spawn.c (processes).  Not installed.
+ * planning) and cg_spawn.c (processes).  Not installed.  cg.c calls
+ * cg_spawn.c (cg__spawn, cg_stop, cg_wait, cg_running), never the reverse.
  */
 #ifndef CG_INTERNAL_H
 #define CG_INTERNAL_H
@@ -11,7 +12,7 @@ typedef struct {
     char *node;
     int device;                         /* -1: per-node test */
     int pin;                            /* machine device; -1: none */
-    char pin_id[TELEM_DEVICE_ID_MAX];
+    char pin_id[TELEM_BACKEND_DEVICE_ID_MAX];
     int64_t phase_ns;
     pid_t pid;
     int pidfd;                          /* -1 when not running */

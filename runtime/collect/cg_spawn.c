@@ -1,5 +1,9 @@
 /* cg_spawn.c - a collector group's processes: command lines, posix_spawn,
- * stop and wait.
+ * stop, wait and the count of running collectors.
+ *
+ * Calls go one way: cg.c (settings, planning, start) calls this file
+ * through cg_internal.h and cg.h's process functions; this file calls
+ * nothing in cg.c.
  *
  * Collectors are spawned with posix_spawn (fork+exec from a large parent
  * is ~30x slower, see the project's measured facts) with a clean signal
@@ -23,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "telem_grow.h"
 #include "telem_time.h"
 
 extern char **environ;
@@ -47,15 +52,10 @@ s_add(s_argv_t *a, const char *fmt, ...)
     if (vasprintf(&s, fmt, ap) < 0)
         s = NULL;
     va_end(ap);
-    if (a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 32;
-        char **v = realloc(a->v, cap * sizeof *v);
-        if (!v) {
-            free(s);
-            a->oom = 1;
-            return;
-        }
-        a->v = v, a->cap = cap;
+    if (telem_grow((void **) &a->v, &a->cap, a->n + 2, sizeof *a->v, 32)) {
+        free(s);
+        a->oom = 1;
+        return;
     }
     if (!s)
         a->oom = 1;
@@ -328,6 +328,16 @@ s_wait_all(cg_t *g, int64_t deadline)
         if (left <= 0 || s_poll_once(g, (int) left, -1) < 0)
             return;
     }
+}
+
+/* Counted here, not in cg.c, so that this file never calls up into it. */
+size_t
+cg_running(const cg_t *g)
+{
+    size_t n = 0;
+    for (size_t i = 0; g->started && i < g->ncolls; i++)
+        n += g->colls[i].state == CG_RUNNING;
+    return n;
 }
 
 int

@@ -39,17 +39,17 @@
 extern "C" {
 #endif
 
-#define TELEM_DEVICE_ID_MAX 64
-#define TELEM_DEVICE_NAME_MAX 128
+#define TELEM_BACKEND_DEVICE_ID_MAX 64
+#define TELEM_BACKEND_DEVICE_NAME_MAX 128
 
 /* One device of this machine. */
 typedef struct {
-    char id[TELEM_DEVICE_ID_MAX];      /* cpu: core number ("3");
+    char id[TELEM_BACKEND_DEVICE_ID_MAX];      /* cpu: core number ("3");
                                           cuda: ordinal ("0") */
-    char name[TELEM_DEVICE_NAME_MAX];  /* cpu: processor model;
+    char name[TELEM_BACKEND_DEVICE_NAME_MAX];  /* cpu: processor model;
                                           cuda: device name */
-    char bus[TELEM_DEVICE_ID_MAX];     /* cuda: PCI bus id; cpu: "" */
-} telem_device_t;
+    char bus[TELEM_BACKEND_DEVICE_ID_MAX];     /* cuda: PCI bus id; cpu: "" */
+} telem_backend_device_t;
 
 /* The plug-in interface.  Every function returns 0 or a negative
  * telem_err_t; `why` receives a sentence on failure where it is passed. */
@@ -59,8 +59,8 @@ typedef struct telem_backend_vt {
     const char *const *kernels;
     /* Loads what the backend needs and lists the devices into a new array
      * (*devs_p, *ndevs_p; freed by the caller with free()). */
-    int (*open)(void **state_p, telem_device_t **devs_p, size_t *ndevs_p,
-                char *why, size_t why_size);
+    int (*open)(void **state_p, telem_backend_device_t **devs_p,
+                size_t *ndevs_p, char *why, size_t why_size);
     void (*close)(void **state_p);
     /* Pins the calling thread to device `dev` (an index). */
     int (*bind)(void *state, size_t dev, char *why, size_t why_size);
@@ -82,8 +82,8 @@ extern const telem_backend_vt_t telem_backend_cpu;
 extern const telem_backend_vt_t telem_backend_cuda;
 
 typedef struct telem_backend telem_backend_t;
-typedef struct telem_kernel telem_kernel_t;
-typedef struct telem_load telem_load_t;
+typedef struct telem_backend_kernel telem_backend_kernel_t;
+typedef struct telem_backend_load telem_backend_load_t;
 
 /* The backend called `name`, or NULL.  Thread-safe. */
 const telem_backend_vt_t *telem_backend_find(const char *name);
@@ -99,8 +99,8 @@ int telem_backend_has_kernel(const telem_backend_vt_t *vt, const char *kernel);
  * TELEM_EUNSUPPORTED (not present on this machine), TELEM_EINVAL (a bad
  * $TELEM_CPU_DEVICES), TELEM_ENOMEM; `why` (if why_size > 0) gets a
  * sentence.  A backend with zero devices is TELEM_EUNSUPPORTED. */
-telem_backend_t *telem_backend_open(const char *name, int *err, char *why,
-                                    size_t why_size);
+telem_backend_t *telem_backend_open(const char *name, char *why,
+                                    size_t why_size, int *err);
 
 /* Frees the backend; accepts NULL or a pointer to NULL and nulls it.
  * Kernels and loads made from it must be destroyed first. */
@@ -112,8 +112,8 @@ const char *telem_backend_name(const telem_backend_t *b);
 
 /* Number of devices, and device i (NULL when out of range; owned by b). */
 size_t telem_backend_ndevices(const telem_backend_t *b);
-const telem_device_t *telem_backend_device(const telem_backend_t *b,
-                                           size_t i);
+const telem_backend_device_t *telem_backend_device(const telem_backend_t *b,
+                                                   size_t i);
 
 /* Pins the calling thread to device `dev`.  Returns 0, TELEM_EINVAL (no
  * such device) or TELEM_EIO (the system refused; errno kept). */
@@ -124,32 +124,35 @@ int telem_backend_bind(telem_backend_t *b, size_t dev, char *why,
  * `dev` and runs it once untimed (page faults, JIT), so the first timed
  * repetition is like the others.  Returns NULL with *err on failure
  * (TELEM_ENOTFOUND: unknown kernel; TELEM_EINVAL: no such device). */
-telem_kernel_t *telem_kernel_new(telem_backend_t *b, size_t dev,
-                                 const char *kernel, int *err, char *why,
-                                 size_t why_size);
+telem_backend_kernel_t *telem_backend_kernel_new(telem_backend_t *b,
+                                                 size_t dev,
+                                                 const char *kernel,
+                                                 char *why, size_t why_size,
+                                                 int *err);
 
 /* Runs one timed repetition; *seconds > 0 on success. */
-int telem_kernel_run(telem_kernel_t *k, double *seconds);
+int telem_backend_kernel_run(telem_backend_kernel_t *k, double *seconds);
 
 /* Frees the kernel; accepts NULL or a pointer to NULL and nulls it. */
-void telem_kernel_destroy(telem_kernel_t **k_p);
+void telem_backend_kernel_destroy(telem_backend_kernel_t **k_p);
 
 /* Prepares contention on device `dev` (the calling thread should be bound
  * to it first on cpu).  Returns NULL with *err on failure. */
-telem_load_t *telem_load_new(telem_backend_t *b, size_t dev, int *err,
-                             char *why, size_t why_size);
+telem_backend_load_t *telem_backend_load_new(telem_backend_t *b, size_t dev,
+                                             char *why, size_t why_size,
+                                             int *err);
 
 /* Keeps the device busy for about busy_ns (> 0) nanoseconds. */
-int telem_load_run(telem_load_t *l, int64_t busy_ns);
+int telem_backend_load_run(telem_backend_load_t *l, int64_t busy_ns);
 
 /* Frees the load; accepts NULL or a pointer to NULL and nulls it. */
-void telem_load_destroy(telem_load_t **l_p);
+void telem_backend_load_destroy(telem_backend_load_t **l_p);
 
 /* Parses a device list "0,2,5-7" (ascending or not; duplicates refused)
  * into out[0..*n).  Returns 0, TELEM_EINVAL (syntax, a number over `max`
  * or a duplicate) or TELEM_ETOOBIG (more than cap entries). */
-int telem_device_list_parse(const char *s, long max, long *out, size_t cap,
-                            size_t *n);
+int telem_backend_device_list_parse(const char *s, long max, long *out,
+                                    size_t cap, size_t *n);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include "telem_backend.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -83,12 +84,6 @@ typedef struct {
 #define S_PROG "telem_collect"
 
 static int
-s_bad(const char *flag, const char *value, const char *why)
-{
-    return telem_cli_bad(S_PROG, flag, value, why);
-}
-
-static int
 s_backends_ok(char *list)
 {
     char *copy = strdup(list), *save = NULL, *tok;
@@ -111,46 +106,50 @@ s_option(void *arg, int c, char *v)
     switch (c) {
     case 'b':
         if (!s_backends_ok(v))
-            return s_bad("--backend", v, "cpu, cuda or a comma list");
+            return telem_cli_bad(S_PROG, "--backend", v,
+                                 "cpu, cuda or a comma list");
         a->backends = v;
         return 0;
     case 'k': a->kernel = v; return 0;
     case 'd':
-        if (telem_device_list_parse(v, 65535, tmp, 64, &n))
-            return s_bad("--devices", v, "indices such as 0 or 0,2-3");
+        if (telem_backend_device_list_parse(v, 65535, tmp, 64, &n))
+            return telem_cli_bad(S_PROG, "--devices", v,
+                                 "indices such as 0 or 0,2-3");
         a->devices = v;
         return 0;
     case 'p':
         if (telem_cli_seconds(v, 0.001, 86400, &a->period_ns))
-            return s_bad("--period", v, "seconds, from 0.001 to 86400");
+            return telem_cli_bad(S_PROG, "--period", v,
+                                 "seconds, from 0.001 to 86400");
         return 0;
     case 'R':
         if (telem_cli_int64(v, 1, 1000, &i))
-            return s_bad("--reps", v, "an integer from 1 to 1000");
+            return telem_cli_bad(S_PROG, "--reps", v,
+                                 "an integer from 1 to 1000");
         a->reps = (int) i;
         return 0;
     case 'P': a->per_node = 1; return 0;
     case 'g':
         if (!*v || strlen(v) > 255)
-            return s_bad("--name", v, "1-255 bytes");
+            return telem_cli_bad(S_PROG, "--name", v, "1-255 bytes");
         a->name = v;
         return 0;
     case 'N': a->nodefile = v; return 0;
     case 'S': a->spread = 1; return 0;
     case 'D':
-        if (telem_device_list_parse(v, 65535, tmp, 64, &n))
-            return s_bad("--local-devices", v, "indices such as 1 or 0,2-3");
+        if (telem_backend_device_list_parse(v, 65535, tmp, 64, &n))
+            return telem_cli_bad(S_PROG, "--local-devices", v,
+                                 "indices such as 1 or 0,2-3");
         a->local = v;
         return 0;
     case 's': a->spawn = v; return 0;
     case 'C': a->collector = v; return 0;
     case 't':
         if (telem_cli_number(v, 0.001, 3600, &d))
-            return s_bad("--stop-timeout", v, "seconds, up to 3600");
+            return telem_cli_bad(S_PROG, "--stop-timeout", v,
+                                 "seconds, up to 3600");
         a->stop_ms = (int) ceil(d * 1000);
         return 0;
-    case 'l':
-        return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default:
         return 2;
     }
@@ -170,8 +169,12 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "spread", 0, 0, 'S' }, { "local-devices", 1, 0, 'D' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
-    return telem_cli_parse(S_PROG, s_usage, argc, argv,
-                           "b:k:d:p:R:g:N:s:t:D:l:h", opts, s_option, a);
+    const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage,
+        .shortopts = "b:k:d:p:R:g:N:s:t:D:l:h", .longopts = opts,
+        .option = s_option, .log_level = &a->loglevel,
+    };
+    return telem_cli_parse_spec(&spec, argc, argv, a);
 }
 
 static int
@@ -210,8 +213,10 @@ s_start(const s_args_t *a, int *status)
     *status = 3;
     for (char *b = list ? strtok_r(list, ",", &save) : NULL; b;
          b = strtok_r(NULL, ",", &save)) {
-        cg_t *g = cg_new(a->name);
-        int rc = g ? s_configure(g, a, b) : TELEM_ENOMEM;
+        int rc;
+        cg_t *g = cg_new(a->name, &rc);
+        if (g)
+            rc = s_configure(g, a, b);
         if (rc == 0 && (rc = cg_start(g, why, sizeof why)) == 0) {
             free(list);
             return g;
@@ -329,14 +334,8 @@ main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     telem_log_init("telem_collect", a.loglevel);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    int sfd = -1;
-    if (sigprocmask(SIG_BLOCK, &set, NULL)
-        || (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+    int sfd = telem_signals_open_stop(1);
+    if (sfd < 0) {
         fprintf(stderr, "telem_collect: signalfd: %s\n", strerror(errno));
         return 1;
     }

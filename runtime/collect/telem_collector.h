@@ -48,14 +48,14 @@ extern "C" {
  * slower) to *figure and returns 0, or returns a negative code (the
  * repetition is left out of the round).  Called on the collector's pinned
  * thread only. */
-typedef int (*telem_test_fn)(void *arg, int device, double *figure);
+typedef int (*telem_collector_test_fn)(void *arg, int device, double *figure);
 
 typedef struct {
     const char *backend;    /* "cpu" (NULL), "cuda" */
     const char *kernel;     /* built-in kernel; NULL = the backend's first;
                                ignored when fn is set */
     const char *metric;     /* metric of a user test (required with fn) */
-    telem_test_fn fn;       /* NULL = the built-in kernel */
+    telem_collector_test_fn fn;       /* NULL = the built-in kernel */
     void *fn_arg;
     int device;             /* device index on the node (tag gpu); -1 = a
                                per-node test (no gpu tag) */
@@ -106,7 +106,7 @@ int telem_collector_run(const telem_collector_config_t *cfg,
  * present on this machine (one log line says why).  Call it from main()
  * before any other thread starts. */
 int telem_collector_main(int argc, char **argv, const char *metric,
-                         telem_test_fn fn, void *arg);
+                         telem_collector_test_fn fn, void *arg);
 
 /* Writes "cg_<kernel>_seconds" to buf.  Returns 0 or TELEM_ETOOBIG. */
 int telem_collector_metric(char *buf, size_t size, const char *kernel);

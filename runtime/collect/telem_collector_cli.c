@@ -26,6 +26,7 @@
 #include "telem_backend.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -206,7 +207,7 @@ static void
 s_list_text(const telem_backend_t *b)
 {
     for (size_t i = 0; i < telem_backend_ndevices(b); i++) {
-        const telem_device_t *d = telem_backend_device(b, i);
+        const telem_backend_device_t *d = telem_backend_device(b, i);
         printf("%s\t%zu\t%s\t%s%s%s\n", telem_backend_name(b), i, d->id,
                d->name, *d->bus ? "\t" : "", d->bus);
     }
@@ -217,7 +218,7 @@ s_list_json(const telem_backend_t *b)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < telem_backend_ndevices(b); i++) {
-        const telem_device_t *d = telem_backend_device(b, i);
+        const telem_backend_device_t *d = telem_backend_device(b, i);
         json_array_append_new(arr, json_pack("{s:I,s:s,s:s,s:s}", "index",
                                              (json_int_t) i, "id", d->id,
                                              "name", d->name, "bus", d->bus));
@@ -232,7 +233,7 @@ s_list_one(const s_args_t *a, const telem_backend_vt_t *vt, json_t *out)
 {
     char why[256];
     int err;
-    telem_backend_t *b = telem_backend_open(vt->name, &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open(vt->name, why, sizeof why, &err);
     if (!b) {
         telem_log(TELEM_LOG_INFO, "backend %s skipped: %s", vt->name, why);
         if (a->json)
@@ -276,18 +277,6 @@ s_list(const s_args_t *a)
 
 /* ---- running ----------------------------------------------------------- */
 
-static int
-s_signals(sigset_t *set)
-{
-    sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, set, NULL))
-        return -1;
-    return signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
 static void
 s_announce(const s_args_t *a)
 {
@@ -308,10 +297,9 @@ s_announce(const s_args_t *a)
 static int
 s_run(s_args_t *a)
 {
-    sigset_t set;
     char why[256];
     telem_collector_stats_t st;
-    int fd = s_signals(&set);
+    int fd = telem_signals_open_stop(1);
     if (fd < 0) {
         telem_log(TELEM_LOG_ERROR, "signalfd: %s", strerror(errno));
         return 1;
@@ -339,7 +327,7 @@ s_run(s_args_t *a)
 
 int
 telem_collector_main(int argc, char **argv, const char *metric,
-                     telem_test_fn fn, void *arg)
+                     telem_collector_test_fn fn, void *arg)
 {
     s_args_t a = { .prog = "telem_collector", .loglevel = TELEM_LOG_INFO };
     a.cfg = (telem_collector_config_t) {

@@ -35,7 +35,7 @@
 typedef struct {
     const telem_collector_config_t *cfg;
     telem_backend_t *backend;
-    telem_kernel_t *kernel;
+    telem_backend_kernel_t *kernel;
     char metric[TELEM_NAME_MAX + 1];
     char spread[TELEM_NAME_MAX + 1];
     char gpu[24];
@@ -82,8 +82,8 @@ s_setup(s_run_t *r, char *why, size_t why_size)
     const telem_collector_config_t *c = r->cfg;
     int rc;
     int pin = c->pin >= 0 ? c->pin : c->device;
-    r->backend = telem_backend_open(c->backend ? c->backend : "cpu", &rc,
-                                    why, why_size);
+    r->backend = telem_backend_open(c->backend ? c->backend : "cpu", why,
+                                    why_size, &rc);
     if (!r->backend)
         return rc;
     if (pin >= 0 && (rc = telem_backend_bind(r->backend, (size_t) pin, why,
@@ -92,8 +92,9 @@ s_setup(s_run_t *r, char *why, size_t why_size)
     if (!c->fn) {
         const char *kernel = c->kernel ? c->kernel
                              : telem_backend_vt(r->backend)->kernels[0];
-        r->kernel = telem_kernel_new(r->backend, pin >= 0 ? (size_t) pin : 0,
-                                     kernel, &rc, why, why_size);
+        r->kernel = telem_backend_kernel_new(r->backend,
+                                             pin >= 0 ? (size_t) pin : 0,
+                                             kernel, why, why_size, &rc);
         if (!r->kernel)
             return rc;
         if (telem_collector_metric(r->metric, sizeof r->metric, kernel))
@@ -115,7 +116,7 @@ s_setup(s_run_t *r, char *why, size_t why_size)
 static void
 s_teardown(s_run_t *r)
 {
-    telem_kernel_destroy(&r->kernel);
+    telem_backend_kernel_destroy(&r->kernel);
     telem_backend_close(&r->backend);
     free(r->figs);
     free(r->work);
@@ -169,7 +170,7 @@ s_round(s_run_t *r, int64_t start, double *median, double *mad)
             s_wait_until(c->stop_fd, start + i * (c->period_ns / c->reps)))
             return 1;
         int rc = c->fn ? c->fn(c->fn_arg, c->device, &x)
-                       : telem_kernel_run(r->kernel, &x);
+                       : telem_backend_kernel_run(r->kernel, &x);
         if (rc == 0 && isfinite(x) && x >= 0)
             r->figs[n++] = x;
     }

@@ -31,6 +31,7 @@
 #include "telem_backend.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -85,12 +86,6 @@ typedef struct {
 #define S_PROG "telem_load"
 
 static int
-s_bad(const char *flag, const char *value, const char *why)
-{
-    return telem_cli_bad(S_PROG, flag, value, why);
-}
-
-static int
 s_option(void *arg, int c, char *v)
 {
     s_args_t *a = arg;
@@ -99,50 +94,53 @@ s_option(void *arg, int c, char *v)
     switch (c) {
     case 'd':
         if (telem_cli_int64(v, 0, 65535, &i))
-            return s_bad("--device", v, "an integer from 0 to 65535");
+            return telem_cli_bad(S_PROG, "--device", v,
+                                 "an integer from 0 to 65535");
         a->device = (long) i;
         return 0;
     case 'b':
         if (!telem_backend_find(v))
-            return s_bad("--backend", v, "cpu or cuda");
+            return telem_cli_bad(S_PROG, "--backend", v, "cpu or cuda");
         a->backend = v;
         return 0;
     case 'u':
         if (telem_cli_number(v, 0, 1, &a->duty))
-            return s_bad("--duty", v, "a fraction from 0 to 1");
+            return telem_cli_bad(S_PROG, "--duty", v, "a fraction from 0 to 1");
         return 0;
     case 'c':
         if (telem_cli_number(v, 0.1, 1000, &d))
-            return s_bad("--cycle-ms", v, "milliseconds, 0.1 to 1000");
+            return telem_cli_bad(S_PROG, "--cycle-ms", v,
+                                 "milliseconds, 0.1 to 1000");
         a->cycle_ns = (int64_t) llround(d * 1e6);
         return 0;
     case 'n':
         if (telem_cli_int64(v, 1, S_THREADS_MAX, &i))
-            return s_bad("--threads", v, "an integer from 1 to 64");
+            return telem_cli_bad(S_PROG, "--threads", v,
+                                 "an integer from 1 to 64");
         a->threads = (int) i;
         return 0;
     case 't':
         if (telem_cli_seconds(v, 0.001, 1e7, &a->duration_ns))
-            return s_bad("--duration", v, "seconds, above 0");
+            return telem_cli_bad(S_PROG, "--duration", v, "seconds, above 0");
         return 0;
     case 'p':
         if (telem_cli_seconds(v, 0.001, 86400, &a->period_ns))
-            return s_bad("--period", v, "seconds, 0.001 to 86400");
+            return telem_cli_bad(S_PROG, "--period", v,
+                                 "seconds, 0.001 to 86400");
         return 0;
     case 'w':
         if (telem_cli_seconds(v, 0.0001, 86400, &a->window_ns))
-            return s_bad("--window", v, "seconds, above 0");
+            return telem_cli_bad(S_PROG, "--window", v, "seconds, above 0");
         return 0;
     case 'P':
         if (telem_cli_seconds(v, 0, 86400, &a->phase_ns))
-            return s_bad("--phase", v, "seconds, 0 or more");
+            return telem_cli_bad(S_PROG, "--phase", v, "seconds, 0 or more");
         return 0;
     case 'e':
         if (telem_cli_int64(v, 0, INT64_MAX, &a->epoch_ns))
-            return s_bad("--epoch", v, "nanoseconds since 1970, 0 or more");
+            return telem_cli_bad(S_PROG, "--epoch", v,
+                                 "nanoseconds since 1970, 0 or more");
         return 0;
-    case 'l':
-        return telem_cli_log_level(S_PROG, v, &a->loglevel);
     default:
         return 2;
     }
@@ -160,8 +158,12 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "phase", 1, 0, 'P' }, { "epoch", 1, 0, 'e' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
-    int rc = telem_cli_parse(S_PROG, s_usage, argc, argv,
-                             "d:b:u:c:n:t:p:w:P:e:l:h", opts, s_option, a);
+    const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage,
+        .shortopts = "d:b:u:c:n:t:p:w:P:e:l:h", .longopts = opts,
+        .option = s_option, .log_level = &a->loglevel,
+    };
+    int rc = telem_cli_parse_spec(&spec, argc, argv, a);
     if (rc)
         return rc;
     if (a->device < 0)
@@ -193,7 +195,7 @@ s_idle_until(int sfd, int64_t target)
 
 typedef struct {
     const s_args_t *args;
-    telem_load_t *load;
+    telem_backend_load_t *load;
     int sfd;
     int rc;
 } s_worker_t;
@@ -225,7 +227,7 @@ s_duty(s_worker_t *w, int64_t t0, int64_t end)
         if (end && start >= end)
             return 0;
         int64_t b = end && start + busy > end ? end - start : busy;
-        if (b > 0 && telem_load_run(w->load, b))
+        if (b > 0 && telem_backend_load_run(w->load, b))
             return -1;
         int64_t late = telem_mono_ns() - (start + cycle);
         if (late > 0)
@@ -303,7 +305,7 @@ s_run(const s_args_t *a, int sfd)
     int err, rc = 1;
     s_worker_t w[S_THREADS_MAX];
     memset(w, 0, sizeof w);
-    telem_backend_t *b = telem_backend_open(a->backend, &err, why, sizeof why);
+    telem_backend_t *b = telem_backend_open(a->backend, why, sizeof why, &err);
     if (!b) {
         telem_log(TELEM_LOG_WARN, "backend %s skipped: %s", a->backend, why);
         return err == TELEM_EUNSUPPORTED ? 3 : 1;
@@ -318,8 +320,8 @@ s_run(const s_args_t *a, int sfd)
         goto fail;
     for (int i = 0; i < a->threads; i++) {
         w[i] = (s_worker_t) { .args = a, .sfd = sfd };
-        if (!(w[i].load = telem_load_new(b, (size_t) a->device, &err, why,
-                                         sizeof why)))
+        if (!(w[i].load = telem_backend_load_new(b, (size_t) a->device, why,
+                                                 sizeof why, &err)))
             goto fail;
     }
     telem_log(TELEM_LOG_INFO, "loading %s device %ld (id %s) at duty %.2f "
@@ -332,7 +334,7 @@ fail:
     telem_log(TELEM_LOG_ERROR, "%s", why);
 out:
     for (int i = 0; i < a->threads; i++)
-        telem_load_destroy(&w[i].load);
+        telem_backend_load_destroy(&w[i].load);
     telem_backend_close(&b);
     return rc;
 }
@@ -346,14 +348,8 @@ main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     telem_log_init("telem_load", a.loglevel);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    int sfd = -1;
-    if (sigprocmask(SIG_BLOCK, &set, NULL)
-        || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+    int sfd = telem_signals_open_stop(0);
+    if (sfd < 0) {
         telem_log(TELEM_LOG_ERROR, "signalfd: %s", strerror(errno));
         return 1;
     }

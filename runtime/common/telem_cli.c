@@ -141,6 +141,30 @@ s_operands(const telem_cli_spec_t *spec, int argc, char **argv, void *arg)
     return 0;
 }
 
+/* True when `c` is the code of the long option called `name`. */
+static int
+s_is_long(const struct option *longopts, int c, const char *name)
+{
+    for (; longopts && longopts->name; longopts++)
+        if (strcmp(longopts->name, name) == 0)
+            return !longopts->flag && longopts->val == c;
+    return 0;
+}
+
+/* The flags the spec handles itself (--version, --log-level), else the
+   program's option callback. */
+static int
+s_option(const telem_cli_spec_t *spec, int c, char *v, void *arg)
+{
+    if (spec->version && s_is_long(spec->longopts, c, "version")) {
+        printf("%s\n", spec->version);
+        return 1;
+    }
+    if (spec->log_level && s_is_long(spec->longopts, c, "log-level"))
+        return telem_cli_log_level(spec->prog, v, spec->log_level);
+    return spec->option(arg, c, v);
+}
+
 int
 telem_cli_parse_spec(const telem_cli_spec_t *spec, int argc, char **argv,
                      void *arg)
@@ -158,7 +182,7 @@ telem_cli_parse_spec(const telem_cli_spec_t *spec, int argc, char **argv,
             help = 1;
         else if (c == '?' || c == ':')
             return s_bad_flag(spec, c, argv);
-        else if ((rc = spec->option(arg, c, optarg)) != 0)
+        else if ((rc = s_option(spec, c, optarg, arg)) != 0)
             return rc;
     }
     if ((rc = s_operands(spec, argc - optind, argv + optind, arg)) != 0)

@@ -49,7 +49,14 @@ typedef void (telem_cli_help_fn)(void *arg);
  *   help       NULL: -h prints `usage` and ends the parse at once.  Set:
  *              -h is remembered, the whole command line is still read
  *              (a bad flag or operand is still an error, status 2), then
- *              help(arg) prints the help. */
+ *              help(arg) prints the help.
+ *   version    NULL: `option` sees --version like any flag.  Set: the
+ *              long option "version" (in longopts, with any code) prints
+ *              this line and a newline on stdout and ends the parse with
+ *              status 1.
+ *   log_level  NULL: `option` sees --log-level like any flag.  Set: the
+ *              long option "log-level" (any code) is read here with
+ *              telem_cli_log_level() into *log_level. */
 typedef struct {
     const char *prog;
     const char *usage;
@@ -58,6 +65,8 @@ typedef struct {
     telem_cli_option_fn *option;
     telem_cli_operands_fn *operands;
     telem_cli_help_fn *help;
+    const char *version;
+    telem_log_level_t *log_level;
 } telem_cli_spec_t;
 
 /* Reads argv[1..argc-1] as `spec` says, starting getopt_long afresh (it

@@ -25,13 +25,13 @@
 
 #define S_GIVE_UP_NS (5 * TELEM_NS_PER_SEC) /* after SIGKILL, stop waiting */
 
-static void s_advance(tl_job_t *self);
+static void s_advance(launch_job_t *self);
 
 void
-tl_job_config_defaults(tl_job_config_t *cfg)
+launch_job_config_defaults(launch_job_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    tl_config_defaults(&cfg->nodes);
+    launch_state_config_defaults(&cfg->nodes);
     cfg->level = 2;
     cfg->grace_ns = 5 * TELEM_NS_PER_SEC;
     cfg->heartbeat_ns = TELEM_NS_PER_SEC;
@@ -55,7 +55,7 @@ s_sec(int64_t ns)
 /* ---- timers ------------------------------------------------------------ */
 
 static void
-s_timer_cancel(tl_job_t *self)
+s_timer_cancel(launch_job_t *self)
 {
     if (self->timer >= 0)
         zloop_timer_end(self->loop, self->timer);
@@ -63,16 +63,16 @@ s_timer_cancel(tl_job_t *self)
 }
 
 static void
-s_timer_set(tl_job_t *self, int64_t ns, zloop_timer_fn *fn)
+s_timer_set(launch_job_t *self, int64_t ns, zloop_timer_fn *fn)
 {
     s_timer_cancel(self);
     self->timer = zloop_timer(self->loop, s_ms(ns), 1, fn, self);
 }
 
 int
-tl_job_loop_result(const tl_job_t *self)
+launch_job_loop_result(const launch_job_t *self)
 {
-    return self->phase == TL_PHASE_ENDING && self->nprocs == 0 ? -1 : 0;
+    return self->phase == LAUNCH_PHASE_ENDING && self->nprocs == 0 ? -1 : 0;
 }
 
 static int
@@ -80,17 +80,17 @@ s_on_kill_due(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
-    tl_job_t *self = arg;
-    tl_job_kill_due(self, telem_mono_ns());
-    return tl_job_loop_result(self);
+    launch_job_t *self = arg;
+    launch_job_kill_due(self, telem_mono_ns());
+    return launch_job_loop_result(self);
 }
 
 /* Stops processes and arms the timer that kills what is left after the
  * grace period. */
 static void
-s_stop(tl_job_t *self, int role, long node)
+s_stop(launch_job_t *self, int role, long node)
 {
-    if (tl_job_stop(self, role, node))
+    if (launch_job_stop(self, role, node))
         zloop_timer(self->loop, s_ms(self->cfg.grace_ns) + 1, 1,
                     s_on_kill_due, self);
 }
@@ -102,18 +102,18 @@ s_on_give_up(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
-    tl_job_t *self = arg;
+    launch_job_t *self = arg;
     telem_log(TELEM_LOG_ERROR, "%zu process(es) did not end after SIGKILL; "
               "giving up on them", self->nprocs);
     return -1;
 }
 
 void
-tl_job_end(tl_job_t *self, int code, const char *why)
+launch_job_end(launch_job_t *self, int code, const char *why)
 {
-    if (self->phase == TL_PHASE_ENDING)
+    if (self->phase == LAUNCH_PHASE_ENDING)
         return;
-    self->phase = TL_PHASE_ENDING;
+    self->phase = LAUNCH_PHASE_ENDING;
     self->exit_code = code;
     telem_log(code ? TELEM_LOG_WARN : TELEM_LOG_INFO,
               "job ends (exit %d): %s", code, why);
@@ -128,9 +128,9 @@ tl_job_end(tl_job_t *self, int code, const char *why)
 /* Prints and logs the line of a restart that has completed (or been
  * refused, with `verdict` saying why). */
 static void
-s_restart_line(tl_job_t *self, const char *verdict)
+s_restart_line(launch_job_t *self, const char *verdict)
 {
-    tl_restart_t *r = &self->rs;
+    launch_job_restart_t *r = &self->rs;
     char line[2560], budget[32] = "unlimited", active[512] = "";
     char reform[200] = "";
     if (*r->reform_error)
@@ -138,16 +138,16 @@ s_restart_line(tl_job_t *self, const char *verdict)
     if (self->cfg.nodes.max_restarts >= 0)
         snprintf(budget, sizeof budget, "%ld", self->cfg.nodes.max_restarts);
     for (size_t i = 0; i < self->n; i++)
-        if (tl_state_node(self->state, i) == TL_NODE_ACTIVE
-            && strlen(active) + strlen(tl_state_name(self->state, i)) + 2
+        if (launch_state_node(self->state, i) == LAUNCH_NODE_ACTIVE
+            && strlen(active) + strlen(launch_state_name(self->state, i)) + 2
                    < sizeof active)
             strcat(strcat(active, *active ? "," : ""),
-                   tl_state_name(self->state, i));
+                   launch_state_name(self->state, i));
     if (verdict)
         snprintf(line, sizeof line, "restart refused (%s): trigger %s; "
                  "nodes %s; why: %s; %ld of %s restarts done; job ends",
                  verdict, r->trigger, *r->nodes ? r->nodes : "none", r->why,
-                 tl_state_restarts(self->state), budget);
+                 launch_state_restarts(self->state), budget);
     else
         snprintf(line, sizeof line, "restart %ld (of at most %s): trigger "
                  "%s; nodes %s; promoted %s; why: %s; stop %.3f s, re-form "
@@ -159,42 +159,45 @@ s_restart_line(tl_job_t *self, const char *verdict)
                  s_sec(r->t_backoff_end - r->t_reformed),
                  s_sec(telem_mono_ns() - r->t_backoff_end), active);
     telem_log(TELEM_LOG_WARN, "%s", line);
-    tl_job_files_log_restart(self, line);
+    launch_job_files_log_restart(self, line);
 }
 
 static void
-s_start_programs(tl_job_t *self)
+s_start_programs(launch_job_t *self)
 {
     size_t first = self->n;
     for (size_t i = 0; i < self->n; i++) {
-        if (tl_state_node(self->state, i) != TL_NODE_ACTIVE)
+        if (launch_state_node(self->state, i) != LAUNCH_NODE_ACTIVE)
             continue;
         first = first < i ? first : i;
-        tl_argv_t kv = { 0 };
-        tl_env_t *env = tl_job_env(self, i, TL_ROLE_PROGRAM, &kv);
+        launch_argv_t kv = { 0 };
+        launch_env_t *env = launch_job_env(self, i, LAUNCH_ROLE_PROGRAM, &kv);
         self->nodes[i].done = 0;
         self->nodes[i].program =
-            env ? tl_job_spawn(self, i, TL_ROLE_PROGRAM, self->cfg.program,
-                               env, (const char *const *) kv.v)
+            env ? launch_job_spawn(self, i, LAUNCH_ROLE_PROGRAM,
+                                   self->cfg.program,
+                                   env, (const char *const *) kv.v)
                 : NULL;
-        tl_env_destroy(&env);
-        tl_argv_clear(&kv);
+        launch_env_destroy(&env);
+        launch_argv_clear(&kv);
         if (!self->nodes[i].program) {
-            tl_job_end(self, TL_EXIT_PROGRAM, "the program could not be "
+            launch_job_end(self, LAUNCH_EXIT_PROGRAM,
+                           "the program could not be "
                        "started");
             return;
         }
     }
-    tl_job_start_observers(self, first);
-    self->phase = TL_PHASE_RUNNING;
+    launch_job_start_observers(self, first);
+    self->phase = LAUNCH_PHASE_RUNNING;
     self->runs++;
     if (self->rs.pending) {
         self->rs.pending = 0;
         s_restart_line(self, NULL);
     } else
         telem_log(TELEM_LOG_INFO, "program started on %zu node(s), %zu in "
-                  "reserve", tl_state_count(self->state, TL_NODE_ACTIVE),
-                  tl_state_count(self->state, TL_NODE_IDLE));
+                  "reserve", launch_state_count(self->state,
+                                                LAUNCH_NODE_ACTIVE),
+                  launch_state_count(self->state, LAUNCH_NODE_IDLE));
 }
 
 /* Forms the dictionary's first map on the job's nodes, once: the
@@ -202,37 +205,37 @@ s_start_programs(tl_job_t *self)
  * again in the same run directory), and a re-form makes every server
  * agree on this job's node set while keeping what the logs hold. */
 static int
-s_dict_form(tl_job_t *self)
+s_dict_form(launch_job_t *self)
 {
     if (!self->dict || self->dict_formed)
         return 0;
     char why[256];
     int64_t t0 = telem_mono_ns();
-    if (tl_job_dict_reform(self, why, sizeof why) != 0) {
+    if (launch_job_dict_reform(self, why, sizeof why) != 0) {
         char line[320];
         snprintf(line, sizeof line, "the dictionary could not be formed: %s",
                  why);
-        tl_job_end(self, TL_EXIT_START, line);
+        launch_job_end(self, LAUNCH_EXIT_START, line);
         return -1;
     }
     self->dict_formed = 1;
     telem_log(TELEM_LOG_INFO, "dictionary formed on %zu node(s) in %.3f s",
-              self->n - tl_state_count(self->state, TL_NODE_DOWN),
+              self->n - launch_state_count(self->state, LAUNCH_NODE_DOWN),
               s_sec(telem_mono_ns() - t0));
     return 0;
 }
 
-/* Starts the program when every node is ready (tl_job_node_ready()). */
+/* Starts the program when every node is ready (launch_job_node_ready()). */
 static void
-s_try_start(tl_job_t *self)
+s_try_start(launch_job_t *self)
 {
     for (size_t i = 0; i < self->n; i++)
-        if (!tl_job_node_ready(self, i))
+        if (!launch_job_node_ready(self, i))
             return;
     s_timer_cancel(self);
     if (s_dict_form(self) != 0)
         return;
-    tl_job_files_write(self);
+    launch_job_files_write(self);
     s_start_programs(self);
 }
 
@@ -241,40 +244,106 @@ s_on_start_timeout(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
-    tl_job_t *self = arg;
+    launch_job_t *self = arg;
     self->timer = -1;
     char why[128];
-    for (size_t i = 0; i < self->n && self->phase == TL_PHASE_STARTING; i++) {
-        if (tl_state_node(self->state, i) == TL_NODE_DOWN
-            || tl_job_node_ready(self, i))
+    for (size_t i = 0;
+         i < self->n && self->phase == LAUNCH_PHASE_STARTING; i++) {
+        if (launch_state_node(self->state, i) == LAUNCH_NODE_DOWN
+            || launch_job_node_ready(self, i))
             continue;
         snprintf(why, sizeof why, "%s was not ready within %.0f s",
                  self->nodes[i].ready ? "telem_dictd" : "telemd",
                  s_sec(self->cfg.start_timeout_ns));
-        tl_job_node_failed(self, i, "start", why);
+        launch_job_node_failed(self, i, "start", why);
     }
-    return tl_job_loop_result(self);
+    return launch_job_loop_result(self);
 }
 
 static void
-s_enter_starting(tl_job_t *self)
+s_enter_starting(launch_job_t *self)
 {
-    self->phase = TL_PHASE_STARTING;
+    self->phase = LAUNCH_PHASE_STARTING;
     s_timer_set(self, self->cfg.start_timeout_ns, s_on_start_timeout);
     s_try_start(self);
 }
 
 void
-tl_job_on_ready(tl_job_t *self, size_t i)
+launch_job_on_ready(launch_job_t *self, size_t i)
 {
     self->ac_stale = 1;
     telem_log(TELEM_LOG_DEBUG, "%s: telemd %s, telem_dictd %s",
-              tl_state_name(self->state, i),
+              launch_state_name(self->state, i),
               self->nodes[i].ready ? self->nodes[i].endpoint : "not ready",
               !self->dict ? "not used"
               : self->nodes[i].dict_ready ? "ready" : "not ready");
-    if (self->phase == TL_PHASE_STARTING)
+    if (self->phase == LAUNCH_PHASE_STARTING)
         s_try_start(self);
+}
+
+/* Keeps telemd's query endpoint; one bound to every address (--bind
+ * 0.0.0.0) is reached through the node's name. */
+static void
+s_query_endpoint(launch_job_node_t *nd, const char *node, const char *ep)
+{
+    static const char any[] = "tcp://0.0.0.0:";
+    if (strncmp(ep, any, sizeof any - 1) == 0)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "tcp://%s:%s", node,
+                 ep + sizeof any - 1);
+    else
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
+}
+
+/* One line of telem_dictd's start-up output: "endpoint<TAB>EP", "ready"
+ * (it registers its endpoint in the dictionary node file itself). */
+static void
+s_dictd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
+{
+    launch_job_node_t *nd = &self->nodes[p->node];
+    if (strcmp(line, "ready") != 0 || nd->dictd != p)
+        return;
+    nd->dict_ready = 1;
+    launch_job_on_ready(self, p->node);
+}
+
+/* One line of telemd's start-up output. */
+static void
+s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
+{
+    launch_job_node_t *nd = &self->nodes[p->node];
+    const char *tab = strchr(line, '\t');
+    if (strcmp(line, "ready") == 0) {
+        const char *want = launch_state_name(self->state, p->node);
+        if (launch_source_daemon_names_itself(self->source)
+            && strcmp(nd->reported, want) != 0) {
+            char why[TELEM_NAME_MAX * 2 + 64];
+            snprintf(why, sizeof why, "telemd sent to %s runs as node '%s'",
+                     want, nd->reported);
+            launch_job_node_failed(self, p->node, "start", why);
+            return;
+        }
+        nd->ready = 1;
+        launch_job_on_ready(self, p->node);
+        return;
+    }
+    if (!tab)
+        return;
+    size_t klen = (size_t) (tab - line);
+    if (klen == 4 && strncmp(line, "node", 4) == 0)
+        snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
+    else if (klen == 5 && strncmp(line, "query", 5) == 0)
+        s_query_endpoint(nd, launch_state_name(self->state, p->node), tab + 1);
+    else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
+}
+
+void
+launch_job_on_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
+{
+    if (p->role == LAUNCH_ROLE_DICTD)
+        s_dictd_line(self, p, line);
+    else
+        s_telemd_line(self, p, line);
 }
 
 /* ---- restarting -------------------------------------------------------- */
@@ -284,32 +353,32 @@ s_on_backoff_end(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
-    tl_job_t *self = arg;
+    launch_job_t *self = arg;
     self->timer = -1;
     self->rs.t_backoff_end = telem_mono_ns();
     s_enter_starting(self);
-    return tl_job_loop_result(self);
+    return launch_job_loop_result(self);
 }
 
 static void
-s_advance(tl_job_t *self)
+s_advance(launch_job_t *self)
 {
-    if (self->phase != TL_PHASE_STOPPING
-        || tl_job_count(self, TL_ROLE_PROGRAM)
-        || tl_job_count(self, TL_ROLE_WATCH)
-        || tl_job_count(self, TL_ROLE_COLLECT))
+    if (self->phase != LAUNCH_PHASE_STOPPING
+        || launch_job_count(self, LAUNCH_ROLE_PROGRAM)
+        || launch_job_count(self, LAUNCH_ROLE_WATCH)
+        || launch_job_count(self, LAUNCH_ROLE_COLLECT))
         return;
     self->rs.t_stopped = telem_mono_ns();
     /* A failed re-form is reported in the restart line; the program is
        started anyway and sees the dictionary's errors itself. */
-    if (tl_job_dict_reform(self, self->rs.reform_error,
-                           sizeof self->rs.reform_error) == 0)
+    if (launch_job_dict_reform(self, self->rs.reform_error,
+                               sizeof self->rs.reform_error) == 0)
         self->rs.reform_error[0] = '\0';
     self->rs.t_reformed = telem_mono_ns();
     self->ac_stale = 1;
-    tl_job_files_write(self);
+    launch_job_files_write(self);
     if (self->rs.backoff_ns > 0) {
-        self->phase = TL_PHASE_BACKOFF;
+        self->phase = LAUNCH_PHASE_BACKOFF;
         s_timer_set(self, self->rs.backoff_ns, s_on_backoff_end);
         return;
     }
@@ -328,18 +397,19 @@ s_list_add(char *buf, size_t size, const char *name)
 /* Lists, comparing with the states before the failure, the nodes that
  * went down (whose processes it stops) and the reserves promoted. */
 static void
-s_note_changes(tl_job_t *self, const tl_node_state_t *before, char *down,
+s_note_changes(launch_job_t *self, const launch_state_node_t *before,
+               char *down,
                char *promoted, size_t size)
 {
     down[0] = promoted[0] = '\0';
     for (size_t i = 0; i < self->n; i++) {
-        tl_node_state_t now = tl_state_node(self->state, i);
-        const char *name = tl_state_name(self->state, i);
-        if (before[i] != TL_NODE_DOWN && now == TL_NODE_DOWN) {
+        launch_state_node_t now = launch_state_node(self->state, i);
+        const char *name = launch_state_name(self->state, i);
+        if (before[i] != LAUNCH_NODE_DOWN && now == LAUNCH_NODE_DOWN) {
             s_list_add(down, size, name);
             s_stop(self, -1, (long) i);
             self->nodes[i].ready = self->nodes[i].dict_ready = 0;
-        } else if (before[i] == TL_NODE_IDLE && now == TL_NODE_ACTIVE) {
+        } else if (before[i] == LAUNCH_NODE_IDLE && now == LAUNCH_NODE_ACTIVE) {
             s_list_add(promoted, size, name);
         }
     }
@@ -349,10 +419,10 @@ s_note_changes(tl_job_t *self, const tl_node_state_t *before, char *down,
 /* Fills the restart record; a restart still pending (a failure during a
  * restart) is merged into the new one, so its line names everything. */
 static void
-s_record(tl_job_t *self, const char *trigger, const char *why,
+s_record(launch_job_t *self, const char *trigger, const char *why,
          const char *down, const char *promoted)
 {
-    tl_restart_t *r = &self->rs;
+    launch_job_restart_t *r = &self->rs;
     if (!r->pending)
         r->trigger[0] = r->why[0] = r->nodes[0] = r->promoted[0] =
             r->reform_error[0] = '\0';
@@ -371,69 +441,71 @@ s_record(tl_job_t *self, const char *trigger, const char *why,
 }
 
 static int
-s_verdict_exit(tl_verdict_t v)
+s_verdict_exit(launch_state_verdict_t v)
 {
-    return v == TL_VERDICT_UNRECOVERABLE ? TL_EXIT_UNRECOVERABLE
-                                         : TL_EXIT_BUDGET;
+    return v == LAUNCH_VERDICT_UNRECOVERABLE ? LAUNCH_EXIT_UNRECOVERABLE
+                                         : LAUNCH_EXIT_BUDGET;
 }
 
 /* The failure of nodes idx[0..n) (n may be 0), detected by `trigger`. */
 static void
-s_fail(tl_job_t *self, const size_t *idx, size_t n, const char *trigger,
+s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
        const char *why, int allowed, int not_allowed_code)
 {
-    if (self->phase == TL_PHASE_ENDING)
+    if (self->phase == LAUNCH_PHASE_ENDING)
         return;
     if (!allowed) {
-        tl_job_end(self, not_allowed_code, why);
+        launch_job_end(self, not_allowed_code, why);
         return;
     }
-    tl_node_state_t before[self->n ? self->n : 1];
+    launch_state_node_t before[self->n ? self->n : 1];
     for (size_t i = 0; i < self->n; i++)
-        before[i] = tl_state_node(self->state, i);
-    tl_outcome_t o;
+        before[i] = launch_state_node(self->state, i);
+    launch_state_outcome_t o;
     char down[256], promoted[256];
-    tl_state_fail(self->state, idx, n, &o);
+    launch_state_fail(self->state, idx, n, &o);
     s_note_changes(self, before, down, promoted, sizeof down);
-    if (o.verdict == TL_VERDICT_NONE) {
+    if (o.verdict == LAUNCH_VERDICT_NONE) {
         telem_log(TELEM_LOG_WARN, "reserve node %s lost (%s): %s; %zu "
                   "reserve(s) left", down, trigger, why,
-                  tl_state_count(self->state, TL_NODE_IDLE));
-        tl_job_files_write(self);
+                  launch_state_count(self->state, LAUNCH_NODE_IDLE));
+        launch_job_files_write(self);
         return;
     }
     s_record(self, trigger, why, down, promoted);
-    if (o.verdict != TL_VERDICT_RESTART) {
-        s_restart_line(self, tl_verdict_name(o.verdict));
-        tl_job_end(self, s_verdict_exit(o.verdict), "no restart possible");
+    if (o.verdict != LAUNCH_VERDICT_RESTART) {
+        s_restart_line(self, launch_state_verdict_name(o.verdict));
+        launch_job_end(self, s_verdict_exit(o.verdict), "no restart possible");
         return;
     }
     self->rs.pending = 1;
     self->rs.number = o.restart;
     self->rs.backoff_ns = o.backoff_ns;
     self->rs.t0 = telem_mono_ns();
-    self->phase = TL_PHASE_STOPPING;
+    self->phase = LAUNCH_PHASE_STOPPING;
     s_timer_cancel(self);
-    s_stop(self, TL_ROLE_PROGRAM, -1);
-    s_stop(self, TL_ROLE_WATCH, -1);
-    s_stop(self, TL_ROLE_COLLECT, -1);
+    s_stop(self, LAUNCH_ROLE_PROGRAM, -1);
+    s_stop(self, LAUNCH_ROLE_WATCH, -1);
+    s_stop(self, LAUNCH_ROLE_COLLECT, -1);
     s_advance(self);
 }
 
 void
-tl_job_nodes_failed(tl_job_t *self, const size_t *idx, size_t n,
-                    const char *trigger, const char *why)
+launch_job_nodes_failed(launch_job_t *self, const size_t *idx, size_t n,
+                        const char *trigger, const char *why)
 {
     s_fail(self, idx, n, trigger, why, self->cfg.resilient,
-           self->runs ? TL_EXIT_UNRECOVERABLE : TL_EXIT_START);
+           self->runs ? LAUNCH_EXIT_UNRECOVERABLE : LAUNCH_EXIT_START);
 }
 
 void
-tl_job_begin(tl_job_t *self)
+launch_job_begin(launch_job_t *self)
 {
     for (size_t i = 0; i < self->n; i++) {
-        if (tl_job_start_telemd(self, i) || tl_job_start_dictd(self, i)) {
-            tl_job_end(self, TL_EXIT_START, "telemd or telem_dictd could "
+        if (launch_job_start_telemd(self, i) || launch_job_start_dictd(self,
+                                                                       i)) {
+            launch_job_end(self, LAUNCH_EXIT_START,
+                           "telemd or telem_dictd could "
                        "not be started");
             return;
         }
@@ -442,100 +514,104 @@ tl_job_begin(tl_job_t *self)
 }
 
 void
-tl_job_node_failed(tl_job_t *self, size_t i, const char *trigger,
-                   const char *why)
+launch_job_node_failed(launch_job_t *self, size_t i, const char *trigger,
+                       const char *why)
 {
     char line[768];
-    snprintf(line, sizeof line, "%s: %s", tl_state_name(self->state, i), why);
+    snprintf(line, sizeof line, "%s: %s", launch_state_name(self->state, i),
+             why);
     s_fail(self, &i, 1, trigger, line, self->cfg.resilient,
-           self->runs ? TL_EXIT_UNRECOVERABLE : TL_EXIT_START);
+           self->runs ? LAUNCH_EXIT_UNRECOVERABLE : LAUNCH_EXIT_START);
 }
 
 int
-tl_job_request_restart(tl_job_t *self, const char *const *names, size_t n,
-                       const char *trigger, const char *why)
+launch_job_request_restart(launch_job_t *self, const char *const *names,
+                           size_t n,
+                           const char *trigger, const char *why)
 {
-    if (self->phase == TL_PHASE_ENDING)
+    if (self->phase == LAUNCH_PHASE_ENDING)
         return TELEM_ESTATE;
     size_t idx[n ? n : 1];
     for (size_t k = 0; k < n; k++) {
-        long i = tl_state_find(self->state, names[k]);
+        long i = launch_state_find(self->state, names[k]);
         if (i < 0)
             return TELEM_ENOTFOUND;
         idx[k] = (size_t) i;
     }
     s_fail(self, idx, n, trigger, why, self->cfg.resilient,
-           TL_EXIT_UNRECOVERABLE);
+           LAUNCH_EXIT_UNRECOVERABLE);
     return 0;
 }
 
 /* ---- process exits ----------------------------------------------------- */
 
 static void
-s_program_exit(tl_job_t *self, tl_proc_t *p, const char *how, int ok)
+s_program_exit(launch_job_t *self, launch_job_proc_t *p, const char *how,
+               int ok)
 {
-    tl_node_t *nd = &self->nodes[p->node];
+    launch_job_node_t *nd = &self->nodes[p->node];
     if (nd->program == p)
         nd->program = NULL;
-    if (self->phase != TL_PHASE_RUNNING || p->stopping) {
+    if (self->phase != LAUNCH_PHASE_RUNNING || p->stopping) {
         s_advance(self);
         return;
     }
     if (ok) {
         nd->done = 1;
         for (size_t i = 0; i < self->n; i++)
-            if (tl_state_node(self->state, i) == TL_NODE_ACTIVE
+            if (launch_state_node(self->state, i) == LAUNCH_NODE_ACTIVE
                 && !self->nodes[i].done)
                 return;
-        tl_job_end(self, TL_EXIT_OK, "the program finished on every node");
+        launch_job_end(self, LAUNCH_EXIT_OK,
+                       "the program finished on every node");
         return;
     }
     char line[768];
     if (self->cfg.restart_on_failure) {
         snprintf(line, sizeof line, "%s: program %s",
-                 tl_state_name(self->state, p->node), how);
-        s_fail(self, &p->node, 1, "crash", line, 1, TL_EXIT_PROGRAM);
+                 launch_state_name(self->state, p->node), how);
+        s_fail(self, &p->node, 1, "crash", line, 1, LAUNCH_EXIT_PROGRAM);
         return;
     }
     snprintf(line, sizeof line, "the program on %s %s",
-             tl_state_name(self->state, p->node), how);
-    tl_job_end(self, TL_EXIT_PROGRAM, line);
+             launch_state_name(self->state, p->node), how);
+    launch_job_end(self, LAUNCH_EXIT_PROGRAM, line);
 }
 
 void
-tl_job_on_exit(tl_job_t *self, tl_proc_t *p, int status)
+launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status)
 {
     char how[128];
-    tl_status_describe(status, how, sizeof how);
-    tl_node_t *nd = &self->nodes[p->node];
-    const char *node = tl_state_name(self->state, p->node);
-    if (p->role == TL_ROLE_PROGRAM) {
+    launch_proc_status_describe(status, how, sizeof how);
+    launch_job_node_t *nd = &self->nodes[p->node];
+    const char *node = launch_state_name(self->state, p->node);
+    if (p->role == LAUNCH_ROLE_PROGRAM) {
         s_program_exit(self, p, how, WIFEXITED(status)
                                      && WEXITSTATUS(status) == 0);
         return;
     }
-    if (p->role == TL_ROLE_TELEMD && nd->telemd == p) {
+    if (p->role == LAUNCH_ROLE_TELEMD && nd->telemd == p) {
         nd->telemd = NULL;
         nd->ready = 0;
         self->ac_stale = 1;
     }
-    if (p->role == TL_ROLE_DICTD && nd->dictd == p) {
+    if (p->role == LAUNCH_ROLE_DICTD && nd->dictd == p) {
         nd->dictd = NULL;
         nd->dict_ready = 0;
     }
-    if (p->stopping || self->phase == TL_PHASE_ENDING) {
+    if (p->stopping || self->phase == LAUNCH_PHASE_ENDING) {
         s_advance(self);
         return;
     }
     /* The node's daemons are the node: losing either fails it. */
-    if (p->role == TL_ROLE_TELEMD || p->role == TL_ROLE_DICTD) {
+    if (p->role == LAUNCH_ROLE_TELEMD || p->role == LAUNCH_ROLE_DICTD) {
         char why[256];
-        snprintf(why, sizeof why, "%s %s", p->role == TL_ROLE_TELEMD
+        snprintf(why, sizeof why, "%s %s", p->role == LAUNCH_ROLE_TELEMD
                  ? "telemd" : "telem_dictd", how);
-        tl_job_node_failed(self, p->node, "daemon", why);
+        launch_job_node_failed(self, p->node, "daemon", why);
         return;
     }
     telem_log(TELEM_LOG_WARN, "%s on %s %s; it is not restarted",
-              tl_role_name(p->role), node, how);
+              launch_job_role_name(p->role), node, how);
     s_advance(self);
 }

@@ -1,7 +1,7 @@
 /* launch_job.h - one telem job under the launcher: daemons on every node,
  * the program on the active ones, supervision and restarts.
  *
- * tl_job_run() starts telemd on every node of the job (active and reserve),
+ * launch_job_run() starts telemd on every node of the job (active and reserve),
  * and where their binaries sit next to telemd: telem_dictd on every node,
  * telem_collect on every node when collectors are asked for, telem_watch on
  * the first active node when detectors are.  When every active node's
@@ -22,12 +22,12 @@
  *     `heartbeat_misses` status requests in a row (each with its own
  *     deadline): the node failed;
  *   - the program exits non-zero on a node: with restart_on_failure the
- *     node failed, otherwise the job ends with TL_EXIT_PROGRAM;
- *   - tl_job_request_restart(), or a restart request on the socket
+ *     node failed, otherwise the job ends with LAUNCH_EXIT_PROGRAM;
+ *   - launch_job_request_restart(), or a restart request on the socket
  *     (TELEM_MSG_RESTART, answered with TELEM_MSG_RESTART_ACK): the named
  *     nodes failed.
  * A failed node needs `resilient` to be restarted around (except a crash
- * with restart_on_failure); otherwise the job ends, TL_EXIT_UNRECOVERABLE.
+ * with restart_on_failure); otherwise the job ends, LAUNCH_EXIT_UNRECOVERABLE.
  * A restart stops the program on every node (SIGTERM to each process
  * group, SIGKILL after `grace_ns`), stops the daemons of the nodes that
  * went down, re-forms the dictionary on the nodes not DOWN (a timed step;
@@ -38,9 +38,9 @@
  *
  * Signals: the job blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP in the
  * calling thread and reads them from a signalfd in its loop, so
- * tl_job_new() must be called before the process starts any other thread.
+ * launch_job_new() must be called before the process starts any other thread.
  * SIGINT/SIGTERM/SIGHUP stop the whole job (program and daemons, every
- * node, whole process groups) and tl_job_run() returns 128 + the signal.
+ * node, whole process groups) and launch_job_run() returns 128 + the signal.
  *
  * Thread safety: one thread; the job owns every process it starts.
  */
@@ -53,18 +53,21 @@
 #include "launch_source.h"
 #include "launch_state.h"
 
-/* Exit codes of tl_job_run() and of telem_launch. */
+/* Exit codes of launch_job_run() and of telem_launch. */
 typedef enum {
-    TL_EXIT_OK = 0,             /* the program ended 0 on every active node */
-    TL_EXIT_PROGRAM = 1,        /* the program failed and is not restarted */
-    TL_EXIT_USAGE = 2,          /* bad command line */
-    TL_EXIT_UNRECOVERABLE = 3,  /* a node failed and no restart is possible */
-    TL_EXIT_BUDGET = 4,         /* restart budget spent, or boot-loop brake */
-    TL_EXIT_START = 5           /* the job could not start (files, daemons) */
-} tl_exit_t;                    /* stopped by a signal: 128 + signal */
+    LAUNCH_EXIT_OK = 0,            /* the program ended 0 on every active
+                                      node */
+    LAUNCH_EXIT_PROGRAM = 1,       /* the program failed and is not restarted */
+    LAUNCH_EXIT_USAGE = 2,         /* bad command line */
+    LAUNCH_EXIT_UNRECOVERABLE = 3, /* a node failed, no restart is possible */
+    LAUNCH_EXIT_BUDGET = 4,        /* restart budget spent, or boot-loop
+                                      brake */
+    LAUNCH_EXIT_START = 5          /* the job could not start (files,
+                                      daemons) */
+} launch_job_exit_t;               /* stopped by a signal: 128 + signal */
 
 typedef struct {
-    tl_config_t nodes;          /* --nodes, --idle, exhaust, budget */
+    launch_state_config_t nodes;          /* --nodes, --idle, exhaust, budget */
     int resilient;              /* restart around failed nodes */
     int restart_on_failure;     /* a crashed program fails its node */
     int level;                  /* telemetry level 0-4 */
@@ -81,30 +84,31 @@ typedef struct {
     int heartbeat_misses;       /* misses in a row that fail a node */
     int64_t start_timeout_ns;   /* a telemd not ready by then failed */
     const char *const *program; /* argv, NULL-terminated */
-} tl_job_config_t;
+} launch_job_config_t;
 
-typedef struct tl_job tl_job_t;
+typedef struct launch_job launch_job_t;
 
 /* Fills the defaults: level 2, grace 5 s, heartbeat every 1 s with a
  * 1 s deadline and 3 misses, start timeout 30 s, node defaults of
- * tl_config_defaults(). */
-void tl_job_config_defaults(tl_job_config_t *cfg);
+ * launch_state_config_defaults(). */
+void launch_job_config_defaults(launch_job_config_t *cfg);
 
 /* Prepares a job: checks the node configuration against the source,
  * prepares the run directory and <rundir>/launch (refusing one where
  * another launcher runs), binds the restart request socket, blocks the
  * signals above.  Takes the source (nulls *source_p) in every case.  The
  * strings of `cfg` must outlive the job.  Returns the job, or NULL with a
- * sentence in `why` and *err: TELEM_EINVAL (configuration), TELEM_ENOTFOUND
+ * sentence in `why` and *err (err may be NULL): TELEM_EINVAL (configuration), TELEM_ENOTFOUND
  * (telemd, or telem_collect when asked for, missing from bindir; checked
  * for local nodes), TELEM_ESTATE (another launcher), TELEM_EIO or
  * TELEM_ENOMEM. */
-tl_job_t *tl_job_new(const tl_job_config_t *cfg, tl_source_t **source_p,
-                     char *why, size_t why_size, int *err);
+launch_job_t *launch_job_new(const launch_job_config_t *cfg,
+                             launch_source_t **source_p,
+                             char *why, size_t why_size, int *err);
 
 /* Runs the job to its end and stops everything it started.  Returns a
- * tl_exit_t, or 128 + the signal that stopped it. */
-int tl_job_run(tl_job_t *self);
+ * launch_job_exit_t, or 128 + the signal that stopped it. */
+int launch_job_run(launch_job_t *self);
 
 /* Asks for a restart excluding the nodes named (n may be 0: restart with
  * no node to blame, which the boot-loop brake allows once).  `trigger`
@@ -114,11 +118,11 @@ int tl_job_run(tl_job_t *self);
  * a job that is not, it ends the job like any failure).  Returns 0,
  * TELEM_ENOTFOUND (a name is not a node of the job; nothing is done) or
  * TELEM_ESTATE (the job is ending). */
-int tl_job_request_restart(tl_job_t *self, const char *const *names,
-                           size_t n, const char *trigger, const char *why);
+int launch_job_request_restart(launch_job_t *self, const char *const *names,
+                               size_t n, const char *trigger, const char *why);
 
-/* Frees the job (after tl_job_run(), or instead of it: then nothing was
+/* Frees the job (after launch_job_run(), or instead of it: then nothing was
  * started); accepts NULL or a pointer to NULL; nulls the pointer. */
-void tl_job_destroy(tl_job_t **self_p);
+void launch_job_destroy(launch_job_t **self_p);
 
 #endif

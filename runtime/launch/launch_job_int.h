@@ -1,12 +1,18 @@
 /* launch_job_int.h - what the files of the job supervisor share: the job
  * structure, its processes and nodes.  Not a public header.
  *
- *   launch_job.c      life cycle, phases, failures and restarts
- *   launch_loop.c     creation, the loop, signals, heartbeat, requests
- *   launch_procs.c    the process table: spawn, exit, stop, telemd output
- *   launch_files.c    run directory files and the program's environment
- *   launch_dict.c     the job's distributed dictionary: forming, re-forming
- *   launch_req.c      restart requests from the watcher's socket
+ *   launch_job.c        life cycle, phases, failures and restarts
+ *   launch_job_loop.c   creation, the loop, signals, heartbeat, requests
+ *   launch_job_procs.c  the process table: spawn, exit, stop, telemd output
+ *   launch_job_files.c  run directory files and the program's environment
+ *   launch_job_dict.c   the job's distributed dictionary: forming,
+ *                       re-forming
+ *   launch_job_req.c    restart requests from the watcher's socket
+ * Every file exports the launch_job_ prefix of launch_job.h.  Calls go one
+ * way, down this order: launch_job_loop.c, launch_job_req.c,
+ * launch_job.c, launch_job_procs.c, then launch_job_dict.c and
+ * launch_job_files.c; no file calls one above it (the process table hands
+ * exits and output lines up as return values and through self->on_line).
  */
 #ifndef LAUNCH_JOB_INT_H
 #define LAUNCH_JOB_INT_H
@@ -16,6 +22,8 @@
 #include <sys/types.h>
 
 #include "ac.h"
+#include "launch_argv.h"
+#include "launch_env.h"
 #include "launch_job.h"
 #include "launch_proc.h"
 #include "telem_log.h"
@@ -23,29 +31,29 @@
 #include "telem_proto.h"
 
 typedef enum {
-    TL_ROLE_TELEMD = 0,
-    TL_ROLE_DICTD = 1,
-    TL_ROLE_COLLECT = 2,
-    TL_ROLE_WATCH = 3,
-    TL_ROLE_PROGRAM = 4
-} tl_role_t;
+    LAUNCH_ROLE_TELEMD = 0,
+    LAUNCH_ROLE_DICTD = 1,
+    LAUNCH_ROLE_COLLECT = 2,
+    LAUNCH_ROLE_WATCH = 3,
+    LAUNCH_ROLE_PROGRAM = 4
+} launch_job_role_t;
 
 typedef struct {
     pid_t pid;                  /* also the process group */
     size_t node;
-    tl_role_t role;
+    launch_job_role_t role;
     int stopping;               /* the launcher asked it to stop */
     int killed;                 /* ... and then sent SIGKILL */
     int64_t kill_at_ns;         /* SIGKILL when still running by then */
     int out_fd;                 /* telemd's stdout pipe, -1 when none */
     char line[1024];            /* partial output line */
     size_t len;
-} tl_proc_t;
+} launch_job_proc_t;
 
 typedef struct {
-    tl_proc_t *telemd;          /* NULL when not running */
-    tl_proc_t *program;         /* NULL when not running */
-    tl_proc_t *dictd;           /* NULL when not running */
+    launch_job_proc_t *telemd;          /* NULL when not running */
+    launch_job_proc_t *program;         /* NULL when not running */
+    launch_job_proc_t *dictd;           /* NULL when not running */
     int ready;                  /* telemd printed "ready" */
     int dict_ready;             /* telem_dictd printed "ready" */
     int done;                   /* the program ended 0 in this run */
@@ -53,15 +61,15 @@ typedef struct {
     int64_t started_ns;         /* when telemd was started (monotonic) */
     char endpoint[TELEM_PATH_MAX];  /* query endpoint */
     char reported[TELEM_NAME_MAX + 1]; /* node name telemd printed */
-} tl_node_t;
+} launch_job_node_t;
 
 typedef enum {
-    TL_PHASE_STARTING = 0,      /* waiting for the active nodes' telemd */
-    TL_PHASE_RUNNING = 1,       /* the program runs */
-    TL_PHASE_STOPPING = 2,      /* a restart stops the program */
-    TL_PHASE_BACKOFF = 3,       /* a restart waits before starting */
-    TL_PHASE_ENDING = 4         /* everything is being stopped */
-} tl_phase_t;
+    LAUNCH_PHASE_STARTING = 0,      /* waiting for the active nodes' telemd */
+    LAUNCH_PHASE_RUNNING = 1,       /* the program runs */
+    LAUNCH_PHASE_STOPPING = 2,      /* a restart stops the program */
+    LAUNCH_PHASE_BACKOFF = 3,       /* a restart waits before starting */
+    LAUNCH_PHASE_ENDING = 4         /* everything is being stopped */
+} launch_job_phase_t;
 
 /* The restart in progress, for its one line. */
 typedef struct {
@@ -74,15 +82,15 @@ typedef struct {
     int64_t t0, t_stopped, t_reformed, t_backoff_end;
     int64_t backoff_ns;
     char reform_error[160];     /* the re-form failed: why; "" when not */
-} tl_restart_t;
+} launch_job_restart_t;
 
-struct tl_job {
-    tl_job_config_t cfg;
-    tl_source_t *source;
-    tl_state_t *state;
-    tl_node_t *nodes;           /* tl_state_size() of them */
+struct launch_job {
+    launch_job_config_t cfg;
+    launch_source_t *source;
+    launch_state_t *state;
+    launch_job_node_t *nodes;           /* launch_state_size() of them */
     size_t n;
-    tl_proc_t **procs;          /* running processes */
+    launch_job_proc_t **procs;          /* running processes */
     size_t nprocs, cap;
     zloop_t *loop;
     zsock_t *restart_sock;
@@ -92,13 +100,13 @@ struct tl_job {
     int ac_stale;               /* membership changed since ac was made */
     int sigfd;
     int lock_fd;
-    tl_phase_t phase;
+    launch_job_phase_t phase;
     int exit_code;              /* decided when ENDING starts */
     int timer;                  /* the phase's zloop timer, -1: none */
     int runs;                   /* times the program was started */
     int dict;                   /* telem_dictd runs on every node */
     int dict_formed;            /* the first map was formed */
-    tl_restart_t rs;
+    launch_job_restart_t rs;
     FILE *restart_log;
     telem_ratelimit_t rl;       /* bad restart requests */
     char rundir[TELEM_PATH_MAX];
@@ -110,9 +118,13 @@ struct tl_job {
     char bin_dictd[TELEM_PATH_MAX];
     char bin_collect[TELEM_PATH_MAX];
     char bin_watch[TELEM_PATH_MAX];
+    /* Each line of a daemon's output, handed up by launch_job_procs.c
+     * (launch_job_on_line), so that the process table never calls up. */
+    void (*on_line)(launch_job_t *self, launch_job_proc_t *p,
+                    const char *line);
 };
 
-/* ---- launch_procs.c ---------------------------------------------------- */
+/* ---- launch_job_procs.c -------------------------------------------------- */
 
 /* Starts `argv` in role `role` for node `node` through the source, with
  * env `env` (and its TELEM_* keys `telem_kv` for sources that do not carry
@@ -120,114 +132,127 @@ struct tl_job {
  * stderr and telem_dictd's output go to <launch_dir>/<node>.<role>.log;
  * the program, the collectors and the watcher write to the launcher's own
  * output.  Returns the process, or NULL with a log line. */
-tl_proc_t *tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
-                        const char *const *argv, const tl_env_t *env,
-                        const char *const *telem_kv);
+launch_job_proc_t *launch_job_spawn(launch_job_t *self, size_t node,
+                                    launch_job_role_t role,
+                                    const char *const *argv,
+                                    const launch_env_t *env,
+                                    const char *const *telem_kv);
 
 /* Starts telemd on node i.  Returns 0 or a negative error (logged). */
-int tl_job_start_telemd(tl_job_t *self, size_t i);
+int launch_job_start_telemd(launch_job_t *self, size_t i);
 
 /* Starts telem_dictd on node i when the job uses the dictionary, its
  * first map being the job's nodes; its standard output (endpoint, then
  * "ready") is piped into the loop.  Returns 0 or a negative error
  * (logged). */
-int tl_job_start_dictd(tl_job_t *self, size_t i);
+int launch_job_start_dictd(launch_job_t *self, size_t i);
 
 /* Starts, from node i, what observes the whole active set and so is
  * restarted with the program: telem_collect (which starts a collector per
  * device on every node of the node file) when collectors were asked for,
  * and telem_watch when detectors were. */
-void tl_job_start_observers(tl_job_t *self, size_t i);
+void launch_job_start_observers(launch_job_t *self, size_t i);
 
 /* Sends SIGTERM to every process matching the filter (role < 0: any;
  * node < 0: any) and marks it stopping, to be killed when the grace period
- * ends (the caller arms a timer calling tl_job_kill_due()).  Returns how
+ * ends (the caller arms a timer calling launch_job_kill_due()).  Returns how
  * many were signalled. */
-size_t tl_job_stop(tl_job_t *self, int role, long node);
+size_t launch_job_stop(launch_job_t *self, int role, long node);
 
 /* SIGKILL to every stopping process whose grace period ended by
  * `now_ns` (monotonic). */
-void tl_job_kill_due(tl_job_t *self, int64_t now_ns);
+void launch_job_kill_due(launch_job_t *self, int64_t now_ns);
 
 /* Number of processes running in role `role` (< 0: any). */
-size_t tl_job_count(const tl_job_t *self, int role);
+size_t launch_job_count(const launch_job_t *self, int role);
 
-/* Reaps every exited child and hands each to tl_job_on_exit(). */
-void tl_job_reap(tl_job_t *self);
+/* Reaps one exited child without waiting: returns its process, out of the
+ * table with its output closed (the caller hands it to launch_job_on_exit()
+ * and frees it), with its wait status in *status; NULL when no child of
+ * the table is left to reap (children not in the table are reaped and
+ * their groups killed on the way). */
+launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
 
 /* Role names for logs: "telemd", "dictd", "collect", "watch", "program". */
-const char *tl_role_name(tl_role_t role);
+const char *launch_job_role_name(launch_job_role_t role);
 
-/* ---- launch_files.c ---------------------------------------------------- */
+/* ---- launch_job_files.c -------------------------------------------------- */
 
 /* Creates <rundir>/launch, takes its lock and opens the restart log.
  * Returns 0, or TELEM_ESTATE/TELEM_EIO with a sentence in why. */
-int tl_job_files_open(tl_job_t *self, char *why, size_t why_size);
+int launch_job_files_open(launch_job_t *self, char *why, size_t why_size);
 
 /* Writes the node file (active nodes) and <launch_dir>/job (all nodes),
  * each atomically.  Returns 0 or TELEM_EIO (logged). */
-int tl_job_files_write(tl_job_t *self);
+int launch_job_files_write(launch_job_t *self);
 
 /* Removes the node file, the job file and the lock; closes the log. */
-void tl_job_files_close(tl_job_t *self);
+void launch_job_files_close(launch_job_t *self);
 
 /* Appends one line to the restart log. */
-void tl_job_files_log_restart(tl_job_t *self, const char *line);
+void launch_job_files_log_restart(launch_job_t *self, const char *line);
 
 /* A base environment for node i and role: the launcher's own, plus
  * TELEM_RUNDIR, TELEM_LEVEL, TELEM_NODEFILE, TELEM_LAUNCH_ENDPOINT and, for
  * the program, TELEM_NODE, TELEM_RANK, TELEM_NNODES, TELEM_RESTART_COUNT,
  * TELEM_RESTARTED.  The TELEM_* keys it set are appended to `telem_kv`.
  * NULL when out of memory. */
-tl_env_t *tl_job_env(const tl_job_t *self, size_t i, tl_role_t role,
-                     tl_argv_t *telem_kv);
+launch_env_t *launch_job_env(const launch_job_t *self, size_t i,
+                             launch_job_role_t role,
+                             launch_argv_t *telem_kv);
 
-/* ---- launch_loop.c / launch_job.c ------------------------------------ */
+/* ---- launch_job_loop.c / launch_job.c ------------------------------------ */
 
-/* ---- launch_dict.c ---------------------------------------------------- */
+/* ---- launch_job_dict.c --------------------------------------------------- */
 
 /* Re-forms the dictionary on every node that is not DOWN (active and
  * reserve), through ddict_reform(), with a deadline.  Blocks the loop for
  * at most that deadline.  Returns 0 (also when the job has no
  * dictionary) or a negative error with a sentence in `why`. */
-int tl_job_dict_reform(tl_job_t *self, char *why, size_t why_size);
+int launch_job_dict_reform(launch_job_t *self, char *why, size_t why_size);
 
 /* Whether node i is ready for the program to start: its telemd (active
  * nodes) and its telem_dictd (every node not DOWN, when the job uses the
  * dictionary) printed "ready". */
-int tl_job_node_ready(const tl_job_t *self, size_t i);
+int launch_job_node_ready(const launch_job_t *self, size_t i);
 
-/* ---- launch_req.c ------------------------------------------------------ */
+/* ---- launch_job_req.c ---------------------------------------------------- */
 
 /* Reads one message from the restart request socket, acts on it and
  * answers it (a zloop reader; `arg` is the job). */
-int tl_job_on_request(zloop_t *loop, zsock_t *sock, void *arg);
+int launch_job_on_request(zloop_t *loop, zsock_t *sock, void *arg);
 
 /* Returns -1 (end the loop) when the job is ending and nothing runs. */
-int tl_job_loop_result(const tl_job_t *self);
+int launch_job_loop_result(const launch_job_t *self);
 
 
 /* A process ended: `status` as from waitpid.  The process is already out
  * of the table and is freed by the caller when this returns. */
-void tl_job_on_exit(tl_job_t *self, tl_proc_t *p, int status);
+void launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status);
 
 /* telemd of node i printed "ready" (or failed its identity check: then
- * tl_job_node_failed() was called instead). */
-void tl_job_on_ready(tl_job_t *self, size_t i);
+ * launch_job_node_failed() was called instead). */
+void launch_job_on_ready(launch_job_t *self, size_t i);
+
+/* One line of a daemon's standard output (telemd: "node", "query", "ctl"
+ * and "ready" lines; telem_dictd: "ready"): what launch_job_new() installs
+ * as self->on_line for launch_job_procs.c. */
+void launch_job_on_line(launch_job_t *self, launch_job_proc_t *p,
+                        const char *line);
 
 /* Starts the daemons on every node and waits for the active ones. */
-void tl_job_begin(tl_job_t *self);
+void launch_job_begin(launch_job_t *self);
 
 /* Nodes idx[0..n) failed for `why` (one sentence naming them); `trigger`
  * names the detection ("heartbeat", ...). */
-void tl_job_nodes_failed(tl_job_t *self, const size_t *idx, size_t n,
-                         const char *trigger, const char *why);
+void launch_job_nodes_failed(launch_job_t *self, const size_t *idx, size_t n,
+                             const char *trigger, const char *why);
 
 /* Node `i` failed for `why`; `trigger` names the detection. */
-void tl_job_node_failed(tl_job_t *self, size_t i, const char *trigger,
-                        const char *why);
+void launch_job_node_failed(launch_job_t *self, size_t i, const char *trigger,
+                            const char *why);
 
 /* Ends the job with exit code `code` (the first call decides). */
-void tl_job_end(tl_job_t *self, int code, const char *why);
+void launch_job_end(launch_job_t *self, int code, const char *why);
 
 #endif

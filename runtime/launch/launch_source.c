@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch_proc.h"
 #include "telem_error.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -20,16 +21,16 @@
 #define S_LOCAL_MAX 4096
 #define S_HOSTNAMES_MAX (1u << 20)   /* bytes of scontrol output */
 
-struct tl_source {
-    tl_source_kind_t kind;
-    tl_argv_t names;
+struct launch_source {
+    launch_source_kind_t kind;
+    launch_argv_t names;
     char *template_;
 };
 
-static tl_source_t *
-s_new(tl_source_kind_t kind)
+static launch_source_t *
+s_new(launch_source_kind_t kind)
 {
-    tl_source_t *self = calloc(1, sizeof *self);
+    launch_source_t *self = calloc(1, sizeof *self);
     if (self)
         self->kind = kind;
     return self;
@@ -42,21 +43,24 @@ s_why(char *why, size_t size, const char *fmt, const char *arg)
         snprintf(why, size, fmt, arg);
 }
 
-tl_source_t *
-tl_source_local(size_t n, int *err)
+launch_source_t *
+launch_source_new_local(size_t n, int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
     *err = TELEM_EINVAL;
     if (n < 1 || n > S_LOCAL_MAX)
         return NULL;
     *err = TELEM_ENOMEM;
-    tl_source_t *self = s_new(TL_SOURCE_LOCAL);
+    launch_source_t *self = s_new(LAUNCH_SOURCE_LOCAL);
     for (size_t i = 0; self && i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "n%zu", i + 1);
-        if (tl_argv_add(&self->names, name))
-            tl_source_destroy(&self);
+        if (launch_argv_add(&self->names, name))
+            launch_source_destroy(&self);
     }
     if (self)
         *err = 0;
@@ -65,7 +69,7 @@ tl_source_local(size_t n, int *err)
 
 /* Appends the names in `list` separated by any of `seps`, checking each. */
 static int
-s_add_names(tl_source_t *self, const char *list, const char *seps,
+s_add_names(launch_source_t *self, const char *list, const char *seps,
             char *why, size_t why_size)
 {
     char *copy = strdup(list), *save = NULL;
@@ -77,7 +81,7 @@ s_add_names(tl_source_t *self, const char *list, const char *seps,
         if (!telem_node_valid(w)) {
             s_why(why, why_size, "'%s' is not a usable node name", w);
             rc = TELEM_EINVAL;
-        } else if (tl_argv_add(&self->names, w)) {
+        } else if (launch_argv_add(&self->names, w)) {
             rc = TELEM_ENOMEM;
         }
     }
@@ -97,9 +101,13 @@ s_add_names(tl_source_t *self, const char *list, const char *seps,
     return rc;
 }
 
-tl_source_t *
-tl_source_slurm(const char *nodelist, char *why, size_t why_size, int *err)
+launch_source_t *
+launch_source_new_slurm(const char *nodelist, char *why, size_t why_size,
+                        int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
     *err = TELEM_EINVAL;
@@ -108,14 +116,14 @@ tl_source_slurm(const char *nodelist, char *why, size_t why_size, int *err)
         return NULL;
     }
     char *buf = malloc(S_HOSTNAMES_MAX);
-    tl_source_t *self = s_new(TL_SOURCE_SLURM);
+    launch_source_t *self = s_new(LAUNCH_SOURCE_SLURM);
     if (!buf || !self) {
         *err = TELEM_ENOMEM;
         goto fail;
     }
     char *argv[] = { "scontrol", "show", "hostnames", (char *) nodelist,
                      NULL };
-    *err = tl_run_capture(argv, buf, S_HOSTNAMES_MAX);
+    *err = launch_proc_run_capture(argv, buf, S_HOSTNAMES_MAX);
     if (*err) {
         s_why(why, why_size, "`scontrol show hostnames %s` failed",
               nodelist);
@@ -128,23 +136,26 @@ tl_source_slurm(const char *nodelist, char *why, size_t why_size, int *err)
     return self;
 fail:
     free(buf);
-    tl_source_destroy(&self);
+    launch_source_destroy(&self);
     return NULL;
 }
 
-tl_source_t *
-tl_source_template(const char *template_, const char *hosts, char *why,
-                   size_t why_size, int *err)
+launch_source_t *
+launch_source_new_template(const char *template_, const char *hosts, char *why,
+                           size_t why_size, int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
-    tl_source_t *self = s_new(TL_SOURCE_TEMPLATE);
-    tl_argv_t probe = { 0 };
+    launch_source_t *self = s_new(LAUNCH_SOURCE_TEMPLATE);
+    launch_argv_t probe = { 0 };
     *err = TELEM_ENOMEM;
     if (!self || !(self->template_ = strdup(template_ ? template_ : "")))
         goto fail;
-    *err = tl_argv_split(&probe, self->template_, "node");
-    tl_argv_clear(&probe);
+    *err = launch_argv_split(&probe, self->template_, "node");
+    launch_argv_clear(&probe);
     if (*err) {
         s_why(why, why_size, "cannot split the command template '%s' into "
               "words", self->template_);
@@ -154,54 +165,54 @@ tl_source_template(const char *template_, const char *hosts, char *why,
         goto fail;
     return self;
 fail:
-    tl_source_destroy(&self);
+    launch_source_destroy(&self);
     return NULL;
 }
 
 void
-tl_source_destroy(tl_source_t **self_p)
+launch_source_destroy(launch_source_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    tl_argv_clear(&(*self_p)->names);
+    launch_argv_clear(&(*self_p)->names);
     free((*self_p)->template_);
     free(*self_p);
     *self_p = NULL;
 }
 
-tl_source_kind_t
-tl_source_kind(const tl_source_t *self)
+launch_source_kind_t
+launch_source_kind(const launch_source_t *self)
 {
     return self->kind;
 }
 
 const char *
-tl_source_kind_name(const tl_source_t *self)
+launch_source_kind_name(const launch_source_t *self)
 {
     static const char *const names[] = { "local", "slurm", "template" };
     return names[self->kind];
 }
 
 size_t
-tl_source_count(const tl_source_t *self)
+launch_source_count(const launch_source_t *self)
 {
     return self->names.n;
 }
 
 const char *const *
-tl_source_names(const tl_source_t *self)
+launch_source_names(const launch_source_t *self)
 {
     return (const char *const *) self->names.v;
 }
 
 int
-tl_source_daemon_names_itself(const tl_source_t *self)
+launch_source_daemon_names_itself(const launch_source_t *self)
 {
-    return self->kind == TL_SOURCE_SLURM;
+    return self->kind == LAUNCH_SOURCE_SLURM;
 }
 
 static int
-s_slurm_command(const char *node, const char *role, tl_argv_t *out)
+s_slurm_command(const char *node, const char *role, launch_argv_t *out)
 {
     char nodelist[TELEM_NAME_MAX + 16], name[64];
     snprintf(nodelist, sizeof nodelist, "--nodelist=%s", node);
@@ -210,30 +221,30 @@ s_slurm_command(const char *node, const char *role, tl_argv_t *out)
         "srun", "--nodes=1", "--ntasks=1", nodelist, name, "--overlap",
         "--quiet", "--kill-on-bad-exit=1", "--input=none", NULL
     };
-    return tl_argv_addv(out, words);
+    return launch_argv_addv(out, words);
 }
 
 int
-tl_source_command(const tl_source_t *self, const char *node,
-                  const char *role, const char *const *argv,
-                  const char *const *env_kv, tl_argv_t *out)
+launch_source_command(const launch_source_t *self, const char *node,
+                      const char *role, const char *const *argv,
+                      const char *const *env_kv, launch_argv_t *out)
 {
     if (!node || !role || !argv || !argv[0] || !out)
         return TELEM_EINVAL;
     int rc = 0;
     switch (self->kind) {
-    case TL_SOURCE_LOCAL:
+    case LAUNCH_SOURCE_LOCAL:
         break;
-    case TL_SOURCE_SLURM:
+    case LAUNCH_SOURCE_SLURM:
         rc = s_slurm_command(node, role, out);
         break;
-    case TL_SOURCE_TEMPLATE:
-        rc = tl_argv_split(out, self->template_, node);
+    case LAUNCH_SOURCE_TEMPLATE:
+        rc = launch_argv_split(out, self->template_, node);
         if (!rc)
-            rc = tl_argv_add(out, "env");
+            rc = launch_argv_add(out, "env");
         if (!rc)
-            rc = tl_argv_addv(out, env_kv);
+            rc = launch_argv_addv(out, env_kv);
         break;
     }
-    return rc ? rc : tl_argv_addv(out, argv);
+    return rc ? rc : launch_argv_addv(out, argv);
 }

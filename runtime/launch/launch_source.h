@@ -25,56 +25,60 @@
 
 #include <stddef.h>
 
-#include "launch_proc.h"
+#include "launch_argv.h"
 
 typedef enum {
-    TL_SOURCE_LOCAL = 0,
-    TL_SOURCE_SLURM = 1,
-    TL_SOURCE_TEMPLATE = 2
-} tl_source_kind_t;
+    LAUNCH_SOURCE_LOCAL = 0,
+    LAUNCH_SOURCE_SLURM = 1,
+    LAUNCH_SOURCE_TEMPLATE = 2
+} launch_source_kind_t;
 
-typedef struct tl_source tl_source_t;
+typedef struct launch_source launch_source_t;
+
+/* The constructors return the source, or NULL with a negative
+ * telem_err_t in *err (err may be NULL). */
 
 /* `n` local virtual nodes (1-4096).  NULL with TELEM_EINVAL or
  * TELEM_ENOMEM in *err. */
-tl_source_t *tl_source_local(size_t n, int *err);
+launch_source_t *launch_source_new_local(size_t n, int *err);
 
 /* The nodes of the Slurm allocation `nodelist` (a Slurm host list such as
  * "n[1-3]"), expanded with `scontrol show hostnames`.  NULL with a sentence
  * in `why` and TELEM_EIO (scontrol failed), TELEM_EINVAL (an empty list or
  * a bad node name) or TELEM_ENOMEM in *err. */
-tl_source_t *tl_source_slurm(const char *nodelist, char *why,
-                             size_t why_size, int *err);
+launch_source_t *launch_source_new_slurm(const char *nodelist, char *why,
+                                         size_t why_size, int *err);
 
 /* Hosts from the comma-separated list `hosts`, commands run through
  * `template` (which must split into at least one word).  NULL with a
  * sentence in `why` and TELEM_EINVAL or TELEM_ENOMEM in *err. */
-tl_source_t *tl_source_template(const char *template_, const char *hosts,
-                                char *why, size_t why_size, int *err);
+launch_source_t *launch_source_new_template(const char *template_,
+                                            const char *hosts, char *why,
+                                            size_t why_size, int *err);
 
 /* Frees; accepts NULL or a pointer to NULL; nulls the pointer. */
-void tl_source_destroy(tl_source_t **self_p);
+void launch_source_destroy(launch_source_t **self_p);
 
-tl_source_kind_t tl_source_kind(const tl_source_t *self);
+launch_source_kind_t launch_source_kind(const launch_source_t *self);
 
 /* "local", "slurm" or "template". */
-const char *tl_source_kind_name(const tl_source_t *self);
+const char *launch_source_kind_name(const launch_source_t *self);
 
 /* Node names, in allocation order (owned by the source). */
-size_t tl_source_count(const tl_source_t *self);
-const char *const *tl_source_names(const tl_source_t *self);
+size_t launch_source_count(const launch_source_t *self);
+const char *const *launch_source_names(const launch_source_t *self);
 
 /* 1 if telemd on this source names itself (Slurm: SLURMD_NODENAME) and
  * must not be given --node. */
-int tl_source_daemon_names_itself(const tl_source_t *self);
+int launch_source_daemon_names_itself(const launch_source_t *self);
 
 /* Appends to `out` the command that runs `argv` on node `node` in the
  * role `role` (a short word used in job step names), with `env_kv` (a
  * NULL-terminated "KEY=VALUE" list, may be NULL) reaching the command
  * where the source does not carry the environment.  Returns 0,
  * TELEM_EINVAL or TELEM_ENOMEM. */
-int tl_source_command(const tl_source_t *self, const char *node,
-                      const char *role, const char *const *argv,
-                      const char *const *env_kv, tl_argv_t *out);
+int launch_source_command(const launch_source_t *self, const char *node,
+                          const char *role, const char *const *argv,
+                          const char *const *env_kv, launch_argv_t *out);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * A flat array of nodes with a state each; ranks are recomputed from the
  * array on demand, so there is no second structure to keep in step.  Every
- * decision a failure leads to is taken in tl_state_fail(), in the order the
+ * decision a failure leads to is taken in launch_state_fail(), in the order the
  * header lists the rules, so the rules read top to bottom in one place.
  */
 #include "launch_state.h"
@@ -15,20 +15,20 @@
 
 typedef struct {
     char *name;
-    tl_node_state_t st;
+    launch_state_node_t st;
 } s_node_t;
 
-struct tl_state {
+struct launch_state {
     s_node_t *nodes;
     size_t n;               /* N + K */
     size_t want;            /* N */
-    tl_config_t cfg;
+    launch_state_config_t cfg;
     long restarts;
     long noop_restarts;     /* restarts that downed no node */
 };
 
 void
-tl_config_defaults(tl_config_t *cfg)
+launch_state_config_defaults(launch_state_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->max_restarts = 10;
@@ -38,7 +38,7 @@ tl_config_defaults(tl_config_t *cfg)
 
 /* Resolves N and K from the config and the allocation size. */
 static void
-s_resolve(const tl_config_t *cfg, size_t alloc, long *n, long *k)
+s_resolve(const launch_state_config_t *cfg, size_t alloc, long *n, long *k)
 {
     long a = (long) alloc;
     *n = cfg->nodes_given ? cfg->nodes
@@ -47,8 +47,9 @@ s_resolve(const tl_config_t *cfg, size_t alloc, long *n, long *k)
 }
 
 int
-tl_config_check(const tl_config_t *cfg, size_t alloc, char *why,
-                size_t why_size)
+launch_state_config_check(const launch_state_config_t *cfg, size_t alloc,
+                          char *why,
+                          size_t why_size)
 {
     long n, k;
     char dummy[8];
@@ -82,20 +83,24 @@ tl_config_check(const tl_config_t *cfg, size_t alloc, char *why,
     return *why ? TELEM_EINVAL : 0;
 }
 
-tl_state_t *
-tl_state_new(const char *const *names, size_t n, const tl_config_t *cfg,
-             int *err)
+launch_state_t *
+launch_state_new(const char *const *names, size_t n,
+                 const launch_state_config_t *cfg,
+                 int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     if (!err)
         err = &dummy;
     *err = TELEM_EINVAL;
-    if (!names || tl_config_check(cfg, n, NULL, 0))
+    if (!names || launch_state_config_check(cfg, n, NULL, 0))
         return NULL;
     long want, idle;
     s_resolve(cfg, n, &want, &idle);
     *err = TELEM_ENOMEM;
-    tl_state_t *self = calloc(1, sizeof *self);
+    launch_state_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
     self->n = (size_t) (want + idle);
@@ -109,21 +114,22 @@ tl_state_new(const char *const *names, size_t n, const tl_config_t *cfg,
             *err = names[i] ? TELEM_ENOMEM : TELEM_EINVAL;
             goto fail;
         }
-        self->nodes[i].st = i < self->want ? TL_NODE_ACTIVE : TL_NODE_IDLE;
+        self->nodes[i].st = i < self->want ? LAUNCH_NODE_ACTIVE
+                                           : LAUNCH_NODE_IDLE;
     }
     *err = 0;
     return self;
 fail:
-    tl_state_destroy(&self);
+    launch_state_destroy(&self);
     return NULL;
 }
 
 void
-tl_state_destroy(tl_state_t **self_p)
+launch_state_destroy(launch_state_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    tl_state_t *self = *self_p;
+    launch_state_t *self = *self_p;
     for (size_t i = 0; self->nodes && i < self->n; i++)
         free(self->nodes[i].name);
     free(self->nodes);
@@ -132,36 +138,36 @@ tl_state_destroy(tl_state_t **self_p)
 }
 
 size_t
-tl_state_size(const tl_state_t *self)
+launch_state_size(const launch_state_t *self)
 {
     return self->n;
 }
 
 const char *
-tl_state_name(const tl_state_t *self, size_t i)
+launch_state_name(const launch_state_t *self, size_t i)
 {
     return i < self->n ? self->nodes[i].name : NULL;
 }
 
-tl_node_state_t
-tl_state_node(const tl_state_t *self, size_t i)
+launch_state_node_t
+launch_state_node(const launch_state_t *self, size_t i)
 {
-    return i < self->n ? self->nodes[i].st : TL_NODE_DOWN;
+    return i < self->n ? self->nodes[i].st : LAUNCH_NODE_DOWN;
 }
 
 long
-tl_state_rank(const tl_state_t *self, size_t i)
+launch_state_rank(const launch_state_t *self, size_t i)
 {
-    if (i >= self->n || self->nodes[i].st != TL_NODE_ACTIVE)
+    if (i >= self->n || self->nodes[i].st != LAUNCH_NODE_ACTIVE)
         return -1;
     long rank = 0;
     for (size_t j = 0; j < i; j++)
-        rank += self->nodes[j].st == TL_NODE_ACTIVE;
+        rank += self->nodes[j].st == LAUNCH_NODE_ACTIVE;
     return rank;
 }
 
 long
-tl_state_find(const tl_state_t *self, const char *name)
+launch_state_find(const launch_state_t *self, const char *name)
 {
     for (size_t i = 0; name && i < self->n; i++)
         if (strcmp(self->nodes[i].name, name) == 0)
@@ -170,7 +176,7 @@ tl_state_find(const tl_state_t *self, const char *name)
 }
 
 size_t
-tl_state_count(const tl_state_t *self, tl_node_state_t st)
+launch_state_count(const launch_state_t *self, launch_state_node_t st)
 {
     size_t c = 0;
     for (size_t i = 0; i < self->n; i++)
@@ -179,13 +185,13 @@ tl_state_count(const tl_state_t *self, tl_node_state_t st)
 }
 
 long
-tl_state_restarts(const tl_state_t *self)
+launch_state_restarts(const launch_state_t *self)
 {
     return self->restarts;
 }
 
 static int64_t
-s_backoff(const tl_config_t *cfg, long restart)
+s_backoff(const launch_state_config_t *cfg, long restart)
 {
     if (restart <= 1 || cfg->backoff_ns == 0)
         return 0;
@@ -197,12 +203,12 @@ s_backoff(const tl_config_t *cfg, long restart)
 
 /* Promotes reserves in allocation order until N nodes are active. */
 static size_t
-s_promote(tl_state_t *self)
+s_promote(launch_state_t *self)
 {
-    size_t active = tl_state_count(self, TL_NODE_ACTIVE), promoted = 0;
+    size_t active = launch_state_count(self, LAUNCH_NODE_ACTIVE), promoted = 0;
     for (size_t i = 0; i < self->n && active < self->want; i++)
-        if (self->nodes[i].st == TL_NODE_IDLE) {
-            self->nodes[i].st = TL_NODE_ACTIVE;
+        if (self->nodes[i].st == LAUNCH_NODE_IDLE) {
+            self->nodes[i].st = LAUNCH_NODE_ACTIVE;
             active++;
             promoted++;
         }
@@ -210,48 +216,48 @@ s_promote(tl_state_t *self)
 }
 
 int
-tl_state_fail(tl_state_t *self, const size_t *idx, size_t n,
-              tl_outcome_t *out)
+launch_state_fail(launch_state_t *self, const size_t *idx, size_t n,
+                  launch_state_outcome_t *out)
 {
     if (!out || (!idx && n))
         return TELEM_EINVAL;
     memset(out, 0, sizeof *out);
     for (size_t j = 0; j < n; j++) {
-        if (idx[j] >= self->n || self->nodes[idx[j]].st == TL_NODE_DOWN)
+        if (idx[j] >= self->n || self->nodes[idx[j]].st == LAUNCH_NODE_DOWN)
             continue;
-        if (self->nodes[idx[j]].st == TL_NODE_ACTIVE)
+        if (self->nodes[idx[j]].st == LAUNCH_NODE_ACTIVE)
             out->downed_active++;
         else
             out->downed_idle++;
-        self->nodes[idx[j]].st = TL_NODE_DOWN;
+        self->nodes[idx[j]].st = LAUNCH_NODE_DOWN;
     }
     if (out->downed_active == 0 && out->downed_idle > 0)
-        return 0;                               /* TL_VERDICT_NONE */
+        return 0;                               /* LAUNCH_VERDICT_NONE */
     if (self->cfg.max_restarts >= 0
         && self->restarts >= self->cfg.max_restarts) {
-        out->verdict = TL_VERDICT_BUDGET;
+        out->verdict = LAUNCH_VERDICT_BUDGET;
         return 0;
     }
     if (out->downed_active == 0 && self->noop_restarts >= 1) {
-        out->verdict = TL_VERDICT_BOOTLOOP;
+        out->verdict = LAUNCH_VERDICT_BOOTLOOP;
         return 0;
     }
     out->promoted = s_promote(self);
-    size_t active = tl_state_count(self, TL_NODE_ACTIVE);
+    size_t active = launch_state_count(self, LAUNCH_NODE_ACTIVE);
     if (active == 0 || (active < self->want && !self->cfg.exhaust)) {
-        out->verdict = TL_VERDICT_UNRECOVERABLE;
+        out->verdict = LAUNCH_VERDICT_UNRECOVERABLE;
         return 0;
     }
     if (out->downed_active == 0)
         self->noop_restarts++;
-    out->verdict = TL_VERDICT_RESTART;
+    out->verdict = LAUNCH_VERDICT_RESTART;
     out->restart = ++self->restarts;
     out->backoff_ns = s_backoff(&self->cfg, out->restart);
     return 0;
 }
 
 const char *
-tl_verdict_name(tl_verdict_t v)
+launch_state_verdict_name(launch_state_verdict_t v)
 {
     static const char *const names[] = { "none", "restart", "unrecoverable",
                                          "budget", "bootloop" };
@@ -259,7 +265,7 @@ tl_verdict_name(tl_verdict_t v)
 }
 
 const char *
-tl_node_state_name(tl_node_state_t st)
+launch_state_node_name(launch_state_node_t st)
 {
     static const char *const names[] = { "active", "idle", "down" };
     return (unsigned) st < 3 ? names[st] : "unknown";

@@ -2,7 +2,7 @@
  * pick the node source, run the job, return its exit code.
  *
  * Everything the job does lives in launch_job.c and its siblings; this
- * file only turns words into a tl_job_config_t, so that every flag is
+ * file only turns words into a launch_job_config_t, so that every flag is
  * checked in one place with a message that names it.  The words are read
  * by telem_cli's shared loop with a '+' in front of the short options:
  * the first operand is the program, and every word after it is the
@@ -25,6 +25,8 @@
 #include "telem_time.h"
 
 #define S_PROG "telem_launch"
+#define S_STR_(x) #x
+#define S_STR(x) S_STR_(x)
 #define S_DETECTORS_MAX 16
 
 static const char s_usage[] =
@@ -91,7 +93,7 @@ static const char s_usage[] =
 "  128+S  stopped by signal S (130: SIGINT, 143: SIGTERM)\n";
 
 typedef struct {
-    tl_job_config_t job;
+    launch_job_config_t job;
     long local;              /* 0: not given */
     int slurm;
     const char *template_;
@@ -100,12 +102,6 @@ typedef struct {
     char bindir[PATH_MAX];
     telem_log_level_t loglevel;
 } s_args_t;
-
-static int
-s_bad(const char *flag, const char *value, const char *why)
-{
-    return telem_cli_bad(S_PROG, flag, value, why);
-}
 
 /* Parses all of `s` as a whole number in [lo, hi] (written as an integer
    or as a float with no fraction, "2e3"). */
@@ -127,7 +123,7 @@ s_count(const char *flag, const char *v, double lo, double hi, long *out)
     if (s_integer(v, lo, hi, &d)) {
         char why[96];
         snprintf(why, sizeof why, "an integer from %.0f to %.0f", lo, hi);
-        return s_bad(flag, v, why);
+        return telem_cli_bad(S_PROG, flag, v, why);
     }
     *out = (long) d;
     return 0;
@@ -139,7 +135,7 @@ s_seconds(const char *flag, const char *v, double lo, int64_t *out)
     if (telem_cli_seconds(v, lo, 86400.0 * 365, out)) {
         char why[96];
         snprintf(why, sizeof why, "seconds, at least %g", lo);
-        return s_bad(flag, v, why);
+        return telem_cli_bad(S_PROG, flag, v, why);
     }
     return 0;
 }
@@ -153,7 +149,7 @@ enum {
 static int
 s_option_nodes(s_args_t *a, int c, const char *v)
 {
-    tl_job_config_t *j = &a->job;
+    launch_job_config_t *j = &a->job;
     long n = 0;
     int rc;
     switch (c) {
@@ -187,9 +183,10 @@ s_option_nodes(s_args_t *a, int c, const char *v)
 }
 
 static int
-s_option(s_args_t *a, int c, const char *v)
+s_option(void *arg, int c, char *v)
 {
-    tl_job_config_t *j = &a->job;
+    s_args_t *a = arg;
+    launch_job_config_t *j = &a->job;
     long n = 0;
     int rc = s_option_nodes(a, c, v);
     if (rc >= 0)
@@ -215,15 +212,15 @@ s_option(s_args_t *a, int c, const char *v)
         return rc;
     case 'd':
         if (j->ndetectors == S_DETECTORS_MAX)
-            return s_bad("--detector", v, "too many detectors (16 at most)");
+            return telem_cli_bad(S_PROG, "--detector", v,
+                                 "too many detectors (16 at most)");
         a->detectors[j->ndetectors++] = v;
         return 0;
     case O_COLLECT: j->collect = v; return 0;
     case O_BIND: j->bind_addr = v; return 0;
     case O_RUNDIR: j->rundir = v; return 0;
     case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
-    case O_LOGLEVEL: return telem_cli_log_level(S_PROG, v, &a->loglevel);
-    default: return TL_EXIT_USAGE;
+    default: return LAUNCH_EXIT_USAGE;
     }
 }
 
@@ -244,18 +241,6 @@ static const struct option s_opts[] = {
     { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 };
 
-/* One flag for telem_cli_parse_spec(): --version here (1: the run ends,
-   successfully), the rest in s_option() (0, or TL_EXIT_USAGE). */
-static int
-s_flag(void *arg, int c, char *v)
-{
-    if (c == 'V') {
-        printf(S_PROG " 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
-        return 1;
-    }
-    return s_option(arg, c, v);
-}
-
 /* The operands: the program and its arguments, all of them kept. */
 static int
 s_program(void *arg, int argc, char **argv)
@@ -268,14 +253,16 @@ s_program(void *arg, int argc, char **argv)
     return 0;
 }
 
-/* Returns 0 to go on, 1 after --help/--version, or TL_EXIT_USAGE. */
+/* Returns 0 to go on, 1 after --help/--version, or LAUNCH_EXIT_USAGE. */
 static int
 s_parse(s_args_t *a, int argc, char **argv)
 {
     const telem_cli_spec_t spec = {
         .prog = S_PROG, .usage = s_usage,
         .shortopts = "+l:x:n:i:reR:fL:d:hV", .longopts = s_opts,
-        .option = s_flag, .operands = s_program,
+        .option = s_option, .operands = s_program,
+        .version = S_PROG " 0.1.0 (protocol " S_STR(TELEM_PROTO_VERSION) ")",
+        .log_level = &a->loglevel,
     };
     return telem_cli_parse_spec(&spec, argc, argv, a);
 }
@@ -295,27 +282,28 @@ s_check_sources(const s_args_t *a)
 
 /* Picks the node source: the flags, else Slurm inside an allocation,
  * else local nodes. */
-static tl_source_t *
+static launch_source_t *
 s_source(const s_args_t *a, int *code)
 {
     char why[512] = "";
     int err = 0;
     const char *nodelist = getenv("SLURM_JOB_NODELIST");
-    tl_source_t *src;
-    *code = TL_EXIT_USAGE;
+    launch_source_t *src;
+    *code = LAUNCH_EXIT_USAGE;
     if (a->template_) {
-        src = tl_source_template(a->template_, a->hosts, why, sizeof why,
-                                 &err);
+        src = launch_source_new_template(a->template_, a->hosts, why,
+                                         sizeof why,
+                                         &err);
     } else if (a->slurm || (!a->local && nodelist && *nodelist)) {
-        src = tl_source_slurm(nodelist, why, sizeof why, &err);
+        src = launch_source_new_slurm(nodelist, why, sizeof why, &err);
         if (!src && err != TELEM_EINVAL)
-            *code = TL_EXIT_START;
+            *code = LAUNCH_EXIT_START;
     } else {
-        const tl_config_t *c = &a->job.nodes;
+        const launch_state_config_t *c = &a->job.nodes;
         long n = a->local;
         if (!n)
             n = (c->nodes_given ? c->nodes : 1) + (c->idle_given ? c->idle : 0);
-        src = tl_source_local((size_t) n, &err);
+        src = launch_source_new_local((size_t) n, &err);
         if (!src)
             snprintf(why, sizeof why, "cannot make %ld local nodes", n);
     }
@@ -341,7 +329,7 @@ static void
 s_defaults(s_args_t *a, const char *argv0)
 {
     memset(a, 0, sizeof *a);
-    tl_job_config_defaults(&a->job);
+    launch_job_config_defaults(&a->job);
     const char *env = getenv("TELEM_LEVEL");
     double v;
     if (env && s_integer(env, 0, 4, &v) == 0)
@@ -357,22 +345,22 @@ main(int argc, char **argv)
     s_defaults(&a, argv[0]);
     int rc = s_parse(&a, argc, argv);
     if (rc)
-        return rc == 1 ? TL_EXIT_OK : rc;
+        return rc == 1 ? LAUNCH_EXIT_OK : rc;
     if ((rc = s_check_sources(&a)) != 0)
         return rc;
     telem_log_init("telem_launch", a.loglevel);
     a.job.bindir = a.bindir;
-    tl_source_t *src = s_source(&a, &rc);
+    launch_source_t *src = s_source(&a, &rc);
     if (!src)
         return rc;
     char why[1024] = "";
     int err = 0;
-    tl_job_t *job = tl_job_new(&a.job, &src, why, sizeof why, &err);
+    launch_job_t *job = launch_job_new(&a.job, &src, why, sizeof why, &err);
     if (!job) {
         fprintf(stderr, "telem_launch: %s\n", why);
-        return err == TELEM_EINVAL ? TL_EXIT_USAGE : TL_EXIT_START;
+        return err == TELEM_EINVAL ? LAUNCH_EXIT_USAGE : LAUNCH_EXIT_START;
     }
-    rc = tl_job_run(job);
-    tl_job_destroy(&job);
+    rc = launch_job_run(job);
+    launch_job_destroy(&job);
     return rc;
 }

@@ -68,12 +68,8 @@ typedef struct {
 } s_args_t;
 
 #define S_PROG "telemd"
-
-static int
-s_bad(const char *flag, const char *value, const char *why)
-{
-    return telem_cli_bad(S_PROG, flag, value, why);
-}
+#define S_STR_(x) #x
+#define S_STR(x) S_STR_(x)
 
 static int
 s_job_user(const char *s, uid_t *uid)
@@ -101,53 +97,61 @@ s_level_default(void)
 }
 
 static int
-s_option(s_args_t *a, int c, const char *v)
+s_option(void *arg, int c, char *v)
 {
+    s_args_t *a = arg;
     double d;
     int64_t i;
     switch (c) {
     case 'n':
         if (!telem_node_valid(v))
-            return s_bad("--node", v, "1-255 bytes, no '/', tab or newline");
+            return telem_cli_bad(S_PROG, "--node", v,
+                                 "1-255 bytes, no '/', tab or newline");
         snprintf(a->node, sizeof a->node, "%s", v);
         return 0;
     case 'L':
         if (telem_cli_int64(v, 0, 4, &i))
-            return s_bad("--level", v, "an integer from 0 to 4");
+            return telem_cli_bad(S_PROG, "--level", v,
+                                 "an integer from 0 to 4");
         a->cfg.level = (int) i;
         return 0;
     case 'w':
         if (telem_cli_seconds(v, 0.001, 365 * 86400.0, &a->cfg.window_ns))
-            return s_bad("--window", v, "seconds, above 0");
+            return telem_cli_bad(S_PROG, "--window", v, "seconds, above 0");
         return 0;
     case 'i':
         if (telem_cli_seconds(v, 0.001, 86400, &a->cfg.interval_ns))
-            return s_bad("--interval", v, "seconds, from 0.001 to 86400");
+            return telem_cli_bad(S_PROG, "--interval", v,
+                                 "seconds, from 0.001 to 86400");
         return 0;
     case 'r':
         if (snprintf(a->rundir, sizeof a->rundir, "%s", v)
             >= (int) sizeof a->rundir)
-            return s_bad("--rundir", v, "path too long");
+            return telem_cli_bad(S_PROG, "--rundir", v, "path too long");
         return 0;
     case 'b': a->bind_addr = v; return 0;
     case 'p':
         if (telem_cli_int64(v, 0, 65535, &i))
-            return s_bad("--port", v, "an integer from 0 to 65535");
+            return telem_cli_bad(S_PROG, "--port", v,
+                                 "an integer from 0 to 65535");
         a->port = (long) i;
         return 0;
     case 'm':
         if (telem_cli_number(v, 1, 1024 * 1024, &d))
-            return s_bad("--mem-cap", v, "MiB, from 1 to 1048576");
+            return telem_cli_bad(S_PROG, "--mem-cap", v,
+                                 "MiB, from 1 to 1048576");
         a->cfg.mem_cap_bytes = (size_t) (d * 1048576.0);
         return 0;
     case 'N': a->nodefile = v; return 0;
     case 'u':
         if (s_job_user(v, &a->cfg.job_uid))
-            return s_bad("--job-user", v, "no such user or uid");
+            return telem_cli_bad(S_PROG, "--job-user", v,
+                                 "no such user or uid");
         return 0;
     case 'M':
         if (telem_cli_int64(v, 1, 1 << 20, &i))
-            return s_bad("--max-tcp-peers", v, "an integer from 1 to 1048576");
+            return telem_cli_bad(S_PROG, "--max-tcp-peers", v,
+                                 "an integer from 1 to 1048576");
         a->cfg.max_tcp_peers = (int) i;
         return 0;
     case 'P': a->cfg.proc_root = v; return 0;
@@ -156,30 +160,9 @@ s_option(s_args_t *a, int c, const char *v)
     }
 }
 
-typedef struct {
-    s_args_t *args;
-    telem_log_level_t *loglevel;
-} s_parse_t;
-
-/* One flag for telem_cli_parse(): --version and --log-level here, the rest
-   in s_option(). */
-static int
-s_flag(void *arg, int c, char *v)
-{
-    s_parse_t *p = arg;
-    if (c == 'V') {
-        printf("telemd 0.1.0 (protocol %d)\n", TELEM_PROTO_VERSION);
-        return 1;
-    }
-    if (c == 'l')
-        return telem_cli_log_level(S_PROG, v, p->loglevel);
-    return s_option(p->args, c, v);
-}
-
 static int
 s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
 {
-    s_parse_t p = { a, loglevel };
     static const struct option opts[] = {
         { "node", 1, 0, 'n' }, { "level", 1, 0, 'L' }, { "window", 1, 0, 'w' },
         { "interval", 1, 0, 'i' }, { "rundir", 1, 0, 'r' },
@@ -190,8 +173,13 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
     };
-    return telem_cli_parse(S_PROG, s_usage, argc, argv,
-                           "n:L:w:i:r:b:p:m:N:u:l:hV", opts, s_flag, &p);
+    const telem_cli_spec_t spec = {
+        .prog = S_PROG, .usage = s_usage,
+        .shortopts = "n:L:w:i:r:b:p:m:N:u:l:hV", .longopts = opts,
+        .option = s_option, .log_level = loglevel,
+        .version = "telemd 0.1.0 (protocol " S_STR(TELEM_PROTO_VERSION) ")",
+    };
+    return telem_cli_parse_spec(&spec, argc, argv, a);
 }
 
 static void
@@ -272,7 +260,7 @@ main(int argc, char **argv)
     /* Before any socket exists (telem_limits.h: libzmq aborts when an ipc
        accept finds the descriptor table full). */
     a.cfg.max_tcp_peers = telem_limits_start(a.cfg.max_tcp_peers,
-                                              a.cfg.tcp_bind != NULL);
+                                             a.cfg.tcp_bind != NULL);
     int err = 0;
     telemd_t *d = telemd_new(&a.cfg, &err);
     if (!d) {

@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "telem_actor_loop.h"
 #include "telem_error.h"
 #include "telem_limits.h"
 #include "telem_log.h"
@@ -51,6 +52,7 @@ struct telemd {
     zsock_t *tcp;
     telem_peercap_t *cap;         /* caps self->tcp's connections */
     size_t big_bytes;             /* large-message bytes freed since a trim */
+    int64_t stop_at;              /* end of the drain after a stop; 0: none */
     zactor_t *actor;
     int ended;
 };
@@ -185,48 +187,73 @@ s_stop_due(telemd_t *self, int64_t *stop_at)
     return *stop_at && telem_mono_ns() >= *stop_at;
 }
 
+static int
+s_done(void *arg)
+{
+    telemd_t *self = arg;
+    return s_stop_due(self, &self->stop_at);
+}
+
+static int64_t
+s_next(void *arg)
+{
+    telemd_t *self = arg;
+    return self->stop_at ? self->stop_at : telemd_agent_tick(self->agent);
+}
+
+static void
+s_on_ingest(void *sock, void *arg)
+{
+    (void) sock;
+    s_drain_ingest(arg);
+}
+
+static void
+s_on_request(void *sock, void *arg)
+{
+    s_serve_request(arg, sock);
+}
+
+static void
+s_on_peercap(void *sock, void *arg)
+{
+    (void) sock;
+    telem_peercap_handle(arg);
+}
+
+/* Polled in this order: pipe, ingest, control, TCP queries, peer cap. */
+static int
+s_loop_add(telemd_t *self, telem_actor_loop_t *loop, zsock_t *pipe)
+{
+    int rc = telem_actor_loop_add_pipe(loop, pipe);
+    if (!rc)
+        rc = telem_actor_loop_add(loop, self->pull, s_on_ingest, self);
+    if (!rc)
+        rc = telem_actor_loop_add(loop, self->ctl, s_on_request, self);
+    if (!rc && self->tcp)
+        rc = telem_actor_loop_add(loop, self->tcp, s_on_request, self);
+    if (!rc && self->cap)
+        rc = telem_actor_loop_add(loop, telem_peercap_sock(self->cap),
+                                  s_on_peercap, self->cap);
+    return rc;
+}
+
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
     telemd_t *self = arg;
-    zpoller_t *poller = zpoller_new(pipe, self->pull, self->ctl, NULL);
-    if (self->tcp)
-        zpoller_add(poller, self->tcp);
-    if (self->cap)
-        zpoller_add(poller, telem_peercap_sock(self->cap));
-    /* The loop checks zsys_interrupted itself; without this the poller
-       would return at once forever after the first SIGINT/SIGTERM. */
-    zpoller_set_nonstop(poller, true);
-    zsock_signal(pipe, 0);
+    telem_actor_loop_hooks_t hooks = {
+        .done = s_done, .next = s_next, .arg = self,
+        .cap_ms = S_POLL_CAP_MS, .freed_bytes = &self->big_bytes,
+    };
+    telem_actor_loop_t *loop = telem_actor_loop_new(&hooks);
     int by_pipe = 0;
-    int64_t stop_at = 0;
-    while (!s_stop_due(self, &stop_at)) {
-        int64_t next = stop_at ? stop_at : telemd_agent_tick(self->agent);
-        int64_t wait_ms = (next - telem_mono_ns()) / TELEM_NS_PER_MS;
-        if (wait_ms < 0)
-            wait_ms = 0;
-        if (wait_ms > S_POLL_CAP_MS)
-            wait_ms = S_POLL_CAP_MS;
-        void *which = zpoller_wait(poller, (int) wait_ms);
-        if (which == pipe) {
-            char *cmd = zstr_recv(pipe);
-            int term = !cmd || streq(cmd, "$TERM");
-            zstr_free(&cmd);
-            if (term) {
-                by_pipe = 1;
-                break;
-            }
-        } else if (which == self->pull) {
-            s_drain_ingest(self);
-        } else if (which == self->ctl || (self->tcp && which == self->tcp)) {
-            s_serve_request(self, which);
-        } else if (self->cap && which == telem_peercap_sock(self->cap)) {
-            telem_peercap_handle(self->cap);
-        } else if (!which) {
-            telem_limits_trim(&self->big_bytes);
-        }
-    }
-    zpoller_destroy(&poller);
+    self->stop_at = 0;
+    if (loop && s_loop_add(self, loop, pipe) == 0)
+        by_pipe = telem_actor_loop_run(loop, pipe) == 1;
+    else
+        zsock_signal(pipe, 0);
+    telem_actor_loop_destroy(&loop);
     telem_peercap_destroy(&self->cap);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);

@@ -1,4 +1,4 @@
-/* telem_watch_net.c - the watcher's sockets and its files in the run
+/* watch_net.c - the watcher's sockets and its files in the run
  * directory.
  *
  * Three sockets, all czmq: a PUB that every event goes out on (topic frame
@@ -13,7 +13,8 @@
  * `telem_watch ctl` and subscribers read, and a lock file held with flock
  * for the watcher's lifetime, so two watchers never bind the same sockets.
  */
-#include "telem_watch.h"
+#include "watch_net.h"
+#include "watch_out.h"
 #include "telem_paths.h"
 #include "telem_sock.h"
 
@@ -24,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct tw_net {
+struct watch_net {
     char dir[TELEM_PATH_MAX];
     char pub_ep[TELEM_PATH_MAX + 16];
     char ctl_ep[TELEM_PATH_MAX + 16];
@@ -34,7 +35,7 @@ struct tw_net {
     zsock_t *pub, *ctl, *restart;
     telem_encoder_t *enc;
     telem_decoder_t *dec;
-    tw_wire_buf_t wire;
+    watch_out_wire_t wire;
     uint64_t next_id;
 };
 
@@ -42,33 +43,36 @@ struct tw_net {
 
 /* Creates and locks the watcher's directory. */
 static int
-s_take_dir(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
+s_take_dir(watch_net_t *self, const watch_net_opts_t *o, char *why,
+           size_t why_size)
 {
     char rundir[TELEM_PATH_MAX];
     if (o->rundir)
         snprintf(rundir, sizeof rundir, "%s", o->rundir);
     else if (telem_rundir_default(rundir, sizeof rundir))
-        return snprintf(why, why_size, "run directory path too long"), -1;
-    const char *name = o->name ? o->name : TW_NAME_DEFAULT;
+        return snprintf(why, why_size, "run directory path too long"),
+               TELEM_EINVAL;
+    const char *name = o->name ? o->name : WATCH_NAME_DEFAULT;
     if (!telem_node_valid(name) ||
         telem_node_path(self->dir, sizeof self->dir, rundir, name, "") ||
         telem_rundir_prepare(rundir))
         return snprintf(why, why_size, "cannot use run directory '%s' with "
-                        "name '%s'", rundir, name), -1;
+                        "name '%s'", rundir, name), TELEM_EINVAL;
     self->dir[strlen(self->dir) - 1] = '\0';      /* drop the trailing / */
     if (mkdir(self->dir, 0700) != 0 && errno != EEXIST)
         return snprintf(why, why_size, "cannot create %s: %s", self->dir,
-                        strerror(errno)), -1;
+                        strerror(errno)), TELEM_EIO;
     char lock[TELEM_PATH_MAX];
     int rc = telem_node_lock(lock, sizeof lock, rundir, name, "lock",
                              &self->lock_fd);
     if (rc == TELEM_ESTATE)
         return snprintf(why, why_size, "another telem_watch called '%s' "
-                        "runs in %s (use --name)", name, rundir), -1;
+                        "runs in %s (use --name)", name, rundir),
+               TELEM_ESTATE;
     if (rc)
         return snprintf(why, why_size, "cannot lock %s: %s", lock,
                         rc == TELEM_EIO ? strerror(errno)
-                                        : telem_strerror(rc)), -1;
+                                        : telem_strerror(rc)), rc;
     return 0;
 }
 
@@ -76,10 +80,11 @@ s_take_dir(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
  * actually bound (tcp://...:0 resolved) goes to out. */
 static zsock_t *
 s_bind(int type, const telem_sock_opts_t *o, const char *ep, char *out,
-       size_t out_size, char *why, size_t why_size)
+       size_t out_size, char *why, size_t why_size, int *rc)
 {
     int err = 0;
     zsock_t *s = telem_sock_new_bind(type, o, ep, out, out_size, &err);
+    *rc = s ? 0 : err ? err : TELEM_EIO;
     if (!s)
         snprintf(why, why_size, "cannot bind %s: %s", ep,
                  err == TELEM_EIO ? zmq_strerror(errno) : telem_strerror(err));
@@ -87,7 +92,7 @@ s_bind(int type, const telem_sock_opts_t *o, const char *ep, char *out,
 }
 
 static int
-s_write_endpoints(tw_net_t *self, char *why, size_t why_size)
+s_write_endpoints(watch_net_t *self, char *why, size_t why_size)
 {
     char path[TELEM_PATH_MAX + 16], tmp[TELEM_PATH_MAX + 24];
     snprintf(path, sizeof path, "%s/endpoints", self->dir);
@@ -95,12 +100,12 @@ s_write_endpoints(tw_net_t *self, char *why, size_t why_size)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return snprintf(why, why_size, "cannot write %s: %s", tmp,
-                        strerror(errno)), -1;
+                        strerror(errno)), TELEM_EIO;
     fprintf(f, "pub %s\nctl %s\npid %ld\n", self->pub_ep, self->ctl_ep,
             (long) getpid());
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         return snprintf(why, why_size, "cannot write %s: %s", path,
-                        strerror(errno)), -1;
+                        strerror(errno)), TELEM_EIO;
     self->wrote_endpoints = 1;
     return 0;
 }
@@ -116,7 +121,8 @@ s_dealer(const char *ep)
 }
 
 static int
-s_sockets(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
+s_sockets(watch_net_t *self, const watch_net_opts_t *o, char *why,
+          size_t why_size)
 {
     char def[TELEM_PATH_MAX + 16];
     const telem_sock_opts_t pub = {
@@ -129,52 +135,59 @@ s_sockets(tw_net_t *self, const tw_net_opts_t *o, char *why, size_t why_size)
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
         .sndtimeo_ms = TELEM_SOCK_KEEP,
     };
+    int rc;
     snprintf(def, sizeof def, "ipc://%s/pub.sock", self->dir);
     if (!(self->pub = s_bind(ZMQ_PUB, &pub, o->pub_ep ? o->pub_ep : def,
                              self->pub_ep, sizeof self->pub_ep, why,
-                             why_size)))
-        return -1;
+                             why_size, &rc)))
+        return rc;
     snprintf(def, sizeof def, "ipc://%s/ctl.sock", self->dir);
     if (!(self->ctl = s_bind(ZMQ_ROUTER, &ctl, o->ctl_ep ? o->ctl_ep : def,
                              self->ctl_ep, sizeof self->ctl_ep, why,
-                             why_size)))
-        return -1;
+                             why_size, &rc)))
+        return rc;
     if (!o->restart_ep)
         return 0;
     snprintf(self->restart_ep, sizeof self->restart_ep, "%s", o->restart_ep);
     if (!(self->restart = s_dealer(o->restart_ep)))
         return snprintf(why, why_size, "cannot connect to %s: %s",
-                        o->restart_ep, zmq_strerror(zmq_errno())), -1;
+                        o->restart_ep, zmq_strerror(zmq_errno())),
+               TELEM_ECONN;
     return 0;
 }
 
-tw_net_t *
-tw_net_new(const tw_net_opts_t *o, char *why, size_t why_size)
+watch_net_t *
+watch_net_new(const watch_net_opts_t *o, char *why, size_t why_size,
+              int *err)
 {
-    tw_net_t *self = calloc(1, sizeof *self);
+    int rc = TELEM_ENOMEM;
+    watch_net_t *self = calloc(1, sizeof *self);
     if (!self) {
         snprintf(why, why_size, "out of memory");
-        return NULL;
+        goto out;
     }
     self->lock_fd = -1;
     self->next_id = ((uint64_t) getpid() << 32) | 1;
-    if (s_take_dir(self, o, why, why_size) ||
-        s_sockets(self, o, why, why_size) ||
-        s_write_endpoints(self, why, why_size))
-        goto fail;
+    if ((rc = s_take_dir(self, o, why, why_size)) ||
+        (rc = s_sockets(self, o, why, why_size)) ||
+        (rc = s_write_endpoints(self, why, why_size)))
+        goto out;
     self->enc = telem_encoder_new();
     self->dec = telem_decoder_new();
-    if (self->enc && self->dec)
-        return self;
-    snprintf(why, why_size, "out of memory");
-fail:
-    tw_net_destroy(&self);
-    return NULL;
+    rc = self->enc && self->dec ? 0 : TELEM_ENOMEM;
+    if (rc)
+        snprintf(why, why_size, "out of memory");
+out:
+    if (rc)
+        watch_net_destroy(&self);
+    if (err)
+        *err = rc;
+    return self;
 }
 
 /* Removes the ipc socket file behind ep if it lies in our directory. */
 static void
-s_unlink_ipc(const tw_net_t *self, const char *ep)
+s_unlink_ipc(const watch_net_t *self, const char *ep)
 {
     size_t n = strlen(self->dir);
     if (strncmp(ep, "ipc://", 6) == 0 && strncmp(ep + 6, self->dir, n) == 0)
@@ -182,11 +195,11 @@ s_unlink_ipc(const tw_net_t *self, const char *ep)
 }
 
 void
-tw_net_destroy(tw_net_t **self_p)
+watch_net_destroy(watch_net_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    tw_net_t *self = *self_p;
+    watch_net_t *self = *self_p;
     zsock_destroy(&self->pub);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->restart);
@@ -201,26 +214,28 @@ tw_net_destroy(tw_net_t **self_p)
         close(self->lock_fd);               /* releases the flock */
     telem_encoder_destroy(&self->enc);
     telem_decoder_destroy(&self->dec);
-    tw_wire_buf_free(&self->wire);
+    watch_out_wire_free(&self->wire);
     free(self);
     *self_p = NULL;
 }
 
-const char *tw_net_pub_endpoint(const tw_net_t *self) { return self->pub_ep; }
-const char *tw_net_ctl_endpoint(const tw_net_t *self) { return self->ctl_ep; }
-const char *tw_net_dir(const tw_net_t *self) { return self->dir; }
-void *tw_net_ctl_sock(const tw_net_t *self) { return self->ctl; }
-void *tw_net_restart_sock(const tw_net_t *self) { return self->restart; }
+const char *
+watch_net_pub_endpoint(const watch_net_t *self) { return self->pub_ep; }
+const char *
+watch_net_ctl_endpoint(const watch_net_t *self) { return self->ctl_ep; }
+const char *watch_net_dir(const watch_net_t *self) { return self->dir; }
+void *watch_net_ctl_sock(const watch_net_t *self) { return self->ctl; }
+void *watch_net_restart_sock(const watch_net_t *self) { return self->restart; }
 
 /* ---- events ------------------------------------------------------------ */
 
 int
-tw_net_publish(tw_net_t *self, const det_event_t *e, uint64_t seq)
+watch_net_publish(watch_net_t *self, const det_event_t *e, uint64_t seq)
 {
     telem_watch_event_t m;
     const void *data;
     size_t size;
-    int rc = tw_event_to_wire(e, seq, &self->wire, &m);
+    int rc = watch_out_event_to_wire(e, seq, &self->wire, &m);
     if (rc || (rc = telem_encode_watch_event(self->enc, &m, &data, &size)))
         return rc;
     void *raw = zsock_resolve(self->pub);
@@ -235,7 +250,7 @@ tw_net_publish(tw_net_t *self, const det_event_t *e, uint64_t seq)
 
 /* Sends r to the peer `*id_p` (the frame is consumed). */
 static void
-s_reply(tw_net_t *self, zframe_t **id_p, const telem_watch_ctl_reply_t *r)
+s_reply(watch_net_t *self, zframe_t **id_p, const telem_watch_ctl_reply_t *r)
 {
     const void *data;
     size_t size;
@@ -253,8 +268,8 @@ s_reply(tw_net_t *self, zframe_t **id_p, const telem_watch_ctl_reply_t *r)
 }
 
 int
-tw_net_serve(tw_net_t *self, tw_t *tw, const char *const *extra,
-             size_t nextra)
+watch_net_serve(watch_net_t *self, watch_t *watch, const char *const *extra,
+                size_t nextra)
 {
     zmsg_t *msg = zmsg_recv(self->ctl);
     if (!msg)
@@ -273,7 +288,7 @@ tw_net_serve(tw_net_t *self, tw_t *tw, const char *const *extra,
             s_reply(self, &id, &bad);
         rc = TELEM_EPROTO;
     } else {
-        s_reply(self, &id, tw_control(tw, &m.u.watch_ctl, extra, nextra));
+        s_reply(self, &id, watch_control(watch, &m.u.watch_ctl, extra, nextra));
     }
     zframe_destroy(&id);
     zframe_destroy(&body);
@@ -284,7 +299,7 @@ tw_net_serve(tw_net_t *self, tw_t *tw, const char *const *extra,
 /* ---- restart ----------------------------------------------------------- */
 
 int
-tw_net_restart_send(tw_net_t *self, telem_restart_t *m)
+watch_net_restart_send(watch_net_t *self, telem_restart_t *m)
 {
     if (!self->restart)
         return TELEM_ESTATE;
@@ -300,7 +315,7 @@ tw_net_restart_send(tw_net_t *self, telem_restart_t *m)
 }
 
 int
-tw_net_restart_recv(tw_net_t *self, telem_restart_ack_t *ack)
+watch_net_restart_recv(watch_net_t *self, telem_restart_ack_t *ack)
 {
     zframe_t *f = zframe_recv_nowait(self->restart);
     if (!f)
@@ -316,7 +331,7 @@ tw_net_restart_recv(tw_net_t *self, telem_restart_ack_t *ack)
 }
 
 int
-tw_net_restart_reset(tw_net_t *self)
+watch_net_restart_reset(watch_net_t *self)
 {
     if (!self->restart)
         return 0;

@@ -1,4 +1,4 @@
-/* launch_req.c - the launcher's restart request socket: telem_watch (or
+/* launch_job_req.c - the launcher's restart request socket: telem_watch (or
  * any client of the wire protocol) asks for a restart without some nodes.
  *
  * A ZeroMQ ROUTER at <rundir>/launch/restart.sock.  A request is one
@@ -23,7 +23,7 @@
 #define S_EXCLUDE_MAX 4096          /* names in one request */
 
 static void
-s_send(tl_job_t *self, zmsg_t *envelope, int rc, const void *data,
+s_send(launch_job_t *self, zmsg_t *envelope, int rc, const void *data,
        size_t size)
 {
     if (rc == 0 && zmsg_addmem(envelope, data, size) == 0)
@@ -32,7 +32,7 @@ s_send(tl_job_t *self, zmsg_t *envelope, int rc, const void *data,
 }
 
 static void
-s_reply_error(tl_job_t *self, zmsg_t *envelope, int code, const char *text)
+s_reply_error(launch_job_t *self, zmsg_t *envelope, int code, const char *text)
 {
     telem_error_msg_t e = { 0, code, text };
     const void *data = NULL;
@@ -42,7 +42,7 @@ s_reply_error(tl_job_t *self, zmsg_t *envelope, int code, const char *text)
 }
 
 static void
-s_reply_ack(tl_job_t *self, zmsg_t *envelope, uint64_t id, int code,
+s_reply_ack(launch_job_t *self, zmsg_t *envelope, uint64_t id, int code,
             const char *text)
 {
     telem_restart_ack_t a = { id, code, text };
@@ -69,17 +69,17 @@ s_trigger(const telem_restart_t *r, char *buf, size_t size)
 
 /* What the request led to, for the ack; returns its code. */
 static int
-s_outcome(const tl_job_t *self, long restarts_before, char *msg,
+s_outcome(const launch_job_t *self, long restarts_before, char *msg,
           size_t size)
 {
-    if (self->phase == TL_PHASE_ENDING) {
+    if (self->phase == LAUNCH_PHASE_ENDING) {
         snprintf(msg, size, "no restart is possible (%s): the job ends "
-                 "with exit %d", self->exit_code == TL_EXIT_BUDGET
+                 "with exit %d", self->exit_code == LAUNCH_EXIT_BUDGET
                  ? "restart budget spent, or a second restart downing no "
                    "node" : "too few nodes left", self->exit_code);
         return TELEM_ESTATE;
     }
-    if (tl_state_restarts(self->state) == restarts_before) {
+    if (launch_state_restarts(self->state) == restarts_before) {
         snprintf(msg, size, "only reserve nodes were named: they are down, "
                  "the program goes on");
         return 0;
@@ -92,7 +92,7 @@ s_outcome(const tl_job_t *self, long restarts_before, char *msg,
 
 /* Carries out one decoded restart request; fills the ack's text. */
 static int
-s_restart(tl_job_t *self, const telem_restart_t *r, char *msg, size_t size)
+s_restart(launch_job_t *self, const telem_restart_t *r, char *msg, size_t size)
 {
     if (!self->cfg.resilient) {
         snprintf(msg, size, "this job is not --resilient: it is not "
@@ -108,9 +108,9 @@ s_restart(tl_job_t *self, const telem_restart_t *r, char *msg, size_t size)
     s_trigger(r, trigger, sizeof trigger);
     snprintf(why, sizeof why, "%s", r->reason && *r->reason
                                     ? r->reason : "restart requested");
-    long before = tl_state_restarts(self->state);
-    int rc = tl_job_request_restart(self, r->exclude, r->nexclude, trigger,
-                                    why);
+    long before = launch_state_restarts(self->state);
+    int rc = launch_job_request_restart(self, r->exclude, r->nexclude, trigger,
+                                        why);
     if (rc == TELEM_ENOTFOUND)
         snprintf(msg, size, "a named node is not a node of this job; "
                  "nothing was done");
@@ -122,10 +122,10 @@ s_restart(tl_job_t *self, const telem_restart_t *r, char *msg, size_t size)
 }
 
 int
-tl_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
+launch_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
 {
     (void) loop;
-    tl_job_t *self = arg;
+    launch_job_t *self = arg;
     zmsg_t *m = zmsg_recv(sock);
     if (!m)
         return 0;
@@ -159,5 +159,5 @@ tl_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
         s_reply_ack(self, m, id, rc, text);
     }
     zframe_destroy(&payload);    /* msg's strings pointed into it */
-    return tl_job_loop_result(self);
+    return launch_job_loop_result(self);
 }

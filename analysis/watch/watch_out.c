@@ -1,4 +1,4 @@
-/* telem_watch_out.c - how the watcher shows and hands over an event: a text
+/* watch_out.c - how the watcher shows and hands over an event: a text
  * line, a JSON line, a wire message, and the --exec action.
  *
  * Node names may hold any byte but '/', tab, CR, LF and NUL, and detector
@@ -10,7 +10,7 @@
  * on stdin for programs; it is started with posix_spawn and never waited
  * for here (the main loop reaps children without blocking).
  */
-#include "telem_watch.h"
+#include "watch_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +51,7 @@ s_utf8_len(const unsigned char *p)
 }
 
 void *
-tw_json_string(const char *s)
+watch_out_json_string(const char *s)
 {
     json_t *j = json_string(s ? s : "");
     if (j)
@@ -108,15 +108,17 @@ s_json_lists(const det_event_t *e)
     json_t *o = json_object(), *nodes = json_array(), *devs = json_array(),
            *ev = json_object();
     for (size_t i = 0; i < e->nnodes; i++)
-        json_array_append_new(nodes, tw_json_string(e->nodes[i]));
+        json_array_append_new(nodes, watch_out_json_string(e->nodes[i]));
     for (size_t i = 0; i < e->ndevices; i++) {
         json_t *d = json_object();
-        json_object_set_new(d, "node", tw_json_string(e->devices[i].node));
-        json_object_set_new(d, "device", tw_json_string(e->devices[i].device));
+        json_object_set_new(d, "node",
+                            watch_out_json_string(e->devices[i].node));
+        json_object_set_new(d, "device",
+                            watch_out_json_string(e->devices[i].device));
         json_array_append_new(devs, d);
     }
     for (size_t i = 0; i < e->nevidence; i++) {
-        json_t *k = tw_json_string(e->evidence[i].name);
+        json_t *k = watch_out_json_string(e->evidence[i].name);
         if (k)
             json_object_set_new(ev, json_string_value(k),
                                 s_num(e->evidence[i].value));
@@ -129,7 +131,7 @@ s_json_lists(const det_event_t *e)
 }
 
 char *
-tw_event_json(const det_event_t *e, uint64_t seq)
+watch_out_event_json(const det_event_t *e, uint64_t seq)
 {
     char when[64];
     s_iso_time(e->ts_ns, when, sizeof when);
@@ -138,7 +140,7 @@ tw_event_json(const det_event_t *e, uint64_t seq)
         return NULL;
     json_object_set_new(o, "type", json_string("event"));
     json_object_set_new(o, "seq", json_integer((json_int_t) seq));
-    json_object_set_new(o, "detector", tw_json_string(e->detector));
+    json_object_set_new(o, "detector", watch_out_json_string(e->detector));
     json_object_set_new(o, "severity",
                         json_string(det_severity_name(e->severity)));
     json_object_set_new(o, "ts_ns", json_integer(e->ts_ns));
@@ -147,7 +149,7 @@ tw_event_json(const det_event_t *e, uint64_t seq)
     json_object_update(o, lists);
     json_decref(lists);
     json_object_set_new(o, "score", s_num(e->score));
-    json_object_set_new(o, "text", tw_json_string(e->text));
+    json_object_set_new(o, "text", watch_out_json_string(e->text));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;
@@ -197,7 +199,7 @@ s_put_escaped(s_out_t *o, const char *s, int quoted)
 }
 
 size_t
-tw_event_text(const det_event_t *e, uint64_t seq, char *buf, size_t size)
+watch_out_event_text(const det_event_t *e, uint64_t seq, char *buf, size_t size)
 {
     if (size == 0)
         return 0;
@@ -356,10 +358,10 @@ s_write_quietly(int fd, char *json)
 }
 
 int
-tw_exec(const char *cmd, const det_event_t *e, uint64_t seq, pid_t *pid,
-        char *why, size_t why_size)
+watch_out_exec(const char *cmd, const det_event_t *e, uint64_t seq, pid_t *pid,
+               char *why, size_t why_size)
 {
-    char *json = tw_event_json(e, seq);
+    char *json = watch_out_event_json(e, seq);
     char **env = json ? s_event_env(e, seq, json) : NULL;
     int wfd = -1, err = env ? s_spawn(cmd, env, pid, &wfd) : ENOMEM;
     if (err == 0) {
@@ -376,8 +378,8 @@ tw_exec(const char *cmd, const det_event_t *e, uint64_t seq, pid_t *pid,
 /* ---- the wire event ---------------------------------------------------- */
 
 int
-tw_event_to_wire(const det_event_t *e, uint64_t seq, tw_wire_buf_t *b,
-                 telem_watch_event_t *m)
+watch_out_event_to_wire(const det_event_t *e, uint64_t seq, watch_out_wire_t *b,
+                        telem_watch_event_t *m)
 {
     if (e->ndevices > b->cap_devs) {
         telem_watch_dev_t *d = realloc(b->devs, e->ndevices * sizeof *d);
@@ -410,7 +412,7 @@ tw_event_to_wire(const det_event_t *e, uint64_t seq, tw_wire_buf_t *b,
 }
 
 void
-tw_wire_buf_free(tw_wire_buf_t *b)
+watch_out_wire_free(watch_out_wire_t *b)
 {
     free(b->devs);
     free(b->ev);

@@ -1,4 +1,4 @@
-/* backend_cpu.c - the cpu device backend: a device is a core.
+/* telem_backend_cpu.c - the cpu device backend: a device is a core.
  *
  * Devices are the cores in $TELEM_CPU_DEVICES, else every core in the
  * process's affinity mask, ascending.  bind() pins the calling thread with
@@ -73,8 +73,8 @@ s_cores(s_cpu_t *st, const cpu_set_t *allowed, char *why, size_t why_size)
     long list[CPU_SETSIZE];
     size_t n = 0;
     if (env && *env) {
-        if (telem_device_list_parse(env, CPU_SETSIZE - 1, list, CPU_SETSIZE,
-                                    &n)) {
+        if (telem_backend_device_list_parse(env, CPU_SETSIZE - 1, list,
+                                            CPU_SETSIZE, &n)) {
             snprintf(why, why_size, "TELEM_CPU_DEVICES='%s' is not a list of "
                      "distinct core numbers such as 2,3 or 0-3", env);
             return TELEM_EINVAL;
@@ -97,11 +97,11 @@ s_cores(s_cpu_t *st, const cpu_set_t *allowed, char *why, size_t why_size)
 }
 
 static int
-s_open(void **state_p, telem_device_t **devs_p, size_t *ndevs_p, char *why,
-       size_t why_size)
+s_open(void **state_p, telem_backend_device_t **devs_p, size_t *ndevs_p,
+       char *why, size_t why_size)
 {
     cpu_set_t allowed;
-    char model[TELEM_DEVICE_NAME_MAX];
+    char model[TELEM_BACKEND_DEVICE_NAME_MAX];
     int rc;
     s_cpu_t *st = calloc(1, sizeof *st);
     if (!st)
@@ -115,7 +115,7 @@ s_open(void **state_p, telem_device_t **devs_p, size_t *ndevs_p, char *why,
         free(st);
         return rc;
     }
-    telem_device_t *devs = calloc(st->n ? st->n : 1, sizeof *devs);
+    telem_backend_device_t *devs = calloc(st->n ? st->n : 1, sizeof *devs);
     if (!devs) {
         free(st);
         return TELEM_ENOMEM;

@@ -1,4 +1,4 @@
-/* launch_loop.c - the job's creation, its event loop and the events that
+/* launch_job_loop.c - the job's creation, its event loop and the events that
  * come from outside: signals, heartbeats, restart requests.
  *
  * Signals are blocked before any thread exists (czmq's and libzmq's
@@ -7,7 +7,7 @@
  * loop.  The heartbeat asks every ready telemd for its status through the
  * analysis client, with one deadline for all nodes, so one hung node costs
  * one deadline per period and is named in the result.  Restart requests
- * are read in launch_req.c.
+ * are read in launch_job_req.c.
  */
 #include "launch_job_int.h"
 
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_signals.h"
 #include "telem_log.h"
 #include "telem_sock.h"
 #include "telem_time.h"
@@ -31,16 +32,24 @@ static const int s_signals[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
 /* ---- signals ----------------------------------------------------------- */
 
 static int
-s_signals_block(tl_job_t *self)
+s_signals_block(launch_job_t *self)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < sizeof s_signals / sizeof *s_signals; i++)
-        sigaddset(&set, s_signals[i]);
-    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
-        return TELEM_EIO;
-    self->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    return self->sigfd < 0 ? TELEM_EIO : 0;
+    int fd = telem_signals_open(s_signals,
+                                sizeof s_signals / sizeof *s_signals, 1);
+    self->sigfd = fd < 0 ? -1 : fd;
+    return fd < 0 ? TELEM_EIO : 0;
+}
+
+/* Hands every exited child to launch_job_on_exit(). */
+static void
+s_reap(launch_job_t *self)
+{
+    int status;
+    launch_job_proc_t *p;
+    while ((p = launch_job_reap(self, &status)) != NULL) {
+        launch_job_on_exit(self, p, status);
+        free(p);
+    }
 }
 
 static int
@@ -48,7 +57,7 @@ s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 {
     (void) loop;
     (void) item;
-    tl_job_t *self = arg;
+    launch_job_t *self = arg;
     struct signalfd_siginfo si;
     while (read(self->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
         if (si.ssi_signo == SIGCHLD)
@@ -56,25 +65,25 @@ s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
         char why[96];
         snprintf(why, sizeof why, "%s received: stopping every node",
                  strsignal((int) si.ssi_signo));
-        tl_job_end(self, 128 + (int) si.ssi_signo, why);
+        launch_job_end(self, 128 + (int) si.ssi_signo, why);
     }
-    tl_job_reap(self);
-    return tl_job_loop_result(self);
+    s_reap(self);
+    return launch_job_loop_result(self);
 }
 
 /* ---- heartbeat --------------------------------------------------------- */
 
 /* Reconnects the analysis client to the nodes whose telemd is ready. */
 static int
-s_heartbeat_connect(tl_job_t *self)
+s_heartbeat_connect(launch_job_t *self)
 {
     const char *names[self->n ? self->n : 1], *eps[self->n ? self->n : 1];
     size_t k = 0;
     for (size_t i = 0; i < self->n; i++)
-        if (tl_state_node(self->state, i) != TL_NODE_DOWN
+        if (launch_state_node(self->state, i) != LAUNCH_NODE_DOWN
             && self->nodes[i].ready && self->nodes[i].telemd
             && *self->nodes[i].endpoint) {
-            names[k] = tl_state_name(self->state, i);
+            names[k] = launch_state_name(self->state, i);
             eps[k++] = self->nodes[i].endpoint;
         }
     ac_close(&self->ac);
@@ -95,9 +104,9 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
-    tl_job_t *self = arg;
-    if (self->phase == TL_PHASE_ENDING)
-        return tl_job_loop_result(self);
+    launch_job_t *self = arg;
+    if (self->phase == LAUNCH_PHASE_ENDING)
+        return launch_job_loop_result(self);
     if ((self->ac_stale || !self->ac) && s_heartbeat_connect(self))
         return 0;
     ac_status_result_t *r = NULL;
@@ -106,10 +115,11 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
     size_t failed[self->n ? self->n : 1], nf = 0;
     char why[1024] = "";
     for (size_t j = 0; j < ac_status_result_count(r); j++) {
-        long i = tl_state_find(self->state, ac_status_result_node(r, j));
-        if (i < 0 || tl_state_node(self->state, (size_t) i) == TL_NODE_DOWN)
+        long i = launch_state_find(self->state, ac_status_result_node(r, j));
+        if (i < 0 || launch_state_node(self->state,
+                                       (size_t) i) == LAUNCH_NODE_DOWN)
             continue;
-        tl_node_t *nd = &self->nodes[i];
+        launch_job_node_t *nd = &self->nodes[i];
         if (ac_status_result_code(r, j) == 0) {
             nd->misses = 0;
         } else if (++nd->misses >= self->cfg.heartbeat_misses) {
@@ -124,16 +134,16 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
     }
     ac_status_result_destroy(&r);
     if (nf)
-        tl_job_nodes_failed(self, failed, nf, "heartbeat", why);
-    return tl_job_loop_result(self);
+        launch_job_nodes_failed(self, failed, nf, "heartbeat", why);
+    return launch_job_loop_result(self);
 }
 
 /* ---- creation ---------------------------------------------------------- */
 
 static int
-s_paths(tl_job_t *self, char *why, size_t why_size)
+s_paths(launch_job_t *self, char *why, size_t why_size)
 {
-    const tl_job_config_t *c = &self->cfg;
+    const launch_job_config_t *c = &self->cfg;
     int rc = 0;
     if (c->rundir)
         rc = snprintf(self->rundir, sizeof self->rundir, "%s", c->rundir)
@@ -184,9 +194,9 @@ s_paths(tl_job_t *self, char *why, size_t why_size)
 /* Checks the binaries the job needs where they can be checked (on this
  * machine: the local source; elsewhere they must be at the same path). */
 static int
-s_binaries(tl_job_t *self, char *why, size_t why_size)
+s_binaries(launch_job_t *self, char *why, size_t why_size)
 {
-    int local = tl_source_kind(self->source) == TL_SOURCE_LOCAL;
+    int local = launch_source_kind(self->source) == LAUNCH_SOURCE_LOCAL;
     if (local && access(self->bin_telemd, X_OK) != 0) {
         snprintf(why, why_size, "%s: %s", self->bin_telemd, strerror(errno));
         return TELEM_ENOTFOUND;
@@ -205,7 +215,7 @@ s_binaries(tl_job_t *self, char *why, size_t why_size)
 }
 
 static int
-s_sockets(tl_job_t *self, char *why, size_t why_size)
+s_sockets(launch_job_t *self, char *why, size_t why_size)
 {
     self->enc = telem_encoder_new();
     self->dec = telem_decoder_new();
@@ -233,22 +243,22 @@ s_sockets(tl_job_t *self, char *why, size_t why_size)
 }
 
 static int
-s_setup(tl_job_t *self, char *why, size_t why_size)
+s_setup(launch_job_t *self, char *why, size_t why_size)
 {
-    size_t alloc = tl_source_count(self->source);
-    int rc = tl_config_check(&self->cfg.nodes, alloc, why, why_size);
+    size_t alloc = launch_source_count(self->source);
+    int rc = launch_state_config_check(&self->cfg.nodes, alloc, why, why_size);
     if (rc)
         return rc;
-    self->state = tl_state_new(tl_source_names(self->source), alloc,
-                               &self->cfg.nodes, &rc);
+    self->state = launch_state_new(launch_source_names(self->source), alloc,
+                                   &self->cfg.nodes, &rc);
     if (!self->state)
         return rc;
-    self->n = tl_state_size(self->state);
+    self->n = launch_state_size(self->state);
     if (!(self->nodes = calloc(self->n, sizeof *self->nodes)))
         return TELEM_ENOMEM;
     if ((rc = s_paths(self, why, why_size)) != 0
         || (rc = s_binaries(self, why, why_size)) != 0
-        || (rc = tl_job_files_open(self, why, why_size)) != 0)
+        || (rc = launch_job_files_open(self, why, why_size)) != 0)
         return rc;
     zsys_handler_set(NULL);     /* signals are read from the signalfd */
     if ((rc = s_signals_block(self)) != 0) {
@@ -258,69 +268,75 @@ s_setup(tl_job_t *self, char *why, size_t why_size)
     return s_sockets(self, why, why_size);
 }
 
-tl_job_t *
-tl_job_new(const tl_job_config_t *cfg, tl_source_t **source_p, char *why,
-           size_t why_size, int *err)
+launch_job_t *
+launch_job_new(const launch_job_config_t *cfg, launch_source_t **source_p,
+               char *why,
+               size_t why_size, int *err)
 {
+    int err_ignored;
+    if (!err)
+        err = &err_ignored;
     int dummy;
     err = err ? err : &dummy;
-    tl_source_t *source = source_p ? *source_p : NULL;
+    launch_source_t *source = source_p ? *source_p : NULL;
     if (source_p)
         *source_p = NULL;
-    tl_job_t *self = calloc(1, sizeof *self);
+    launch_job_t *self = calloc(1, sizeof *self);
     if (!self || !source || !cfg || !cfg->program || !cfg->program[0]) {
         *err = self ? TELEM_EINVAL : TELEM_ENOMEM;
         snprintf(why, why_size, "%s", self ? "no program to run" : "no memory");
-        tl_source_destroy(&source);
+        launch_source_destroy(&source);
         free(self);
         return NULL;
     }
     self->cfg = *cfg;
     self->source = source;
     self->timer = -1;
+    self->on_line = launch_job_on_line;
     self->sigfd = self->lock_fd = -1;
     self->rl = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     if ((*err = s_setup(self, why, why_size)) != 0)
-        tl_job_destroy(&self);
+        launch_job_destroy(&self);
     return self;
 }
 
 int
-tl_job_run(tl_job_t *self)
+launch_job_run(launch_job_t *self)
 {
     zmq_pollitem_t item = { NULL, self->sigfd, ZMQ_POLLIN, 0 };
     zloop_poller(self->loop, &item, s_on_signal, self);
-    zloop_reader(self->loop, self->restart_sock, tl_job_on_request, self);
+    zloop_reader(self->loop, self->restart_sock, launch_job_on_request, self);
     if (self->cfg.heartbeat_ns > 0)
         zloop_timer(self->loop,
                     (size_t) (self->cfg.heartbeat_ns / TELEM_NS_PER_MS) + 1, 0,
                     s_on_heartbeat, self);
     telem_log(TELEM_LOG_INFO, "job of %zu %s node(s): %zu active, %zu in "
               "reserve; restart requests at %s", self->n,
-              tl_source_kind_name(self->source),
-              tl_state_count(self->state, TL_NODE_ACTIVE),
-              tl_state_count(self->state, TL_NODE_IDLE), self->restart_ep);
-    tl_job_begin(self);
+              launch_source_kind_name(self->source),
+              launch_state_count(self->state, LAUNCH_NODE_ACTIVE),
+              launch_state_count(self->state, LAUNCH_NODE_IDLE),
+              self->restart_ep);
+    launch_job_begin(self);
     zloop_start(self->loop);
-    tl_job_reap(self);
-    tl_job_files_close(self);
+    s_reap(self);
+    launch_job_files_close(self);
     return self->exit_code;
 }
 
 void
-tl_job_destroy(tl_job_t **self_p)
+launch_job_destroy(launch_job_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    tl_job_t *self = *self_p;
+    launch_job_t *self = *self_p;
     for (size_t i = 0; i < self->nprocs; i++) {
-        tl_signal_group(self->procs[i]->pid, SIGKILL);
+        launch_proc_signal_group(self->procs[i]->pid, SIGKILL);
         if (self->procs[i]->out_fd >= 0)
             close(self->procs[i]->out_fd);
         free(self->procs[i]);
     }
     free(self->procs);
-    tl_job_files_close(self);
+    launch_job_files_close(self);
     ac_close(&self->ac);
     zloop_destroy(&self->loop);
     zsock_destroy(&self->restart_sock);
@@ -328,8 +344,8 @@ tl_job_destroy(tl_job_t **self_p)
     telem_decoder_destroy(&self->dec);
     if (self->sigfd >= 0)
         close(self->sigfd);
-    tl_state_destroy(&self->state);
-    tl_source_destroy(&self->source);
+    launch_state_destroy(&self->state);
+    launch_source_destroy(&self->source);
     free(self->nodes);
     free(self);
     *self_p = NULL;

@@ -1,4 +1,4 @@
-/* launch_files.c - what the launcher writes where others find it, and the
+/* launch_job_files.c - what the launcher writes where others find it, and the
  * environment each process of the job gets.
  *
  * Files (all in the run directory, mode 0700):
@@ -30,7 +30,7 @@
 #include "telem_log.h"
 
 int
-tl_job_files_open(tl_job_t *self, char *why, size_t why_size)
+launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
 {
     char path[TELEM_PATH_MAX + 32];
     if (mkdir(self->launch_dir, 0700) != 0 && errno != EEXIST) {
@@ -69,8 +69,8 @@ tl_job_files_open(tl_job_t *self, char *why, size_t why_size)
 
 /* Writes `path` atomically from the lines fill() prints into a FILE. */
 static int
-s_write_atomic(const char *path, void (*fill)(const tl_job_t *, FILE *),
-               const tl_job_t *self)
+s_write_atomic(const char *path, void (*fill)(const launch_job_t *, FILE *),
+               const launch_job_t *self)
 {
     char tmp[TELEM_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long) getpid());
@@ -89,31 +89,31 @@ fail:
 }
 
 static void
-s_fill_nodefile(const tl_job_t *self, FILE *f)
+s_fill_nodefile(const launch_job_t *self, FILE *f)
 {
     fprintf(f, "# active nodes of the job, written by telem_launch[%ld]\n",
             (long) getpid());
     for (size_t i = 0; i < self->n; i++)      /* allocation order = ranks */
-        if (tl_state_node(self->state, i) == TL_NODE_ACTIVE)
-            fprintf(f, "%s\t%s\n", tl_state_name(self->state, i),
+        if (launch_state_node(self->state, i) == LAUNCH_NODE_ACTIVE)
+            fprintf(f, "%s\t%s\n", launch_state_name(self->state, i),
                     self->nodes[i].endpoint);
 }
 
 static void
-s_fill_jobfile(const tl_job_t *self, FILE *f)
+s_fill_jobfile(const launch_job_t *self, FILE *f)
 {
     fprintf(f, "# telem_launch pid %ld restart %s restarts %ld\n",
             (long) getpid(), self->restart_ep,
-            tl_state_restarts(self->state));
+            launch_state_restarts(self->state));
     for (size_t i = 0; i < self->n; i++)
-        fprintf(f, "%s\t%s\t%ld\t%s\n", tl_state_name(self->state, i),
-                tl_node_state_name(tl_state_node(self->state, i)),
-                tl_state_rank(self->state, i),
+        fprintf(f, "%s\t%s\t%ld\t%s\n", launch_state_name(self->state, i),
+                launch_state_node_name(launch_state_node(self->state, i)),
+                launch_state_rank(self->state, i),
                 *self->nodes[i].endpoint ? self->nodes[i].endpoint : "-");
 }
 
 int
-tl_job_files_write(tl_job_t *self)
+launch_job_files_write(launch_job_t *self)
 {
     char path[TELEM_PATH_MAX + 8];
     snprintf(path, sizeof path, "%s/job", self->launch_dir);
@@ -123,7 +123,7 @@ tl_job_files_write(tl_job_t *self)
 }
 
 void
-tl_job_files_close(tl_job_t *self)
+launch_job_files_close(launch_job_t *self)
 {
     char path[TELEM_PATH_MAX + 8];
     if (self->lock_fd >= 0) {
@@ -140,7 +140,7 @@ tl_job_files_close(tl_job_t *self)
 }
 
 void
-tl_job_files_log_restart(tl_job_t *self, const char *line)
+launch_job_files_log_restart(launch_job_t *self, const char *line)
 {
     if (!self->restart_log)
         return;
@@ -154,7 +154,8 @@ tl_job_files_log_restart(tl_job_t *self, const char *line)
 
 /* Sets KEY=value in env and records "KEY=value" in kv. */
 static int
-s_put(tl_env_t *env, tl_argv_t *kv, const char *key, const char *fmt, ...)
+s_put(launch_env_t *env, launch_argv_t *kv, const char *key, const char *fmt,
+      ...)
 {
     char value[TELEM_PATH_MAX + 64], pair[TELEM_PATH_MAX + 128];
     va_list ap;
@@ -162,34 +163,37 @@ s_put(tl_env_t *env, tl_argv_t *kv, const char *key, const char *fmt, ...)
     vsnprintf(value, sizeof value, fmt, ap);
     va_end(ap);
     snprintf(pair, sizeof pair, "%s=%s", key, value);
-    return tl_env_set(env, key, value) || tl_argv_add(kv, pair);
+    return launch_env_set(env, key, value) || launch_argv_add(kv, pair);
 }
 
 static int
-s_env_program(const tl_job_t *self, size_t i, tl_env_t *env, tl_argv_t *kv)
+s_env_program(const launch_job_t *self, size_t i, launch_env_t *env,
+              launch_argv_t *kv)
 {
-    long restarts = tl_state_restarts(self->state);
-    int rc = s_put(env, kv, "TELEM_RANK", "%ld", tl_state_rank(self->state, i))
+    long restarts = launch_state_restarts(self->state);
+    int rc = s_put(env, kv, "TELEM_RANK", "%ld", launch_state_rank(self->state,
+                                                                   i))
           || s_put(env, kv, "TELEM_NNODES", "%zu",
-                   tl_state_count(self->state, TL_NODE_ACTIVE))
+                   launch_state_count(self->state, LAUNCH_NODE_ACTIVE))
           || s_put(env, kv, "TELEM_RESTART_COUNT", "%ld", restarts)
           || (restarts > 0 && s_put(env, kv, "TELEM_RESTARTED", "1"));
     return rc;
 }
 
-tl_env_t *
-tl_job_env(const tl_job_t *self, size_t i, tl_role_t role, tl_argv_t *kv)
+launch_env_t *
+launch_job_env(const launch_job_t *self, size_t i, launch_job_role_t role,
+               launch_argv_t *kv)
 {
     extern char **environ;
     static const char *const drop[] = {
         "TELEM_NODE", "TELEM_RANK", "TELEM_NNODES", "TELEM_RESTART_COUNT",
         "TELEM_RESTARTED", "TELEM_DICT_NODEFILE", NULL
     };
-    tl_env_t *env = tl_env_new(environ);
+    launch_env_t *env = launch_env_new(environ);
     if (!env)
         return NULL;
     for (size_t k = 0; drop[k]; k++)
-        tl_env_unset(env, drop[k]);
+        launch_env_unset(env, drop[k]);
     int rc = s_put(env, kv, "TELEM_RUNDIR", "%s", self->rundir)
           || s_put(env, kv, "TELEM_LEVEL", "%d", self->cfg.level)
           || s_put(env, kv, "TELEM_NODEFILE", "%s", self->nodefile)
@@ -197,12 +201,13 @@ tl_job_env(const tl_job_t *self, size_t i, tl_role_t role, tl_argv_t *kv)
           || (self->dict && s_put(env, kv, "TELEM_DICT_NODEFILE", "%s",
                                   self->dict_nodefile));
     /* Under Slurm telemd names itself from SLURMD_NODENAME. */
-    if (!rc && (role != TL_ROLE_TELEMD
-                || !tl_source_daemon_names_itself(self->source)))
-        rc = s_put(env, kv, "TELEM_NODE", "%s", tl_state_name(self->state, i));
-    if (!rc && role == TL_ROLE_PROGRAM)
+    if (!rc && (role != LAUNCH_ROLE_TELEMD
+                || !launch_source_daemon_names_itself(self->source)))
+        rc = s_put(env, kv, "TELEM_NODE", "%s", launch_state_name(self->state,
+                                                                  i));
+    if (!rc && role == LAUNCH_ROLE_PROGRAM)
         rc = s_env_program(self, i, env, kv);
     if (rc)
-        tl_env_destroy(&env);
+        launch_env_destroy(&env);
     return env;
 }

@@ -1,8 +1,10 @@
-/* backend_core.c - the backend registry and the thin layer over the vtables.
+/* telem_backend.c - the backend registry and the thin layer over the
+ * vtables.
  *
- * Backends are plug-ins (const vtables in backend_cpu.c, backend_cuda.c);
- * this file finds them by name, keeps the opened state and the device list
- * together in one telem_backend_t, and checks arguments once so a backend
+ * Backends are plug-ins (const vtables in telem_backend_cpu.c and
+ * telem_backend_cuda.c, which call nothing here); this file finds them by
+ * name, keeps the opened state and the device list together in one
+ * telem_backend_t, and checks arguments once so a backend
  * only ever sees a valid device index.  It also owns the one parser of
  * device lists ("0,2-3"), used for $TELEM_CPU_DEVICES and --devices flags.
  */
@@ -19,16 +21,16 @@
 struct telem_backend {
     const telem_backend_vt_t *vt;
     void *state;
-    telem_device_t *devs;
+    telem_backend_device_t *devs;
     size_t ndevs;
 };
 
-struct telem_kernel {
+struct telem_backend_kernel {
     const telem_backend_vt_t *vt;
     void *k;
 };
 
-struct telem_load {
+struct telem_backend_load {
     const telem_backend_vt_t *vt;
     void *l;
 };
@@ -80,7 +82,7 @@ telem_backend_has_kernel(const telem_backend_vt_t *vt, const char *kernel)
 }
 
 telem_backend_t *
-telem_backend_open(const char *name, int *err, char *why, size_t why_size)
+telem_backend_open(const char *name, char *why, size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
     s_why(why, why_size, "%s", "");
@@ -140,7 +142,7 @@ telem_backend_ndevices(const telem_backend_t *b)
     return b->ndevs;
 }
 
-const telem_device_t *
+const telem_backend_device_t *
 telem_backend_device(const telem_backend_t *b, size_t i)
 {
     return i < b->ndevs ? &b->devs[i] : NULL;
@@ -158,13 +160,13 @@ telem_backend_bind(telem_backend_t *b, size_t dev, char *why,
     return b->vt->bind(b->state, dev, why, why_size);
 }
 
-telem_kernel_t *
-telem_kernel_new(telem_backend_t *b, size_t dev, const char *kernel,
-                 int *err, char *why, size_t why_size)
+telem_backend_kernel_t *
+telem_backend_kernel_new(telem_backend_t *b, size_t dev, const char *kernel,
+                         char *why, size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
     double warm;
-    telem_kernel_t *k = NULL;
+    telem_backend_kernel_t *k = NULL;
     if (!kernel)
         kernel = b->vt->kernels[0];
     if (!telem_backend_has_kernel(b->vt, kernel)) {
@@ -188,20 +190,20 @@ telem_kernel_new(telem_backend_t *b, size_t dev, const char *kernel,
               kernel, telem_strerror(rc));
 out:
     if (rc)
-        telem_kernel_destroy(&k);
+        telem_backend_kernel_destroy(&k);
     if (err)
         *err = rc;
     return k;
 }
 
 int
-telem_kernel_run(telem_kernel_t *k, double *seconds)
+telem_backend_kernel_run(telem_backend_kernel_t *k, double *seconds)
 {
     return k->vt->kernel_run(k->k, seconds);
 }
 
 void
-telem_kernel_destroy(telem_kernel_t **k_p)
+telem_backend_kernel_destroy(telem_backend_kernel_t **k_p)
 {
     if (!k_p || !*k_p)
         return;
@@ -211,12 +213,12 @@ telem_kernel_destroy(telem_kernel_t **k_p)
     *k_p = NULL;
 }
 
-telem_load_t *
-telem_load_new(telem_backend_t *b, size_t dev, int *err, char *why,
-               size_t why_size)
+telem_backend_load_t *
+telem_backend_load_new(telem_backend_t *b, size_t dev, char *why,
+                       size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
-    telem_load_t *l = NULL;
+    telem_backend_load_t *l = NULL;
     if (dev >= b->ndevs) {
         rc = TELEM_EINVAL;
         s_why(why, why_size, "no %s device %zu (this machine has %zu)",
@@ -229,14 +231,14 @@ telem_load_new(telem_backend_t *b, size_t dev, int *err, char *why,
     rc = b->vt->load_new(b->state, dev, &l->l, why, why_size);
 out:
     if (rc)
-        telem_load_destroy(&l);
+        telem_backend_load_destroy(&l);
     if (err)
         *err = rc;
     return l;
 }
 
 int
-telem_load_run(telem_load_t *l, int64_t busy_ns)
+telem_backend_load_run(telem_backend_load_t *l, int64_t busy_ns)
 {
     if (busy_ns <= 0)
         return TELEM_EINVAL;
@@ -244,7 +246,7 @@ telem_load_run(telem_load_t *l, int64_t busy_ns)
 }
 
 void
-telem_load_destroy(telem_load_t **l_p)
+telem_backend_load_destroy(telem_backend_load_t **l_p)
 {
     if (!l_p || !*l_p)
         return;
@@ -283,8 +285,8 @@ s_push(long v, long *out, size_t cap, size_t *n)
 }
 
 int
-telem_device_list_parse(const char *s, long max, long *out, size_t cap,
-                        size_t *n)
+telem_backend_device_list_parse(const char *s, long max, long *out, size_t cap,
+                                size_t *n)
 {
     long lo, hi;
     int rc;

@@ -1,11 +1,11 @@
-/* telem_watch_cli.c - telem_watch's flags, help and detector list.
+/* watch_cli.c - telem_watch's flags, help and detector list.
  *
  * Every flag is validated here, once, with a sentence naming the flag and
  * exit status 2, before the watcher opens a file or a socket.  Detector
  * specs are only split and looked up by name here; their parameters are
  * checked when the detectors are created, before the first tick.
  */
-#include "telem_watch_cli.h"
+#include "watch_cli.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -158,7 +158,7 @@ s_ms(const char *flag, const char *arg, int *ms)
 }
 
 static int
-s_option(tw_cli_t *cli, int c, const char *arg)
+s_option(watch_cli_t *cli, int c, const char *arg)
 {
     int64_t v;
     switch (c) {
@@ -214,7 +214,7 @@ s_option(tw_cli_t *cli, int c, const char *arg)
 /* What the parse callbacks share: the flags, and --list, which is run
    once the whole command line has been read. */
 typedef struct {
-    tw_cli_t *cli;
+    watch_cli_t *cli;
     int list;
 } s_parse_t;
 
@@ -241,7 +241,7 @@ s_operands(void *arg, int argc, char **argv)
 }
 
 int
-tw_cli_parse(int argc, char **argv, tw_cli_t *cli)
+watch_cli_parse(int argc, char **argv, watch_cli_t *cli)
 {
     static const telem_cli_spec_t spec = {
         .prog = S_PROG, .usage = s_usage, .shortopts = ":d:vh",
@@ -266,7 +266,7 @@ tw_cli_parse(int argc, char **argv, tw_cli_t *cli)
 }
 
 void
-tw_cli_free(tw_cli_t *cli)
+watch_cli_free(watch_cli_t *cli)
 {
     free(cli->detectors);
     free(cli->sets);
@@ -274,7 +274,7 @@ tw_cli_free(tw_cli_t *cli)
 }
 
 void
-tw_cli_print_name(FILE *out, const char *name, const char *sep)
+watch_cli_print_name(FILE *out, const char *name, const char *sep)
 {
     fputs(sep, out);
     int plain = *name != '\0';

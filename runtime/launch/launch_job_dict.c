@@ -1,4 +1,4 @@
-/* launch_dict.c - the job's distributed dictionary, seen from the
+/* launch_job_dict.c - the job's distributed dictionary, seen from the
  * launcher: when a node counts as ready, and re-forming the dictionary on
  * the job's node set.
  *
@@ -27,18 +27,18 @@
 #define S_REFORM_MS 10000
 
 int
-tl_job_node_ready(const tl_job_t *self, size_t i)
+launch_job_node_ready(const launch_job_t *self, size_t i)
 {
-    tl_node_state_t st = tl_state_node(self->state, i);
-    if (st == TL_NODE_DOWN)
+    launch_state_node_t st = launch_state_node(self->state, i);
+    if (st == LAUNCH_NODE_DOWN)
         return 1;
-    if (st == TL_NODE_ACTIVE && !self->nodes[i].ready)
+    if (st == LAUNCH_NODE_ACTIVE && !self->nodes[i].ready)
         return 0;
     return !self->dict || self->nodes[i].dict_ready;
 }
 
 int
-tl_job_dict_reform(tl_job_t *self, char *why, size_t why_size)
+launch_job_dict_reform(launch_job_t *self, char *why, size_t why_size)
 {
     if (!self->dict)
         return 0;
@@ -49,8 +49,8 @@ tl_job_dict_reform(tl_job_t *self, char *why, size_t why_size)
     }
     int n = 0;
     for (size_t i = 0; i < self->n; i++)
-        if (tl_state_node(self->state, i) != TL_NODE_DOWN)
-            names[n++] = tl_state_name(self->state, i);
+        if (launch_state_node(self->state, i) != LAUNCH_NODE_DOWN)
+            names[n++] = launch_state_name(self->state, i);
     int rc = 0;
     ddict_t *d = n ? ddict_open(self->dict_nodefile, NULL, S_REFORM_MS, &rc)
                    : NULL;

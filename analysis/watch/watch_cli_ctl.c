@@ -1,4 +1,4 @@
-/* telem_watch_ctl.c - `telem_watch ctl`: talk to a running watcher.
+/* watch_cli_ctl.c - `telem_watch ctl`: talk to a running watcher.
  *
  *   telem_watch ctl [options] status
  *   telem_watch ctl [options] thresholds [DET]
@@ -10,7 +10,8 @@
  * reply until --timeout, and prints it as text or JSON.  A watcher that is
  * gone costs one timeout and exit status 1, never a hang.
  */
-#include "telem_watch_cli.h"
+#include "watch_cli.h"
+#include "watch_out.h"
 #include "telem_cli.h"
 #include "telem_paths.h"
 #include "telem_sock.h"
@@ -63,7 +64,7 @@ s_find_endpoint(const s_ctl_t *c, char *ep, size_t size)
     else if (telem_rundir_default(rundir, sizeof rundir))
         return -1;
     telem_node_path(path, sizeof path, rundir,
-                    c->name ? c->name : TW_NAME_DEFAULT, "endpoints");
+                    c->name ? c->name : WATCH_NAME_DEFAULT, "endpoints");
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, S_PROG ": no running watcher: cannot read %s: %s\n",
@@ -167,12 +168,14 @@ s_print_json(const telem_watch_ctl_reply_t *r)
 {
     json_t *o = json_object(), *rows = json_array();
     json_object_set_new(o, "code", json_integer(r->code));
-    json_object_set_new(o, "message", tw_json_string(r->message));
+    json_object_set_new(o, "message", watch_out_json_string(r->message));
     for (uint32_t i = 0; i < r->nrows; i++) {
         json_t *row = json_object();
-        json_object_set_new(row, "detector", tw_json_string(r->rows[i].detector));
-        json_object_set_new(row, "key", tw_json_string(r->rows[i].key));
-        json_object_set_new(row, "value", tw_json_string(r->rows[i].value));
+        json_object_set_new(row, "detector",
+                            watch_out_json_string(r->rows[i].detector));
+        json_object_set_new(row, "key", watch_out_json_string(r->rows[i].key));
+        json_object_set_new(row, "value",
+                            watch_out_json_string(r->rows[i].value));
         json_array_append_new(rows, row);
     }
     json_object_set_new(o, "rows", rows);
@@ -199,7 +202,7 @@ s_print_text(const s_ctl_t *c, const telem_watch_ctl_reply_t *r)
         }
         if (!group || strcmp(group, w->detector) != 0) {
             if (*w->detector)
-                tw_cli_print_name(stdout, w->detector, group ? "\n[" : "[");
+                watch_cli_print_name(stdout, w->detector, group ? "\n[" : "[");
             if (*w->detector)
                 printf("]\n");
             group = w->detector;
@@ -281,7 +284,7 @@ out:
 }
 
 int
-tw_ctl_main(int argc, char **argv)
+watch_cli_ctl_main(int argc, char **argv)
 {
     s_ctl_t c = { .timeout_ms = 2000 };
     int rc = s_parse(&c, argc, argv);

@@ -1,42 +1,35 @@
-/* telem_watch_core.c - the watcher's core: detectors, queries, one tick.
+/* watch.c - the watcher's core: detectors, queries, one tick.
  *
  * Each tick asks every detector what it needs, merges that into at most
  * two fan-out queries (the union of the windowed metrics from the oldest
  * start any detector asked for; the newest point of every series when a
  * detector such as heartbeat wants it, asked only of the nodes that
  * answered the first query so a dead node costs one deadline, not two),
- * turns the answers into plain arrays without copying points (tw_input_t)
+ * turns the answers into plain arrays without copying points (watch_input_t)
  * and runs the detectors.  Nodes that did not answer are passed to the
  * detectors as missing: a dead node is data, never a reason to stop.
- * Control requests (tw_control) read and change the same detector
+ * Control requests (watch_control) read and change the same detector
  * instances between ticks.
  */
-#include "telem_watch.h"
+#include "watch.h"
+#include "telem_grow.h"
 #include "telem_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct tw_input {
-    det_series_t *v[2];        /* windowed, latest */
-    size_t n[2], cap[2];
-    size_t *tag_at[2];         /* first tag of each series in tags */
-    det_tag_t *tags;
-    size_t ntags, captags;
-};
-
-struct tw {
+struct watch {
     ac_t *ac;
-    det_t *dets[TW_DETECTORS_MAX];
+    det_t *dets[WATCH_DETECTORS_MAX];
     size_t ndets;
-    det_needs_t needs[TW_DETECTORS_MAX];
+    det_needs_t needs[WATCH_DETECTORS_MAX];
     det_events_t *events;
-    tw_input_t *input;
+    watch_input_t *input;
     int timeout_ms;
     char **missing;
     size_t nmissing;
-    tw_stats_t stats;
+    watch_stats_t stats;
     /* control replies */
     telem_watch_ctl_reply_t reply;
     telem_watch_row_t *rows;
@@ -46,113 +39,25 @@ struct tw {
     int nomem;
 };
 
-/* ---- detector input ---------------------------------------------------- */
-
-tw_input_t *
-tw_input_new(void)
-{
-    return calloc(1, sizeof(tw_input_t));
-}
-
-void
-tw_input_destroy(tw_input_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    tw_input_t *self = *self_p;
-    for (int k = 0; k < 2; k++) {
-        free(self->v[k]);
-        free(self->tag_at[k]);
-    }
-    free(self->tags);
-    free(self);
-    *self_p = NULL;
-}
-
-void
-tw_input_clear(tw_input_t *self)
-{
-    self->n[0] = self->n[1] = 0;
-    self->ntags = 0;
-}
-
-static int
-s_grow(void **v, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need)
-        cap2 *= 2;
-    void *p = realloc(*v, cap2 * size);
-    if (!p)
-        return TELEM_ENOMEM;
-    *v = p;
-    *cap = cap2;
-    return 0;
-}
-
-int
-tw_input_add(tw_input_t *self, const char *node, const telem_series_t *s,
-             int latest)
-{
-    int k = latest ? 1 : 0;
-    size_t cap = self->cap[k];
-    if (s_grow((void **) &self->v[k], &self->cap[k], self->n[k] + 1,
-               sizeof(det_series_t)) ||
-        s_grow((void **) &self->tag_at[k], &cap, self->n[k] + 1,
-               sizeof(size_t)) ||
-        s_grow((void **) &self->tags, &self->captags, self->ntags + s->ntags,
-               sizeof(det_tag_t)))
-        return TELEM_ENOMEM;
-    const char *device = NULL;
-    for (uint32_t j = 0; j < s->ntags; j++) {
-        self->tags[self->ntags + j] = (det_tag_t) { s->tags[j].key,
-                                                    s->tags[j].value };
-        if (strcmp(s->tags[j].key, "gpu") == 0)
-            device = s->tags[j].value;
-    }
-    self->tag_at[k][self->n[k]] = self->ntags;
-    self->ntags += s->ntags;
-    self->v[k][self->n[k]++] = (det_series_t) {
-        .node = node, .device = device, .metric = s->metric,
-        .ntags = s->ntags, .ts = s->ts, .val = s->values, .n = s->npoints,
-    };
-    return 0;
-}
-
-void
-tw_input_fill(tw_input_t *self, det_input_t *in)
-{
-    for (int k = 0; k < 2; k++)     /* tags may have moved: point now */
-        for (size_t i = 0; i < self->n[k]; i++)
-            self->v[k][i].tags = self->v[k][i].ntags
-                                     ? self->tags + self->tag_at[k][i] : NULL;
-    in->series = self->v[0];
-    in->nseries = self->n[0];
-    in->latest = self->v[1];
-    in->nlatest = self->n[1];
-}
-
 /* ---- the watcher ------------------------------------------------------- */
 
-tw_t *
-tw_new(ac_t *ac)
+watch_t *
+watch_new(ac_t *ac)
 {
-    tw_t *self = calloc(1, sizeof *self);
+    watch_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
     self->ac = ac;
     self->timeout_ms = AC_TIMEOUT_DEFAULT_MS;
     self->events = det_events_new();
-    self->input = tw_input_new();
+    self->input = watch_input_new();
     if (!self->events || !self->input)
-        tw_destroy(&self);
+        watch_destroy(&self);
     return self;
 }
 
 static void
-s_free_missing(tw_t *self)
+s_free_missing(watch_t *self)
 {
     for (size_t i = 0; i < self->nmissing; i++)
         free(self->missing[i]);
@@ -162,7 +67,7 @@ s_free_missing(tw_t *self)
 }
 
 static void
-s_free_strs(tw_t *self)
+s_free_strs(watch_t *self)
 {
     for (size_t i = 0; i < self->nstrs; i++)
         free(self->strs[i]);
@@ -170,15 +75,15 @@ s_free_strs(tw_t *self)
 }
 
 void
-tw_destroy(tw_t **self_p)
+watch_destroy(watch_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    tw_t *self = *self_p;
+    watch_t *self = *self_p;
     for (size_t i = 0; i < self->ndets; i++)
         det_destroy(&self->dets[i]);
     det_events_destroy(&self->events);
-    tw_input_destroy(&self->input);
+    watch_input_destroy(&self->input);
     s_free_missing(self);
     s_free_strs(self);
     free(self->strs);
@@ -187,33 +92,33 @@ tw_destroy(tw_t **self_p)
     *self_p = NULL;
 }
 
-size_t tw_ndetectors(const tw_t *self) { return self->ndets; }
-det_t *tw_detector(const tw_t *self, size_t i)
+size_t watch_ndetectors(const watch_t *self) { return self->ndets; }
+det_t *watch_detector(const watch_t *self, size_t i)
 {
     return i < self->ndets ? self->dets[i] : NULL;
 }
-const det_events_t *tw_events(const tw_t *self) { return self->events; }
-size_t tw_nmissing(const tw_t *self) { return self->nmissing; }
-const char *tw_missing(const tw_t *self, size_t i)
+const det_events_t *watch_events(const watch_t *self) { return self->events; }
+size_t watch_nmissing(const watch_t *self) { return self->nmissing; }
+const char *watch_missing(const watch_t *self, size_t i)
 {
     return i < self->nmissing ? self->missing[i] : NULL;
 }
-const tw_stats_t *tw_stats(const tw_t *self) { return &self->stats; }
+const watch_stats_t *watch_stats(const watch_t *self) { return &self->stats; }
 
 void
-tw_set_ac(tw_t *self, ac_t *ac)
+watch_set_ac(watch_t *self, ac_t *ac)
 {
     self->ac = ac;
 }
 
 void
-tw_set_timeout(tw_t *self, int timeout_ms)
+watch_set_timeout(watch_t *self, int timeout_ms)
 {
     self->timeout_ms = timeout_ms > 0 ? timeout_ms : AC_TIMEOUT_DEFAULT_MS;
 }
 
 det_t *
-tw_find(const tw_t *self, const char *label)
+watch_find(const watch_t *self, const char *label)
 {
     for (size_t i = 0; label && i < self->ndets; i++)
         if (strcmp(det_label(self->dets[i]), label) == 0)
@@ -243,15 +148,15 @@ s_apply_settings(det_t *d, char *list, char *why, size_t why_size)
 
 /* The label for a new NAME without one: NAME, else NAME-2, NAME-3... */
 static void
-s_free_label(const tw_t *self, const char *name, char *buf, size_t size)
+s_free_label(const watch_t *self, const char *name, char *buf, size_t size)
 {
     snprintf(buf, size, "%s", name);
-    for (int k = 2; tw_find(self, buf); k++)
+    for (int k = 2; watch_find(self, buf); k++)
         snprintf(buf, size, "%s-%d", name, k);
 }
 
 int
-tw_add_detector(tw_t *self, const char *spec, char *why, size_t why_size)
+watch_add_detector(watch_t *self, const char *spec, char *why, size_t why_size)
 {
     int rc = TELEM_ENOMEM;
     det_t *d = NULL;
@@ -273,15 +178,15 @@ tw_add_detector(tw_t *self, const char *spec, char *why, size_t why_size)
         goto out;
     }
     rc = TELEM_EINVAL;
-    if (*label && tw_find(self, label)) {
+    if (*label && watch_find(self, label)) {
         snprintf(why, why_size, "two detectors labelled '%s'", label);
         goto out;
     }
     if (!*label)
         s_free_label(self, name, label, sizeof label);
     rc = TELEM_EFULL;
-    if (self->ndets == TW_DETECTORS_MAX) {
-        snprintf(why, why_size, "at most %d detectors", TW_DETECTORS_MAX);
+    if (self->ndets == WATCH_DETECTORS_MAX) {
+        snprintf(why, why_size, "at most %d detectors", WATCH_DETECTORS_MAX);
         goto out;
     }
     if (!(d = det_new(vt, label, &rc))) {
@@ -302,7 +207,7 @@ out:
 }
 
 int
-tw_set_spec(tw_t *self, const char *spec, char *why, size_t why_size)
+watch_set_spec(watch_t *self, const char *spec, char *why, size_t why_size)
 {
     char *copy = strdup(spec);
     if (!copy)
@@ -315,7 +220,7 @@ tw_set_spec(tw_t *self, const char *spec, char *why, size_t why_size)
         goto out;
     }
     *dot = *eq = '\0';
-    det_t *d = tw_find(self, copy);
+    det_t *d = watch_find(self, copy);
     rc = TELEM_ENOTFOUND;
     if (!d) {
         snprintf(why, why_size, "no detector labelled '%s'", copy);
@@ -353,7 +258,7 @@ typedef struct {
 
 /* Merges the needs of every running detector into at most two queries. */
 static int
-s_plan(tw_t *self, int64_t now_ns, s_plan_t *pl)
+s_plan(watch_t *self, int64_t now_ns, s_plan_t *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->start_ns = now_ns;
@@ -384,7 +289,7 @@ s_plan(tw_t *self, int64_t now_ns, s_plan_t *pl)
 
 /* Remembers the nodes missing from r (once each). */
 static int
-s_note_missing(tw_t *self, const ac_result_t *r)
+s_note_missing(watch_t *self, const ac_result_t *r)
 {
     for (size_t i = 0; r && i < ac_result_nmissing(r); i++) {
         const char *name = ac_result_missing(r, i);
@@ -406,11 +311,12 @@ s_note_missing(tw_t *self, const ac_result_t *r)
 }
 
 static int
-s_add_result(tw_t *self, const ac_result_t *r, int latest)
+s_add_result(watch_t *self, const ac_result_t *r, int latest)
 {
     for (size_t i = 0; r && i < ac_result_nseries(r); i++) {
         const telem_series_t *s = ac_result_series(r, i);
-        if (tw_input_add(self->input, ac_result_series_node(r, i), s, latest))
+        if (watch_input_add(self->input, ac_result_series_node(r, i), s,
+                            latest))
             return TELEM_ENOMEM;
         self->stats.series++;
         self->stats.points += s->npoints;
@@ -420,7 +326,7 @@ s_add_result(tw_t *self, const ac_result_t *r, int latest)
 
 /* Runs one query; *out may stay NULL when nothing was to be asked. */
 static int
-s_query(tw_t *self, const ac_query_t *q, ac_result_t **out)
+s_query(watch_t *self, const ac_query_t *q, ac_result_t **out)
 {
     int rc = ac_query(self->ac, q, out);
     if (!*out)
@@ -430,7 +336,7 @@ s_query(tw_t *self, const ac_query_t *q, ac_result_t **out)
 
 /* The nodes that answered r, for the second query. */
 static size_t
-s_answered(const tw_t *self, const char **names)
+s_answered(const watch_t *self, const char **names)
 {
     size_t n = 0;
     for (size_t i = 0; i < ac_node_count(self->ac); i++) {
@@ -445,12 +351,13 @@ s_answered(const tw_t *self, const char **names)
 }
 
 static int
-s_queries(tw_t *self, const s_plan_t *pl, ac_result_t **ra, ac_result_t **rb)
+s_queries(watch_t *self, const s_plan_t *pl, ac_result_t **ra, ac_result_t **rb)
 {
     int rc = 0;
     if (pl->nmetrics) {
         ac_query_t q = { .metrics = pl->metrics, .nmetrics = pl->nmetrics,
-                         .start_ns = pl->start_ns, .timeout_ms = self->timeout_ms };
+                         .start_ns = pl->start_ns,
+                         .timeout_ms = self->timeout_ms };
         if ((rc = s_query(self, &q, ra)) != 0 ||
             (rc = s_add_result(self, *ra, 0)) != 0)
             return rc;
@@ -477,7 +384,7 @@ s_queries(tw_t *self, const s_plan_t *pl, ac_result_t **ra, ac_result_t **rb)
 }
 
 int
-tw_tick(tw_t *self, int64_t now_ns)
+watch_tick(watch_t *self, int64_t now_ns)
 {
     if (!self->ac)
         return TELEM_ESTATE;
@@ -486,7 +393,7 @@ tw_tick(tw_t *self, int64_t now_ns)
     s_plan_t *pl = malloc(sizeof *pl);
     int rc = pl ? s_plan(self, now_ns, pl) : TELEM_ENOMEM;
     s_free_missing(self);
-    tw_input_clear(self->input);
+    watch_input_clear(self->input);
     self->stats.series = self->stats.points = 0;
     if (rc == 0)
         rc = s_queries(self, pl, &ra, &rb);
@@ -499,8 +406,8 @@ tw_tick(tw_t *self, int64_t now_ns)
         det_input_t in = { .now_ns = now_ns, .nodes = nodes, .nnodes = nn,
                            .missing = (const char *const *) self->missing,
                            .nmissing = self->nmissing };
-        tw_input_fill(self->input, &in);
-        rc = nodes ? tw_run(self, &in) : TELEM_ENOMEM;
+        watch_input_fill(self->input, &in);
+        rc = nodes ? watch_run(self, &in) : TELEM_ENOMEM;
         free(nodes);
     }
     ac_result_destroy(&ra);
@@ -512,7 +419,7 @@ tw_tick(tw_t *self, int64_t now_ns)
 }
 
 int
-tw_run(tw_t *self, const det_input_t *in)
+watch_run(watch_t *self, const det_input_t *in)
 {
     det_events_clear(self->events);
     for (size_t i = 0; i < self->ndets; i++) {
@@ -528,10 +435,10 @@ tw_run(tw_t *self, const det_input_t *in)
 
 /* A copy of s kept until the next control call; "" when out of memory. */
 static const char *
-s_keep(tw_t *self, const char *s)
+s_keep(watch_t *self, const char *s)
 {
-    if (s_grow((void **) &self->strs, &self->capstrs, self->nstrs + 1,
-               sizeof(char *)) == 0) {
+    if (telem_grow((void **) &self->strs, &self->capstrs, self->nstrs + 1,
+                   sizeof(char *), 64) == 0) {
         char *c = strdup(s);
         if (c)
             return self->strs[self->nstrs++] = c;
@@ -541,10 +448,10 @@ s_keep(tw_t *self, const char *s)
 }
 
 static void
-s_row(tw_t *self, const char *det, const char *key, const char *value)
+s_row(watch_t *self, const char *det, const char *key, const char *value)
 {
-    if (s_grow((void **) &self->rows, &self->caprows, self->nrows + 1,
-               sizeof *self->rows)) {
+    if (telem_grow((void **) &self->rows, &self->caprows, self->nrows + 1,
+                   sizeof *self->rows, 64)) {
         self->nomem = 1;
         return;
     }
@@ -553,7 +460,7 @@ s_row(tw_t *self, const char *det, const char *key, const char *value)
 }
 
 static void
-s_row_u64(tw_t *self, const char *det, const char *key, uint64_t v)
+s_row_u64(watch_t *self, const char *det, const char *key, uint64_t v)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%llu", (unsigned long long) v);
@@ -561,7 +468,7 @@ s_row_u64(tw_t *self, const char *det, const char *key, uint64_t v)
 }
 
 typedef struct {
-    tw_t *self;
+    watch_t *self;
     const char *label;
 } s_desc_arg_t;
 
@@ -573,9 +480,9 @@ s_desc_line(void *arg, const char *key, const char *value)
 }
 
 static void
-s_status(tw_t *self, const char *const *extra, size_t nextra)
+s_status(watch_t *self, const char *const *extra, size_t nextra)
 {
-    const tw_stats_t *st = &self->stats;
+    const watch_stats_t *st = &self->stats;
     char buf[64];
     s_row_u64(self, "", "ticks", st->ticks);
     s_row_u64(self, "", "events", st->events);
@@ -601,7 +508,7 @@ s_status(tw_t *self, const char *const *extra, size_t nextra)
 }
 
 static void
-s_thresholds(tw_t *self, det_t *only)
+s_thresholds(watch_t *self, det_t *only)
 {
     for (size_t i = 0; i < self->ndets; i++) {
         det_t *d = self->dets[i];
@@ -617,7 +524,7 @@ s_thresholds(tw_t *self, det_t *only)
 }
 
 static int
-s_fail(tw_t *self, int code, const char *msg)
+s_fail(watch_t *self, int code, const char *msg)
 {
     self->reply.code = code;
     self->reply.message = s_keep(self, msg);
@@ -626,9 +533,9 @@ s_fail(tw_t *self, int code, const char *msg)
 
 /* The detector a request names, or NULL with the reply set to an error. */
 static det_t *
-s_target(tw_t *self, const telem_watch_ctl_t *req)
+s_target(watch_t *self, const telem_watch_ctl_t *req)
 {
-    det_t *d = tw_find(self, req->detector);
+    det_t *d = watch_find(self, req->detector);
     if (d)
         return d;
     char msg[512];
@@ -642,7 +549,7 @@ s_target(tw_t *self, const telem_watch_ctl_t *req)
 }
 
 static void
-s_set(tw_t *self, const telem_watch_ctl_t *req)
+s_set(watch_t *self, const telem_watch_ctl_t *req)
 {
     det_t *d = s_target(self, req);
     if (!d)
@@ -665,8 +572,9 @@ s_set(tw_t *self, const telem_watch_ctl_t *req)
 }
 
 const telem_watch_ctl_reply_t *
-tw_control(tw_t *self, const telem_watch_ctl_t *req, const char *const *extra,
-           size_t nextra)
+watch_control(watch_t *self, const telem_watch_ctl_t *req,
+              const char *const *extra,
+              size_t nextra)
 {
     s_free_strs(self);
     self->nrows = 0;

@@ -1,5 +1,5 @@
-/* backend_cuda.c - the cuda device backend, through the driver API loaded
- * at run time.
+/* telem_backend_cuda.c - the cuda device backend, through the driver API
+ * loaded at run time.
  *
  * libcuda.so.1 ($TELEM_CUDA_LIBRARY overrides) is opened with dlopen when
  * the backend opens, so telem builds without CUDA and runs where there is
@@ -227,7 +227,8 @@ s_load(s_cuda_t *st, char *why, size_t why_size)
 }
 
 static int
-s_discover(s_cuda_t *st, telem_device_t **devs_p, char *why, size_t why_size)
+s_discover(s_cuda_t *st, telem_backend_device_t **devs_p, char *why,
+           size_t why_size)
 {
     int n = 0;
     s_cu_result_t r = st->api.device_count(&n);
@@ -238,7 +239,7 @@ s_discover(s_cuda_t *st, telem_device_t **devs_p, char *why, size_t why_size)
     }
     if (n > S_DEVICES_MAX)
         n = S_DEVICES_MAX;
-    telem_device_t *devs = calloc((size_t) n, sizeof *devs);
+    telem_backend_device_t *devs = calloc((size_t) n, sizeof *devs);
     if (!devs)
         return TELEM_ENOMEM;
     for (int i = 0; i < n; i++) {
@@ -262,8 +263,8 @@ s_discover(s_cuda_t *st, telem_device_t **devs_p, char *why, size_t why_size)
 }
 
 static int
-s_open(void **state_p, telem_device_t **devs_p, size_t *ndevs_p, char *why,
-       size_t why_size)
+s_open(void **state_p, telem_backend_device_t **devs_p, size_t *ndevs_p,
+       char *why, size_t why_size)
 {
     s_cuda_t *st = calloc(1, sizeof *st);
     if (!st)

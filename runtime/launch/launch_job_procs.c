@@ -1,5 +1,11 @@
-/* launch_procs.c - the job's process table: starting the daemons and the
+/* launch_job_procs.c - the job's process table: starting the daemons and the
  * program on a node, reading telemd's start-up lines, stopping, reaping.
+ *
+ * Calls go one way: launch_job.c and launch_job_loop.c call this file,
+ * which calls launch_job_files.c and nothing above it.  What it learns goes
+ * back up as return values (launch_job_reap() hands over an exited
+ * process) or through self->on_line, the handler of output lines that
+ * launch_job_new() installs.
  *
  * Each process is started through the node source (directly, srun, or a
  * remote-shell template) into a process group of its own; signals go to
@@ -20,19 +26,20 @@
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
 const char *
-tl_role_name(tl_role_t role)
+launch_job_role_name(launch_job_role_t role)
 {
     static const char *const names[] = { "telemd", "dictd", "collect",
                                          "watch", "program" };
     return (unsigned) role < 5 ? names[role] : "process";
 }
 
-static tl_proc_t *
-s_find_fd(tl_job_t *self, int fd)
+static launch_job_proc_t *
+s_find_fd(launch_job_t *self, int fd)
 {
     for (size_t i = 0; i < self->nprocs; i++)
         if (self->procs[i]->out_fd == fd)
@@ -41,7 +48,7 @@ s_find_fd(tl_job_t *self, int fd)
 }
 
 static void
-s_close_output(tl_job_t *self, tl_proc_t *p)
+s_close_output(launch_job_t *self, launch_job_proc_t *p)
 {
     if (p->out_fd < 0)
         return;
@@ -51,68 +58,12 @@ s_close_output(tl_job_t *self, tl_proc_t *p)
     p->out_fd = -1;
 }
 
-/* Keeps telemd's query endpoint; one bound to every address (--bind
- * 0.0.0.0) is reached through the node's name. */
-static void
-s_query_endpoint(tl_node_t *nd, const char *node, const char *ep)
-{
-    static const char any[] = "tcp://0.0.0.0:";
-    if (strncmp(ep, any, sizeof any - 1) == 0)
-        snprintf(nd->endpoint, sizeof nd->endpoint, "tcp://%s:%s", node,
-                 ep + sizeof any - 1);
-    else
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
-}
-
-/* One line of telem_dictd's start-up output: "endpoint<TAB>EP", "ready"
- * (it registers its endpoint in the dictionary node file itself). */
-static void
-s_dictd_line(tl_job_t *self, tl_proc_t *p, const char *line)
-{
-    tl_node_t *nd = &self->nodes[p->node];
-    if (strcmp(line, "ready") != 0 || nd->dictd != p)
-        return;
-    nd->dict_ready = 1;
-    tl_job_on_ready(self, p->node);
-}
-
-/* One line of telemd's start-up output. */
-static void
-s_telemd_line(tl_job_t *self, tl_proc_t *p, const char *line)
-{
-    tl_node_t *nd = &self->nodes[p->node];
-    const char *tab = strchr(line, '\t');
-    if (strcmp(line, "ready") == 0) {
-        const char *want = tl_state_name(self->state, p->node);
-        if (tl_source_daemon_names_itself(self->source)
-            && strcmp(nd->reported, want) != 0) {
-            char why[TELEM_NAME_MAX * 2 + 64];
-            snprintf(why, sizeof why, "telemd sent to %s runs as node '%s'",
-                     want, nd->reported);
-            tl_job_node_failed(self, p->node, "start", why);
-            return;
-        }
-        nd->ready = 1;
-        tl_job_on_ready(self, p->node);
-        return;
-    }
-    if (!tab)
-        return;
-    size_t klen = (size_t) (tab - line);
-    if (klen == 4 && strncmp(line, "node", 4) == 0)
-        snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
-    else if (klen == 5 && strncmp(line, "query", 5) == 0)
-        s_query_endpoint(nd, tl_state_name(self->state, p->node), tab + 1);
-    else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
-}
-
 static int
 s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 {
     (void) loop;
-    tl_job_t *self = arg;
-    tl_proc_t *p = s_find_fd(self, item->fd);
+    launch_job_t *self = arg;
+    launch_job_proc_t *p = s_find_fd(self, item->fd);
     if (!p)
         return 0;
     ssize_t r = read(p->out_fd, p->line + p->len, sizeof p->line - 1 - p->len);
@@ -127,10 +78,7 @@ s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
     char *start = p->line, *nl;
     while ((nl = strchr(start, '\n')) != NULL) {
         *nl = '\0';
-        if (p->role == TL_ROLE_DICTD)
-            s_dictd_line(self, p, start);
-        else
-            s_telemd_line(self, p, start);
+        self->on_line(self, p, start);
         start = nl + 1;
         if (p->stopping)            /* failed its identity check */
             return 0;
@@ -144,63 +92,62 @@ s_on_output(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 
 /* Opens <launch_dir>/<node>.<role>.log for a daemon's stderr. */
 static int
-s_log_fd(tl_job_t *self, size_t node, tl_role_t role)
+s_log_fd(launch_job_t *self, size_t node, launch_job_role_t role)
 {
     char path[TELEM_PATH_MAX * 2];
     snprintf(path, sizeof path, "%s/%s.%s.log", self->launch_dir,
-             tl_state_name(self->state, node), tl_role_name(role));
+             launch_state_name(self->state, node), launch_job_role_name(role));
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 }
 
 static int
-s_table_add(tl_job_t *self, tl_proc_t *p)
+s_table_add(launch_job_t *self, launch_job_proc_t *p)
 {
-    if (self->nprocs == self->cap) {
-        size_t cap = self->cap ? self->cap * 2 : 16;
-        tl_proc_t **v = realloc(self->procs, cap * sizeof *v);
-        if (!v)
-            return TELEM_ENOMEM;
-        self->procs = v;
-        self->cap = cap;
-    }
+    if (telem_grow((void **) &self->procs, &self->cap, self->nprocs + 1,
+                   sizeof *self->procs, 16))
+        return TELEM_ENOMEM;
     self->procs[self->nprocs++] = p;
     return 0;
 }
 
 /* Spawns the wrapped command with the given descriptors. */
 static int
-s_spawn_cmd(tl_job_t *self, size_t node, tl_role_t role,
-            const char *const *argv, const tl_env_t *env,
+s_spawn_cmd(launch_job_t *self, size_t node, launch_job_role_t role,
+            const char *const *argv, const launch_env_t *env,
             const char *const *telem_kv, int out_fd, int err_fd, pid_t *pid)
 {
-    tl_argv_t cmd = { 0 };
-    int rc = tl_source_command(self->source, tl_state_name(self->state, node),
-                               tl_role_name(role), argv, telem_kv, &cmd);
+    launch_argv_t cmd = { 0 };
+    int rc = launch_source_command(self->source,
+                                   launch_state_name(self->state, node),
+                                   launch_job_role_name(role), argv, telem_kv,
+                                   &cmd);
     if (rc == 0) {
-        tl_spawn_t s = { cmd.v, tl_env_array(env), -1, out_fd, err_fd };
-        rc = tl_spawn(&s, pid);
+        launch_proc_spawn_t s = { cmd.v, launch_env_array(env), -1, out_fd,
+                                  err_fd };
+        rc = launch_proc_spawn(&s, pid);
         if (rc)
             telem_log(TELEM_LOG_ERROR, "cannot start %s for node %s (%s): %s",
-                      tl_role_name(role), tl_state_name(self->state, node),
+                      launch_job_role_name(role), launch_state_name(self->state,
+                                                                    node),
                       cmd.v[0], strerror(errno));
     }
-    tl_argv_clear(&cmd);
+    launch_argv_clear(&cmd);
     return rc;
 }
 
-tl_proc_t *
-tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
-             const char *const *argv, const tl_env_t *env,
-             const char *const *telem_kv)
+launch_job_proc_t *
+launch_job_spawn(launch_job_t *self, size_t node, launch_job_role_t role,
+                 const char *const *argv, const launch_env_t *env,
+                 const char *const *telem_kv)
 {
     int pipefd[2] = { -1, -1 }, err_fd = -1;
-    tl_proc_t *p = calloc(1, sizeof *p);
+    launch_job_proc_t *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->node = node;
     p->role = role;
     p->out_fd = -1;
-    int daemon = role == TL_ROLE_TELEMD || role == TL_ROLE_DICTD;
+    int daemon = role == LAUNCH_ROLE_TELEMD || role == LAUNCH_ROLE_DICTD;
     if (daemon && pipe2(pipefd, O_CLOEXEC) != 0)
         goto fail;
     if (daemon && (err_fd = s_log_fd(self, node, role)) < 0)
@@ -213,7 +160,8 @@ tl_job_spawn(tl_job_t *self, size_t node, tl_role_t role,
     if (pipefd[1] >= 0)
         close(pipefd[1]);
     if (s_table_add(self, p)) {
-        tl_signal_group(p->pid, SIGKILL);  /* reaped as an unknown child */
+        launch_proc_signal_group(p->pid,
+                                 SIGKILL);  /* reaped as an unknown child */
         goto fail_spawned;
     }
     if (pipefd[0] >= 0) {
@@ -235,32 +183,32 @@ fail_spawned:
     return NULL;
 }
 
-/* Spawns a daemon for node i with the environment tl_job_env() gives. */
-static tl_proc_t *
-s_spawn_role(tl_job_t *self, size_t i, tl_role_t role,
+/* Spawns a daemon for node i with the environment launch_job_env() gives. */
+static launch_job_proc_t *
+s_spawn_role(launch_job_t *self, size_t i, launch_job_role_t role,
              const char *const *argv)
 {
-    tl_argv_t kv = { 0 };
-    tl_env_t *env = tl_job_env(self, i, role, &kv);
-    tl_proc_t *p = env ? tl_job_spawn(self, i, role, argv, env,
-                                      (const char *const *) kv.v)
+    launch_argv_t kv = { 0 };
+    launch_env_t *env = launch_job_env(self, i, role, &kv);
+    launch_job_proc_t *p = env ? launch_job_spawn(self, i, role, argv, env,
+                                                  (const char *const *) kv.v)
                        : NULL;
-    tl_env_destroy(&env);
-    tl_argv_clear(&kv);
+    launch_env_destroy(&env);
+    launch_argv_clear(&kv);
     return p;
 }
 
 int
-tl_job_start_telemd(tl_job_t *self, size_t i)
+launch_job_start_telemd(launch_job_t *self, size_t i)
 {
     char level[16];
     snprintf(level, sizeof level, "%d", self->cfg.level);
     const char *argv[12];
     size_t k = 0;
     argv[k++] = self->bin_telemd;
-    if (!tl_source_daemon_names_itself(self->source)) {
+    if (!launch_source_daemon_names_itself(self->source)) {
         argv[k++] = "--node";
-        argv[k++] = tl_state_name(self->state, i);
+        argv[k++] = launch_state_name(self->state, i);
     }
     argv[k++] = "--rundir";
     argv[k++] = self->rundir;
@@ -271,91 +219,92 @@ tl_job_start_telemd(tl_job_t *self, size_t i)
         argv[k++] = self->cfg.bind_addr;
     }
     argv[k] = NULL;
-    tl_node_t *nd = &self->nodes[i];
+    launch_job_node_t *nd = &self->nodes[i];
     nd->ready = 0;
     nd->misses = 0;
     nd->endpoint[0] = nd->reported[0] = '\0';
     nd->started_ns = telem_mono_ns();
-    nd->telemd = s_spawn_role(self, i, TL_ROLE_TELEMD, argv);
+    nd->telemd = s_spawn_role(self, i, LAUNCH_ROLE_TELEMD, argv);
     return nd->telemd ? 0 : TELEM_EIO;
 }
 
 /* "a,b,c": the nodes that are not DOWN, the dictionary's node set;
  * malloc'd, NULL when out of memory. */
 static char *
-s_dict_list(const tl_job_t *self)
+s_dict_list(const launch_job_t *self)
 {
     size_t len = 1;
     for (size_t k = 0; k < self->n; k++)
-        if (tl_state_node(self->state, k) != TL_NODE_DOWN)
-            len += strlen(tl_state_name(self->state, k)) + 1;
+        if (launch_state_node(self->state, k) != LAUNCH_NODE_DOWN)
+            len += strlen(launch_state_name(self->state, k)) + 1;
     char *list = calloc(1, len);
     for (size_t k = 0; list && k < self->n; k++)
-        if (tl_state_node(self->state, k) != TL_NODE_DOWN)
+        if (launch_state_node(self->state, k) != LAUNCH_NODE_DOWN)
             strcat(strcat(list, *list ? "," : ""),
-                   tl_state_name(self->state, k));
+                   launch_state_name(self->state, k));
     return list;
 }
 
 int
-tl_job_start_dictd(tl_job_t *self, size_t i)
+launch_job_start_dictd(launch_job_t *self, size_t i)
 {
-    tl_node_t *nd = &self->nodes[i];
+    launch_job_node_t *nd = &self->nodes[i];
     nd->dict_ready = 0;
     if (!self->dict)
         return 0;
-    tl_argv_t argv = { 0 };
+    launch_argv_t argv = { 0 };
     char *list = s_dict_list(self);
     int rc = TELEM_ENOMEM;
     if (list) {
         const char *words[] = { self->bin_dictd, "--node",
-                                tl_state_name(self->state, i), "--rundir",
+                                launch_state_name(self->state, i), "--rundir",
                                 self->rundir, "--nodefile",
                                 self->dict_nodefile, "--nodes", list, NULL };
-        if (tl_argv_addv(&argv, words) == 0
-            && (!self->cfg.bind_addr || (tl_argv_add(&argv, "--bind") == 0
-                && tl_argv_add(&argv, self->cfg.bind_addr) == 0))) {
-            nd->dictd = s_spawn_role(self, i, TL_ROLE_DICTD,
+        if (launch_argv_addv(&argv, words) == 0
+            && (!self->cfg.bind_addr || (launch_argv_add(&argv, "--bind") == 0
+                && launch_argv_add(&argv, self->cfg.bind_addr) == 0))) {
+            nd->dictd = s_spawn_role(self, i, LAUNCH_ROLE_DICTD,
                                      (const char *const *) argv.v);
             rc = nd->dictd ? 0 : TELEM_EIO;
         }
     }
     free(list);
-    tl_argv_clear(&argv);
+    launch_argv_clear(&argv);
     return rc;
 }
 
 void
-tl_job_start_observers(tl_job_t *self, size_t i)
+launch_job_start_observers(launch_job_t *self, size_t i)
 {
-    tl_argv_t argv = { 0 };
-    if (self->cfg.collect && tl_argv_add(&argv, self->bin_collect) == 0
-        && tl_argv_split(&argv, self->cfg.collect, NULL) == 0)
-        s_spawn_role(self, i, TL_ROLE_COLLECT, (const char *const *) argv.v);
-    tl_argv_clear(&argv);
+    launch_argv_t argv = { 0 };
+    if (self->cfg.collect && launch_argv_add(&argv, self->bin_collect) == 0
+        && launch_argv_split(&argv, self->cfg.collect, NULL) == 0)
+        s_spawn_role(self, i, LAUNCH_ROLE_COLLECT,
+                     (const char *const *) argv.v);
+    launch_argv_clear(&argv);
     if (self->cfg.ndetectors == 0 || access(self->bin_watch, X_OK) != 0)
         return;
-    int rc = tl_argv_add(&argv, self->bin_watch);
+    int rc = launch_argv_add(&argv, self->bin_watch);
     for (size_t d = 0; !rc && d < self->cfg.ndetectors; d++)
-        rc = tl_argv_add(&argv, "--detector")
-             || tl_argv_add(&argv, self->cfg.detectors[d]);
+        rc = launch_argv_add(&argv, "--detector")
+             || launch_argv_add(&argv, self->cfg.detectors[d]);
     /* A resilient job is restarted on the watcher's request; otherwise
        the watcher only reports. */
     if (!rc && self->cfg.resilient)
-        rc = tl_argv_add(&argv, "--restart-endpoint")
-             || tl_argv_add(&argv, self->restart_ep);
+        rc = launch_argv_add(&argv, "--restart-endpoint")
+             || launch_argv_add(&argv, self->restart_ep);
     if (!rc)
-        s_spawn_role(self, i, TL_ROLE_WATCH, (const char *const *) argv.v);
-    tl_argv_clear(&argv);
+        s_spawn_role(self, i, LAUNCH_ROLE_WATCH, (const char *const *) argv.v);
+    launch_argv_clear(&argv);
 }
 
 size_t
-tl_job_stop(tl_job_t *self, int role, long node)
+launch_job_stop(launch_job_t *self, int role, long node)
 {
     size_t n = 0;
     int64_t deadline = telem_mono_ns() + self->cfg.grace_ns;
     for (size_t i = 0; i < self->nprocs; i++) {
-        tl_proc_t *p = self->procs[i];
+        launch_job_proc_t *p = self->procs[i];
         if ((role >= 0 && (int) p->role != role)
             || (node >= 0 && p->node != (size_t) node))
             continue;
@@ -363,30 +312,30 @@ tl_job_stop(tl_job_t *self, int role, long node)
             p->stopping = 1;
             p->kill_at_ns = deadline;
         }
-        tl_signal_group(p->pid, SIGTERM);
+        launch_proc_signal_group(p->pid, SIGTERM);
         n++;
     }
     return n;
 }
 
 void
-tl_job_kill_due(tl_job_t *self, int64_t now_ns)
+launch_job_kill_due(launch_job_t *self, int64_t now_ns)
 {
     for (size_t i = 0; i < self->nprocs; i++) {
-        tl_proc_t *p = self->procs[i];
+        launch_job_proc_t *p = self->procs[i];
         if (p->stopping && p->kill_at_ns <= now_ns) {
             if (!p->killed)
                 telem_log(TELEM_LOG_WARN, "%s on %s did not stop in time: "
-                          "SIGKILL", tl_role_name(p->role),
-                          tl_state_name(self->state, p->node));
+                          "SIGKILL", launch_job_role_name(p->role),
+                          launch_state_name(self->state, p->node));
             p->killed = 1;
-            tl_signal_group(p->pid, SIGKILL);
+            launch_proc_signal_group(p->pid, SIGKILL);
         }
     }
 }
 
 size_t
-tl_job_count(const tl_job_t *self, int role)
+launch_job_count(const launch_job_t *self, int role)
 {
     size_t n = 0;
     for (size_t i = 0; i < self->nprocs; i++)
@@ -394,13 +343,12 @@ tl_job_count(const tl_job_t *self, int role)
     return n;
 }
 
-void
-tl_job_reap(tl_job_t *self)
+launch_job_proc_t *
+launch_job_reap(launch_job_t *self, int *status)
 {
-    int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        tl_proc_t *p = NULL;
+    while ((pid = waitpid(-1, status, WNOHANG)) > 0) {
+        launch_job_proc_t *p = NULL;
         for (size_t i = 0; i < self->nprocs; i++)
             if (self->procs[i]->pid == pid) {
                 p = self->procs[i];
@@ -408,11 +356,11 @@ tl_job_reap(tl_job_t *self)
                 break;
             }
         /* Whatever the process left in its group goes with it. */
-        tl_signal_group(pid, SIGKILL);
+        launch_proc_signal_group(pid, SIGKILL);
         if (!p)
             continue;
         s_close_output(self, p);
-        tl_job_on_exit(self, p, status);
-        free(p);
+        return p;
     }
+    return NULL;
 }
