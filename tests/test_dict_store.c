@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zmq.h>
 
 #include "check.h"
 #include "ddict_store.h"
@@ -30,12 +29,15 @@ static int
 s_put(ddict_store_t *st, uint32_t shard, ddict_key_t k, size_t len, int b,
       uint64_t version)
 {
-    zmq_msg_t m;
-    zmq_msg_init_size(&m, len);
-    memset(zmq_msg_data(&m), b, len);
-    int rc = ddict_store_put(st, shard, &k, &m, version);
-    CHECK(rc != 0 || zmq_msg_size(&m) == 0);   /* moved on success */
-    zmq_msg_close(&m);
+    uint8_t *buf = malloc(len + 1);
+    CHECK(buf);
+    memset(buf, b, len);
+    ddict_val_t *v = ddict_val_new(buf, len);
+    free(buf);
+    CHECK(v);
+    int rc = ddict_store_put(st, shard, &k, v, version);
+    ddict_val_release(&v);     /* the store holds its own reference */
+    CHECK(v == NULL);
     return rc;
 }
 
@@ -46,9 +48,9 @@ s_has(ddict_store_t *st, uint32_t shard, ddict_key_t k, size_t len, int b,
     ddict_entry_t *e = ddict_store_find(st, shard, &k);
     if (!e)
         return 0;
-    zmq_msg_t *v = ddict_entry_value(e);
-    const uint8_t *p = zmq_msg_data(v);
-    if (zmq_msg_size(v) != len || ddict_entry_version(e) != version)
+    ddict_val_t *v = ddict_entry_value(e);
+    const uint8_t *p = ddict_val_data(v);
+    if (ddict_val_size(v) != len || ddict_entry_version(e) != version)
         return 0;
     for (size_t i = 0; i < len; i++)
         if (p[i] != (uint8_t) b)
@@ -68,15 +70,18 @@ test_basic(void)
     CHECK(s_has(st, 3, s_k("ns", "a"), 100, 'y', 2));
     CHECK(ddict_store_size(st, 3) == 1);
     CHECK(ddict_store_bytes(st) == 2 + 1 + 100);
-    /* Replacing through a found entry: moved in, accounted, no new entry. */
+    /* Replacing through a found entry: held, accounted, no new entry; the
+       entry's own value given back is kept, not freed. */
     ddict_key_t ka = s_k("ns", "a");
     ddict_entry_t *found = ddict_store_find(st, 3, &ka);
-    zmq_msg_t m;
-    CHECK(found && zmq_msg_init_size(&m, 50) == 0);
-    memset(zmq_msg_data(&m), 'q', 50);
-    ddict_store_replace(st, found, &m, 3);
-    CHECK(zmq_msg_size(&m) == 0);
-    zmq_msg_close(&m);
+    char q[50];
+    memset(q, 'q', sizeof q);
+    ddict_val_t *m = ddict_val_new(q, sizeof q);
+    CHECK(found && m);
+    ddict_store_replace(st, found, m, 3);
+    CHECK(ddict_entry_value(found) == m);
+    ddict_val_release(&m);
+    ddict_store_replace(st, found, ddict_entry_value(found), 3);
     CHECK(s_has(st, 3, ka, 50, 'q', 3));
     CHECK(ddict_store_size(st, 3) == 1);
     CHECK(ddict_store_bytes(st) == 2 + 1 + 50);
@@ -183,8 +188,8 @@ test_copy_ns(void)
     CHECK(ddict_store_count(st, 2, "ckpt", 4) == 0);   /* only that shard */
     /* Large values are shared, not copied. */
     ddict_key_t src = s_k("app", "x"), dst = s_k("ckpt", "x");
-    CHECK(zmq_msg_data(ddict_entry_value(ddict_store_find(st, 1, &src)))
-          == zmq_msg_data(ddict_entry_value(ddict_store_find(st, 1, &dst))));
+    CHECK(ddict_val_data(ddict_entry_value(ddict_store_find(st, 1, &src)))
+          == ddict_val_data(ddict_entry_value(ddict_store_find(st, 1, &dst))));
     /* Changing the source leaves the copy as it was. */
     CHECK(s_put(st, 1, s_k("app", "x"), 10, 'z', 4) == 0);
     CHECK(ddict_store_del(st, 1, &(ddict_key_t) { "app", 3, "y", 1 }) == 0);

@@ -12,7 +12,7 @@
  * Appends of small records are packed into one buffer; a record whose
  * value is larger than S_DIRECT flushes the buffer and goes out with one
  * writev() of header, names and the caller's value bytes.  A large value
- * given as a message is held instead: its header and names go into the
+ * given as a shared value (ddict_val_t) is held instead: its header and names go into the
  * buffer, and the pending iovec list alternates spans of the buffer with
  * held values, so the next flush writes everything appended, in order,
  * with one writev().  The buffer is not reused until that flush, so the
@@ -60,7 +60,7 @@ struct ddict_log {
     size_t nheld;
     uint64_t held_bytes;
     struct iovec iov[2 * S_HOLD + 1];
-    zmq_msg_t held[S_HOLD];
+    ddict_val_t *held[S_HOLD];
 };
 
 static void s_drop_pending(ddict_log_t *self);
@@ -321,7 +321,7 @@ static void
 s_drop_pending(ddict_log_t *self)
 {
     for (size_t i = 0; i < self->nheld; i++)
-        zmq_msg_close(&self->held[i]);
+        ddict_val_release(&self->held[i]);
     self->nheld = 0;
     self->held_bytes = 0;
     self->niov = 0;
@@ -375,12 +375,12 @@ s_check(const ddict_rec_t *rec)
 }
 
 int
-ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
-                     zmq_msg_t *val)
+ddict_log_append_val(ddict_log_t *self, const ddict_rec_t *rec,
+                     ddict_val_t *val)
 {
     ddict_rec_t r = *rec;
-    r.val = zmq_msg_data(val);
-    r.vlen = zmq_msg_size(val);
+    r.val = ddict_val_data(val);
+    r.vlen = ddict_val_size(val);
     if (r.vlen <= S_DIRECT)
         return ddict_log_append(self, &r);
     if (s_check(&r) != 0)
@@ -388,11 +388,7 @@ ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
     size_t head = DDICT_LOG_HDR + (size_t) r.nslen + r.klen;
     if (self->used + head > S_BUF && ddict_log_flush(self) != 0)
         return TELEM_EIO;
-    zmq_msg_t *h = &self->held[self->nheld];
-    zmq_msg_init(h);
-    if (zmq_msg_copy(h, val) != 0)
-        return TELEM_ENOMEM;
-    self->nheld++;
+    self->held[self->nheld++] = ddict_val_hold(val);
     uint8_t *p = self->buf + self->used;
     s_header(p, &r);
     if (r.nslen)
@@ -403,7 +399,7 @@ ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
     self->iov[self->niov++] = (struct iovec) {
         self->buf + self->seg, self->used - self->seg };
     self->seg = self->used;
-    self->iov[self->niov++] = (struct iovec) { zmq_msg_data(h), r.vlen };
+    self->iov[self->niov++] = (struct iovec) { (void *) r.val, r.vlen };
     self->held_bytes += r.vlen;
     self->size += head + r.vlen;
     self->dirty = 1;

@@ -18,10 +18,9 @@
  *
  * Small records are gathered in a buffer and written with one write(2);
  * large values go straight from the caller's memory with writev(2).  A
- * value that is a ZeroMQ message (ddict_log_append_msg) is not written at
- * once: the log holds a reference to the message and writes it, with the
- * records around it, in one writev(2) at the next flush (or once 1 MiB is
- * held).  One write of up to 1 MiB instead of one per value costs the
+ * shared value (ddict_val.h, ddict_log_append_val) is not written at
+ * once: the log holds a reference to it and writes it, with the records
+ * around it, in one writev(2) at the next flush (or once 1 MiB is held).  One write of up to 1 MiB instead of one per value costs the
  * kernel less per byte on ext4 (fewer calls, larger page-cache folios,
  * which are also cheaper to free when compaction deletes the old file);
  * the bound keeps the held values in the CPU's cache between the CRC
@@ -44,7 +43,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <zmq.h>
+
+#include "ddict_val.h"
 
 #define DDICT_LOG_HDR 32
 #define DDICT_KEY_MAX 65535u              /* bytes in a key */
@@ -117,15 +117,15 @@ void ddict_log_destroy(ddict_log_t **self_p);
  * length out of range) or TELEM_EIO. */
 int ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec);
 
-/* Appends one record whose value is the message `val` (rec->val and
+/* Appends one record whose value is the shared value `val` (rec->val and
  * rec->vlen are taken from it).  A large value is not copied: the log
- * keeps a reference to the message (zmq_msg_copy, so the caller may close
- * or move its own) until the record is written, at the next flush, sync,
- * compaction or destroy, or when the held values pass a bound (256 values
- * or 1 MiB).  Small values are copied into the buffer as by
- * ddict_log_append.  Returns as ddict_log_append. */
-int ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
-                         zmq_msg_t *val);
+ * takes a reference of its own (the caller keeps and releases its own)
+ * until the record is written, at the next flush, sync, compaction or
+ * destroy, or when the held values pass a bound (256 values or 1 MiB).
+ * Small values are copied into the buffer as by ddict_log_append.
+ * Returns as ddict_log_append. */
+int ddict_log_append_val(ddict_log_t *self, const ddict_rec_t *rec,
+                         ddict_val_t *val);
 
 /* Writes buffered records (held values included) to the file, no sync.
  * Returns 0 or TELEM_EIO. */

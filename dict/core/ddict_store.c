@@ -2,7 +2,7 @@
  * (version, value message).  See ddict_store.h.
  *
  * An entry is one allocation: header, then namespace and key bytes.  The
- * value is a zmq_msg_t inside the entry, so replacing a value never
+ * value is a reference (ddict_val_t), so replacing a value never
  * reallocates the entry.
  *
  * Buckets are picked with the hash's upper half: the shard of a key is
@@ -23,7 +23,7 @@ struct ddict_entry {
     ddict_entry_t *next;
     uint64_t hash;
     uint64_t version;
-    zmq_msg_t val;
+    ddict_val_t *val;
     uint32_t klen;
     uint8_t nslen;
     char bytes[];       /* ns, then key */
@@ -66,8 +66,8 @@ s_match(const ddict_entry_t *e, uint64_t h, const ddict_key_t *k)
 static void
 s_entry_free(ddict_store_t *self, ddict_entry_t *e)
 {
-    self->bytes -= e->klen + e->nslen + zmq_msg_size(&e->val);
-    zmq_msg_close(&e->val);
+    self->bytes -= e->klen + e->nslen + ddict_val_size(e->val);
+    ddict_val_release(&e->val);
     free(e);
 }
 
@@ -135,7 +135,7 @@ ddict_store_find(ddict_store_t *self, uint32_t shard, const ddict_key_t *k)
 
 int
 ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
-                zmq_msg_t *val, uint64_t version)
+                ddict_val_t *val, uint64_t version)
 {
     s_table_t *t = &self->shards[shard % DDICT_SHARDS];
     uint64_t h = s_hash(k);
@@ -155,23 +155,24 @@ ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
     e->nslen = k->nslen;
     memcpy(e->bytes, k->ns, k->nslen);
     memcpy(e->bytes + k->nslen, k->key, k->klen);
-    zmq_msg_init(&e->val);
-    zmq_msg_move(&e->val, val);
+    e->val = ddict_val_hold(val);
     uint32_t j = s_bucket(h, t->nbuckets);
     e->next = t->buckets[j];
     t->buckets[j] = e;
     t->count++;
-    self->bytes += e->klen + e->nslen + zmq_msg_size(&e->val);
+    self->bytes += e->klen + e->nslen + ddict_val_size(e->val);
     return 0;
 }
 
 void
-ddict_store_replace(ddict_store_t *self, ddict_entry_t *e, zmq_msg_t *val,
+ddict_store_replace(ddict_store_t *self, ddict_entry_t *e, ddict_val_t *val,
                     uint64_t version)
 {
-    self->bytes -= zmq_msg_size(&e->val);
-    zmq_msg_move(&e->val, val);
-    self->bytes += zmq_msg_size(&e->val);
+    ddict_val_hold(val);      /* before the release: val may be e->val */
+    self->bytes -= ddict_val_size(e->val);
+    ddict_val_release(&e->val);
+    e->val = val;
+    self->bytes += ddict_val_size(val);
     e->version = version;
 }
 
@@ -195,10 +196,10 @@ ddict_entry_version(const ddict_entry_t *e)
     return e->version;
 }
 
-zmq_msg_t *
-ddict_entry_value(ddict_entry_t *e)
+ddict_val_t *
+ddict_entry_value(const ddict_entry_t *e)
 {
-    return &e->val;
+    return e->val;
 }
 
 ddict_key_t
@@ -313,12 +314,8 @@ ddict_store_copy_ns(ddict_store_t *self, uint32_t shard, const char *src,
     int rc = 0;
     for (uint64_t i = 0; i < l.n && rc == 0; i++) {
         ddict_entry_t *e = l.v[i];
-        zmq_msg_t copy;
-        zmq_msg_init(&copy);
-        zmq_msg_copy(&copy, &e->val);
         ddict_key_t k = { dst, dstlen, e->bytes + e->nslen, e->klen };
-        rc = ddict_store_put(self, shard, &k, &copy, e->version);
-        zmq_msg_close(&copy);
+        rc = ddict_store_put(self, shard, &k, e->val, e->version);
     }
     free(l.v);
     return rc;

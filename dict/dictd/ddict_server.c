@@ -6,10 +6,18 @@
  * Replay applies records in file order exactly as they were applied live
  * (puts with their versions, deletes, checkpoint copies, dropped shards,
  * map changes), so a restarted server holds what it acknowledged.  Large
- * values are not copied out of the log: their messages point into the
- * log's read-only mapping (ddict_log.h), which stays mapped while any of
- * them lives.  The map
- * is itself logged: the last MAP record wins over the command line.
+ * values are not copied out of the log: they are shared values
+ * (ddict_val.h) whose bytes are the log's read-only mapping (ddict_log.h),
+ * which stays mapped while any of them lives.  The map is itself logged:
+ * the last MAP record wins over the command line.
+ *
+ * Values cross between ZeroMQ frames and the data structures here: a
+ * received frame is wrapped, not copied (the value keeps the message and
+ * closes it with its last reference), and a stored value goes out as a
+ * frame that shares its bytes (zmq_msg_init_data with a release hook that
+ * drops one reference; libzmq calls it from its I/O thread, which is why
+ * the count is atomic).  Values up to S_COPY_MAX bytes are copied both
+ * ways instead: one small allocation costs less than sharing.
  */
 #include "ddict_server_int.h"
 
@@ -20,6 +28,7 @@
 #include "telem_time.h"
 
 #define S_SHARE_MIN (16u << 10)    /* replayed values shared from here on */
+#define S_COPY_MAX 256u            /* frames copied, not shared, up to here */
 
 
 /* ---------------------------------------------------------------- helpers */
@@ -44,18 +53,85 @@ ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
     return rc;
 }
 
-/* A PUT record whose value is a message: a large one is held by the log
- * and written with the rest of the burst, without a copy. */
+/* A PUT record of a shared value: a large one is held by the log and
+ * written with the rest of the burst, without a copy. */
 int
-ds_log_msg(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
-           zmq_msg_t *val, uint64_t version)
+ds_log_val(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
+           ddict_val_t *val, uint64_t version)
 {
     ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k->ns, k->nslen,
                       k->key, k->klen, NULL, 0, version };
-    int rc = ddict_log_append_msg(self->log, &r, val);
+    int rc = ddict_log_append_val(self->log, &r, val);
     if (rc)
         self->failed_io = 1;
     return rc;
+}
+
+/* ------------------------------------------------------ values and frames */
+
+/* Release hook of a value wrapping a received message. */
+static void
+s_msg_free(void *data, void *hint)
+{
+    (void) data;
+    zmq_msg_close(hint);
+    free(hint);
+}
+
+ddict_val_t *
+ds_val_from_msg(zmq_msg_t *msg)
+{
+    size_t size = zmq_msg_size(msg);
+    ddict_val_t *v = NULL;
+    zmq_msg_t *keep = NULL;
+    if (size <= S_COPY_MAX) {
+        v = ddict_val_new(zmq_msg_data(msg), size);
+    } else if ((keep = malloc(sizeof *keep)) != NULL) {
+        zmq_msg_init(keep);
+        zmq_msg_move(keep, msg);          /* a large message's bytes stay */
+        v = ddict_val_wrap(zmq_msg_data(keep), size, s_msg_free, keep);
+        if (!v) {
+            zmq_msg_close(keep);
+            free(keep);
+        }
+    }
+    zmq_msg_close(msg);
+    zmq_msg_init(msg);
+    return v;
+}
+
+/* Called by ZeroMQ (any thread) when a frame sharing a value is freed. */
+static void
+s_val_free(void *data, void *hint)
+{
+    (void) data;
+    ddict_val_t *v = hint;
+    ddict_val_release(&v);
+}
+
+int
+ds_msg_from_val(zmq_msg_t *out, ddict_val_t *val, size_t off, size_t len)
+{
+    const uint8_t *p = (const uint8_t *) ddict_val_data(val) + off;
+    if (len <= S_COPY_MAX) {
+        if (zmq_msg_init_size(out, len) != 0)
+            return TELEM_ENOMEM;
+        if (len)
+            memcpy(zmq_msg_data(out), p, len);
+        return 0;
+    }
+    ddict_val_hold(val);
+    if (zmq_msg_init_data(out, (void *) p, len, s_val_free, val) == 0)
+        return 0;
+    ddict_val_release(&val);
+    return TELEM_ENOMEM;
+}
+
+void
+ds_release_vals(ddict_val_t **vals, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ddict_val_release(&vals[i]);
 }
 
 int
@@ -72,10 +148,13 @@ ds_reserve(ddict_server_t *self, size_t n)
     telem_dict_res_t *res = realloc(self->res, cap * sizeof *res);
     if (res)
         self->res = res;
-    zmq_msg_t *vals = realloc(self->vals, cap * sizeof *vals);
+    ddict_val_t **vals = realloc(self->vals, cap * sizeof *vals);
     if (vals)
         self->vals = vals;
-    if (!ops || !res || !vals)
+    ddict_val_t **rvals = realloc(self->rvals, cap * sizeof *rvals);
+    if (rvals)
+        self->rvals = rvals;
+    if (!ops || !res || !vals || !rvals)
         return TELEM_ENOMEM;
     self->capops = cap;
     return 0;
@@ -142,26 +221,20 @@ s_unmap_fn(void *data, void *hint)
     ddict_log_map_release(hint);
 }
 
-/* The value of a replayed PUT as a message: values from S_SHARE_MIN up
- * point into the log's mapping (no copy; the pages are the page cache's),
- * smaller ones are copied. */
-static int
-s_replay_value(const ddict_rec_t *r, zmq_msg_t *v)
+/* The value of a replayed PUT: values from S_SHARE_MIN up point into the
+ * log's mapping (no copy; the pages are the page cache's), smaller ones
+ * are copied.  NULL: no memory. */
+static ddict_val_t *
+s_replay_value(const ddict_rec_t *r)
 {
+    if (r->vlen < S_SHARE_MIN)
+        return ddict_val_new(r->val, r->vlen);
     ddict_log_map_t *m = ddict_log_rec_map(r);
-    if (r->vlen >= S_SHARE_MIN) {
-        ddict_log_map_hold(m);
-        if (zmq_msg_init_data(v, (void *) r->val, r->vlen, s_unmap_fn, m)
-            == 0)
-            return 0;
+    ddict_log_map_hold(m);
+    ddict_val_t *v = ddict_val_wrap(r->val, r->vlen, s_unmap_fn, m);
+    if (!v)
         ddict_log_map_release(m);
-        return TELEM_ENOMEM;
-    }
-    if (zmq_msg_init_size(v, r->vlen) != 0)
-        return TELEM_ENOMEM;
-    if (r->vlen)
-        memcpy(zmq_msg_data(v), r->val, r->vlen);
-    return 0;
+    return v;
 }
 
 static int
@@ -172,11 +245,11 @@ s_replay(void *arg, const ddict_rec_t *r)
     uint32_t shard = r->shard % DDICT_SHARDS;
     switch (r->type) {
     case DDICT_REC_PUT: {
-        zmq_msg_t v;
-        if (s_replay_value(r, &v) != 0)
+        ddict_val_t *v = s_replay_value(r);
+        if (!v)
             return TELEM_ENOMEM;
-        int rc = ddict_store_put(self->store, shard, &k, &v, r->version);
-        zmq_msg_close(&v);
+        int rc = ddict_store_put(self->store, shard, &k, v, r->version);
+        ddict_val_release(&v);
         return rc;
     }
     case DDICT_REC_DEL:
@@ -284,6 +357,7 @@ ddict_server_destroy(ddict_server_t **self_p)
     free(self->ops);
     free(self->res);
     free(self->vals);
+    free(self->rvals);
     free(self);
     *self_p = NULL;
 }
@@ -375,55 +449,50 @@ ddict_server_flush(ddict_server_t *self)
 
 /* ---------------------------------------------------------------- input */
 
-/* Gives every value of req a message of its own, as if each had come in a
- * frame: values carried inline become messages (copied), value frames are
- * moved, all in op order into self->vals, and the ops, with `val` set for
- * each, are copied to self->ops.  Only called when some op has an inline
- * value.  Returns 0 with req and *nvals updated, TELEM_EPROTO when the
- * frames do not match the ops, or TELEM_ENOMEM. */
+/* Turns the values of req into shared values, in op order, in
+ * self->vals: value frames are wrapped (taken over), values carried
+ * inline in the header are copied.  When some op has an inline value the
+ * ops are copied to self->ops with `val` set for each, and req points
+ * there.  Returns 0 with *nvals set, TELEM_EPROTO when the frames do not
+ * match the ops, or TELEM_ENOMEM.  The frames stay the caller's to close
+ * (those taken are left empty). */
 static int
-s_unpack_inline(ddict_server_t *self, telem_dict_req_t *req,
-                zmq_msg_t *frames, size_t nframes, size_t *nvals)
+s_unpack(ddict_server_t *self, telem_dict_req_t *req, zmq_msg_t *frames,
+         size_t nframes, size_t *nvals)
 {
-    int rc = ds_reserve(self, req->nops);
+    int rc = ds_reserve(self, req->nops > nframes ? req->nops : nframes);
     if (rc)
         return rc;
+    int copy_ops = 0;
+    for (uint32_t i = 0; i < req->nops && !copy_ops; i++)
+        copy_ops = req->ops[i].ival != NULL;
     size_t f = 0, v = 0;
     for (uint32_t i = 0; i < req->nops && rc == 0; i++) {
-        telem_dict_op_t *op = &self->ops[i];
-        *op = req->ops[i];
-        if (op->val && f == nframes) {
+        const telem_dict_op_t *op = &req->ops[i];
+        if (copy_ops)
+            self->ops[i] = *op;
+        if (op->val && f == nframes)
             rc = TELEM_EPROTO;
-        } else if (op->val) {
-            zmq_msg_init(&self->vals[v]);
-            zmq_msg_move(&self->vals[v++], &frames[f++]);
-        } else if (op->ival
-                   && zmq_msg_init_size(&self->vals[v], op->ivlen) != 0) {
+        else if (op->val && !(self->vals[v++] = ds_val_from_msg(&frames[f++])))
             rc = TELEM_ENOMEM;
-        } else if (op->ival) {
-            memcpy(zmq_msg_data(&self->vals[v++]), op->ival, op->ivlen);
-            op->val = 1;
-            op->ival = NULL;
-            op->ivlen = 0;
+        else if (op->ival && !(self->vals[v++] = ddict_val_new(op->ival,
+                                                               op->ivlen)))
+            rc = TELEM_ENOMEM;
+        else if (op->ival) {
+            self->ops[i].val = 1;
+            self->ops[i].ival = NULL;
+            self->ops[i].ivlen = 0;
         }
     }
     if (rc == 0 && f != nframes)
         rc = TELEM_EPROTO;
     if (rc) {
-        ds_close_frames(self->vals, v);
+        ds_release_vals(self->vals, v);
         return rc;
     }
-    req->ops = self->ops;
+    if (copy_ops)
+        req->ops = self->ops;
     *nvals = v;
-    return 0;
-}
-
-static int
-s_has_inline(const telem_dict_req_t *req)
-{
-    for (uint32_t i = 0; i < req->nops; i++)
-        if (req->ops[i].ival)
-            return 1;
     return 0;
 }
 
@@ -432,19 +501,14 @@ static int
 s_ops_request(ddict_server_t *self, zmq_msg_t *route, int type,
               telem_dict_req_t *req, zmq_msg_t *frames, size_t n)
 {
-    zmq_msg_t *vals = frames;
-    size_t nvals = n;
-    if (s_has_inline(req)) {
-        int rc = s_unpack_inline(self, req, frames, n, &nvals);
-        if (rc)
-            return rc;
-        vals = self->vals;
-    }
-    int rc = type == TELEM_MSG_DICT_REQ
-                 ? ds_client_request(self, route, req, vals, nvals)
-                 : ds_repl_request(self, route, req, vals, nvals);
-    if (vals != frames)
-        ds_close_frames(vals, nvals);
+    size_t nvals = 0;
+    int rc = s_unpack(self, req, frames, n, &nvals);
+    if (rc)
+        return rc;
+    rc = type == TELEM_MSG_DICT_REQ
+             ? ds_client_request(self, route, req, self->vals, nvals)
+             : ds_repl_request(self, route, req, self->vals, nvals);
+    ds_release_vals(self->vals, nvals);
     return rc;
 }
 

@@ -3,8 +3,8 @@
  *
  * When the log passes its threshold (64 MiB and twice the live data), the
  * server takes a snapshot of the store: one small item per entry, holding
- * a copy of the key and a zmq_msg_copy() of the value (which shares the
- * bytes, so the snapshot costs O(keys), not O(bytes)), and remembers the
+ * a copy of the key and a reference to the value (which shares the bytes,
+ * so the snapshot costs O(keys), not O(bytes)), and remembers the
  * log's size at that point.  Then, after each burst of client messages
  * (ddict_server_flush), it writes at most S_STEP bytes of the snapshot to
  * "dict.log.tmp" and starts their write-back; the loop does not sleep
@@ -36,7 +36,7 @@ typedef struct {
     uint32_t klen;
     uint64_t version;
     size_t koff;                    /* ns then key, in keys[] */
-    zmq_msg_t val;
+    ddict_val_t *val;               /* a reference, until written */
 } s_item_t;
 
 struct ds_compact {
@@ -55,10 +55,10 @@ s_dump_entry(void *arg, uint32_t shard, ddict_entry_t *e)
 {
     ddict_log_t *out = arg;
     ddict_key_t k = ddict_entry_key(e);
-    zmq_msg_t *v = ddict_entry_value(e);
+    ddict_val_t *v = ddict_entry_value(e);
     ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k.ns, k.nslen, k.key,
                       k.klen, NULL, 0, ddict_entry_version(e) };
-    return ddict_log_append_msg(out, &r, v);
+    return ddict_log_append_val(out, &r, v);
 }
 
 /* Writes the map record of the current map to `out`. */
@@ -100,7 +100,7 @@ s_free(ds_compact_t **c_p)
     if (!c)
         return;
     for (size_t i = 0; i < c->n; i++)
-        zmq_msg_close(&c->items[i].val);
+        ddict_val_release(&c->items[i].val);
     free(c->items);
     free(c->keys);
     free(c);
@@ -124,8 +124,7 @@ s_snap_fn(void *arg, uint32_t shard, ddict_entry_t *e)
     memcpy(c->keys + c->kused, k.ns, k.nslen);
     memcpy(c->keys + c->kused + k.nslen, k.key, k.klen);
     c->kused += len;
-    zmq_msg_init(&it->val);
-    zmq_msg_copy(&it->val, ddict_entry_value(e));
+    it->val = ddict_val_hold(ddict_entry_value(e));
     return 0;
 }
 
@@ -177,12 +176,11 @@ s_write_some(ds_compact_t *c, int *rc)
         const uint8_t *kb = c->keys + it->koff;
         ddict_rec_t r = { DDICT_REC_PUT, it->shard, (const char *) kb,
                           it->nslen, kb + it->nslen, it->klen,
-                          zmq_msg_data(&it->val), zmq_msg_size(&it->val),
-                          it->version };
-        *rc = ddict_log_append_msg(c->fresh, &r, &it->val);
-        bytes += DDICT_LOG_HDR + r.nslen + r.klen + r.vlen;
-        zmq_msg_close(&it->val);
-        zmq_msg_init(&it->val);
+                          NULL, 0, it->version };
+        *rc = ddict_log_append_val(c->fresh, &r, it->val);
+        bytes += DDICT_LOG_HDR + r.nslen + r.klen
+                 + ddict_val_size(it->val);
+        ddict_val_release(&it->val);
     }
     if (*rc == 0)
         *rc = ddict_log_pace(c->fresh);

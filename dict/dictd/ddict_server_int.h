@@ -14,6 +14,7 @@
 #include "ddict_server.h"
 #include "ddict_shard.h"
 #include "ddict_store.h"
+#include "ddict_val.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -43,7 +44,7 @@ typedef struct {
     uint32_t klen;
     const uint8_t *bytes;      /* ns then key */
     int had;                   /* the key existed before */
-    zmq_msg_t old;
+    ddict_val_t *old;          /* its value then (a reference), or NULL */
     uint64_t old_version;
     uint64_t new_version;      /* 0: the write was a delete */
 } ds_undo_t;
@@ -112,7 +113,8 @@ struct ddict_server {
     /* scratch for building messages */
     telem_dict_op_t *ops;
     telem_dict_res_t *res;
-    zmq_msg_t *vals;
+    ddict_val_t **vals;        /* a request's values, in op order */
+    ddict_val_t **rvals;       /* a reply's values, by result */
     size_t capops;
     ds_compact_t *compact;     /* compaction in progress, or NULL */
     int failed_io;
@@ -124,8 +126,20 @@ struct ddict_server {
 int ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
            const ddict_key_t *k, const void *val, uint64_t vlen,
            uint64_t version);
-int ds_log_msg(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
-               zmq_msg_t *val, uint64_t version);
+int ds_log_val(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
+               ddict_val_t *val, uint64_t version);
+/* A received frame as a value: small ones are copied, larger ones are
+ * moved inside the value, shared without a copy.  *msg is left an empty
+ * message either way (the caller still closes it).  NULL: no memory. */
+ddict_val_t *ds_val_from_msg(zmq_msg_t *msg);
+/* Initialises *out as a frame of val's bytes [off, off + len): small
+ * frames are copies, larger ones share the bytes, holding a reference to
+ * val that ZeroMQ drops (from its I/O thread) when the frame is sent or
+ * closed.  0 or TELEM_ENOMEM (then *out is not initialised). */
+int ds_msg_from_val(zmq_msg_t *out, ddict_val_t *val, size_t off,
+                    size_t len);
+/* Releases vals[0 .. n). */
+void ds_release_vals(ddict_val_t **vals, size_t n);
 int ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
                int replicas, uint64_t epoch, int log_it);
 int ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames,
@@ -147,7 +161,7 @@ void ds_compact_abort(ddict_server_t *self);
 
 /* ddict_server_ops.c */
 int ds_client_request(ddict_server_t *self, zmq_msg_t *route,
-                      const telem_dict_req_t *req, zmq_msg_t *vals,
+                      const telem_dict_req_t *req, ddict_val_t **vals,
                       size_t nvals);
 /* Rolls back the writes of a pending whose replication failed (those no
  * later write changed), logs that, tells the replicas (unacknowledged),
@@ -161,7 +175,7 @@ ds_pending_t *ds_pending_new(ddict_server_t *self);
 void ds_pending_done(ddict_server_t *self, ds_pending_t *p);
 void ds_pending_fail_all(ddict_server_t *self, int32_t code);
 int ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
-                    const telem_dict_req_t *req, zmq_msg_t *vals,
+                    const telem_dict_req_t *req, ddict_val_t **vals,
                     size_t nvals);
 int ds_ack(ddict_server_t *self, const telem_dict_rep_t *rep);
 int ds_admin(ddict_server_t *self, zmq_msg_t *route,

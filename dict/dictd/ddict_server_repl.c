@@ -132,7 +132,7 @@ ds_ack(ddict_server_t *self, const telem_dict_rep_t *rep)
 
 static int32_t
 s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
-        zmq_msg_t *val)
+        ddict_val_t *val)
 {
     ddict_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
     if (op->op == TELEM_DOP_MERGE) {
@@ -154,7 +154,7 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
     ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
     if (op->op == TELEM_DOP_MERGE && e && ddict_entry_version(e) >= op->arg)
         return 0;
-    ds_log_msg(self, shard, &k, val, op->arg);
+    ds_log_val(self, shard, &k, val, op->arg);
     if (e) {
         ddict_store_replace(self->store, e, val, op->arg);
         return 0;
@@ -164,7 +164,8 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
 
 int
 ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
-                const telem_dict_req_t *req, zmq_msg_t *vals, size_t nvals)
+                const telem_dict_req_t *req, ddict_val_t **vals,
+                size_t nvals)
 {
     size_t want = 0;
     for (uint32_t i = 0; i < req->nops; i++)
@@ -177,7 +178,7 @@ ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
     int32_t code = 0;
     size_t v = 0;
     for (uint32_t i = 0; i < req->nops; i++) {
-        zmq_msg_t *val = req->ops[i].val ? &vals[v++] : NULL;
+        ddict_val_t *val = req->ops[i].val ? vals[v++] : NULL;
         int32_t rc = s_apply(self, req->ns, &req->ops[i], val);
         if (rc && !code)
             code = rc;
@@ -395,10 +396,13 @@ s_xfer_entry(void *arg, uint32_t shard, ddict_entry_t *e)
     op->klen = 1 + k.nslen + k.klen;
     op->arg = ddict_entry_version(e);
     op->val = 1;
-    zmq_msg_t *f = &x->frames[++x->nops];
-    zmq_msg_init(f);
-    zmq_msg_copy(f, ddict_entry_value(e));
-    x->bytes += zmq_msg_size(f) + op->klen;
+    ddict_val_t *v = ddict_entry_value(e);
+    if (ds_msg_from_val(&x->frames[x->nops + 1], v, 0, ddict_val_size(v))) {
+        free(key);
+        return TELEM_ENOMEM;
+    }
+    x->nops++;
+    x->bytes += ddict_val_size(v) + op->klen;
     if (x->nops == DS_XFER_OPS || x->bytes >= DS_XFER_BYTES)
         s_xfer_send(x);
     return 0;
