@@ -387,7 +387,7 @@ s_check(const s_opts_t *o, ddict_t *d, int round, long size, int *cutoff)
                worst.peak, cut, sorted ? "yes" : "NO");
     else
         fprintf(stderr, "merge_sort: size %ld: %s\n", size,
-                ddict_strerror(rc));
+                telem_strerror(rc));
     fflush(stdout);
     free(all);
     free(tmp);
@@ -563,7 +563,7 @@ s_rounds(const s_opts_t *o, s_shared_t *sh, ddict_t *d)
             rc = s_check(o, d, round, size, &cutoff);
         if (rc)
             fprintf(stderr, "merge_sort: size %ld failed: %s\n", size,
-                    ddict_strerror(rc));
+                    telem_strerror(rc));
         else if (round + 1 >= o->nsizes && !o->until_stop)
             more = 0;
         else if (round + 1 >= o->nsizes)
@@ -593,7 +593,7 @@ main(int argc, char **argv)
     int have_waiter = sh && d
         && pthread_create(&waiter, NULL, s_stop_waiter, &w) == 0;
     if (!sh || !d) {
-        fprintf(stderr, "merge_sort: %s\n", sh ? ddict_strerror(err)
+        fprintf(stderr, "merge_sort: %s\n", sh ? telem_strerror(err)
                                                : "out of memory");
         rc = 1;
     }

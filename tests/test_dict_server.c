@@ -42,7 +42,11 @@ test_single(void)
     CHECK(s_one(&net, 0, 3, TELEM_DOP_GET, "a", NULL, 0, &v, out, sizeof out)
           == 0 && v == 2 && strcmp(out, "hello2") == 0);
     CHECK(s_one(&net, 0, 4, TELEM_DOP_CAS, "a", "x", 1, &v, NULL, 0)
-          == DDICT_ECONFLICT && v == 2);
+          == TELEM_ECONFLICT && v == 2);
+    /* The code is on the wire: its value is fixed, and it has a name. */
+    CHECK(TELEM_ECONFLICT == -64);
+    CHECK(strcmp(telem_strerror(TELEM_ECONFLICT),
+                 "version differs (compare-and-set conflict)") == 0);
     CHECK(s_one(&net, 0, 5, TELEM_DOP_CAS, "a", "x", 2, &v, NULL, 0) == 0
           && v == 3);
     CHECK(s_one(&net, 0, 6, TELEM_DOP_CAS, "new", "n", 0, &v, NULL, 0) == 0

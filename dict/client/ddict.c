@@ -28,14 +28,6 @@
 #define S_DEFAULT_TIMEOUT_MS 10000
 #define S_HELLO_WAIT_MS 100
 
-const char *
-ddict_strerror(int code)
-{
-    if (code == DDICT_ECONFLICT)
-        return "version differs (compare-and-set conflict)";
-    return telem_strerror(code);
-}
-
 /* ---------------------------------------------------------------- nodes */
 
 int

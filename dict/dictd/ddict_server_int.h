@@ -20,7 +20,6 @@
 #include "telem_proto.h"
 #include "telem_proto_dict.h"
 
-#define DS_ECONFLICT DDICT_ECONFLICT
 #define DS_EV_NS "\001ev"          /* namespace of events */
 #define DS_EV_NSLEN 3
 #define DS_PENDING_TTL_NS (30 * INT64_C(1000000000))

@@ -100,7 +100,7 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
     uint64_t cur = e ? ddict_entry_version(e) : 0;
     if (op->op == TELEM_DOP_CAS && cur != op->arg) {
         *version = cur;
-        return DS_ECONFLICT;
+        return TELEM_ECONFLICT;
     }
     if (op->op == TELEM_DOP_DEL) {
         if (!e)
