@@ -35,7 +35,8 @@
 extern "C" {
 #endif
 
-#define DDICT_VALUE_LIMIT (256u << 20) /* bytes in one value */
+#define DDICT_VALUE_LIMIT (256u << 20) /* bytes in one value (the wire's
+                                          TELEM_DICT_VALUE_MAX) */
 #define DDICT_NS_LIMIT 200             /* bytes in a user namespace */
 
 typedef struct ddict ddict_t;

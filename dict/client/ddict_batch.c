@@ -22,6 +22,9 @@
 
 #include "telem_time.h"
 
+_Static_assert(DDICT_VALUE_LIMIT == TELEM_DICT_VALUE_MAX,
+               "the API's value limit is the wire's");
+
 typedef struct {
     uint64_t id;
     int node;

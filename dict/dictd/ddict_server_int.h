@@ -9,7 +9,6 @@
 #ifndef DDICT_SERVER_INT_H
 #define DDICT_SERVER_INT_H
 
-#include "ddict.h"
 #include "ddict_log.h"
 #include "ddict_server.h"
 #include "ddict_shard.h"
