@@ -59,7 +59,7 @@ test_single(void)
     CHECK(s_one(&net, 0, 10, TELEM_DOP_LEN, "", NULL, 0, &v, NULL, 0) == 0
           && v == 1);
     CHECK(s_one(&net, 0, 11, TELEM_DOP_KEYS, "", NULL,
-                ddict_shard_of("new", 3), NULL, out, sizeof out) == 0);
+                ddict_hash_shard("new", 3), NULL, out, sizeof out) == 0);
     CHECK(out[0] == 3 && out[1] == 0 && strcmp(out + 4, "new") == 0);
     /* Several ops in one request: results in order, each sees the last. */
     telem_dict_op_t ops[3] = { s_op(TELEM_DOP_PUT, "x", 0),

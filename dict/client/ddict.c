@@ -62,7 +62,8 @@ s_nodes_free(ddict_t *self)
 static int
 s_install(ddict_t *self, const telem_dict_admin_rep_t *r)
 {
-    ddict_map_t *map = ddict_map_new(r->nodes, (int) r->nnodes, r->replicas);
+    ddict_map_t *map = ddict_map_new(r->nodes, (int) r->nnodes, r->replicas,
+                                     NULL);
     dc_node_t *nodes = calloc(r->nnodes ? r->nnodes : 1, sizeof *nodes);
     if (!map || !nodes) {
         ddict_map_destroy(&map);

@@ -212,7 +212,7 @@ s_target(s_run_t *r, size_t i)
     int owners[DDICT_REPLICAS_MAX];
     uint32_t shard = b->target[i] == -2
                          ? (uint32_t) b->ops[i].arg
-                         : ddict_shard_of(b->ops[i].key, b->ops[i].klen);
+                         : ddict_hash_shard(b->ops[i].key, b->ops[i].klen);
     ddict_map_owners(r->d->map, shard, owners);
     return owners[0];
 }

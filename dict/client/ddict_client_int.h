@@ -10,7 +10,7 @@
 #include <czmq.h>
 
 #include "ddict.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
 #include "telem_proto_dict.h"

@@ -80,7 +80,7 @@ s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
 int
 ddict_reform(ddict_t *self, const char *const *nodes, int n, int replicas)
 {
-    ddict_map_t *check = ddict_map_new(nodes, n, replicas);
+    ddict_map_t *check = ddict_map_new(nodes, n, replicas, NULL);
     if (!check)
         return TELEM_EINVAL;
     ddict_map_destroy(&check);

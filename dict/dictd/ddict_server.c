@@ -42,9 +42,10 @@ ds_close_frames(zmq_msg_t *frames, size_t n)
 
 int
 ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
-       const ddict_key_t *k, const void *val, uint64_t vlen, uint64_t version)
+       const ddict_store_key_t *k, const void *val, uint64_t vlen,
+       uint64_t version)
 {
-    ddict_rec_t r = { type, (uint16_t) shard, k ? k->ns : "",
+    ddict_log_rec_t r = { type, (uint16_t) shard, k ? k->ns : "",
                       k ? k->nslen : 0, k ? k->key : "", k ? k->klen : 0,
                       val, vlen, version };
     int rc = ddict_log_append(self->log, &r);
@@ -56,10 +57,10 @@ ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
 /* A PUT record of a shared value: a large one is held by the log and
  * written with the rest of the burst, without a copy. */
 int
-ds_log_val(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
+ds_log_val(ddict_server_t *self, uint32_t shard, const ddict_store_key_t *k,
            ddict_val_t *val, uint64_t version)
 {
-    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k->ns, k->nslen,
+    ddict_log_rec_t r = { DDICT_LOG_REC_PUT, (uint16_t) shard, k->ns, k->nslen,
                       k->key, k->klen, NULL, 0, version };
     int rc = ddict_log_append_val(self->log, &r, val);
     if (rc)
@@ -164,7 +165,7 @@ int
 ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
            int replicas, uint64_t epoch, int log_it)
 {
-    ddict_map_t *map = ddict_map_new(nodes, n, replicas);
+    ddict_map_t *map = ddict_map_new(nodes, n, replicas, NULL);
     if (!map)
         return TELEM_EINVAL;
     if (log_it) {
@@ -180,8 +181,8 @@ ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
         for (int i = 0; i < n; i++)
             off += (size_t) sprintf(list + off, "%s%s", i ? "\n" : "",
                                     nodes[i]);
-        ds_log(self, DDICT_REC_MAP, (uint32_t) ddict_map_replicas(map), NULL,
-               list, off, epoch);
+        ds_log(self, DDICT_LOG_REC_MAP, (uint32_t) ddict_map_replicas(map),
+               NULL, list, off, epoch);
         free(list);
     }
     ddict_map_destroy(&self->map);
@@ -193,7 +194,7 @@ ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
 
 /* Parses a logged node list ("a\nb\nc") and installs it. */
 static int
-s_map_from_log(ddict_server_t *self, const ddict_rec_t *r)
+s_map_from_log(ddict_server_t *self, const ddict_log_rec_t *r)
 {
     char *list = malloc(r->vlen + 1);
     const char **names = calloc(r->vlen / 2 + 2, sizeof *names);
@@ -225,7 +226,7 @@ s_unmap_fn(void *data, void *hint)
  * log's mapping (no copy; the pages are the page cache's), smaller ones
  * are copied.  NULL: no memory. */
 static ddict_val_t *
-s_replay_value(const ddict_rec_t *r)
+s_replay_value(const ddict_log_rec_t *r)
 {
     if (r->vlen < S_SHARE_MIN)
         return ddict_val_new(r->val, r->vlen);
@@ -238,13 +239,13 @@ s_replay_value(const ddict_rec_t *r)
 }
 
 static int
-s_replay(void *arg, const ddict_rec_t *r)
+s_replay(void *arg, const ddict_log_rec_t *r)
 {
     ddict_server_t *self = arg;
-    ddict_key_t k = { r->ns, r->nslen, r->key, r->klen };
+    ddict_store_key_t k = { r->ns, r->nslen, r->key, r->klen };
     uint32_t shard = r->shard % DDICT_SHARDS;
     switch (r->type) {
-    case DDICT_REC_PUT: {
+    case DDICT_LOG_REC_PUT: {
         ddict_val_t *v = s_replay_value(r);
         if (!v)
             return TELEM_ENOMEM;
@@ -252,20 +253,20 @@ s_replay(void *arg, const ddict_rec_t *r)
         ddict_val_release(&v);
         return rc;
     }
-    case DDICT_REC_DEL:
+    case DDICT_LOG_REC_DEL:
         ddict_store_del(self->store, shard, &k);
         return 0;
-    case DDICT_REC_CKPT:
+    case DDICT_LOG_REC_CKPT:
         return r->vlen > DDICT_NS_MAX ? TELEM_EPROTO
                : ddict_store_copy_ns(self->store, shard, r->val,
                                      (uint8_t) r->vlen, r->ns, r->nslen);
-    case DDICT_REC_CLEAR:
+    case DDICT_LOG_REC_CLEAR:
         ddict_store_clear_ns(self->store, shard, r->ns, r->nslen);
         return 0;
-    case DDICT_REC_DROP:
+    case DDICT_LOG_REC_DROP:
         ddict_store_drop(self->store, shard);
         return 0;
-    case DDICT_REC_MAP:
+    case DDICT_LOG_REC_MAP:
         /* A damaged map record must not stop recovery of the data. */
         if (s_map_from_log(self, r) != 0)
             telem_log(TELEM_LOG_WARN, "log: unusable map record skipped");
@@ -292,9 +293,10 @@ s_init(ddict_server_t *self, const ddict_server_config_t *cfg)
     if (!(self->store = ddict_store_new()) || !(self->enc = telem_encoder_new())
         || !(self->dec = telem_decoder_new()) || ds_reserve(self, 64))
         return TELEM_ENOMEM;
-    int rc = ddict_log_open(cfg->log_path, s_replay, self, &self->log,
-                            &self->replay);
-    if (rc)
+    int rc;
+    self->log = ddict_log_open(cfg->log_path, s_replay, self, &self->replay,
+                               &rc);
+    if (!self->log)
         return rc;
     if (!self->map) {
         const char *me[1] = { self->node };

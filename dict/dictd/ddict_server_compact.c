@@ -51,13 +51,14 @@ struct ds_compact {
 /* ---------------------------------------------------------------- whole */
 
 static int
-s_dump_entry(void *arg, uint32_t shard, ddict_entry_t *e)
+s_dump_entry(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     ddict_log_t *out = arg;
-    ddict_key_t k = ddict_entry_key(e);
-    ddict_val_t *v = ddict_entry_value(e);
-    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k.ns, k.nslen, k.key,
-                      k.klen, NULL, 0, ddict_entry_version(e) };
+    ddict_store_key_t k = ddict_store_entry_key(e);
+    ddict_val_t *v = ddict_store_entry_value(e);
+    ddict_log_rec_t r = { DDICT_LOG_REC_PUT, (uint16_t) shard, k.ns, k.nslen,
+                          k.key, k.klen, NULL, 0,
+                          ddict_store_entry_version(e) };
     return ddict_log_append_val(out, &r, v);
 }
 
@@ -108,10 +109,10 @@ s_free(ds_compact_t **c_p)
 }
 
 static int
-s_snap_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_snap_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     ds_compact_t *c = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     size_t len = (size_t) k.nslen + k.klen;
     if (c->n == c->cap || c->kused + len > c->kcap)
         return TELEM_ENOMEM;        /* sized by the counting pass */
@@ -119,21 +120,21 @@ s_snap_fn(void *arg, uint32_t shard, ddict_entry_t *e)
     it->shard = (uint16_t) shard;
     it->nslen = k.nslen;
     it->klen = k.klen;
-    it->version = ddict_entry_version(e);
+    it->version = ddict_store_entry_version(e);
     it->koff = c->kused;
     memcpy(c->keys + c->kused, k.ns, k.nslen);
     memcpy(c->keys + c->kused + k.nslen, k.key, k.klen);
     c->kused += len;
-    it->val = ddict_val_hold(ddict_entry_value(e));
+    it->val = ddict_val_hold(ddict_store_entry_value(e));
     return 0;
 }
 
 static int
-s_count_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_count_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     ds_compact_t *c = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     c->cap++;
     c->kcap += (size_t) k.nslen + k.klen;
     return 0;
@@ -174,7 +175,7 @@ s_write_some(ds_compact_t *c, int *rc)
     while (*rc == 0 && c->next < c->n && bytes < S_STEP) {
         s_item_t *it = &c->items[c->next++];
         const uint8_t *kb = c->keys + it->koff;
-        ddict_rec_t r = { DDICT_REC_PUT, it->shard, (const char *) kb,
+        ddict_log_rec_t r = { DDICT_LOG_REC_PUT, it->shard, (const char *) kb,
                           it->nslen, kb + it->nslen, it->klen,
                           NULL, 0, it->version };
         *rc = ddict_log_append_val(c->fresh, &r, it->val);

@@ -11,7 +11,7 @@
 
 #include "ddict_log.h"
 #include "ddict_server.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "ddict_store.h"
 #include "ddict_val.h"
 #include "telem_log.h"
@@ -122,9 +122,9 @@ struct ddict_server {
 
 /* ddict_server.c */
 int ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
-           const ddict_key_t *k, const void *val, uint64_t vlen,
+           const ddict_store_key_t *k, const void *val, uint64_t vlen,
            uint64_t version);
-int ds_log_val(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
+int ds_log_val(ddict_server_t *self, uint32_t shard, const ddict_store_key_t *k,
                ddict_val_t *val, uint64_t version);
 /* A received frame as a value: small ones are copied, larger ones are
  * moved inside the value, shared without a copy.  *msg is left an empty

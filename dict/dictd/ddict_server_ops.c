@@ -53,8 +53,8 @@ typedef struct {
 
 /* Records how to undo a write of key k in shard (before it is applied). */
 static void
-s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_key_t *k,
-            ddict_entry_t *e)
+s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_store_key_t *k,
+            ddict_store_entry_t *e)
 {
     if (!c->undo)
         return;
@@ -68,9 +68,9 @@ s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_key_t *k,
     u->klen = k->klen;
     u->bytes = b;
     u->had = e != NULL;
-    u->old_version = e ? ddict_entry_version(e) : 0;
+    u->old_version = e ? ddict_store_entry_version(e) : 0;
     u->new_version = 0;
-    u->old = e ? ddict_val_hold(ddict_entry_value(e)) : NULL;
+    u->old = e ? ddict_val_hold(ddict_store_entry_value(e)) : NULL;
 }
 
 static void
@@ -93,11 +93,11 @@ s_forward(s_ctx_t *c, uint32_t shard, uint8_t op, const telem_dict_op_t *src,
 
 static int32_t
 s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
-        const ddict_key_t *k, ddict_val_t *val, uint64_t *version)
+        const ddict_store_key_t *k, ddict_val_t *val, uint64_t *version)
 {
     ddict_server_t *self = c->self;
-    ddict_entry_t *e = ddict_store_find(self->store, shard, k);
-    uint64_t cur = e ? ddict_entry_version(e) : 0;
+    ddict_store_entry_t *e = ddict_store_find(self->store, shard, k);
+    uint64_t cur = e ? ddict_store_entry_version(e) : 0;
     if (op->op == TELEM_DOP_CAS && cur != op->arg) {
         *version = cur;
         return TELEM_ECONFLICT;
@@ -107,7 +107,7 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
             return TELEM_ENOTFOUND;
         s_undo_note(c, shard, k, e);
         ddict_store_del(self->store, shard, k);
-        ds_log(self, DDICT_REC_DEL, shard, k, NULL, 0, 0);
+        ds_log(self, DDICT_LOG_REC_DEL, shard, k, NULL, 0, 0);
         s_forward(c, shard, TELEM_DOP_REMOVE, op, 0, NULL);
         return 0;
     }
@@ -127,7 +127,7 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
         if (!e)
             e = ddict_store_find(self->store, shard, k);
         s_forward(c, shard, TELEM_DOP_SET, op, *version,
-                  ddict_entry_value(e));
+                  ddict_store_entry_value(e));
     }
     return 0;
 }
@@ -138,11 +138,11 @@ typedef struct {
 } s_keybuf_t;
 
 static int
-s_key_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_key_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     s_keybuf_t *b = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     if (b->p) {
         uint8_t *q = b->p + b->bytes;
         for (int i = 0; i < 4; i++)
@@ -217,8 +217,9 @@ s_checkpoint(s_ctx_t *c, const telem_dict_op_t *op)
                                      (uint8_t) op->klen);
         if (rc)
             return rc;
-        ddict_key_t k = { (const char *) op->key, (uint8_t) op->klen, "", 0 };
-        ds_log(self, DDICT_REC_CKPT, s, &k, src, srclen, 0);
+        ddict_store_key_t k = { (const char *) op->key, (uint8_t) op->klen,
+                                "", 0 };
+        ds_log(self, DDICT_LOG_REC_CKPT, s, &k, src, srclen, 0);
     }
     return 0;
 }
@@ -231,22 +232,22 @@ s_exec(s_ctx_t *c, const telem_dict_op_t *op, ddict_val_t *val,
 {
     ddict_server_t *self = c->self;
     const char *ns = c->req->ns;
-    ddict_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
+    ddict_store_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
     if (op->op == TELEM_DOP_EVSET) {
         k.ns = DS_EV_NS;
         k.nslen = DS_EV_NSLEN;
     }
-    uint32_t shard = ddict_shard_of(op->key, op->klen);
+    uint32_t shard = ddict_hash_shard(op->key, op->klen);
     int primary = ddict_map_role(self->map, shard, self->self_idx) == 0;
     switch (op->op) {
     case TELEM_DOP_GET: {
         if (!primary)
             return TELEM_ESTATE;
-        ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
+        ddict_store_entry_t *e = ddict_store_find(self->store, shard, &k);
         if (!e)
             return TELEM_ENOTFOUND;
-        *out = ddict_val_hold(ddict_entry_value(e));
-        res->version = ddict_entry_version(e);
+        *out = ddict_val_hold(ddict_store_entry_value(e));
+        res->version = ddict_store_entry_version(e);
         res->val = 1;
         return 0;
     }
@@ -555,9 +556,9 @@ ds_rollback(ddict_server_t *self, ds_pending_t *p)
         char ns[DDICT_NS_MAX + 1];
         memcpy(ns, u->bytes, u->nslen);
         ns[u->nslen] = '\0';
-        ddict_key_t k = { ns, u->nslen, u->bytes + u->nslen, u->klen };
-        ddict_entry_t *e = ddict_store_find(self->store, u->shard, &k);
-        if ((e ? ddict_entry_version(e) : 0) != u->new_version)
+        ddict_store_key_t k = { ns, u->nslen, u->bytes + u->nslen, u->klen };
+        ddict_store_entry_t *e = ddict_store_find(self->store, u->shard, &k);
+        if ((e ? ddict_store_entry_version(e) : 0) != u->new_version)
             continue;           /* written again since: leave it */
         if (u->had) {
             ds_log_val(self, u->shard, &k, u->old, u->old_version);
@@ -565,7 +566,7 @@ ds_rollback(ddict_server_t *self, ds_pending_t *p)
                             u->old_version);
         } else if (e) {
             ddict_store_del(self->store, u->shard, &k);
-            ds_log(self, DDICT_REC_DEL, u->shard, &k, NULL, 0, 0);
+            ds_log(self, DDICT_LOG_REC_DEL, u->shard, &k, NULL, 0, 0);
         }
         s_rollback_tell(self, u, ns);
     }

@@ -134,7 +134,7 @@ static int32_t
 s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
         ddict_val_t *val)
 {
-    ddict_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
+    ddict_store_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
     if (op->op == TELEM_DOP_MERGE) {
         if (op->klen < 1 || op->key[0] + 1u > op->klen)
             return TELEM_EPROTO;
@@ -143,16 +143,17 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
         k.key = op->key + 1 + op->key[0];
         k.klen = op->klen - 1 - op->key[0];
     }
-    uint32_t shard = ddict_shard_of(k.key, k.klen);
+    uint32_t shard = ddict_hash_shard(k.key, k.klen);
     if (op->op == TELEM_DOP_REMOVE) {
         if (ddict_store_del(self->store, shard, &k) == 0)
-            ds_log(self, DDICT_REC_DEL, shard, &k, NULL, 0, 0);
+            ds_log(self, DDICT_LOG_REC_DEL, shard, &k, NULL, 0, 0);
         return 0;
     }
     if (!val || (op->op != TELEM_DOP_SET && op->op != TELEM_DOP_MERGE))
         return TELEM_EPROTO;
-    ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
-    if (op->op == TELEM_DOP_MERGE && e && ddict_entry_version(e) >= op->arg)
+    ddict_store_entry_t *e = ddict_store_find(self->store, shard, &k);
+    if (op->op == TELEM_DOP_MERGE && e
+        && ddict_store_entry_version(e) >= op->arg)
         return 0;
     ds_log_val(self, shard, &k, val, op->arg);
     if (e) {
@@ -210,8 +211,8 @@ int
 ds_event_wait(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
               const telem_dict_op_t *op)
 {
-    ddict_key_t k = { DS_EV_NS, DS_EV_NSLEN, op->key, op->klen };
-    uint32_t shard = ddict_shard_of(op->key, op->klen);
+    ddict_store_key_t k = { DS_EV_NS, DS_EV_NSLEN, op->key, op->klen };
+    uint32_t shard = ddict_hash_shard(op->key, op->klen);
     if (ddict_map_role(self->map, shard, self->self_idx) != 0)
         return s_reply_one(self, route, id, TELEM_ESTATE);
     if (ddict_store_find(self->store, shard, &k))
@@ -307,7 +308,7 @@ s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
     if (m->epoch <= self->epoch)
         return TELEM_ESTATE;      /* a stale or repeated prepare */
     ddict_map_t *check = ddict_map_new(m->nodes, (int) m->nnodes,
-                                       m->replicas);
+                                       m->replicas, NULL);
     int member = check && ddict_map_index(check, self->node) >= 0;
     ddict_map_destroy(&check);
     if (!member)
@@ -322,7 +323,7 @@ s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
         for (uint32_t s = 0; s < DDICT_SHARDS; s++)
             if (ddict_store_size(self->store, s)) {
                 ddict_store_drop(self->store, s);
-                ds_log(self, DDICT_REC_DROP, s, NULL, NULL, 0, 0);
+                ds_log(self, DDICT_LOG_REC_DROP, s, NULL, NULL, 0, 0);
             }
     }
     self->reforming = 1;
@@ -378,11 +379,11 @@ s_xfer_send(s_xfer_t *x)
 }
 
 static int
-s_xfer_entry(void *arg, uint32_t shard, ddict_entry_t *e)
+s_xfer_entry(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     s_xfer_t *x = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     uint8_t *key = malloc(1 + (size_t) k.nslen + k.klen);
     if (!key)
         return TELEM_ENOMEM;
@@ -394,9 +395,9 @@ s_xfer_entry(void *arg, uint32_t shard, ddict_entry_t *e)
     op->op = TELEM_DOP_MERGE;
     op->key = key;
     op->klen = 1 + k.nslen + k.klen;
-    op->arg = ddict_entry_version(e);
+    op->arg = ddict_store_entry_version(e);
     op->val = 1;
-    ddict_val_t *v = ddict_entry_value(e);
+    ddict_val_t *v = ddict_store_entry_value(e);
     if (ds_msg_from_val(&x->frames[x->nops + 1], v, 0, ddict_val_size(v))) {
         free(key);
         return TELEM_ENOMEM;
@@ -451,7 +452,7 @@ s_commit(ddict_server_t *self)
         if (ddict_map_role(self->map, s, self->self_idx) < 0
             && ddict_store_size(self->store, s)) {
             ddict_store_drop(self->store, s);
-            ds_log(self, DDICT_REC_DROP, s, NULL, NULL, 0, 0);
+            ds_log(self, DDICT_LOG_REC_DROP, s, NULL, NULL, 0, 0);
         }
     self->reforming = 0;
     self->committed = self->epoch;
