@@ -1,8 +1,12 @@
 /* ddict_client_int.h - PRIVATE to the dictionary client (ddict*.c).
  *
- *   ddict.c        handle, node file, map discovery, the request engine
- *   ddict_api.c    the operations of ddict.h built on the engine
- *   ddict_batch.c  batches
+ * The files call one way, each only the files below it:
+ *   ddict.c             the handle (open, close)
+ *   ddict_api.c         the operations of ddict.h built on the engine
+ *   ddict_reform.c      the re-form coordinator
+ *   ddict_batch_exec.c  the request engine (dc_exec, ddict_batch_exec)
+ *   ddict_conn.c        node file, sockets, frames out, map discovery
+ *   ddict_batch.c       the batch container
  */
 #ifndef DDICT_CLIENT_INT_H
 #define DDICT_CLIENT_INT_H
@@ -59,7 +63,7 @@ struct ddict_batch {
     size_t n, cap;
 };
 
-/* Adds an operation; val (vlen bytes) goes in a value frame when non-NULL. */
+/* ddict_batch.c: adds an operation; val (vlen bytes) goes in a value frame when non-NULL. */
 int dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
                  uint64_t arg, const void *val, size_t vlen, int target);
 
@@ -67,14 +71,16 @@ int dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
 int dc_batch_add_into(ddict_batch_t *b, const void *key, size_t klen,
                       void *dst, size_t cap);
 
-/* Executes the batch against the handle's namespace `ns` (NULL: the
- * handle's), retrying what meets a re-forming or stale map until the
- * deadline.  0 or TELEM_ETIMEDOUT / TELEM_ENOMEM. */
+/* ddict_batch_exec.c: executes the batch against the handle's namespace
+ * `ns` (NULL: the handle's), retrying what meets a re-forming or stale
+ * map until the deadline.  0 or TELEM_ETIMEDOUT / TELEM_ENOMEM. */
 int dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns);
 
-/* Asks servers for the current map and installs it. */
+/* ddict_conn.c: asks servers for the current map and installs it. */
 int dc_refresh(ddict_t *self, int64_t deadline);
 
+/* Closes the handle's node sockets and forgets the node list. */
+void dc_nodes_free(ddict_t *self);
 /* A DEALER connected to endpoint (linger 0, no size limits). */
 zsock_t *dc_connect(const char *endpoint);
 /* The socket of map node i, connected on first use; NULL if unknown. */

@@ -18,6 +18,9 @@
  *
  * ds_dump() writes the whole state in one go; the admin COMPACT request
  * and tests use it through ddict_log_compact().
+ *
+ * Called by ddict_server.c (each flush) and ddict_server_repl.c (admin);
+ * calls only ddict_server_base.c (ddict_server.c lists the order).
  */
 #include "ddict_server_int.h"
 

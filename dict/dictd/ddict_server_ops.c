@@ -18,8 +18,12 @@
  *
  * Each write to a replicated shard also records how to undo it (the
  * previous value, shared, and its version).  When replication fails the
- * primary rolls the write back (ds_rollback) and tells the replicas, so a
- * write that was not acknowledged does not stay on the primary alone.
+ * primary rolls the write back (ds_rollback, ddict_server_pending.c) and
+ * tells the replicas, so a write that was not acknowledged does not stay
+ * on the primary alone.
+ *
+ * Called by ddict_server.c; calls ddict_server_pending.c and
+ * ddict_server_base.c below it (ddict_server.c lists the order).
  */
 #include "ddict_server_int.h"
 
@@ -502,75 +506,6 @@ s_undo_alloc(s_ctx_t *c)
     c->undo = NULL;
     c->ubuf = NULL;
     return TELEM_ENOMEM;
-}
-
-void
-ds_undo_free(ds_pending_t *p)
-{
-    for (size_t i = 0; i < p->nundo; i++)
-        ddict_val_release(&p->undo[i].old);
-    free(p->undo);
-    free(p->undo_buf);
-    p->undo = NULL;
-    p->undo_buf = NULL;
-    p->nundo = 0;
-}
-
-/* Tells the replicas of u's shard the restored state; nobody waits for
- * their acknowledgement (id 0 is never pending). */
-static void
-s_rollback_tell(ddict_server_t *self, ds_undo_t *u, const char *ns)
-{
-    int owners[DDICT_REPLICAS_MAX];
-    int r = ddict_map_owners(self->map, u->shard, owners);
-    telem_dict_op_t op = { .op = u->had ? TELEM_DOP_SET : TELEM_DOP_REMOVE,
-                           .val = (uint8_t) u->had,
-                           .shard = (uint16_t) u->shard,
-                           .key = u->bytes + u->nslen, .klen = u->klen,
-                           .arg = u->old_version };
-    telem_dict_req_t m = { 0, self->epoch, ns, &op, 1 };
-    for (int i = 1; i < r; i++) {
-        const void *data;
-        size_t size;
-        zmq_msg_t f[2];
-        if (telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m, &data,
-                                  &size) != 0
-            || zmq_msg_init_size(&f[0], size) != 0)
-            return;
-        memcpy(zmq_msg_data(&f[0]), data, size);
-        if (u->had && ds_msg_from_val(&f[1], u->old, 0,
-                                      ddict_val_size(u->old)) != 0) {
-            zmq_msg_close(&f[0]);
-            return;
-        }
-        ds_send_peer(self, ddict_map_node(self->map, owners[i]), f,
-                     u->had ? 2 : 1);
-    }
-}
-
-void
-ds_rollback(ddict_server_t *self, ds_pending_t *p)
-{
-    for (size_t i = p->nundo; i-- > 0;) {
-        ds_undo_t *u = &p->undo[i];
-        char ns[DDICT_NS_MAX + 1];
-        memcpy(ns, u->bytes, u->nslen);
-        ns[u->nslen] = '\0';
-        ddict_store_key_t k = { ns, u->nslen, u->bytes + u->nslen, u->klen };
-        ddict_store_entry_t *e = ddict_store_find(self->store, u->shard, &k);
-        if ((e ? ddict_store_entry_version(e) : 0) != u->new_version)
-            continue;           /* written again since: leave it */
-        if (u->had) {
-            ds_log_val(self, u->shard, &k, u->old, u->old_version);
-            ddict_store_put(self->store, u->shard, &k, u->old,
-                            u->old_version);
-        } else if (e) {
-            ddict_store_del(self->store, u->shard, &k);
-            ds_log(self, DDICT_LOG_REC_DEL, u->shard, &k, NULL, 0, 0);
-        }
-        s_rollback_tell(self, u, ns);
-    }
-    ds_undo_free(p);
 }
 
 int
