@@ -44,8 +44,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <czmq.h>
-
 #include "ddict.h"
 #include "telem.h"
 #include <spawn.h>
@@ -580,9 +578,6 @@ main(int argc, char **argv)
     int rc = s_parse(argc, argv, &o, bindir, sizeof bindir);
     if (rc >= 0)
         return rc;
-    /* czmq (under ddict) would catch SIGTERM and SIGINT; the launcher
-       stops the program with them, so keep their default action. */
-    zsys_handler_set(NULL);
     pid_t watch = o.rank == 0 && o.limit > 0 ? s_watch_start(&o) : -1;
     int err = 0;
     s_shared_t *sh = s_shared_alloc(sizeof *sh);

@@ -50,8 +50,6 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include <czmq.h>
-
 #include "ddict.h"
 #include "slow_gpu.h"
 #include "telem.h"
@@ -429,10 +427,6 @@ main(int argc, char **argv)
     int rc = sg_opts_parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    /* czmq (under ddict) would catch SIGTERM and SIGINT; the launcher
-       stops the program with them, so keep their default action. */
-    zsys_handler_set(NULL);
-    zsys_init();                /* once, before the workers' threads */
     telem_init();
     long computed = 0, resumed = 0;
     rc = s_run_workers(&o, &computed, &resumed);

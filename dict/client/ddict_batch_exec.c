@@ -71,7 +71,7 @@ s_send(s_run_t *r, int node, size_t first, size_t n)
 {
     ddict_t *d = r->d;
     ddict_batch_t *b = r->b;
-    zsock_t *s = dc_sock(d, node);
+    void *s = dc_sock(d, node);
     for (size_t k = 0; k < n; k++) {
         size_t i = r->idx[first + k];
         telem_dict_op_t *o = &r->tmp[k];
@@ -212,9 +212,8 @@ s_take_inline(ddict_batch_t *b, size_t i, const telem_dict_res_t *res)
 
 /* Takes one reply message off socket s and applies it. */
 static void
-s_take(s_run_t *r, zsock_t *s)
+s_take(s_run_t *r, void *raw)
 {
-    void *raw = zsock_resolve(s);
     zmq_msg_t head;
     zmq_msg_init(&head);
     if (zmq_msg_recv(&head, raw, ZMQ_DONTWAIT) < 0) {
@@ -274,33 +273,34 @@ s_take(s_run_t *r, zsock_t *s)
     }
 }
 
-/* Polls until every request of this round is answered or the deadline. */
+/* Polls until every request of this round is answered or the deadline.
+ * The node sockets are listed again before each wait: a streamed get
+ * sent from s_take may have connected one more. */
 static int
 s_wait(s_run_t *r, int64_t deadline)
 {
-    zpoller_t *poller = zpoller_new(NULL);
-    if (!poller)
-        return TELEM_ENOMEM;
-    for (int i = 0; i < r->d->nnodes; i++)
-        if (r->d->nodes[i].sock)
-            zpoller_add(poller, r->d->nodes[i].sock);
-    int rc = 0;
-    for (;;) {
+    int n = r->d->nnodes;
+    void **socks = malloc(((size_t) n + 1) * sizeof *socks);
+    zmq_pollitem_t *items = malloc(((size_t) n + 1) * sizeof *items);
+    int rc = socks && items ? 0 : TELEM_ENOMEM;
+    while (rc == 0) {
         size_t open = 0;
         for (size_t k = 0; k < r->nreqs; k++)
             open += !r->reqs[k].answered;
         if (!open)
             break;
-        int64_t left = (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
-        zsock_t *s = left > 0 ? zpoller_wait(poller, (int) left) : NULL;
-        if (!s) {
+        for (int i = 0; i < n; i++)
+            socks[i] = r->d->nodes[i].sock;
+        int i = dc_poll(socks, n, items, deadline);
+        if (i < 0) {
             rc = TELEM_ETIMEDOUT;
             break;
         }
-        while (zsock_events(s) & ZMQ_POLLIN)
-            s_take(r, s);
+        while (dc_has_input(socks[i]))
+            s_take(r, socks[i]);
     }
-    zpoller_destroy(&poller);
+    free(socks);
+    free(items);
     return rc;
 }
 
@@ -311,7 +311,7 @@ s_reset_silent(s_run_t *r)
 {
     for (size_t k = 0; k < r->nreqs; k++)
         if (!r->reqs[k].answered)
-            zsock_destroy(&r->d->nodes[r->reqs[k].node].sock);
+            dc_close(&r->d->nodes[r->reqs[k].node].sock);
 }
 
 int

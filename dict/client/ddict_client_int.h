@@ -11,7 +11,7 @@
 #ifndef DDICT_CLIENT_INT_H
 #define DDICT_CLIENT_INT_H
 
-#include <czmq.h>
+#include <zmq.h>
 
 #include "ddict.h"
 #include "ddict_map.h"
@@ -30,13 +30,14 @@
 typedef struct {
     char name[TELEM_NAME_MAX + 1];
     char endpoint[TELEM_PATH_MAX];
-    zsock_t *sock;                 /* DEALER, connected lazily */
+    void *sock;                    /* DEALER, connected lazily */
 } dc_node_t;
 
 struct ddict {
     char nodefile[TELEM_PATH_MAX];
     char ns[DDICT_NS_LIMIT + 8];
     int64_t timeout_ms;
+    void *zctx;                    /* the handle's own libzmq context */
     ddict_map_t *map;
     uint64_t epoch;
     dc_node_t *nodes;              /* in map order */
@@ -81,12 +82,25 @@ int dc_refresh(ddict_t *self, int64_t deadline);
 
 /* Closes the handle's node sockets and forgets the node list. */
 void dc_nodes_free(ddict_t *self);
-/* A DEALER connected to endpoint (linger 0, no size limits). */
-zsock_t *dc_connect(const char *endpoint);
+/* A DEALER in the handle's context connected to endpoint (linger 0, no
+ * size limits), or NULL. */
+void *dc_connect(ddict_t *self, const char *endpoint);
+/* Closes *sock_p (may hold NULL) and nulls it. */
+void dc_close(void **sock_p);
 /* The socket of map node i, connected on first use; NULL if unknown. */
-zsock_t *dc_sock(ddict_t *self, int i);
+void *dc_sock(ddict_t *self, int i);
 /* Sends one frame (a copy of data); more: ZMQ_SNDMORE. */
-int dc_send_frame(zsock_t *s, const void *data, size_t size, int more);
+int dc_send_frame(void *sock, const void *data, size_t size, int more);
+/* Waits until one of socks[0..n) (NULL entries skipped) has a message or
+ * the monotonic time `until` (ns) passes; returns that socket's index, or
+ * -1.  items is scratch room for n poll items. */
+int dc_poll(void *const *socks, int n, zmq_pollitem_t *items,
+            int64_t until);
+/* 1 if sock has a message waiting. */
+int dc_has_input(void *sock);
+/* Receives a waiting message: its first frame into head (initialised by
+ * the caller), the rest dropped.  0, or -1 if none was waiting. */
+int dc_recv_head(void *sock, zmq_msg_t *head);
 
 /* Endpoint of `name` from the node file, or TELEM_ENOTFOUND. */
 int dc_lookup(ddict_t *self, const char *name, char *ep, size_t size);

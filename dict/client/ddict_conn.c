@@ -5,18 +5,23 @@
  * engine and the re-form coordinator above it; calls nothing of the
  * client's own (ddict.c lists the order of the client's files).
  *
+ * Raw libzmq in a context the handle owns, sockets made by the factory's
+ * raw path (telem_sock_raw.h): a program that links the client never
+ * initialises czmq, so its own SIGINT and SIGTERM handling is left alone.
+ *
  * Values are copied into their frames: the caller's buffer may be freed
  * as soon as a call returns, even one that timed out while ZeroMQ still
  * held the message.
  */
 #include "ddict_client_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 
-#include "telem_sock.h"
+#include "telem_sock_raw.h"
 #include "telem_time.h"
 
 #define S_HELLO_WAIT_MS 100
@@ -30,20 +35,30 @@ dc_lookup(ddict_t *self, const char *name, char *ep, size_t size)
 /* Values of any size, nothing dropped, nothing left behind at close. */
 static const telem_sock_opts_t s_dealer_opts = {
     .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = 0,
-    .sndtimeo_ms = TELEM_SOCK_KEEP,
+    .sndtimeo_ms = TELEM_SOCK_KEEP, .immediate = 0,
+    .reconnect_ivl_max_ms = 0,
 };
 
-zsock_t *
-dc_connect(const char *endpoint)
+void *
+dc_connect(ddict_t *self, const char *endpoint)
 {
-    return telem_sock_new_connect(ZMQ_DEALER, &s_dealer_opts, endpoint);
+    return telem_sock_raw_new(self->zctx, ZMQ_DEALER, &s_dealer_opts,
+                              endpoint, NULL);
+}
+
+void
+dc_close(void **sock_p)
+{
+    if (*sock_p)
+        zmq_close(*sock_p);
+    *sock_p = NULL;
 }
 
 void
 dc_nodes_free(ddict_t *self)
 {
     for (int i = 0; i < self->nnodes; i++)
-        zsock_destroy(&self->nodes[i].sock);
+        dc_close(&self->nodes[i].sock);
     free(self->nodes);
     self->nodes = NULL;
     self->nnodes = 0;
@@ -75,30 +90,122 @@ s_install(ddict_t *self, const telem_dict_admin_rep_t *r)
     return 0;
 }
 
-zsock_t *
+void *
 dc_sock(ddict_t *self, int i)
 {
     dc_node_t *n = &self->nodes[i];
     if (!n->sock && (n->endpoint[0]
                      || dc_lookup(self, n->name, n->endpoint,
                                   sizeof n->endpoint) == 0))
-        n->sock = dc_connect(n->endpoint);
+        n->sock = dc_connect(self, n->endpoint);
     return n->sock;
 }
 
+/* ---------------------------------------------------------------- frames */
+
 int
-dc_send_frame(zsock_t *s, const void *data, size_t size, int more)
+dc_send_frame(void *sock, const void *data, size_t size, int more)
 {
     zmq_msg_t m;
     if (zmq_msg_init_size(&m, size) != 0)
         return TELEM_ENOMEM;
     if (size)
         memcpy(zmq_msg_data(&m), data, size);
-    if (zmq_msg_send(&m, zsock_resolve(s), more ? ZMQ_SNDMORE : 0) < 0) {
+    if (zmq_msg_send(&m, sock, more ? ZMQ_SNDMORE : 0) < 0) {
         zmq_msg_close(&m);
         return TELEM_ECONN;
     }
     return 0;
+}
+
+int
+dc_poll(void *const *socks, int n, zmq_pollitem_t *items, int64_t until)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (socks[i])
+            items[k++] = (zmq_pollitem_t) { socks[i], 0, ZMQ_POLLIN, 0 };
+    for (;;) {
+        int64_t ms = (until - telem_mono_ns()) / TELEM_NS_PER_MS;
+        if (ms <= 0)
+            return -1;
+        int rc = zmq_poll(items, k, ms > INT32_MAX ? INT32_MAX : (long) ms);
+        if (rc < 0 && zmq_errno() == EINTR)
+            continue;
+        if (rc <= 0)
+            return -1;
+        for (int j = 0; j < k; j++)
+            if (items[j].revents & ZMQ_POLLIN)
+                for (int i = 0; i < n; i++)
+                    if (socks[i] == items[j].socket)
+                        return i;
+        return -1;
+    }
+}
+
+int
+dc_has_input(void *sock)
+{
+    int events = 0;
+    size_t len = sizeof events;
+    return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0
+           && (events & ZMQ_POLLIN);
+}
+
+int
+dc_recv_head(void *sock, zmq_msg_t *head)
+{
+    if (zmq_msg_recv(head, sock, ZMQ_DONTWAIT) < 0)
+        return -1;
+    if (zmq_msg_more(head)) {
+        zmq_msg_t rest;
+        zmq_msg_init(&rest);
+        int more = 1;
+        while (more && zmq_msg_recv(&rest, sock, 0) >= 0)
+            more = zmq_msg_more(&rest);
+        zmq_msg_close(&rest);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- map */
+
+/* Takes one reply off sock: 1 and the map installed (*rc its result) if
+ * it is the HELLO answer `id` of a server that serves, else 0. */
+static int
+s_hello_reply(ddict_t *self, void *sock, uint64_t id, int *rc)
+{
+    zmq_msg_t head;
+    zmq_msg_init(&head);
+    telem_msg_t r;
+    int ok = dc_recv_head(sock, &head) == 0
+             && telem_proto_decode(self->dec, zmq_msg_data(&head),
+                                   zmq_msg_size(&head), &r) == 0
+             && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
+             && r.u.dict_admin_rep.id == id
+             && r.u.dict_admin_rep.state == 0
+             && r.u.dict_admin_rep.nnodes > 0;
+    if (ok)
+        *rc = s_install(self, &r.u.dict_admin_rep);
+    zmq_msg_close(&head);
+    return ok;
+}
+
+/* Connects to every server of the node file; returns how many. */
+static int
+s_connect_all(ddict_t *self, FILE *f, void **socks)
+{
+    int n = 0;
+    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    while (n < DDICT_NODES_MAX && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (line[0] == '#' || !tab)
+            continue;
+        tab[strcspn(tab, "\r\n")] = '\0';
+        if ((socks[n] = dc_connect(self, tab + 1)) != NULL)
+            n++;
+    }
+    return n;
 }
 
 int
@@ -110,20 +217,12 @@ dc_refresh(ddict_t *self, int64_t deadline)
     if (!f)
         return TELEM_ENOTFOUND;
     flock(fileno(f), LOCK_SH);
-    zpoller_t *poller = zpoller_new(NULL);
-    zsock_t *socks[DDICT_NODES_MAX];
-    int n = 0;
-    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
-    while (n < DDICT_NODES_MAX && fgets(line, sizeof line, f)) {
-        char *tab = strchr(line, '\t');
-        if (line[0] == '#' || !tab)
-            continue;
-        tab[strcspn(tab, "\r\n")] = '\0';
-        if ((socks[n] = dc_connect(tab + 1)) != NULL)
-            zpoller_add(poller, socks[n++]);
-    }
+    void **socks = calloc(DDICT_NODES_MAX, sizeof *socks);
+    zmq_pollitem_t *items = calloc(DDICT_NODES_MAX, sizeof *items);
+    int n = socks && items ? s_connect_all(self, f, socks) : 0;
     fclose(f);
-    int rc = n ? TELEM_ETIMEDOUT : TELEM_ENOTFOUND;
+    int rc = !socks || !items ? TELEM_ENOMEM
+             : n ? TELEM_ETIMEDOUT : TELEM_ENOTFOUND;
     while (n && rc == TELEM_ETIMEDOUT) {
         telem_dict_admin_t m = { ++self->next_id, TELEM_DADM_HELLO, 0, 0, 0,
                                  NULL, 0 };
@@ -136,31 +235,15 @@ dc_refresh(ddict_t *self, int64_t deadline)
         int64_t until = telem_mono_ns() + S_HELLO_WAIT_MS * TELEM_NS_PER_MS;
         if (until > deadline)
             until = deadline;
-        for (;;) {
-            int64_t left = (until - telem_mono_ns()) / TELEM_NS_PER_MS;
-            zsock_t *s = left > 0 ? zpoller_wait(poller, (int) left) : NULL;
-            if (!s)
+        for (int i; (i = dc_poll(socks, n, items, until)) >= 0;)
+            if (s_hello_reply(self, socks[i], m.id, &rc))
                 break;
-            zmsg_t *msg = zmsg_recv(s);
-            zframe_t *fr = msg ? zmsg_first(msg) : NULL;
-            telem_msg_t r;
-            if (fr && telem_proto_decode(self->dec, zframe_data(fr),
-                                         zframe_size(fr), &r) == 0
-                && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
-                && r.u.dict_admin_rep.id == m.id
-                && r.u.dict_admin_rep.state == 0
-                && r.u.dict_admin_rep.nnodes > 0) {
-                rc = s_install(self, &r.u.dict_admin_rep);
-                zmsg_destroy(&msg);
-                break;
-            }
-            zmsg_destroy(&msg);
-        }
         if (telem_mono_ns() >= deadline)
             break;
     }
-    zpoller_destroy(&poller);
     for (int i = 0; i < n; i++)
-        zsock_destroy(&socks[i]);
+        dc_close(&socks[i]);
+    free(socks);
+    free(items);
     return rc;
 }
