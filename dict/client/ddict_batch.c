@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "telem_time.h"
+#include "telem_grow.h"
 
 _Static_assert(DDICT_VALUE_LIMIT == TELEM_DICT_VALUE_MAX,
                "the API's value limit is the wire's");
@@ -54,17 +54,20 @@ ddict_batch_destroy(ddict_batch_t **self_p)
     *self_p = NULL;
 }
 
+/* Grows one of the parallel arrays from the batch's capacity to room for
+ * one more operation; `cap` gets the new capacity. */
 #define S_GROW(p, cap) do {                                             \
-        void *q_ = realloc((p), (cap) * sizeof *(p));                   \
-        if (!q_)                                                        \
+        (cap) = b->cap;                                                 \
+        if (telem_grow((void **) &(p), &(cap), b->n + 1, sizeof *(p),   \
+                       64))                                             \
             return TELEM_ENOMEM;                                        \
-        (p) = q_;                                                       \
     } while (0)
 
+/* The capacity moves only when every array grew. */
 static int
 s_grow(ddict_batch_t *b)
 {
-    size_t cap = b->cap ? b->cap * 2 : 64;
+    size_t cap;
     S_GROW(b->ops, cap);
     S_GROW(b->vals, cap);
     S_GROW(b->vlens, cap);
@@ -80,6 +83,7 @@ s_grow(ddict_batch_t *b)
     b->cap = cap;
     return 0;
 }
+#undef S_GROW
 
 int
 dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,

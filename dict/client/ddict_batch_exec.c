@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_grow.h"
 #include "telem_time.h"
 
 typedef struct {
@@ -101,14 +102,10 @@ s_send(s_run_t *r, int node, size_t first, size_t n)
     }
     if (rc)
         return rc;
-    if (r->nreqs == r->capreqs) {
-        size_t cap = r->capreqs ? r->capreqs * 2 : 16;
-        s_req_t *q = realloc(r->reqs, cap * sizeof *q);
-        if (!q)
-            return TELEM_ENOMEM;
-        r->reqs = q;
-        r->capreqs = cap;
-    }
+    if (r->nreqs == r->capreqs
+        && telem_grow((void **) &r->reqs, &r->capreqs, r->nreqs + 1,
+                      sizeof *r->reqs, 16))
+        return TELEM_ENOMEM;
     s_req_t q = { m.id, node, first, n, 0, b->into[r->idx[first]] };
     r->reqs[r->nreqs++] = q;
     return 0;

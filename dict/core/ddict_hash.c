@@ -1,22 +1,13 @@
 /* ddict_hash.c - the dictionary's key hash (see ddict_hash.h).
  *
- * FNV-1a over the bytes followed by the murmur3 64-bit finaliser, which
- * spreads FNV's weak low bits.  It is written out here, not taken from a
- * library, because it is part of the persistent format and must never
- * change with a library version.
+ * FNV-1a over the bytes followed by the murmur3 64-bit finaliser
+ * (telem_hash_mix64, telem_grow.h), which spreads FNV's weak low bits.
+ * It is telem's own code, not a library's, because it is part of the
+ * persistent format and must never change with a library version.
  */
 #include "ddict_hash.h"
 
-static uint64_t
-s_mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
-}
+#include "telem_grow.h"
 
 uint64_t
 ddict_hash(const void *data, size_t size)
@@ -27,7 +18,7 @@ ddict_hash(const void *data, size_t size)
         h ^= p[i];
         h *= UINT64_C(0x100000001b3);
     }
-    return s_mix(h ^ size);
+    return telem_hash_mix64(h ^ size);
 }
 
 uint32_t

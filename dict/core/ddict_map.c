@@ -1,9 +1,9 @@
 /* ddict_map.c - rendezvous shard maps (see ddict_map.h).
  *
  * A node's score for a shard mixes the node name's hash (ddict_hash.h)
- * with the shard number through the murmur3 64-bit finaliser; like the
- * key hash it decides where data lives, so it must never change.  The
- * owner lists are computed once in ddict_map_new() (256 shards x n nodes
+ * with the shard number through the murmur3 64-bit finaliser
+ * (telem_hash_mix64); like the key hash it decides where data lives, so
+ * it must never change.  The owner lists are computed once in ddict_map_new() (256 shards x n nodes
  * scores), so lookups are an array read.
  */
 #include "ddict_map.h"
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_paths.h"
 
 struct ddict_map {
@@ -22,20 +23,9 @@ struct ddict_map {
 };
 
 static uint64_t
-s_mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
-}
-
-static uint64_t
 s_score(uint64_t node_hash, uint32_t shard)
 {
-    return s_mix(node_hash ^ ((uint64_t) (shard + 1)
+    return telem_hash_mix64(node_hash ^ ((uint64_t) (shard + 1)
                               * UINT64_C(0x9e3779b97f4a7c15)));
 }
 

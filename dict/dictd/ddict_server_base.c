@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 
 #define S_COPY_MAX 256u            /* frames copied, not shared, up to here */
 
@@ -132,24 +133,16 @@ ds_reserve(ddict_server_t *self, size_t n)
 {
     if (n <= self->capops)
         return 0;
-    size_t cap = self->capops ? self->capops : 64;
-    while (cap < n)
-        cap *= 2;
-    telem_dict_op_t *ops = realloc(self->ops, cap * sizeof *ops);
-    if (ops)
-        self->ops = ops;
-    telem_dict_res_t *res = realloc(self->res, cap * sizeof *res);
-    if (res)
-        self->res = res;
-    ddict_val_t **vals = realloc(self->vals, cap * sizeof *vals);
-    if (vals)
-        self->vals = vals;
-    ddict_val_t **rvals = realloc(self->rvals, cap * sizeof *rvals);
-    if (rvals)
-        self->rvals = rvals;
-    if (!ops || !res || !vals || !rvals)
+    /* Four arrays of one capacity: each grows from the shared one, and
+       the shared one moves only when all did. */
+    size_t c1 = self->capops, c2 = c1, c3 = c1, c4 = c1;
+    if (telem_grow((void **) &self->ops, &c1, n, sizeof *self->ops, 64)
+        || telem_grow((void **) &self->res, &c2, n, sizeof *self->res, 64)
+        || telem_grow((void **) &self->vals, &c3, n, sizeof *self->vals, 64)
+        || telem_grow((void **) &self->rvals, &c4, n, sizeof *self->rvals,
+                      64))
         return TELEM_ENOMEM;
-    self->capops = cap;
+    self->capops = c1;
     return 0;
 }
 
@@ -187,14 +180,10 @@ ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
 int
 ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames, size_t n)
 {
-    if (self->nout == self->capout) {
-        size_t cap = self->capout ? self->capout * 2 : 64;
-        ds_out_t *o = realloc(self->outbox, cap * sizeof *o);
-        if (!o)
-            goto fail;
-        self->outbox = o;
-        self->capout = cap;
-    }
+    if (self->nout == self->capout
+        && telem_grow((void **) &self->outbox, &self->capout, self->nout + 1,
+                      sizeof *self->outbox, 64))
+        goto fail;
     ds_out_t *o = &self->outbox[self->nout];
     if (!(o->frames = malloc(n * sizeof *frames)))
         goto fail;

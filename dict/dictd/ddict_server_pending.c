@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_time.h"
 
 #define S_WAIT_MAX_MS (24 * 3600 * 1000ull)
@@ -221,14 +222,10 @@ ds_event_wait(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
         return s_reply_one(self, route, id, TELEM_ESTATE);
     if (ddict_store_find(self->store, shard, &k))
         return s_reply_one(self, route, id, 0);
-    if (self->nwait == self->capwait) {
-        size_t cap = self->capwait ? self->capwait * 2 : 16;
-        ds_waiter_t *w = realloc(self->waiters, cap * sizeof *w);
-        if (!w)
-            return s_reply_one(self, route, id, TELEM_ENOMEM);
-        self->waiters = w;
-        self->capwait = cap;
-    }
+    if (self->nwait == self->capwait
+        && telem_grow((void **) &self->waiters, &self->capwait,
+                      self->nwait + 1, sizeof *self->waiters, 16))
+        return s_reply_one(self, route, id, TELEM_ENOMEM);
     ds_waiter_t *w = &self->waiters[self->nwait];
     if (!(w->key = malloc(op->klen + 1)))
         return s_reply_one(self, route, id, TELEM_ENOMEM);
