@@ -271,7 +271,7 @@ s_telem_single(ddict_t *d, s_thread_t *t, uint64_t *i)
         rc = ddict_put(d, key, (size_t) kl, t->val, cell->vsize, NULL);
     }
     if (rc)
-        snprintf(t->err, sizeof t->err, "telem: %s", ddict_strerror(rc));
+        snprintf(t->err, sizeof t->err, "telem: %s", telem_strerror(rc));
     return rc;
 }
 
@@ -299,7 +299,7 @@ s_telem_round(ddict_t *d, ddict_batch_t *b, s_thread_t *t, uint64_t *i)
     }
     if (rc)
         snprintf(t->err, sizeof t->err, "telem batch: %s",
-                 ddict_strerror(rc));
+                 telem_strerror(rc));
     return rc;
 }
 
@@ -354,7 +354,7 @@ s_thread(void *arg)
     else if (!(d = ddict_open(t->o->nodefile[t->cell->sys], "bench", 10000,
                               &err)))
         snprintf(t->err, sizeof t->err, "ddict_open: %s",
-                 ddict_strerror(err));
+                 telem_strerror(err));
     if (rc || z || d)
         s_loop(t, rc, z, d, b);
     else
@@ -434,7 +434,7 @@ s_fill_one(const s_opts_t *o, int sys, size_t vsize, const uint8_t *val)
         r = rc ? s_redis_round(rc, &t, &i) : s_telem_round(d, b, &t, &i);
     if (r)
         bench_die("bench_dict", "fill %s: %s", s_sys_name[sys],
-                  t.err[0] ? t.err : ddict_strerror(err));
+                  t.err[0] ? t.err : telem_strerror(err));
     redisFree(rc);
     ddict_close(&d);
     ddict_batch_destroy(&b);

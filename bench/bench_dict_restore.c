@@ -60,7 +60,7 @@ static void
 s_check(int rc, const char *what)
 {
     if (rc)
-        bench_die("bench_dict_restore", "%s: %s", what, ddict_strerror(rc));
+        bench_die("bench_dict_restore", "%s: %s", what, telem_strerror(rc));
 }
 
 static ddict_actor_t *

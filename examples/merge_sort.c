@@ -44,11 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <czmq.h>
+#include <spawn.h>
 
 #include <telem/ddict.h>
 #include <telem/telem.h>
-#include <spawn.h>
 
 #define S_SIZES_MAX 16
 
@@ -387,7 +386,7 @@ s_check(const s_opts_t *o, ddict_t *d, int round, long size, int *cutoff)
                worst.peak, cut, sorted ? "yes" : "NO");
     else
         fprintf(stderr, "merge_sort: size %ld: %s\n", size,
-                ddict_strerror(rc));
+                telem_strerror(rc));
     fflush(stdout);
     free(all);
     free(tmp);
@@ -563,7 +562,7 @@ s_rounds(const s_opts_t *o, s_shared_t *sh, ddict_t *d)
             rc = s_check(o, d, round, size, &cutoff);
         if (rc)
             fprintf(stderr, "merge_sort: size %ld failed: %s\n", size,
-                    ddict_strerror(rc));
+                    telem_strerror(rc));
         else if (round + 1 >= o->nsizes && !o->until_stop)
             more = 0;
         else if (round + 1 >= o->nsizes)
@@ -580,9 +579,6 @@ main(int argc, char **argv)
     int rc = s_parse(argc, argv, &o, bindir, sizeof bindir);
     if (rc >= 0)
         return rc;
-    /* czmq (under ddict) would catch SIGTERM and SIGINT; the launcher
-       stops the program with them, so keep their default action. */
-    zsys_handler_set(NULL);
     pid_t watch = o.rank == 0 && o.limit > 0 ? s_watch_start(&o) : -1;
     int err = 0;
     s_shared_t *sh = s_shared_alloc(sizeof *sh);
@@ -593,7 +589,7 @@ main(int argc, char **argv)
     int have_waiter = sh && d
         && pthread_create(&waiter, NULL, s_stop_waiter, &w) == 0;
     if (!sh || !d) {
-        fprintf(stderr, "merge_sort: %s\n", sh ? ddict_strerror(err)
+        fprintf(stderr, "merge_sort: %s\n", sh ? telem_strerror(err)
                                                : "out of memory");
         rc = 1;
     }

@@ -50,11 +50,10 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include <czmq.h>
-
 #include <telem/ddict.h>
-#include "slow_gpu.h"
 #include <telem/telem.h>
+
+#include "slow_gpu.h"
 
 #define S_RANGE 2.5                 /* histogram over [-S_RANGE, S_RANGE] */
 
@@ -231,7 +230,7 @@ s_task_load(ddict_t *d, s_worker_t *wk, int t, sg_task_t *task,
         return 0;
     }
     if (rc) {
-        fprintf(stderr, "slow_gpu: task %d: %s\n", t, ddict_strerror(rc));
+        fprintf(stderr, "slow_gpu: task %d: %s\n", t, telem_strerror(rc));
         return rc;
     }
     if (!o->restarted) {
@@ -260,11 +259,11 @@ s_task_store(ddict_t *d, const sg_opts_t *o, int t, const sg_task_t *task,
         return TELEM_ENOMEM;
     int rc = ddict_cas(d, key, (size_t) klen, text, len, *version, version);
     free(text);
-    if (rc == DDICT_ECONFLICT)
+    if (rc == TELEM_ECONFLICT)
         fprintf(stderr, "slow_gpu: task %d was written by another worker: "
                 "stopping\n", t);
     else if (rc)
-        fprintf(stderr, "slow_gpu: task %d: %s\n", t, ddict_strerror(rc));
+        fprintf(stderr, "slow_gpu: task %d: %s\n", t, telem_strerror(rc));
     return rc;
 }
 
@@ -347,7 +346,7 @@ s_worker(void *arg)
     ddict_t *d = ddict_open(NULL, wk->o->ns, wk->o->timeout_ms, &err);
     if (!d || s_work_init(&w, wk->o->size) != 0) {
         fprintf(stderr, "slow_gpu: worker %d: %s\n", wk->worker,
-                d ? "out of memory" : ddict_strerror(err));
+                d ? "out of memory" : telem_strerror(err));
         wk->rc = d ? TELEM_ENOMEM : err;
         ddict_close(&d);
         return NULL;
@@ -392,7 +391,7 @@ s_collect(const sg_opts_t *o, uint64_t *counts)
     int err = 0, rc = 0;
     ddict_t *d = ddict_open(NULL, o->ns, o->timeout_ms, &err);
     if (!d) {
-        fprintf(stderr, "slow_gpu: %s\n", ddict_strerror(err));
+        fprintf(stderr, "slow_gpu: %s\n", telem_strerror(err));
         return err;
     }
     sg_task_t task = { calloc((size_t) o->bins + 2, sizeof(uint64_t)), 0 };
@@ -414,7 +413,7 @@ s_collect(const sg_opts_t *o, uint64_t *counts)
         for (int b = 0; rc == 0 && b < o->bins + 2; b++)
             counts[b] += task.counts[b];
         if (rc)
-            fprintf(stderr, "slow_gpu: task %d: %s\n", t, ddict_strerror(rc));
+            fprintf(stderr, "slow_gpu: task %d: %s\n", t, telem_strerror(rc));
     }
     rc = task.counts ? rc : TELEM_ENOMEM;
     free(task.counts);
@@ -429,10 +428,6 @@ main(int argc, char **argv)
     int rc = sg_opts_parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    /* czmq (under ddict) would catch SIGTERM and SIGINT; the launcher
-       stops the program with them, so keep their default action. */
-    zsys_handler_set(NULL);
-    zsys_init();                /* once, before the workers' threads */
     telem_init();
     long computed = 0, resumed = 0;
     rc = s_run_workers(&o, &computed, &resumed);

@@ -20,7 +20,7 @@
 #include "check.h"
 #include "ddict.h"
 #include "ddict_server.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "telem_error.h"
 #include "telem_proto.h"
 #include "telem_proto_dict.h"
@@ -341,11 +341,11 @@ static inline void
 s_key_on(const char *const *nodes, int n, int want, const char *prefix,
          char *key, size_t size)
 {
-    ddict_map_t *map = ddict_map_new(nodes, n, n > 1 ? 2 : 1);
+    ddict_map_t *map = ddict_map_new(nodes, n, n > 1 ? 2 : 1, NULL);
     for (int i = 0;; i++) {
         snprintf(key, size, "%s%d", prefix, i);
         int owners[DDICT_REPLICAS_MAX];
-        ddict_map_owners(map, ddict_shard_of(key, strlen(key)), owners);
+        ddict_map_owners(map, ddict_hash_shard(key, strlen(key)), owners);
         if (owners[0] == want)
             break;
     }

@@ -21,14 +21,14 @@
 
 typedef struct {
     int n;
-    ddict_rec_t rec[MAXREC];
+    ddict_log_rec_t rec[MAXREC];
     char ns[MAXREC][256];
     uint8_t *key[MAXREC];
     uint8_t *val[MAXREC];
 } seen_t;
 
 static int
-s_collect(void *arg, const ddict_rec_t *r)
+s_collect(void *arg, const ddict_log_rec_t *r)
 {
     seen_t *s = arg;
     if (s->n >= MAXREC)
@@ -53,11 +53,11 @@ s_seen_free(seen_t *s)
     s->n = 0;
 }
 
-static ddict_rec_t
+static ddict_log_rec_t
 s_put(const char *ns, const char *key, const void *val, uint64_t vlen,
       uint64_t version)
 {
-    ddict_rec_t r = { DDICT_REC_PUT, 7, ns, (uint8_t) strlen(ns), key,
+    ddict_log_rec_t r = { DDICT_LOG_REC_PUT, 7, ns, (uint8_t) strlen(ns), key,
                       (uint32_t) strlen(key), val, vlen, version };
     return r;
 }
@@ -75,12 +75,12 @@ test_roundtrip(const char *path)
     unlink(path);
     ddict_log_t *log = NULL;
     ddict_log_stats_t st;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, &st) == 0);
+    CHECK((log = ddict_log_open(path, NULL, NULL, &st, NULL)) != NULL);
     CHECK(st.records == 0 && st.dropped_bytes == 0);
-    ddict_rec_t a = s_put("app", "k1", "hello", 5, 1);
-    ddict_rec_t b = s_put("", "k2", NULL, 0, 2);
-    ddict_rec_t c = { DDICT_REC_DEL, 255, "app", 3, "k1", 2, NULL, 0, 0 };
-    ddict_rec_t m = { DDICT_REC_MAP, 2, "", 0, "", 0, "n1\nn2", 5, 42 };
+    ddict_log_rec_t a = s_put("app", "k1", "hello", 5, 1);
+    ddict_log_rec_t b = s_put("", "k2", NULL, 0, 2);
+    ddict_log_rec_t c = { DDICT_LOG_REC_DEL, 255, "app", 3, "k1", 2, NULL, 0, 0 };
+    ddict_log_rec_t m = { DDICT_LOG_REC_MAP, 2, "", 0, "", 0, "n1\nn2", 5, 42 };
     CHECK(ddict_log_append(log, &a) == 0);
     CHECK(ddict_log_append(log, &b) == 0);
     CHECK(ddict_log_append(log, &c) == 0);
@@ -93,23 +93,23 @@ test_roundtrip(const char *path)
     CHECK(log == NULL);
 
     seen_t s = { 0 };
-    CHECK(ddict_log_open(path, s_collect, &s, &log, &st) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, &st, NULL)) != NULL);
     CHECK(st.records == 4 && st.bytes == size && st.dropped_bytes == 0);
     CHECK(s.n == 4);
-    CHECK(s.rec[0].type == DDICT_REC_PUT && s.rec[0].shard == 7);
+    CHECK(s.rec[0].type == DDICT_LOG_REC_PUT && s.rec[0].shard == 7);
     CHECK(s.rec[0].nslen == 3 && memcmp(s.ns[0], "app", 3) == 0);
     CHECK(s.rec[0].klen == 2 && memcmp(s.key[0], "k1", 2) == 0);
     CHECK(s.rec[0].vlen == 5 && memcmp(s.val[0], "hello", 5) == 0);
     CHECK(s.rec[0].version == 1);
     CHECK(s.rec[1].nslen == 0 && s.rec[1].vlen == 0 && s.rec[1].version == 2);
-    CHECK(s.rec[2].type == DDICT_REC_DEL && s.rec[2].shard == 255);
-    CHECK(s.rec[3].type == DDICT_REC_MAP && s.rec[3].version == 42
+    CHECK(s.rec[2].type == DDICT_LOG_REC_DEL && s.rec[2].shard == 255);
+    CHECK(s.rec[3].type == DDICT_LOG_REC_MAP && s.rec[3].version == 42
           && s.rec[3].vlen == 5 && memcmp(s.val[3], "n1\nn2", 5) == 0);
     s_seen_free(&s);
     /* Appending after a replay continues the file. */
     CHECK(ddict_log_append(log, &a) == 0);
     ddict_log_destroy(&log);
-    CHECK(ddict_log_open(path, s_collect, &s, &log, &st) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, &st, NULL)) != NULL);
     CHECK(s.n == 5 && st.dropped_bytes == 0);
     s_seen_free(&s);
     ddict_log_destroy(&log);
@@ -121,9 +121,9 @@ test_torn_tail(const char *path)
 {
     unlink(path);
     ddict_log_t *log = NULL;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == 0);
-    ddict_rec_t a = s_put("ns", "first", "value-1", 7, 1);
-    ddict_rec_t b = s_put("ns", "second", "value-two", 9, 2);
+    CHECK((log = ddict_log_open(path, NULL, NULL, NULL, NULL)) != NULL);
+    ddict_log_rec_t a = s_put("ns", "first", "value-1", 7, 1);
+    ddict_log_rec_t b = s_put("ns", "second", "value-two", 9, 2);
     CHECK(ddict_log_append(log, &a) == 0);
     uint64_t good = ddict_log_size(log);
     CHECK(ddict_log_append(log, &b) == 0);
@@ -133,7 +133,8 @@ test_torn_tail(const char *path)
         CHECK(truncate(path, (off_t) cut) == 0);
         seen_t s = { 0 };
         ddict_log_stats_t st;
-        CHECK(ddict_log_open(path, s_collect, &s, &log, &st) == 0);
+        CHECK((log = ddict_log_open(path, s_collect, &s, &st, NULL))
+              != NULL);
         CHECK(s.n == 1 && st.bytes == good && st.dropped_bytes == cut - good);
         CHECK(s_fsize(path) == (off_t) good);
         /* Restore the full record for the next cut. */
@@ -150,9 +151,9 @@ test_damage(const char *path)
 {
     unlink(path);
     ddict_log_t *log = NULL;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == 0);
-    ddict_rec_t a = s_put("ns", "a", "1", 1, 1);
-    ddict_rec_t b = s_put("ns", "bb", "22", 2, 2);
+    CHECK((log = ddict_log_open(path, NULL, NULL, NULL, NULL)) != NULL);
+    ddict_log_rec_t a = s_put("ns", "a", "1", 1, 1);
+    ddict_log_rec_t b = s_put("ns", "bb", "22", 2, 2);
     CHECK(ddict_log_append(log, &a) == 0);
     uint64_t good = ddict_log_size(log);
     CHECK(ddict_log_append(log, &b) == 0);
@@ -170,7 +171,8 @@ test_damage(const char *path)
         fclose(f);
         seen_t s = { 0 };
         ddict_log_stats_t st;
-        CHECK(ddict_log_open(path, s_collect, &s, &log, &st) == 0);
+        CHECK((log = ddict_log_open(path, s_collect, &s, &st, NULL))
+              != NULL);
         CHECK(s.n == 1 && st.dropped_bytes == full - good);
         CHECK(ddict_log_append(log, &b) == 0);
         ddict_log_destroy(&log);
@@ -184,7 +186,7 @@ test_damage(const char *path)
     fclose(f);
     seen_t s = { 0 };
     ddict_log_stats_t st;
-    CHECK(ddict_log_open(path, s_collect, &s, &log, &st) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, &st, NULL)) != NULL);
     CHECK(s.n == 2 && st.dropped_bytes == DDICT_LOG_HDR);
     s_seen_free(&s);
     ddict_log_destroy(&log);
@@ -199,13 +201,13 @@ test_large_and_invalid(const char *path)
     for (size_t i = 0; i < big; i++)
         v[i] = (uint8_t) (i * 131 + 7);
     ddict_log_t *log = NULL;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == 0);
-    ddict_rec_t small = s_put("n", "s", "x", 1, 1);
-    ddict_rec_t large = s_put("n", "big", v, big, 2);
+    CHECK((log = ddict_log_open(path, NULL, NULL, NULL, NULL)) != NULL);
+    ddict_log_rec_t small = s_put("n", "s", "x", 1, 1);
+    ddict_log_rec_t large = s_put("n", "big", v, big, 2);
     CHECK(ddict_log_append(log, &small) == 0);
     CHECK(ddict_log_append(log, &large) == 0);
     CHECK(ddict_log_append(log, &small) == 0);
-    ddict_rec_t bad = small;
+    ddict_log_rec_t bad = small;
     bad.type = 0;
     CHECK(ddict_log_append(log, &bad) == TELEM_EINVAL);
     bad = small;
@@ -217,7 +219,7 @@ test_large_and_invalid(const char *path)
     CHECK(ddict_log_sync(log) == 0);
     ddict_log_destroy(&log);
     seen_t s = { 0 };
-    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, NULL, NULL)) != NULL);
     CHECK(s.n == 3);
     CHECK(s.rec[1].vlen == big && memcmp(s.val[1], v, big) == 0);
     CHECK(s.rec[2].vlen == 1 && s.val[2][0] == 'x');
@@ -230,8 +232,8 @@ static int
 s_dump_two(void *arg, ddict_log_t *out)
 {
     (void) arg;
-    ddict_rec_t a = s_put("n", "kept", "1", 1, 9);
-    ddict_rec_t b = s_put("n", "also", "22", 2, 3);
+    ddict_log_rec_t a = s_put("n", "kept", "1", 1, 9);
+    ddict_log_rec_t b = s_put("n", "also", "22", 2, 3);
     return ddict_log_append(out, &a) || ddict_log_append(out, &b);
 }
 
@@ -248,9 +250,9 @@ test_compact(const char *path)
 {
     unlink(path);
     ddict_log_t *log = NULL;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == 0);
+    CHECK((log = ddict_log_open(path, NULL, NULL, NULL, NULL)) != NULL);
     for (int i = 0; i < 50; i++) {
-        ddict_rec_t r = s_put("n", "churn", "abcdef", 6, (uint64_t) i);
+        ddict_log_rec_t r = s_put("n", "churn", "abcdef", 6, (uint64_t) i);
         CHECK(ddict_log_append(log, &r) == 0);
     }
     uint64_t before = ddict_log_size(log);
@@ -258,11 +260,11 @@ test_compact(const char *path)
     CHECK(ddict_log_size(log) == before);
     CHECK(ddict_log_compact(log, s_dump_two, NULL) == 0);
     CHECK(ddict_log_size(log) < before);
-    ddict_rec_t r = s_put("n", "after", "z", 1, 1);
+    ddict_log_rec_t r = s_put("n", "after", "z", 1, 1);
     CHECK(ddict_log_append(log, &r) == 0);
     ddict_log_destroy(&log);
     seen_t s = { 0 };
-    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, NULL, NULL)) != NULL);
     CHECK(s.n == 3);
     CHECK(s.rec[0].klen == 4 && memcmp(s.key[0], "kept", 4) == 0);
     CHECK(s.rec[2].klen == 5 && memcmp(s.key[2], "after", 5) == 0);
@@ -273,46 +275,63 @@ test_compact(const char *path)
     CHECK(access(tmp, F_OK) != 0);
 }
 
-/* A message of `size` bytes, every byte `fill`. */
+/* Released by a value's last reference: counts the calls. */
+static int s_freed;
 static void
-s_msg(zmq_msg_t *m, size_t size, int fill)
+s_free_fn(void *data, void *hint)
 {
-    CHECK(zmq_msg_init_size(m, size) == 0);
-    memset(zmq_msg_data(m), fill, size);
+    (void) hint;
+    free(data);
+    s_freed++;
 }
 
-/* Values appended as messages are written at the flush, in order with the
- * records around them, and the caller's messages may be closed at once. */
+/* A shared value of `size` bytes, every byte `fill`, whose bytes are
+ * its owner's (freed, and counted, with the last reference). */
+static void
+s_msg(ddict_val_t **m, size_t size, int fill)
+{
+    uint8_t *b = malloc(size);
+    CHECK(b);
+    memset(b, fill, size);
+    CHECK((*m = ddict_val_wrap(b, size, s_free_fn, NULL)) != NULL);
+}
+
+/* Shared values are written at the flush, in order with the records
+ * around them; the caller may release its reference at once, and the
+ * log's own goes once the record is written. */
 static void
 test_held(const char *path)
 {
     unlink(path);
     ddict_log_t *log = NULL;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == 0);
-    ddict_rec_t a = s_put("app", "small", "x", 1, 1);
-    ddict_rec_t h = s_put("app", "big", NULL, 0, 2);
-    zmq_msg_t m;
+    CHECK((log = ddict_log_open(path, NULL, NULL, NULL, NULL)) != NULL);
+    ddict_log_rec_t a = s_put("app", "small", "x", 1, 1);
+    ddict_log_rec_t h = s_put("app", "big", NULL, 0, 2);
+    ddict_val_t *m;
+    s_freed = 0;
     CHECK(ddict_log_append(log, &a) == 0);
     s_msg(&m, 40000, 'A');
-    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
-    zmq_msg_close(&m);
+    CHECK(ddict_log_append_val(log, &h, m) == 0);
+    ddict_val_release(&m);
     s_msg(&m, 10, 'b');       /* small: copied into the buffer */
     h.version = 3;
-    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
-    zmq_msg_close(&m);
+    CHECK(ddict_log_append_val(log, &h, m) == 0);
+    ddict_val_release(&m);
     s_msg(&m, 70000, 'C');
     h.version = 4;
-    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
-    zmq_msg_close(&m);
+    CHECK(ddict_log_append_val(log, &h, m) == 0);
+    ddict_val_release(&m);
     uint64_t size = ddict_log_size(log);
     CHECK(size == 4 * (DDICT_LOG_HDR + 3) + 5 + 3 * 3 + 1 + 40000 + 10
                       + 70000);
     CHECK(s_fsize(path) == 0);           /* held until the flush */
+    CHECK(s_freed == 1);                 /* the small one was copied */
     CHECK(ddict_log_flush(log) == 0);
+    CHECK(s_freed == 3);                 /* written: references dropped */
     CHECK(s_fsize(path) == (off_t) size);
     ddict_log_destroy(&log);
     seen_t s = { 0 };
-    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, NULL, NULL)) != NULL);
     CHECK(s.n == 4);
     CHECK(s.rec[0].vlen == 1 && s.val[0][0] == 'x');
     CHECK(s.rec[1].vlen == 40000 && s.rec[1].version == 2
@@ -325,13 +344,13 @@ test_held(const char *path)
     for (int i = 0; i < 60; i++) {
         s_msg(&m, 20000, i);
         h.version = (uint64_t) i;
-        CHECK(ddict_log_append_msg(log, &h, &m) == 0);
-        zmq_msg_close(&m);
+        CHECK(ddict_log_append_val(log, &h, m) == 0);
+        ddict_val_release(&m);
     }
     CHECK(s_fsize(path) > (off_t) size);
     CHECK(s_fsize(path) < (off_t) ddict_log_size(log));
     ddict_log_destroy(&log);              /* writes the rest */
-    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, NULL, NULL)) != NULL);
     CHECK(s.n == 64);
     for (int i = 0; i < 60; i++)
         CHECK(s.rec[4 + i].version == (uint64_t) i
@@ -339,11 +358,11 @@ test_held(const char *path)
     s_seen_free(&s);
     /* A compaction drops held values: the dump has the live state. */
     s_msg(&m, 30000, 'D');
-    CHECK(ddict_log_append_msg(log, &h, &m) == 0);
-    zmq_msg_close(&m);
+    CHECK(ddict_log_append_val(log, &h, m) == 0);
+    ddict_val_release(&m);
     CHECK(ddict_log_compact(log, s_dump_two, NULL) == 0);
     ddict_log_destroy(&log);
-    CHECK(ddict_log_open(path, s_collect, &s, &log, NULL) == 0);
+    CHECK((log = ddict_log_open(path, s_collect, &s, NULL, NULL)) != NULL);
     CHECK(s.n == 2);
     s_seen_free(&s);
     ddict_log_destroy(&log);
@@ -358,9 +377,9 @@ test_old_format(const char *path)
     CHECK(f && fwrite(rec, 1, sizeof rec, f) == sizeof rec);
     if (f)
         fclose(f);
-    ddict_log_t *log = NULL;
-    CHECK(ddict_log_open(path, NULL, NULL, &log, NULL) == TELEM_EVERSION);
-    CHECK(log == NULL);
+    int err = 0;
+    ddict_log_t *log = ddict_log_open(path, NULL, NULL, NULL, &err);
+    CHECK(log == NULL && err == TELEM_EVERSION);
     struct stat sb;
     CHECK(stat(path, &sb) == 0 && sb.st_size == (off_t) sizeof rec);
 }

@@ -42,7 +42,11 @@ test_single(void)
     CHECK(s_one(&net, 0, 3, TELEM_DOP_GET, "a", NULL, 0, &v, out, sizeof out)
           == 0 && v == 2 && strcmp(out, "hello2") == 0);
     CHECK(s_one(&net, 0, 4, TELEM_DOP_CAS, "a", "x", 1, &v, NULL, 0)
-          == DDICT_ECONFLICT && v == 2);
+          == TELEM_ECONFLICT && v == 2);
+    /* The code is on the wire: its value is fixed, and it has a name. */
+    CHECK(TELEM_ECONFLICT == -64);
+    CHECK(strcmp(telem_strerror(TELEM_ECONFLICT),
+                 "version differs (compare-and-set conflict)") == 0);
     CHECK(s_one(&net, 0, 5, TELEM_DOP_CAS, "a", "x", 2, &v, NULL, 0) == 0
           && v == 3);
     CHECK(s_one(&net, 0, 6, TELEM_DOP_CAS, "new", "n", 0, &v, NULL, 0) == 0
@@ -55,7 +59,7 @@ test_single(void)
     CHECK(s_one(&net, 0, 10, TELEM_DOP_LEN, "", NULL, 0, &v, NULL, 0) == 0
           && v == 1);
     CHECK(s_one(&net, 0, 11, TELEM_DOP_KEYS, "", NULL,
-                ddict_shard_of("new", 3), NULL, out, sizeof out) == 0);
+                ddict_hash_shard("new", 3), NULL, out, sizeof out) == 0);
     CHECK(out[0] == 3 && out[1] == 0 && strcmp(out + 4, "new") == 0);
     /* Several ops in one request: results in order, each sees the last. */
     telem_dict_op_t ops[3] = { s_op(TELEM_DOP_PUT, "x", 0),

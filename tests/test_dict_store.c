@@ -12,43 +12,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zmq.h>
 
 #include "check.h"
 #include "ddict_store.h"
 #include "telem_error.h"
 
-static ddict_key_t
+static ddict_store_key_t
 s_k(const char *ns, const char *key)
 {
-    ddict_key_t k = { ns, (uint8_t) strlen(ns), key, (uint32_t) strlen(key) };
+    ddict_store_key_t k = { ns, (uint8_t) strlen(ns), key, (uint32_t) strlen(key) };
     return k;
 }
 
 /* Puts a value made of `len` copies of byte b. */
 static int
-s_put(ddict_store_t *st, uint32_t shard, ddict_key_t k, size_t len, int b,
+s_put(ddict_store_t *st, uint32_t shard, ddict_store_key_t k, size_t len, int b,
       uint64_t version)
 {
-    zmq_msg_t m;
-    zmq_msg_init_size(&m, len);
-    memset(zmq_msg_data(&m), b, len);
-    int rc = ddict_store_put(st, shard, &k, &m, version);
-    CHECK(rc != 0 || zmq_msg_size(&m) == 0);   /* moved on success */
-    zmq_msg_close(&m);
+    uint8_t *buf = malloc(len + 1);
+    CHECK(buf);
+    memset(buf, b, len);
+    ddict_val_t *v = ddict_val_new(buf, len);
+    free(buf);
+    CHECK(v);
+    int rc = ddict_store_put(st, shard, &k, v, version);
+    ddict_val_release(&v);     /* the store holds its own reference */
+    CHECK(v == NULL);
     return rc;
 }
 
 static int
-s_has(ddict_store_t *st, uint32_t shard, ddict_key_t k, size_t len, int b,
+s_has(ddict_store_t *st, uint32_t shard, ddict_store_key_t k, size_t len, int b,
       uint64_t version)
 {
-    ddict_entry_t *e = ddict_store_find(st, shard, &k);
+    ddict_store_entry_t *e = ddict_store_find(st, shard, &k);
     if (!e)
         return 0;
-    zmq_msg_t *v = ddict_entry_value(e);
-    const uint8_t *p = zmq_msg_data(v);
-    if (zmq_msg_size(v) != len || ddict_entry_version(e) != version)
+    ddict_val_t *v = ddict_store_entry_value(e);
+    const uint8_t *p = ddict_val_data(v);
+    if (ddict_val_size(v) != len || ddict_store_entry_version(e) != version)
         return 0;
     for (size_t i = 0; i < len; i++)
         if (p[i] != (uint8_t) b)
@@ -60,7 +62,7 @@ static void
 test_basic(void)
 {
     ddict_store_t *st = ddict_store_new();
-    CHECK(ddict_store_find(st, 3, &(ddict_key_t) { "", 0, "a", 1 }) == NULL);
+    CHECK(ddict_store_find(st, 3, &(ddict_store_key_t) { "", 0, "a", 1 }) == NULL);
     CHECK(s_put(st, 3, s_k("ns", "a"), 10, 'x', 1) == 0);
     CHECK(s_has(st, 3, s_k("ns", "a"), 10, 'x', 1));
     CHECK(ddict_store_bytes(st) == 2 + 1 + 10);
@@ -68,15 +70,18 @@ test_basic(void)
     CHECK(s_has(st, 3, s_k("ns", "a"), 100, 'y', 2));
     CHECK(ddict_store_size(st, 3) == 1);
     CHECK(ddict_store_bytes(st) == 2 + 1 + 100);
-    /* Replacing through a found entry: moved in, accounted, no new entry. */
-    ddict_key_t ka = s_k("ns", "a");
-    ddict_entry_t *found = ddict_store_find(st, 3, &ka);
-    zmq_msg_t m;
-    CHECK(found && zmq_msg_init_size(&m, 50) == 0);
-    memset(zmq_msg_data(&m), 'q', 50);
-    ddict_store_replace(st, found, &m, 3);
-    CHECK(zmq_msg_size(&m) == 0);
-    zmq_msg_close(&m);
+    /* Replacing through a found entry: held, accounted, no new entry; the
+       entry's own value given back is kept, not freed. */
+    ddict_store_key_t ka = s_k("ns", "a");
+    ddict_store_entry_t *found = ddict_store_find(st, 3, &ka);
+    char q[50];
+    memset(q, 'q', sizeof q);
+    ddict_val_t *m = ddict_val_new(q, sizeof q);
+    CHECK(found && m);
+    ddict_store_replace(st, found, m, 3);
+    CHECK(ddict_store_entry_value(found) == m);
+    ddict_val_release(&m);
+    ddict_store_replace(st, found, ddict_store_entry_value(found), 3);
     CHECK(s_has(st, 3, ka, 50, 'q', 3));
     CHECK(ddict_store_size(st, 3) == 1);
     CHECK(ddict_store_bytes(st) == 2 + 1 + 50);
@@ -91,20 +96,20 @@ test_basic(void)
     CHECK(ddict_store_size(st, 4) == 0);
     /* Binary keys with zero bytes, and the empty key. */
     const uint8_t bin1[] = { 0, 0, 1 }, bin2[] = { 0, 0, 2 };
-    ddict_key_t b1 = { "ns", 2, bin1, 3 }, b2 = { "ns", 2, bin2, 3 };
-    ddict_key_t empty = { "ns", 2, "", 0 };
+    ddict_store_key_t b1 = { "ns", 2, bin1, 3 }, b2 = { "ns", 2, bin2, 3 };
+    ddict_store_key_t empty = { "ns", 2, "", 0 };
     CHECK(s_put(st, 9, b1, 4, 1, 1) == 0 && s_put(st, 9, empty, 0, 0, 1) == 0);
     CHECK(s_has(st, 9, b1, 4, 1, 1) && !ddict_store_find(st, 9, &b2));
     CHECK(s_has(st, 9, empty, 0, 0, 1));
     /* Delete. */
-    ddict_key_t a = s_k("ns", "a");
+    ddict_store_key_t a = s_k("ns", "a");
     CHECK(ddict_store_del(st, 3, &a) == 0);
     CHECK(ddict_store_del(st, 3, &a) == TELEM_ENOTFOUND);
     CHECK(!ddict_store_find(st, 3, &a));
     CHECK(ddict_store_size(st, 3) == 2);
     /* The entry's key reads back. */
-    ddict_entry_t *e = ddict_store_find(st, 9, &b1);
-    ddict_key_t back = ddict_entry_key(e);
+    ddict_store_entry_t *e = ddict_store_find(st, 9, &b1);
+    ddict_store_key_t back = ddict_store_entry_key(e);
     CHECK(back.nslen == 2 && memcmp(back.ns, "ns", 2) == 0 && back.klen == 3
           && memcmp(back.key, bin1, 3) == 0);
     ddict_store_destroy(&st);
@@ -113,15 +118,15 @@ test_basic(void)
 }
 
 static int
-s_sum_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_sum_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
-    *(uint64_t *) arg += ddict_entry_version(e);
+    *(uint64_t *) arg += ddict_store_entry_version(e);
     return 0;
 }
 
 static int
-s_stop_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_stop_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     (void) e;
@@ -177,17 +182,17 @@ test_copy_ns(void)
     /* The slot holds exactly the source, versions kept; stale key gone. */
     CHECK(s_has(st, 1, s_k("ckpt", "x"), 4096, 'a', 3));
     CHECK(s_has(st, 1, s_k("ckpt", "y"), 5, 'b', 1));
-    ddict_key_t stale = s_k("ckpt", "stale");
+    ddict_store_key_t stale = s_k("ckpt", "stale");
     CHECK(!ddict_store_find(st, 1, &stale));
     CHECK(ddict_store_count(st, 1, "ckpt", 4) == 2);
     CHECK(ddict_store_count(st, 2, "ckpt", 4) == 0);   /* only that shard */
     /* Large values are shared, not copied. */
-    ddict_key_t src = s_k("app", "x"), dst = s_k("ckpt", "x");
-    CHECK(zmq_msg_data(ddict_entry_value(ddict_store_find(st, 1, &src)))
-          == zmq_msg_data(ddict_entry_value(ddict_store_find(st, 1, &dst))));
+    ddict_store_key_t src = s_k("app", "x"), dst = s_k("ckpt", "x");
+    CHECK(ddict_val_data(ddict_store_entry_value(ddict_store_find(st, 1, &src)))
+          == ddict_val_data(ddict_store_entry_value(ddict_store_find(st, 1, &dst))));
     /* Changing the source leaves the copy as it was. */
     CHECK(s_put(st, 1, s_k("app", "x"), 10, 'z', 4) == 0);
-    CHECK(ddict_store_del(st, 1, &(ddict_key_t) { "app", 3, "y", 1 }) == 0);
+    CHECK(ddict_store_del(st, 1, &(ddict_store_key_t) { "app", 3, "y", 1 }) == 0);
     CHECK(s_has(st, 1, s_k("ckpt", "x"), 4096, 'a', 3));
     CHECK(s_has(st, 1, s_k("ckpt", "y"), 5, 'b', 1));
     /* Restore: copy back over the namespace. */

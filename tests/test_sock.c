@@ -1,10 +1,16 @@
-/* test_sock.c - unit tests for the daemons' socket factory (telem_sock.h).
+/* test_sock.c - unit tests for the socket factory: the daemons' czmq path
+ * (telem_sock.h) and the raw-libzmq path of the libraries
+ * (telem_sock_raw.h).
  *
  * Binds on loopback with a kernel-chosen port and on ipc paths in a
  * temporary directory, checks the endpoint reported back, that every
  * option reaches the socket (and TELEM_SOCK_KEEP leaves czmq's default),
  * that a factory-made DEALER and ROUTER really talk, and the failures: a
- * malformed endpoint, a port in use, a result buffer too small.
+ * malformed endpoint, a port in use, a result buffer too small.  The raw
+ * path: '@' binds and '>' (or nothing) connects in the caller's context,
+ * every option including immediate and the reconnect interval reaches the
+ * socket, a raw pair talks, and a bad endpoint or a failed bind fails
+ * with its code and leaves nothing open.
  */
 #include "tmpdir.h"
 
@@ -18,6 +24,7 @@
 #include "check.h"
 #include "telem_error.h"
 #include "telem_sock.h"
+#include "telem_sock_raw.h"
 
 static const telem_sock_opts_t s_opts = {
     .max_msg = 4096, .sndhwm = 7, .rcvhwm = 0, .linger_ms = 123,
@@ -174,6 +181,87 @@ test_failures(void)
     CHECK(telem_sock_new_connect(ZMQ_DEALER, &s_opts, "nope://x") == NULL);
 }
 
+static int
+s_getint(void *sock, int option)
+{
+    int v = -12345;
+    size_t len = sizeof v;
+    zmq_getsockopt(sock, option, &v, &len);
+    return v;
+}
+
+static void
+test_raw(const char *dir)
+{
+    void *ctx = zmq_ctx_new();
+    CHECK(ctx != NULL);
+    const telem_sock_opts_t o = {
+        .max_msg = 5000000000LL, .sndhwm = 9, .rcvhwm = 11, .linger_ms = 0,
+        .sndtimeo_ms = 5, .immediate = 1, .reconnect_ivl_max_ms = 1000,
+    };
+    char ep[128];
+    snprintf(ep, sizeof ep, "@ipc://%s/raw.sock", dir);
+    int err = -1;
+    void *srv = telem_sock_raw_new(ctx, ZMQ_ROUTER, &s_keep, ep, &err);
+    CHECK(srv != NULL && err == 0);
+    ep[0] = '>';
+    void *cli = telem_sock_raw_new(ctx, ZMQ_DEALER, &o, ep, &err);
+    CHECK(cli != NULL && err == 0);
+    if (cli) {
+        int64_t max = 0;
+        size_t len = sizeof max;
+        zmq_getsockopt(cli, ZMQ_MAXMSGSIZE, &max, &len);
+        CHECK(max == 5000000000LL);
+        CHECK_INT(s_getint(cli, ZMQ_SNDHWM), 9);
+        CHECK_INT(s_getint(cli, ZMQ_RCVHWM), 11);
+        CHECK_INT(s_getint(cli, ZMQ_LINGER), 0);
+        CHECK_INT(s_getint(cli, ZMQ_SNDTIMEO), 5);
+        CHECK_INT(s_getint(cli, ZMQ_IMMEDIATE), 1);
+        CHECK_INT(s_getint(cli, ZMQ_RECONNECT_IVL_MAX), 1000);
+    }
+    if (srv) {           /* KEEP and 0 leave libzmq's defaults */
+        CHECK_INT(s_getint(srv, ZMQ_SNDHWM), 1000);
+        CHECK_INT(s_getint(srv, ZMQ_IMMEDIATE), 0);
+        CHECK_INT(s_getint(srv, ZMQ_RECONNECT_IVL_MAX), 0);
+    }
+    /* A raw pair talks: DEALER to ROUTER and back. */
+    if (srv && cli) {
+        int t = 2000;
+        zmq_setsockopt(srv, ZMQ_RCVTIMEO, &t, sizeof t);
+        zmq_setsockopt(cli, ZMQ_RCVTIMEO, &t, sizeof t);
+        CHECK(zmq_send(cli, "ping", 4, 0) == 4);
+        char id[256], buf[16];
+        int idlen = zmq_recv(srv, id, sizeof id, 0);
+        CHECK(idlen > 0 && zmq_recv(srv, buf, sizeof buf, 0) == 4
+              && memcmp(buf, "ping", 4) == 0);
+        CHECK(idlen > 0 && zmq_send(srv, id, (size_t) idlen, ZMQ_SNDMORE)
+                               == idlen
+              && zmq_send(srv, "pong", 4, 0) == 4);
+        CHECK(zmq_recv(cli, buf, sizeof buf, 0) == 4
+              && memcmp(buf, "pong", 4) == 0);
+    }
+    /* No prefix connects. */
+    void *plain = telem_sock_raw_new(ctx, ZMQ_DEALER, &o, ep + 1, &err);
+    CHECK(plain != NULL && err == 0);
+    /* Failures: a malformed endpoint, a bind that fails, no context;
+       NULL err is allowed. */
+    CHECK(telem_sock_raw_new(ctx, ZMQ_DEALER, &o, ">nope://x", &err) == NULL
+          && err == TELEM_EINVAL);
+    void *bad = telem_sock_raw_new(ctx, ZMQ_ROUTER, &o,
+                                   "@tcp://no-such-interface-here:1", &err);
+    CHECK(bad == NULL && err == TELEM_EIO);
+    if (bad)
+        zmq_close(bad);
+    CHECK(telem_sock_raw_new(NULL, ZMQ_DEALER, &o, ep, NULL) == NULL);
+    if (plain)
+        zmq_close(plain);
+    if (cli)
+        zmq_close(cli);
+    if (srv)
+        zmq_close(srv);
+    zmq_ctx_term(ctx);   /* returns: every socket is closed */
+}
+
 int
 main(void)
 {
@@ -186,6 +274,7 @@ main(void)
     test_tcp_roundtrip();
     test_ipc_and_more(dir);
     test_failures();
+    test_raw(dir);
     CHECK(test_rmtree(dir) == 0);
     return check_report("test_sock");
 }

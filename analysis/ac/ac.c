@@ -12,6 +12,7 @@
  * from a REQ-style peer is tolerated: the last frame is the message).
  */
 #include "ac_internal.h"
+#include "telem_sock_raw.h"
 #include "telem_time.h"
 
 #include <errno.h>
@@ -48,24 +49,19 @@ struct ac {
 static int
 s_sock_open(ac_t *self, s_node_t *nd)
 {
-    void *s = zmq_socket(self->ctx, ZMQ_DEALER);
-    if (!s)
-        return errno == ENOMEM ? TELEM_ENOMEM : TELEM_EIO;
-    int zero = 0, one = 1, hwm = 16, ivl_max = 1000;
-    int64_t maxmsg = (int64_t) self->max_reply;
-    int rc = zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero)
-          || zmq_setsockopt(s, ZMQ_IMMEDIATE, &one, sizeof one)
-          || zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm)
-          || zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max)
-          || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    if (rc == 0 && zmq_connect(s, nd->endpoint) != 0)
-        rc = -1;
-    if (rc) {
-        zmq_close(s);
-        return TELEM_EINVAL;
-    }
-    nd->sock = s;
-    return 0;
+    /* Nothing queues for a dead node (immediate), a node that comes back
+       is found within a second, and a reply may be as large as the
+       codec's largest message. */
+    const telem_sock_opts_t o = {
+        .max_msg = (int64_t) self->max_reply, .sndhwm = 16,
+        .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
+        .sndtimeo_ms = TELEM_SOCK_KEEP, .immediate = 1,
+        .reconnect_ivl_max_ms = 1000,
+    };
+    int rc;
+    nd->sock = telem_sock_raw_new(self->ctx, ZMQ_DEALER, &o, nd->endpoint,
+                                  &rc);
+    return rc;
 }
 
 static void

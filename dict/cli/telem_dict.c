@@ -43,7 +43,7 @@ static const char s_usage[] =
 static int
 s_fail(const char *what, int rc)
 {
-    fprintf(stderr, S_PROG ": %s: %s\n", what, ddict_strerror(rc));
+    fprintf(stderr, S_PROG ": %s: %s\n", what, telem_strerror(rc));
     return rc == TELEM_ENOTFOUND ? 3 : 1;
 }
 

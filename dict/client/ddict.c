@@ -1,18 +1,17 @@
-/* ddict.c - the dictionary client: handle, node file, map discovery and
- * the request engine every operation goes through.
+/* ddict.c - the dictionary client's handle: open (the node file, then the
+ * map from a server), close, timeout, map figures.
  *
- * The engine takes a batch of operations, groups them by the node that
- * must execute them (the primary of the key's shard, or a named node),
- * sends one message per node and chunk, all at once, then polls the
- * sockets until every reply is in or the deadline passes.  Operations
- * answered "stale map / re-forming" (TELEM_ESTATE) are retried after the
- * map is fetched again.  A node that misses the deadline has its socket
- * replaced, so requests queued for a dead server are dropped rather than
- * delivered late.
+ * The client's files call one way, each only the files below it:
+ *   ddict.c            the handle
+ *   ddict_api.c        the operations of ddict.h, on the engine
+ *   ddict_reform.c     the re-form coordinator
+ *   ddict_batch_exec.c the request engine that runs a batch
+ *   ddict_conn.c       sockets to the servers, node file, map discovery
+ *   ddict_batch.c      the batch container
  *
- * Values are copied into their frames: the caller's buffer may be freed
- * as soon as a call returns, even one that timed out while ZeroMQ still
- * held the message.
+ * A handle learns the shard map when it opens and again whenever a server
+ * says the map it used is stale; each operation then goes straight to the
+ * primary of its key's shard (ddict_batch_exec.c).
  */
 #include "ddict_client_int.h"
 
@@ -22,166 +21,9 @@
 #include <string.h>
 #include <sys/file.h>
 
-#include "telem_sock.h"
 #include "telem_time.h"
 
 #define S_DEFAULT_TIMEOUT_MS 10000
-#define S_HELLO_WAIT_MS 100
-
-const char *
-ddict_strerror(int code)
-{
-    if (code == DDICT_ECONFLICT)
-        return "version differs (compare-and-set conflict)";
-    return telem_strerror(code);
-}
-
-/* ---------------------------------------------------------------- nodes */
-
-int
-dc_lookup(ddict_t *self, const char *name, char *ep, size_t size)
-{
-    return telem_nodefile_lookup(self->nodefile, name, ep, size);
-}
-
-/* Values of any size, nothing dropped, nothing left behind at close. */
-static const telem_sock_opts_t s_dealer_opts = {
-    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = 0,
-    .sndtimeo_ms = TELEM_SOCK_KEEP,
-};
-
-zsock_t *
-dc_connect(const char *endpoint)
-{
-    return telem_sock_new_connect(ZMQ_DEALER, &s_dealer_opts, endpoint);
-}
-
-static void
-s_nodes_free(ddict_t *self)
-{
-    for (int i = 0; i < self->nnodes; i++)
-        zsock_destroy(&self->nodes[i].sock);
-    free(self->nodes);
-    self->nodes = NULL;
-    self->nnodes = 0;
-}
-
-/* Installs the map of a HELLO reply. */
-static int
-s_install(ddict_t *self, const telem_dict_admin_rep_t *r)
-{
-    ddict_map_t *map = ddict_map_new(r->nodes, (int) r->nnodes, r->replicas);
-    dc_node_t *nodes = calloc(r->nnodes ? r->nnodes : 1, sizeof *nodes);
-    if (!map || !nodes) {
-        ddict_map_destroy(&map);
-        free(nodes);
-        return TELEM_ENOMEM;
-    }
-    s_nodes_free(self);
-    for (uint32_t i = 0; i < r->nnodes; i++) {
-        snprintf(nodes[i].name, sizeof nodes[i].name, "%s", r->nodes[i]);
-        dc_lookup(self, nodes[i].name, nodes[i].endpoint,
-                  sizeof nodes[i].endpoint);
-    }
-    ddict_map_destroy(&self->map);
-    self->map = map;
-    self->nodes = nodes;
-    self->nnodes = (int) r->nnodes;
-    self->epoch = r->epoch;
-    return 0;
-}
-
-zsock_t *
-dc_sock(ddict_t *self, int i)
-{
-    dc_node_t *n = &self->nodes[i];
-    if (!n->sock && (n->endpoint[0]
-                     || dc_lookup(self, n->name, n->endpoint,
-                                  sizeof n->endpoint) == 0))
-        n->sock = dc_connect(n->endpoint);
-    return n->sock;
-}
-
-/* ---------------------------------------------------------------- admin */
-
-int
-dc_send_frame(zsock_t *s, const void *data, size_t size, int more)
-{
-    zmq_msg_t m;
-    if (zmq_msg_init_size(&m, size) != 0)
-        return TELEM_ENOMEM;
-    if (size)
-        memcpy(zmq_msg_data(&m), data, size);
-    if (zmq_msg_send(&m, zsock_resolve(s), more ? ZMQ_SNDMORE : 0) < 0) {
-        zmq_msg_close(&m);
-        return TELEM_ECONN;
-    }
-    return 0;
-}
-
-int
-dc_refresh(ddict_t *self, int64_t deadline)
-{
-    /* Ask every server in the node file; install the first map from a
-       server that is not re-forming. */
-    FILE *f = fopen(self->nodefile, "r");
-    if (!f)
-        return TELEM_ENOTFOUND;
-    flock(fileno(f), LOCK_SH);
-    zpoller_t *poller = zpoller_new(NULL);
-    zsock_t *socks[DDICT_NODES_MAX];
-    int n = 0;
-    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
-    while (n < DDICT_NODES_MAX && fgets(line, sizeof line, f)) {
-        char *tab = strchr(line, '\t');
-        if (line[0] == '#' || !tab)
-            continue;
-        tab[strcspn(tab, "\r\n")] = '\0';
-        if ((socks[n] = dc_connect(tab + 1)) != NULL)
-            zpoller_add(poller, socks[n++]);
-    }
-    fclose(f);
-    int rc = n ? TELEM_ETIMEDOUT : TELEM_ENOTFOUND;
-    while (n && rc == TELEM_ETIMEDOUT) {
-        telem_dict_admin_t m = { ++self->next_id, TELEM_DADM_HELLO, 0, 0, 0,
-                                 NULL, 0 };
-        const void *data;
-        size_t size;
-        if (telem_encode_dict_admin(self->enc, &m, &data, &size) != 0)
-            break;
-        for (int i = 0; i < n; i++)
-            dc_send_frame(socks[i], data, size, 0);
-        int64_t until = telem_mono_ns() + S_HELLO_WAIT_MS * TELEM_NS_PER_MS;
-        if (until > deadline)
-            until = deadline;
-        for (;;) {
-            int64_t left = (until - telem_mono_ns()) / TELEM_NS_PER_MS;
-            zsock_t *s = left > 0 ? zpoller_wait(poller, (int) left) : NULL;
-            if (!s)
-                break;
-            zmsg_t *msg = zmsg_recv(s);
-            zframe_t *fr = msg ? zmsg_first(msg) : NULL;
-            telem_msg_t r;
-            if (fr && telem_proto_decode(self->dec, zframe_data(fr),
-                                         zframe_size(fr), &r) == 0
-                && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
-                && r.u.dict_admin_rep.id == m.id
-                && r.u.dict_admin_rep.state == 0
-                && r.u.dict_admin_rep.nnodes > 0) {
-                rc = s_install(self, &r.u.dict_admin_rep);
-                zmsg_destroy(&msg);
-                break;
-            }
-            zmsg_destroy(&msg);
-        }
-        if (telem_mono_ns() >= deadline)
-            break;
-    }
-    zpoller_destroy(&poller);
-    for (int i = 0; i < n; i++)
-        zsock_destroy(&socks[i]);
-    return rc;
-}
 
 /* ---------------------------------------------------------------- handle */
 
@@ -226,8 +68,11 @@ ddict_open(const char *nodefile, const char *ns, int64_t timeout_ms, int *err)
     snprintf(self->ns, sizeof self->ns, "%s", ns);
     self->timeout_ms = timeout_ms > 0 ? timeout_ms : S_DEFAULT_TIMEOUT_MS;
     if (!(self->enc = telem_encoder_new()) || !(self->dec = telem_decoder_new())
-        || !(self->one = ddict_batch_new()))
+        || !(self->one = ddict_batch_new()) || !(self->zctx = zmq_ctx_new()))
         goto out;
+    /* Room for a socket to every server while the map is learnt, and
+       one to every map node. */
+    zmq_ctx_set(self->zctx, ZMQ_MAX_SOCKETS, 2 * DDICT_NODES_MAX + 8);
     rc = TELEM_ETOOBIG;
     if (nodefile && snprintf(self->nodefile, sizeof self->nodefile, "%s",
                              nodefile) >= (int) sizeof self->nodefile)
@@ -251,7 +96,9 @@ ddict_close(ddict_t **self_p)
     if (!self_p || !*self_p)
         return;
     ddict_t *self = *self_p;
-    s_nodes_free(self);
+    dc_nodes_free(self);
+    if (self->zctx)
+        zmq_ctx_term(self->zctx);     /* sockets linger 0: no wait */
     ddict_map_destroy(&self->map);
     telem_encoder_destroy(&self->enc);
     telem_decoder_destroy(&self->dec);

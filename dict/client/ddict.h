@@ -15,8 +15,9 @@
  * server gives TELEM_ETIMEDOUT, never a hang.  While the dictionary
  * re-forms, calls retry until it serves again or the deadline passes.
  *
- * Return values: 0 or a negative code from telem_error.h, or
- * DDICT_ECONFLICT; ddict_strerror() names any of them.
+ * Return values: 0 or a negative code from telem_error.h (TELEM_ECONFLICT
+ * for a compare-and-set whose version differs); telem_strerror() names
+ * them.
  *
  * Thread safety: a handle is not shared between threads; open one per
  * thread (they are cheap).  Functions of different handles may run
@@ -34,12 +35,9 @@
 extern "C" {
 #endif
 
-#define DDICT_ECONFLICT (-64)          /* compare-and-set: version differs */
-#define DDICT_VALUE_LIMIT (256u << 20) /* bytes in one value */
+#define DDICT_VALUE_LIMIT (256u << 20) /* bytes in one value (the wire's
+                                          TELEM_DICT_VALUE_MAX) */
 #define DDICT_NS_LIMIT 200             /* bytes in a user namespace */
-
-/* Sentence for a code of telem_error.h or DDICT_ECONFLICT.  Thread-safe. */
-const char *ddict_strerror(int code);
 
 typedef struct ddict ddict_t;
 
@@ -61,7 +59,7 @@ int ddict_put(ddict_t *self, const void *key, size_t klen, const void *val,
               size_t vlen, uint64_t *version);
 
 /* Stores a value only if the key's version is `expected` (0: the key must
- * not exist).  DDICT_ECONFLICT otherwise, with the current version in
+ * not exist).  TELEM_ECONFLICT otherwise, with the current version in
  * *version. */
 int ddict_cas(ddict_t *self, const void *key, size_t klen, const void *val,
               size_t vlen, uint64_t expected, uint64_t *version);

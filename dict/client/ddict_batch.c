@@ -1,34 +1,21 @@
-/* ddict_batch.c - batches of dictionary operations and the engine that
- * executes them (see ddict_client_int.h).
+/* ddict_batch.c - the batch container: operations, borrowed values and
+ * results (see ddict_client_int.h).  The bottom of the client's files: it
+ * calls none of them (ddict.c lists the order); ddict_batch_exec.c runs
+ * batches.
  *
  * A batch keeps parallel arrays (ops, borrowed values, results) that grow
  * by doubling and are reused across executions, so a pipelined workload
- * allocates nothing per operation once warm.  Results of gets keep the
- * received ZeroMQ frame itself: the value is never copied on its way from
- * the socket to the caller.
- *
- * Gets into caller buffers (ddict_batch_get_into) take another path: each
- * is a request of its own, answered with the value in frames of
- * DC_STREAM_FRAME bytes that are copied into the buffer and released one
- * by one.  A window keeps a few of them in flight, so the server's send
- * and this side's receive overlap, and the received memory stays bounded
- * and small-grained: the allocator recycles it instead of handing the
- * kernel fresh pages to fault in and zero for every large value.
+ * allocates nothing per operation once warm.
  */
 #include "ddict_client_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "telem_time.h"
+#include "telem_grow.h"
 
-typedef struct {
-    uint64_t id;
-    int node;
-    size_t first, n;          /* range in the index list */
-    int answered;
-    int streamed;             /* one get into a caller buffer */
-} s_req_t;
+_Static_assert(DDICT_VALUE_LIMIT == TELEM_DICT_VALUE_MAX,
+               "the API's value limit is the wire's");
 
 ddict_batch_t *
 ddict_batch_new(void)
@@ -67,17 +54,20 @@ ddict_batch_destroy(ddict_batch_t **self_p)
     *self_p = NULL;
 }
 
+/* Grows one of the parallel arrays from the batch's capacity to room for
+ * one more operation; `cap` gets the new capacity. */
 #define S_GROW(p, cap) do {                                             \
-        void *q_ = realloc((p), (cap) * sizeof *(p));                   \
-        if (!q_)                                                        \
+        (cap) = b->cap;                                                 \
+        if (telem_grow((void **) &(p), &(cap), b->n + 1, sizeof *(p),   \
+                       64))                                             \
             return TELEM_ENOMEM;                                        \
-        (p) = q_;                                                       \
     } while (0)
 
+/* The capacity moves only when every array grew. */
 static int
 s_grow(ddict_batch_t *b)
 {
-    size_t cap = b->cap ? b->cap * 2 : 64;
+    size_t cap;
     S_GROW(b->ops, cap);
     S_GROW(b->vals, cap);
     S_GROW(b->vlens, cap);
@@ -93,6 +83,7 @@ s_grow(ddict_batch_t *b)
     b->cap = cap;
     return 0;
 }
+#undef S_GROW
 
 int
 dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
@@ -184,329 +175,3 @@ ddict_batch_result(const ddict_batch_t *b, size_t i, const void **val,
     return b->codes[i];
 }
 
-/* ---------------------------------------------------------------- engine */
-
-typedef struct {
-    ddict_t *d;
-    ddict_batch_t *b;
-    const char *ns;
-    s_req_t *reqs;
-    size_t nreqs, capreqs;
-    size_t *idx;              /* op indexes, grouped per request */
-    int *node;                /* each op's node this round */
-    telem_dict_op_t *tmp;     /* ops of the request being encoded */
-    int retry;
-    size_t snext, send;       /* streamed ops idx[snext .. send) to send */
-    size_t sflight, sbytes;   /* streamed requests in flight, their caps */
-} s_run_t;
-
-static int
-s_target(s_run_t *r, size_t i)
-{
-    ddict_batch_t *b = r->b;
-    if (b->target[i] >= 0)
-        return b->target[i] < r->d->nnodes ? b->target[i] : -1;
-    int owners[DDICT_REPLICAS_MAX];
-    uint32_t shard = b->target[i] == -2
-                         ? (uint32_t) b->ops[i].arg
-                         : ddict_shard_of(b->ops[i].key, b->ops[i].klen);
-    ddict_map_owners(r->d->map, shard, owners);
-    return owners[0];
-}
-
-/* Sends ops idx[first .. first+n) to node as one request. */
-static int
-s_send(s_run_t *r, int node, size_t first, size_t n)
-{
-    ddict_t *d = r->d;
-    ddict_batch_t *b = r->b;
-    zsock_t *s = dc_sock(d, node);
-    for (size_t k = 0; k < n; k++) {
-        size_t i = r->idx[first + k];
-        telem_dict_op_t *o = &r->tmp[k];
-        *o = b->ops[i];
-        if (o->val && b->vlens[i] <= TELEM_DICT_INLINE_MAX) {
-            o->val = 0;           /* small: in the header, not a frame */
-            o->ival = b->vals[i];
-            o->ivlen = (uint32_t) b->vlens[i];
-        }
-    }
-    telem_dict_req_t m = { ++d->next_id, d->epoch, r->ns, r->tmp,
-                           (uint32_t) n };
-    const void *data;
-    size_t size;
-    int rc = telem_encode_dict_req(d->enc, TELEM_MSG_DICT_REQ, &m, &data,
-                                   &size);
-    if (rc || !s)
-        return rc ? rc : TELEM_ECONN;
-    size_t nvals = 0;
-    for (size_t k = 0; k < n; k++)
-        nvals += r->tmp[k].val;
-    rc = dc_send_frame(s, data, size, nvals > 0);
-    for (size_t k = 0; rc == 0 && k < n; k++) {
-        size_t i = r->idx[first + k];
-        if (r->tmp[k].val)
-            rc = dc_send_frame(s, b->vals[i], b->vlens[i], --nvals > 0);
-    }
-    if (rc)
-        return rc;
-    if (r->nreqs == r->capreqs) {
-        size_t cap = r->capreqs ? r->capreqs * 2 : 16;
-        s_req_t *q = realloc(r->reqs, cap * sizeof *q);
-        if (!q)
-            return TELEM_ENOMEM;
-        r->reqs = q;
-        r->capreqs = cap;
-    }
-    s_req_t q = { m.id, node, first, n, 0, b->into[r->idx[first]] };
-    r->reqs[r->nreqs++] = q;
-    return 0;
-}
-
-/* Sends streamed ops while the window has room. */
-static int
-s_stream_more(s_run_t *r)
-{
-    ddict_batch_t *b = r->b;
-    while (r->snext < r->send
-           && (r->sflight == 0 || (r->sflight < DC_STREAM_OPS
-                                   && r->sbytes < DC_STREAM_BYTES))) {
-        size_t at = r->snext++;
-        size_t i = r->idx[at];
-        int rc = s_send(r, r->node[i], at, 1);
-        if (rc == TELEM_ENOMEM)
-            return rc;
-        if (rc == 0) {
-            r->sflight++;
-            r->sbytes += b->dcap[i];
-        }
-    }
-    return 0;
-}
-
-/* Groups the undone ops by node and sends them; streamed ops go after
- * them in the index list and are sent through the window. */
-static int
-s_send_all(s_run_t *r)
-{
-    ddict_batch_t *b = r->b;
-    size_t nidx = 0;
-    r->nreqs = 0;
-    for (size_t i = 0; i < b->n; i++)     /* hash each key once a round */
-        r->node[i] = b->done[i] ? -1 : s_target(r, i);
-    for (int node = 0; node < r->d->nnodes; node++) {
-        size_t first = nidx;
-        for (size_t i = 0; i < b->n; i++)
-            if (r->node[i] == node && !b->into[i])
-                r->idx[nidx++] = i;
-        for (size_t at = first; at < nidx; at += DC_CHUNK_OPS) {
-            size_t n = nidx - at < DC_CHUNK_OPS ? nidx - at : DC_CHUNK_OPS;
-            int rc = s_send(r, node, at, n);
-            if (rc == TELEM_ENOMEM)
-                return rc;
-        }
-    }
-    r->snext = nidx;
-    for (size_t i = 0; i < b->n; i++)
-        if (r->node[i] >= 0 && b->into[i])
-            r->idx[nidx++] = i;
-    r->send = nidx;
-    r->sflight = r->sbytes = 0;
-    return s_stream_more(r);
-}
-
-/* Receives the rest of a streamed reply into op i's buffer, releasing
- * each frame as soon as it is copied.  Returns the op's code. */
-static int32_t
-s_take_into(ddict_batch_t *b, size_t i, void *raw, int *more)
-{
-    zmq_msg_t f;
-    zmq_msg_init(&f);
-    size_t at = 0;
-    int fits = 1;
-    while (*more && zmq_msg_recv(&f, raw, 0) >= 0) {
-        size_t n = zmq_msg_size(&f);
-        fits = fits && n <= b->dcap[i] - at;
-        if (fits && n)
-            memcpy((uint8_t *) b->dst[i] + at, zmq_msg_data(&f), n);
-        at += n;
-        *more = zmq_msg_more(&f);
-    }
-    zmq_msg_close(&f);
-    b->dlen[i] = at;
-    return fits ? 0 : TELEM_ETOOBIG;
-}
-
-/* Keeps a value that came inside the reply's header as op i's result. */
-static int32_t
-s_take_inline(ddict_batch_t *b, size_t i, const telem_dict_res_t *res)
-{
-    if (b->into[i]) {
-        b->dlen[i] = res->ivlen;
-        if (res->ivlen > b->dcap[i])
-            return TELEM_ETOOBIG;
-        if (res->ivlen)
-            memcpy(b->dst[i], res->ival, res->ivlen);
-        return 0;
-    }
-    zmq_msg_close(&b->rvals[i]);
-    if (zmq_msg_init_size(&b->rvals[i], res->ivlen) != 0) {
-        zmq_msg_init(&b->rvals[i]);
-        return TELEM_ENOMEM;
-    }
-    if (res->ivlen)
-        memcpy(zmq_msg_data(&b->rvals[i]), res->ival, res->ivlen);
-    return 0;
-}
-
-/* Takes one reply message off socket s and applies it. */
-static void
-s_take(s_run_t *r, zsock_t *s)
-{
-    void *raw = zsock_resolve(s);
-    zmq_msg_t head;
-    zmq_msg_init(&head);
-    if (zmq_msg_recv(&head, raw, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&head);
-        return;
-    }
-    int more = zmq_msg_more(&head);
-    telem_msg_t m;
-    s_req_t *q = NULL;
-    if (telem_proto_decode(r->d->dec, zmq_msg_data(&head),
-                           zmq_msg_size(&head), &m) == 0
-        && (int) m.type == TELEM_MSG_DICT_REP)
-        for (size_t k = 0; k < r->nreqs && !q; k++)
-            if (r->reqs[k].id == m.u.dict_rep.id && !r->reqs[k].answered)
-                q = &r->reqs[k];
-    ddict_batch_t *b = r->b;
-    const telem_dict_rep_t *rep = q ? &m.u.dict_rep : NULL;
-    if (q && !rep->code && rep->nres != q->n)
-        q = NULL;
-    for (size_t k = 0; q && k < q->n; k++) {
-        size_t i = r->idx[q->first + k];
-        int32_t code = rep->code ? rep->code : rep->res[k].code;
-        if (code == TELEM_ESTATE) {
-            r->retry = 1;
-            continue;
-        }
-        b->codes[i] = code;
-        b->done[i] = 1;
-        if (!rep->code) {
-            b->versions[i] = rep->res[k].version;
-            if (rep->res[k].ival) {
-                int32_t rc = s_take_inline(b, i, &rep->res[k]);
-                if (code == 0)
-                    b->codes[i] = rc;
-            } else if (rep->res[k].val && more && b->into[i]) {
-                int32_t rc = s_take_into(b, i, raw, &more);
-                if (code == 0)
-                    b->codes[i] = rc;
-            } else if (rep->res[k].val && more) {
-                zmq_msg_recv(&b->rvals[i], raw, 0);
-                more = zmq_msg_more(&b->rvals[i]);
-            }
-        }
-    }
-    int streamed = q && q->streamed;
-    if (q)
-        q->answered = 1;
-    while (more) {
-        zmq_msg_recv(&head, raw, 0);
-        more = zmq_msg_more(&head);
-    }
-    zmq_msg_close(&head);
-    if (streamed) {
-        r->sflight--;
-        r->sbytes -= b->dcap[r->idx[q->first]];
-        s_stream_more(r);     /* may move r->reqs: q is not used after */
-    }
-}
-
-/* Polls until every request of this round is answered or the deadline. */
-static int
-s_wait(s_run_t *r, int64_t deadline)
-{
-    zpoller_t *poller = zpoller_new(NULL);
-    if (!poller)
-        return TELEM_ENOMEM;
-    for (int i = 0; i < r->d->nnodes; i++)
-        if (r->d->nodes[i].sock)
-            zpoller_add(poller, r->d->nodes[i].sock);
-    int rc = 0;
-    for (;;) {
-        size_t open = 0;
-        for (size_t k = 0; k < r->nreqs; k++)
-            open += !r->reqs[k].answered;
-        if (!open)
-            break;
-        int64_t left = (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
-        zsock_t *s = left > 0 ? zpoller_wait(poller, (int) left) : NULL;
-        if (!s) {
-            rc = TELEM_ETIMEDOUT;
-            break;
-        }
-        while (zsock_events(s) & ZMQ_POLLIN)
-            s_take(r, s);
-    }
-    zpoller_destroy(&poller);
-    return rc;
-}
-
-/* Replaces the sockets of nodes that did not answer, dropping what is
- * still queued for them. */
-static void
-s_reset_silent(s_run_t *r)
-{
-    for (size_t k = 0; k < r->nreqs; k++)
-        if (!r->reqs[k].answered)
-            zsock_destroy(&r->d->nodes[r->reqs[k].node].sock);
-}
-
-int
-dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns)
-{
-    int64_t deadline = telem_mono_ns() + self->timeout_ms * TELEM_NS_PER_MS;
-    s_run_t r = { self, b, ns ? ns : self->ns, NULL, 0, 0,
-                  malloc((b->n + 1) * sizeof (size_t)),
-                  malloc((b->n + 1) * sizeof (int)),
-                  malloc((b->n < DC_CHUNK_OPS ? b->n + 1 : DC_CHUNK_OPS)
-                         * sizeof (telem_dict_op_t)), 0, 0, 0, 0, 0 };
-    int rc = r.idx && r.node && r.tmp ? 0 : TELEM_ENOMEM;
-    for (size_t i = 0; i < b->n; i++) {
-        b->done[i] = 0;
-        b->codes[i] = TELEM_ETIMEDOUT;
-        b->versions[i] = 0;
-        b->dlen[i] = 0;
-        zmq_msg_close(&b->rvals[i]);
-        zmq_msg_init(&b->rvals[i]);
-    }
-    while (rc == 0) {
-        r.retry = 0;
-        if ((rc = s_send_all(&r)) != 0)
-            break;
-        rc = s_wait(&r, deadline);
-        if (rc) {
-            s_reset_silent(&r);
-            break;
-        }
-        if (!r.retry)
-            break;
-        /* Stale map or re-forming: learn the map again (from a server
-           that serves) and retry. */
-        rc = dc_refresh(self, deadline);
-        if (rc == 0 && telem_mono_ns() >= deadline)
-            rc = TELEM_ETIMEDOUT;
-    }
-    free(r.idx);
-    free(r.node);
-    free(r.tmp);
-    free(r.reqs);
-    return rc;
-}
-
-int
-ddict_batch_exec(ddict_t *self, ddict_batch_t *b)
-{
-    return dc_exec(self, b, NULL);
-}

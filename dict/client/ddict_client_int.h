@@ -1,16 +1,20 @@
 /* ddict_client_int.h - PRIVATE to the dictionary client (ddict*.c).
  *
- *   ddict.c        handle, node file, map discovery, the request engine
- *   ddict_api.c    the operations of ddict.h built on the engine
- *   ddict_batch.c  batches
+ * The files call one way, each only the files below it:
+ *   ddict.c             the handle (open, close)
+ *   ddict_api.c         the operations of ddict.h built on the engine
+ *   ddict_reform.c      the re-form coordinator
+ *   ddict_batch_exec.c  the request engine (dc_exec, ddict_batch_exec)
+ *   ddict_conn.c        node file, sockets, frames out, map discovery
+ *   ddict_batch.c       the batch container
  */
 #ifndef DDICT_CLIENT_INT_H
 #define DDICT_CLIENT_INT_H
 
-#include <czmq.h>
+#include <zmq.h>
 
 #include "ddict.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
 #include "telem_proto_dict.h"
@@ -26,13 +30,14 @@
 typedef struct {
     char name[TELEM_NAME_MAX + 1];
     char endpoint[TELEM_PATH_MAX];
-    zsock_t *sock;                 /* DEALER, connected lazily */
+    void *sock;                    /* DEALER, connected lazily */
 } dc_node_t;
 
 struct ddict {
     char nodefile[TELEM_PATH_MAX];
     char ns[DDICT_NS_LIMIT + 8];
     int64_t timeout_ms;
+    void *zctx;                    /* the handle's own libzmq context */
     ddict_map_t *map;
     uint64_t epoch;
     dc_node_t *nodes;              /* in map order */
@@ -59,7 +64,7 @@ struct ddict_batch {
     size_t n, cap;
 };
 
-/* Adds an operation; val (vlen bytes) goes in a value frame when non-NULL. */
+/* ddict_batch.c: adds an operation; val (vlen bytes) goes in a value frame when non-NULL. */
 int dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
                  uint64_t arg, const void *val, size_t vlen, int target);
 
@@ -67,20 +72,35 @@ int dc_batch_add(ddict_batch_t *b, uint8_t op, const void *key, size_t klen,
 int dc_batch_add_into(ddict_batch_t *b, const void *key, size_t klen,
                       void *dst, size_t cap);
 
-/* Executes the batch against the handle's namespace `ns` (NULL: the
- * handle's), retrying what meets a re-forming or stale map until the
- * deadline.  0 or TELEM_ETIMEDOUT / TELEM_ENOMEM. */
+/* ddict_batch_exec.c: executes the batch against the handle's namespace
+ * `ns` (NULL: the handle's), retrying what meets a re-forming or stale
+ * map until the deadline.  0 or TELEM_ETIMEDOUT / TELEM_ENOMEM. */
 int dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns);
 
-/* Asks servers for the current map and installs it. */
+/* ddict_conn.c: asks servers for the current map and installs it. */
 int dc_refresh(ddict_t *self, int64_t deadline);
 
-/* A DEALER connected to endpoint (linger 0, no size limits). */
-zsock_t *dc_connect(const char *endpoint);
+/* Closes the handle's node sockets and forgets the node list. */
+void dc_nodes_free(ddict_t *self);
+/* A DEALER in the handle's context connected to endpoint (linger 0, no
+ * size limits), or NULL. */
+void *dc_connect(ddict_t *self, const char *endpoint);
+/* Closes *sock_p (may hold NULL) and nulls it. */
+void dc_close(void **sock_p);
 /* The socket of map node i, connected on first use; NULL if unknown. */
-zsock_t *dc_sock(ddict_t *self, int i);
+void *dc_sock(ddict_t *self, int i);
 /* Sends one frame (a copy of data); more: ZMQ_SNDMORE. */
-int dc_send_frame(zsock_t *s, const void *data, size_t size, int more);
+int dc_send_frame(void *sock, const void *data, size_t size, int more);
+/* Waits until one of socks[0..n) (NULL entries skipped) has a message or
+ * the monotonic time `until` (ns) passes; returns that socket's index, or
+ * -1.  items is scratch room for n poll items. */
+int dc_poll(void *const *socks, int n, zmq_pollitem_t *items,
+            int64_t until);
+/* 1 if sock has a message waiting. */
+int dc_has_input(void *sock);
+/* Receives a waiting message: its first frame into head (initialised by
+ * the caller), the rest dropped.  0, or -1 if none was waiting. */
+int dc_recv_head(void *sock, zmq_msg_t *head);
 
 /* Endpoint of `name` from the node file, or TELEM_ENOTFOUND. */
 int dc_lookup(ddict_t *self, const char *name, char *ep, size_t size);

@@ -31,7 +31,7 @@ typedef struct {
 /* Sends m to every socket and waits for every reply; *seen (may be NULL)
  * collects the epochs of the replies. */
 static int
-s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
+s_phase(ddict_t *self, void **socks, int n, telem_dict_admin_t *m,
         int64_t deadline, s_seen_t *seen)
 {
     m->id = ++self->next_id;
@@ -40,27 +40,24 @@ s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
     int rc = telem_encode_dict_admin(self->enc, m, &data, &size);
     if (rc)
         return rc;
-    zpoller_t *poller = zpoller_new(NULL);
-    if (!poller)
+    zmq_pollitem_t *items = calloc((size_t) n, sizeof *items);
+    if (!items)
         return TELEM_ENOMEM;
-    for (int i = 0; i < n; i++) {
-        zpoller_add(poller, socks[i]);
-        if ((rc = dc_send_frame(socks[i], data, size, 0)) != 0)
-            break;
-    }
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = dc_send_frame(socks[i], data, size, 0);
     int left = n;
     while (rc == 0 && left > 0) {
-        int64_t ms = (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
-        zsock_t *s = ms > 0 ? zpoller_wait(poller, (int) ms) : NULL;
-        if (!s) {
+        int i = dc_poll(socks, n, items, deadline);
+        if (i < 0) {
             rc = TELEM_ETIMEDOUT;
             break;
         }
-        zmsg_t *msg = zmsg_recv(s);
-        zframe_t *f = msg ? zmsg_first(msg) : NULL;
+        zmq_msg_t head;
+        zmq_msg_init(&head);
         telem_msg_t r;
-        if (f && telem_proto_decode(self->dec, zframe_data(f), zframe_size(f),
-                                    &r) == 0
+        if (dc_recv_head(socks[i], &head) == 0
+            && telem_proto_decode(self->dec, zmq_msg_data(&head),
+                                  zmq_msg_size(&head), &r) == 0
             && (int) r.type == TELEM_MSG_DICT_ADMIN_REP
             && r.u.dict_admin_rep.id == m->id) {
             const telem_dict_admin_rep_t *a = &r.u.dict_admin_rep;
@@ -71,28 +68,28 @@ s_phase(ddict_t *self, zsock_t **socks, int n, telem_dict_admin_t *m,
             if (seen && a->committed > seen->committed)
                 seen->committed = a->committed;
         }
-        zmsg_destroy(&msg);
+        zmq_msg_close(&head);
     }
-    zpoller_destroy(&poller);
+    free(items);
     return rc;
 }
 
 int
 ddict_reform(ddict_t *self, const char *const *nodes, int n, int replicas)
 {
-    ddict_map_t *check = ddict_map_new(nodes, n, replicas);
+    ddict_map_t *check = ddict_map_new(nodes, n, replicas, NULL);
     if (!check)
         return TELEM_EINVAL;
     ddict_map_destroy(&check);
     int64_t deadline = telem_mono_ns() + self->timeout_ms * TELEM_NS_PER_MS;
-    zsock_t **socks = calloc((size_t) n, sizeof *socks);
+    void **socks = calloc((size_t) n, sizeof *socks);
     if (!socks)
         return TELEM_ENOMEM;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         char ep[TELEM_PATH_MAX];
         rc = dc_lookup(self, nodes[i], ep, sizeof ep);
-        if (rc == 0 && !(socks[i] = dc_connect(ep)))
+        if (rc == 0 && !(socks[i] = dc_connect(self, ep)))
             rc = TELEM_ECONN;
     }
     s_seen_t seen = { self->epoch, 0 };
@@ -111,7 +108,7 @@ ddict_reform(ddict_t *self, const char *const *nodes, int n, int replicas)
     if (rc == 0)
         rc = s_phase(self, socks, n, &p, deadline, NULL);
     for (int i = 0; i < n; i++)
-        zsock_destroy(&socks[i]);
+        dc_close(&socks[i]);
     free(socks);
     if (rc == 0)
         rc = dc_refresh(self, deadline);

@@ -12,11 +12,11 @@
  * Appends of small records are packed into one buffer; a record whose
  * value is larger than S_DIRECT flushes the buffer and goes out with one
  * writev() of header, names and the caller's value bytes.  A large value
- * given as a message is held instead: its header and names go into the
- * buffer, and the pending iovec list alternates spans of the buffer with
- * held values, so the next flush writes everything appended, in order,
- * with one writev().  The buffer is not reused until that flush, so the
- * spans stay valid.
+ * given as a shared value (ddict_val_t) is held instead: its header and
+ * names go into the buffer, and the pending iovec list alternates spans
+ * of the buffer with held values, so the next flush writes everything
+ * appended, in order, with one writev().  The buffer is not reused until
+ * that flush, so the spans stay valid.
  */
 #include "ddict_log.h"
 
@@ -60,7 +60,7 @@ struct ddict_log {
     size_t nheld;
     uint64_t held_bytes;
     struct iovec iov[2 * S_HOLD + 1];
-    zmq_msg_t held[S_HOLD];
+    ddict_val_t *held[S_HOLD];
 };
 
 static void s_drop_pending(ddict_log_t *self);
@@ -102,7 +102,7 @@ ddict_log_crc(const void *data, size_t size)
 
 /* Fills the 32-byte header of `rec`, CRC included. */
 static void
-s_header(uint8_t *h, const ddict_rec_t *rec)
+s_header(uint8_t *h, const ddict_log_rec_t *rec)
 {
     s_put32(h, S_MAGIC);
     h[8] = rec->type;
@@ -124,7 +124,7 @@ s_header(uint8_t *h, const ddict_rec_t *rec)
 /* Parses the record at p (n bytes left).  Returns its total length, or 0
  * if it is torn or damaged. */
 static uint64_t
-s_parse(const uint8_t *p, uint64_t n, ddict_rec_t *rec)
+s_parse(const uint8_t *p, uint64_t n, ddict_log_rec_t *rec)
 {
     if (n < DDICT_LOG_HDR || s_get32(p) != S_MAGIC)
         return 0;
@@ -134,7 +134,7 @@ s_parse(const uint8_t *p, uint64_t n, ddict_rec_t *rec)
     rec->klen = s_get32(p + 12);
     rec->vlen = s_get64(p + 16);
     rec->version = s_get64(p + 24);
-    if (rec->type < DDICT_REC_PUT || rec->type > DDICT_REC_MAX
+    if (rec->type < DDICT_LOG_REC_PUT || rec->type > DDICT_LOG_REC_MAX
         || rec->klen > DDICT_KEY_MAX || rec->vlen > DDICT_VALUE_MAX)
         return 0;
     uint64_t len = DDICT_LOG_HDR + (uint64_t) rec->nslen + rec->klen
@@ -157,12 +157,12 @@ struct ddict_log_map {
 
 /* A record handed to the replay callback, with the mapping it lies in. */
 typedef struct {
-    ddict_rec_t rec;
+    ddict_log_rec_t rec;
     ddict_log_map_t *map;
 } s_mapped_rec_t;
 
 ddict_log_map_t *
-ddict_log_rec_map(const ddict_rec_t *rec)
+ddict_log_rec_map(const ddict_log_rec_t *rec)
 {
     return ((const s_mapped_rec_t *) (const void *) rec)->map;
 }
@@ -227,17 +227,16 @@ s_old_format(int fd, uint64_t size)
            && s_get32(m) == S_MAGIC_V1;
 }
 
-int
+ddict_log_t *
 ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
-               ddict_log_t **out, ddict_log_stats_t *stats)
+               ddict_log_stats_t *stats, int *err)
 {
     ddict_log_stats_t st = { 0, 0, 0 };
-    *out = NULL;
+    int rc = TELEM_ENOMEM;
     ddict_log_t *self = calloc(1, sizeof *self);
     if (!self)
-        return TELEM_ENOMEM;
+        goto out;
     self->fd = -1;
-    int rc = TELEM_ENOMEM;
     if (!(self->buf = malloc(S_BUF)))
         goto out;
     rc = TELEM_ETOOBIG;
@@ -267,11 +266,11 @@ ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
 out:
     if (stats)
         *stats = st;
-    if (rc == 0)
-        *out = self;
-    else
+    if (rc)
         ddict_log_destroy(&self);
-    return rc;
+    if (err)
+        *err = rc;
+    return self;
 }
 
 void
@@ -321,7 +320,7 @@ static void
 s_drop_pending(ddict_log_t *self)
 {
     for (size_t i = 0; i < self->nheld; i++)
-        zmq_msg_close(&self->held[i]);
+        ddict_val_release(&self->held[i]);
     self->nheld = 0;
     self->held_bytes = 0;
     self->niov = 0;
@@ -364,9 +363,9 @@ ddict_log_flush(ddict_log_t *self)
 }
 
 static int
-s_check(const ddict_rec_t *rec)
+s_check(const ddict_log_rec_t *rec)
 {
-    if (rec->type < DDICT_REC_PUT || rec->type > DDICT_REC_MAX
+    if (rec->type < DDICT_LOG_REC_PUT || rec->type > DDICT_LOG_REC_MAX
         || rec->klen > DDICT_KEY_MAX || rec->vlen > DDICT_VALUE_MAX
         || (rec->nslen && !rec->ns) || (rec->klen && !rec->key)
         || (rec->vlen && !rec->val))
@@ -375,12 +374,12 @@ s_check(const ddict_rec_t *rec)
 }
 
 int
-ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
-                     zmq_msg_t *val)
+ddict_log_append_val(ddict_log_t *self, const ddict_log_rec_t *rec,
+                     ddict_val_t *val)
 {
-    ddict_rec_t r = *rec;
-    r.val = zmq_msg_data(val);
-    r.vlen = zmq_msg_size(val);
+    ddict_log_rec_t r = *rec;
+    r.val = ddict_val_data(val);
+    r.vlen = ddict_val_size(val);
     if (r.vlen <= S_DIRECT)
         return ddict_log_append(self, &r);
     if (s_check(&r) != 0)
@@ -388,11 +387,7 @@ ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
     size_t head = DDICT_LOG_HDR + (size_t) r.nslen + r.klen;
     if (self->used + head > S_BUF && ddict_log_flush(self) != 0)
         return TELEM_EIO;
-    zmq_msg_t *h = &self->held[self->nheld];
-    zmq_msg_init(h);
-    if (zmq_msg_copy(h, val) != 0)
-        return TELEM_ENOMEM;
-    self->nheld++;
+    self->held[self->nheld++] = ddict_val_hold(val);
     uint8_t *p = self->buf + self->used;
     s_header(p, &r);
     if (r.nslen)
@@ -403,7 +398,7 @@ ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
     self->iov[self->niov++] = (struct iovec) {
         self->buf + self->seg, self->used - self->seg };
     self->seg = self->used;
-    self->iov[self->niov++] = (struct iovec) { zmq_msg_data(h), r.vlen };
+    self->iov[self->niov++] = (struct iovec) { (void *) r.val, r.vlen };
     self->held_bytes += r.vlen;
     self->size += head + r.vlen;
     self->dirty = 1;
@@ -413,7 +408,7 @@ ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
 }
 
 int
-ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec)
+ddict_log_append(ddict_log_t *self, const ddict_log_rec_t *rec)
 {
     if (s_check(rec) != 0)
         return TELEM_EINVAL;
@@ -492,9 +487,9 @@ ddict_log_compact(ddict_log_t *self, ddict_log_dump_fn dump, void *arg)
     char tmp[TELEM_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", self->path);
     unlink(tmp);
-    ddict_log_t *fresh = NULL;
-    int rc = ddict_log_open(tmp, NULL, NULL, &fresh, NULL);
-    if (rc != 0)
+    int rc;
+    ddict_log_t *fresh = ddict_log_open(tmp, NULL, NULL, NULL, &rc);
+    if (!fresh)
         return rc;
     if ((rc = dump(arg, fresh)) != 0 || (rc = ddict_log_sync(fresh)) != 0)
         goto fail;
@@ -529,7 +524,8 @@ ddict_log_compact_begin(ddict_log_t *self, ddict_log_t **fresh)
     if (ddict_log_flush(self) != 0)
         return TELEM_EIO;
     unlink(tmp);
-    int rc = ddict_log_open(tmp, NULL, NULL, fresh, NULL);
+    int rc;
+    *fresh = ddict_log_open(tmp, NULL, NULL, NULL, &rc);
     if (rc == 0)
         self->snap = self->size;
     return rc;

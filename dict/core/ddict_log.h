@@ -18,11 +18,11 @@
  *
  * Small records are gathered in a buffer and written with one write(2);
  * large values go straight from the caller's memory with writev(2).  A
- * value that is a ZeroMQ message (ddict_log_append_msg) is not written at
- * once: the log holds a reference to the message and writes it, with the
- * records around it, in one writev(2) at the next flush (or once 1 MiB is
- * held).  One write of up to 1 MiB instead of one per value costs the
- * kernel less per byte on ext4 (fewer calls, larger page-cache folios,
+ * shared value (ddict_val.h, ddict_log_append_val) is not written at
+ * once: the log holds a reference to it and writes it, with the records
+ * around it, in one writev(2) at the next flush (or once 1 MiB is held).
+ * One write of up to 1 MiB instead of one per value costs the kernel
+ * less per byte on ext4 (fewer calls, larger page-cache folios,
  * which are also cheaper to free when compaction deletes the old file);
  * the bound keeps the held values in the CPU's cache between the CRC
  * pass and the kernel's copy (held 16 MiB were slower than none).  File
@@ -44,7 +44,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <zmq.h>
+
+#include "ddict_val.h"
 
 #define DDICT_LOG_HDR 32
 #define DDICT_KEY_MAX 65535u              /* bytes in a key */
@@ -52,15 +53,16 @@
 #define DDICT_VALUE_MAX (1ull << 30)      /* bytes in one value */
 
 typedef enum {
-    DDICT_REC_PUT = 1,        /* ns, key, value, version */
-    DDICT_REC_DEL = 2,        /* ns, key */
-    DDICT_REC_CKPT = 3,       /* copy ns (value = source ns) into ns, on shard */
-    DDICT_REC_CLEAR = 4,      /* remove every key of ns on shard */
-    DDICT_REC_DROP = 5,       /* forget everything on shard */
-    DDICT_REC_MAP = 6,        /* value = node list ('\n' separated),
+    DDICT_LOG_REC_PUT = 1,        /* ns, key, value, version */
+    DDICT_LOG_REC_DEL = 2,        /* ns, key */
+    DDICT_LOG_REC_CKPT = 3,   /* copy ns (value = source ns) into ns,
+                                 on shard */
+    DDICT_LOG_REC_CLEAR = 4,      /* remove every key of ns on shard */
+    DDICT_LOG_REC_DROP = 5,       /* forget everything on shard */
+    DDICT_LOG_REC_MAP = 6,        /* value = node list ('\n' separated),
                                  version = epoch, shard = replicas */
-    DDICT_REC_MAX = 6
-} ddict_rec_type_t;
+    DDICT_LOG_REC_MAX = 6
+} ddict_log_rec_type_t;
 
 /* One record.  Pointers are borrowed: on append they are read before the
  * call returns; on replay they point into the mapped file and are valid
@@ -75,7 +77,7 @@ typedef struct {
     const void *val;
     uint64_t vlen;
     uint64_t version;
-} ddict_rec_t;
+} ddict_log_rec_t;
 
 typedef struct {
     uint64_t records;         /* records replayed */
@@ -84,8 +86,8 @@ typedef struct {
 } ddict_log_stats_t;
 
 /* Called once per good record during replay, in file order.  A non-zero
- * return stops the replay and is returned by ddict_log_open(). */
-typedef int (*ddict_log_replay_fn)(void *arg, const ddict_rec_t *rec);
+ * return stops the replay, and ddict_log_open() fails with it. */
+typedef int (*ddict_log_replay_fn)(void *arg, const ddict_log_rec_t *rec);
 
 typedef struct ddict_log ddict_log_t;
 
@@ -96,18 +98,19 @@ typedef struct ddict_log ddict_log_t;
  * a reference, map_release drops one and unmaps with the last.  Hold and
  * release are thread-safe (atomic); the bytes stay valid while held. */
 typedef struct ddict_log_map ddict_log_map_t;
-ddict_log_map_t *ddict_log_rec_map(const ddict_rec_t *rec);
+ddict_log_map_t *ddict_log_rec_map(const ddict_log_rec_t *rec);
 void ddict_log_map_hold(ddict_log_map_t *m);
 void ddict_log_map_release(ddict_log_map_t *m);
 
 /* Opens (creating if missing, mode 0600) the log at `path`, replays its
  * good records through `fn` (may be NULL), truncates a bad tail, and
  * leaves the log ready to append.  *stats (may be NULL) says what was
- * found.  Returns 0 and sets *out, or TELEM_EIO (errno kept), TELEM_ENOMEM,
+ * found.  Returns the log, or NULL with *err (may be NULL) set to
+ * TELEM_EIO (errno kept), TELEM_ENOMEM, TELEM_ETOOBIG (path too long),
  * TELEM_EVERSION (a log of the first format), or the callback's non-zero
- * return. */
-int ddict_log_open(const char *path, ddict_log_replay_fn fn, void *arg,
-                   ddict_log_t **out, ddict_log_stats_t *stats);
+ * return; *err is 0 on success. */
+ddict_log_t *ddict_log_open(const char *path, ddict_log_replay_fn fn,
+                            void *arg, ddict_log_stats_t *stats, int *err);
 
 /* Flushes, closes and frees; accepts NULL and nulls the pointer.  Does not
  * sync: call ddict_log_sync() first where durability matters. */
@@ -115,17 +118,17 @@ void ddict_log_destroy(ddict_log_t **self_p);
 
 /* Appends one record (buffered).  Returns 0, TELEM_EINVAL (type or a
  * length out of range) or TELEM_EIO. */
-int ddict_log_append(ddict_log_t *self, const ddict_rec_t *rec);
+int ddict_log_append(ddict_log_t *self, const ddict_log_rec_t *rec);
 
-/* Appends one record whose value is the message `val` (rec->val and
+/* Appends one record whose value is the shared value `val` (rec->val and
  * rec->vlen are taken from it).  A large value is not copied: the log
- * keeps a reference to the message (zmq_msg_copy, so the caller may close
- * or move its own) until the record is written, at the next flush, sync,
- * compaction or destroy, or when the held values pass a bound (256 values
- * or 1 MiB).  Small values are copied into the buffer as by
- * ddict_log_append.  Returns as ddict_log_append. */
-int ddict_log_append_msg(ddict_log_t *self, const ddict_rec_t *rec,
-                         zmq_msg_t *val);
+ * takes a reference of its own (the caller keeps and releases its own)
+ * until the record is written, at the next flush, sync, compaction or
+ * destroy, or when the held values pass a bound (256 values or 1 MiB).
+ * Small values are copied into the buffer as by ddict_log_append.
+ * Returns as ddict_log_append. */
+int ddict_log_append_val(ddict_log_t *self, const ddict_log_rec_t *rec,
+                         ddict_val_t *val);
 
 /* Writes buffered records (held values included) to the file, no sync.
  * Returns 0 or TELEM_EIO. */

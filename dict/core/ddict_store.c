@@ -2,11 +2,11 @@
  * (version, value message).  See ddict_store.h.
  *
  * An entry is one allocation: header, then namespace and key bytes.  The
- * value is a zmq_msg_t inside the entry, so replacing a value never
+ * value is a reference (ddict_val_t), so replacing a value never
  * reallocates the entry.
  *
  * Buckets are picked with the hash's upper half: the shard of a key is
- * the key hash's low byte (ddict_shard_of), identical for every key of a
+ * the key hash's low byte (ddict_hash_shard), identical for every key of a
  * shard, so low bits would put a whole shard into one chain.
  */
 #include "ddict_store.h"
@@ -14,23 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "telem_error.h"
 
 #define S_MIN_BUCKETS 16u
 
-struct ddict_entry {
-    ddict_entry_t *next;
+struct ddict_store_entry {
+    ddict_store_entry_t *next;
     uint64_t hash;
     uint64_t version;
-    zmq_msg_t val;
+    ddict_val_t *val;
     uint32_t klen;
     uint8_t nslen;
     char bytes[];       /* ns, then key */
 };
 
 typedef struct {
-    ddict_entry_t **buckets;
+    ddict_store_entry_t **buckets;
     uint32_t nbuckets;  /* 0 or a power of two */
     uint64_t count;
 } s_table_t;
@@ -41,7 +41,7 @@ struct ddict_store {
 };
 
 static uint64_t
-s_hash(const ddict_key_t *k)
+s_hash(const ddict_store_key_t *k)
 {
     uint64_t h = ddict_hash(k->key, k->klen);
     if (k->nslen)
@@ -56,7 +56,7 @@ s_bucket(uint64_t h, uint32_t nbuckets)
 }
 
 static int
-s_match(const ddict_entry_t *e, uint64_t h, const ddict_key_t *k)
+s_match(const ddict_store_entry_t *e, uint64_t h, const ddict_store_key_t *k)
 {
     return e->hash == h && e->klen == k->klen && e->nslen == k->nslen
            && memcmp(e->bytes, k->ns, k->nslen) == 0
@@ -64,10 +64,10 @@ s_match(const ddict_entry_t *e, uint64_t h, const ddict_key_t *k)
 }
 
 static void
-s_entry_free(ddict_store_t *self, ddict_entry_t *e)
+s_entry_free(ddict_store_t *self, ddict_store_entry_t *e)
 {
-    self->bytes -= e->klen + e->nslen + zmq_msg_size(&e->val);
-    zmq_msg_close(&e->val);
+    self->bytes -= e->klen + e->nslen + ddict_val_size(e->val);
+    ddict_val_release(&e->val);
     free(e);
 }
 
@@ -95,13 +95,13 @@ static int
 s_grow(s_table_t *t)
 {
     uint32_t n = t->nbuckets ? t->nbuckets * 2 : S_MIN_BUCKETS;
-    ddict_entry_t **b = calloc(n, sizeof *b);
+    ddict_store_entry_t **b = calloc(n, sizeof *b);
     if (!b)
         return TELEM_ENOMEM;
     for (uint32_t i = 0; i < t->nbuckets; i++) {
-        ddict_entry_t *e = t->buckets[i];
+        ddict_store_entry_t *e = t->buckets[i];
         while (e) {
-            ddict_entry_t *next = e->next;
+            ddict_store_entry_t *next = e->next;
             uint32_t j = s_bucket(e->hash, n);
             e->next = b[j];
             b[j] = e;
@@ -114,39 +114,40 @@ s_grow(s_table_t *t)
     return 0;
 }
 
-static ddict_entry_t **
-s_slot(s_table_t *t, uint64_t h, const ddict_key_t *k)
+static ddict_store_entry_t **
+s_slot(s_table_t *t, uint64_t h, const ddict_store_key_t *k)
 {
     if (!t->nbuckets)
         return NULL;
-    ddict_entry_t **pp = &t->buckets[s_bucket(h, t->nbuckets)];
+    ddict_store_entry_t **pp = &t->buckets[s_bucket(h, t->nbuckets)];
     while (*pp && !s_match(*pp, h, k))
         pp = &(*pp)->next;
     return pp;
 }
 
-ddict_entry_t *
-ddict_store_find(ddict_store_t *self, uint32_t shard, const ddict_key_t *k)
+ddict_store_entry_t *
+ddict_store_find(ddict_store_t *self, uint32_t shard,
+                 const ddict_store_key_t *k)
 {
-    ddict_entry_t **pp = s_slot(&self->shards[shard % DDICT_SHARDS],
+    ddict_store_entry_t **pp = s_slot(&self->shards[shard % DDICT_SHARDS],
                                 s_hash(k), k);
     return pp ? *pp : NULL;
 }
 
 int
-ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
-                zmq_msg_t *val, uint64_t version)
+ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_store_key_t *k,
+                ddict_val_t *val, uint64_t version)
 {
     s_table_t *t = &self->shards[shard % DDICT_SHARDS];
     uint64_t h = s_hash(k);
-    ddict_entry_t **pp = s_slot(t, h, k);
+    ddict_store_entry_t **pp = s_slot(t, h, k);
     if (pp && *pp) {
         ddict_store_replace(self, *pp, val, version);
         return 0;
     }
     if (t->count >= t->nbuckets && s_grow(t) != 0)
         return TELEM_ENOMEM;
-    ddict_entry_t *e = malloc(sizeof *e + k->nslen + k->klen);
+    ddict_store_entry_t *e = malloc(sizeof *e + k->nslen + k->klen);
     if (!e)
         return TELEM_ENOMEM;
     e->hash = h;
@@ -155,34 +156,35 @@ ddict_store_put(ddict_store_t *self, uint32_t shard, const ddict_key_t *k,
     e->nslen = k->nslen;
     memcpy(e->bytes, k->ns, k->nslen);
     memcpy(e->bytes + k->nslen, k->key, k->klen);
-    zmq_msg_init(&e->val);
-    zmq_msg_move(&e->val, val);
+    e->val = ddict_val_hold(val);
     uint32_t j = s_bucket(h, t->nbuckets);
     e->next = t->buckets[j];
     t->buckets[j] = e;
     t->count++;
-    self->bytes += e->klen + e->nslen + zmq_msg_size(&e->val);
+    self->bytes += e->klen + e->nslen + ddict_val_size(e->val);
     return 0;
 }
 
 void
-ddict_store_replace(ddict_store_t *self, ddict_entry_t *e, zmq_msg_t *val,
-                    uint64_t version)
+ddict_store_replace(ddict_store_t *self, ddict_store_entry_t *e,
+                    ddict_val_t *val, uint64_t version)
 {
-    self->bytes -= zmq_msg_size(&e->val);
-    zmq_msg_move(&e->val, val);
-    self->bytes += zmq_msg_size(&e->val);
+    ddict_val_hold(val);      /* before the release: val may be e->val */
+    self->bytes -= ddict_val_size(e->val);
+    ddict_val_release(&e->val);
+    e->val = val;
+    self->bytes += ddict_val_size(val);
     e->version = version;
 }
 
 int
-ddict_store_del(ddict_store_t *self, uint32_t shard, const ddict_key_t *k)
+ddict_store_del(ddict_store_t *self, uint32_t shard, const ddict_store_key_t *k)
 {
     s_table_t *t = &self->shards[shard % DDICT_SHARDS];
-    ddict_entry_t **pp = s_slot(t, s_hash(k), k);
+    ddict_store_entry_t **pp = s_slot(t, s_hash(k), k);
     if (!pp || !*pp)
         return TELEM_ENOTFOUND;
-    ddict_entry_t *e = *pp;
+    ddict_store_entry_t *e = *pp;
     *pp = e->next;
     t->count--;
     s_entry_free(self, e);
@@ -190,26 +192,26 @@ ddict_store_del(ddict_store_t *self, uint32_t shard, const ddict_key_t *k)
 }
 
 uint64_t
-ddict_entry_version(const ddict_entry_t *e)
+ddict_store_entry_version(const ddict_store_entry_t *e)
 {
     return e->version;
 }
 
-zmq_msg_t *
-ddict_entry_value(ddict_entry_t *e)
+ddict_val_t *
+ddict_store_entry_value(const ddict_store_entry_t *e)
 {
-    return &e->val;
+    return e->val;
 }
 
-ddict_key_t
-ddict_entry_key(const ddict_entry_t *e)
+ddict_store_key_t
+ddict_store_entry_key(const ddict_store_entry_t *e)
 {
-    ddict_key_t k = { e->bytes, e->nslen, e->bytes + e->nslen, e->klen };
+    ddict_store_key_t k = { e->bytes, e->nslen, e->bytes + e->nslen, e->klen };
     return k;
 }
 
 static int
-s_in_ns(const ddict_entry_t *e, const char *ns, int nslen)
+s_in_ns(const ddict_store_entry_t *e, const char *ns, int nslen)
 {
     return nslen < 0 || (e->nslen == nslen
                          && memcmp(e->bytes, ns, (size_t) nslen) == 0);
@@ -223,7 +225,7 @@ ddict_store_foreach(ddict_store_t *self, uint32_t shard, const char *ns,
     if (!ns)
         nslen = -1;
     for (uint32_t i = 0; i < t->nbuckets; i++)
-        for (ddict_entry_t *e = t->buckets[i]; e; e = e->next) {
+        for (ddict_store_entry_t *e = t->buckets[i]; e; e = e->next) {
             if (!s_in_ns(e, ns, nslen))
                 continue;
             int rc = fn(arg, shard, e);
@@ -234,7 +236,7 @@ ddict_store_foreach(ddict_store_t *self, uint32_t shard, const char *ns,
 }
 
 static int
-s_count_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_count_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     (void) e;
@@ -257,9 +259,9 @@ s_filter(ddict_store_t *self, uint32_t shard, const char *ns, int nslen)
 {
     s_table_t *t = &self->shards[shard % DDICT_SHARDS];
     for (uint32_t i = 0; i < t->nbuckets; i++) {
-        ddict_entry_t **pp = &t->buckets[i];
+        ddict_store_entry_t **pp = &t->buckets[i];
         while (*pp) {
-            ddict_entry_t *e = *pp;
+            ddict_store_entry_t *e = *pp;
             if (s_in_ns(e, ns, nslen)) {
                 *pp = e->next;
                 t->count--;
@@ -287,12 +289,12 @@ ddict_store_drop(ddict_store_t *self, uint32_t shard)
 /* Entries to copy are collected first: inserting while walking the same
  * table could grow it under the walk. */
 typedef struct {
-    ddict_entry_t **v;
+    ddict_store_entry_t **v;
     uint64_t n;
 } s_list_t;
 
 static int
-s_collect_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_collect_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     s_list_t *l = arg;
@@ -306,19 +308,15 @@ ddict_store_copy_ns(ddict_store_t *self, uint32_t shard, const char *src,
 {
     ddict_store_clear_ns(self, shard, dst, dstlen);
     uint64_t n = ddict_store_count(self, shard, src, srclen);
-    s_list_t l = { calloc(n + 1, sizeof (ddict_entry_t *)), 0 };
+    s_list_t l = { calloc(n + 1, sizeof (ddict_store_entry_t *)), 0 };
     if (!l.v)
         return TELEM_ENOMEM;
     ddict_store_foreach(self, shard, src, srclen, s_collect_fn, &l);
     int rc = 0;
     for (uint64_t i = 0; i < l.n && rc == 0; i++) {
-        ddict_entry_t *e = l.v[i];
-        zmq_msg_t copy;
-        zmq_msg_init(&copy);
-        zmq_msg_copy(&copy, &e->val);
-        ddict_key_t k = { dst, dstlen, e->bytes + e->nslen, e->klen };
-        rc = ddict_store_put(self, shard, &k, &copy, e->version);
-        zmq_msg_close(&copy);
+        ddict_store_entry_t *e = l.v[i];
+        ddict_store_key_t k = { dst, dstlen, e->bytes + e->nslen, e->klen };
+        rc = ddict_store_put(self, shard, &k, e->val, e->version);
     }
     free(l.v);
     return rc;

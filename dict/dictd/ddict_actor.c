@@ -17,7 +17,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "ddict.h"
 #include "telem_actor_loop.h"
 #include "telem_error.h"
 #include "telem_limits.h"
@@ -33,14 +32,14 @@
 #define S_LINGER_MS 200
 #define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
 
-/* Requests and replication carry values of up to DDICT_VALUE_LIMIT, each
+/* Requests and replication carry values of up to TELEM_DICT_VALUE_MAX, each
    in a frame of its own, and a server must not drop them: that is the
    ROUTER's frame limit (the header frame is held to 64 MiB by the codec),
    with unbounded queues.  The peer DEALERs receive only acknowledgements,
    one header frame each.  Only the ROUTER lingers, so that replies sent
    just before a stop still leave. */
 static const telem_sock_opts_t s_router_opts = {
-    .max_msg = (int) DDICT_VALUE_LIMIT, .sndhwm = 0, .rcvhwm = 0,
+    .max_msg = (int) TELEM_DICT_VALUE_MAX, .sndhwm = 0, .rcvhwm = 0,
     .linger_ms = S_LINGER_MS, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 static const telem_sock_opts_t s_peer_opts = {

@@ -1,15 +1,24 @@
 /* ddict_server.c - the dictionary server's life cycle: log replay into the
- * store, the shard map, decoding and dispatch of incoming messages, the
- * held-reply outbox with its group commit (compaction is in
- * ddict_server_compact.c).
+ * store, decoding and dispatch of incoming messages, the group commit of
+ * the held replies, the timers.
+ *
+ * The top of the server's files, which call one way, downwards:
+ *   ddict_server.c          life cycle, replay, dispatch, flush, tick
+ *   ddict_server_repl.c     replication in, re-forming (admin)
+ *   ddict_server_ops.c      client operations, replication out
+ *   ddict_server_pending.c  waits for acknowledgements, rollback, events
+ *   ddict_server_compact.c  log compaction
+ *   ddict_server_base.c     log appends, the map, held replies, values
+ *                           and frames, counters
+ * No file calls a file above it in this list.
  *
  * Replay applies records in file order exactly as they were applied live
  * (puts with their versions, deletes, checkpoint copies, dropped shards,
  * map changes), so a restarted server holds what it acknowledged.  Large
- * values are not copied out of the log: their messages point into the
- * log's read-only mapping (ddict_log.h), which stays mapped while any of
- * them lives.  The map
- * is itself logged: the last MAP record wins over the command line.
+ * values are not copied out of the log: they are shared values
+ * (ddict_val.h) whose bytes are the log's read-only mapping (ddict_log.h),
+ * which stays mapped while any of them lives.  The map is itself logged:
+ * the last MAP record wins over the command line.
  */
 #include "ddict_server_int.h"
 
@@ -21,100 +30,9 @@
 
 #define S_SHARE_MIN (16u << 10)    /* replayed values shared from here on */
 
-
-/* ---------------------------------------------------------------- helpers */
-
-void
-ds_close_frames(zmq_msg_t *frames, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        zmq_msg_close(&frames[i]);
-}
-
-int
-ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
-       const ddict_key_t *k, const void *val, uint64_t vlen, uint64_t version)
-{
-    ddict_rec_t r = { type, (uint16_t) shard, k ? k->ns : "",
-                      k ? k->nslen : 0, k ? k->key : "", k ? k->klen : 0,
-                      val, vlen, version };
-    int rc = ddict_log_append(self->log, &r);
-    if (rc)
-        self->failed_io = 1;
-    return rc;
-}
-
-/* A PUT record whose value is a message: a large one is held by the log
- * and written with the rest of the burst, without a copy. */
-int
-ds_log_msg(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
-           zmq_msg_t *val, uint64_t version)
-{
-    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k->ns, k->nslen,
-                      k->key, k->klen, NULL, 0, version };
-    int rc = ddict_log_append_msg(self->log, &r, val);
-    if (rc)
-        self->failed_io = 1;
-    return rc;
-}
-
-int
-ds_reserve(ddict_server_t *self, size_t n)
-{
-    if (n <= self->capops)
-        return 0;
-    size_t cap = self->capops ? self->capops : 64;
-    while (cap < n)
-        cap *= 2;
-    telem_dict_op_t *ops = realloc(self->ops, cap * sizeof *ops);
-    if (ops)
-        self->ops = ops;
-    telem_dict_res_t *res = realloc(self->res, cap * sizeof *res);
-    if (res)
-        self->res = res;
-    zmq_msg_t *vals = realloc(self->vals, cap * sizeof *vals);
-    if (vals)
-        self->vals = vals;
-    if (!ops || !res || !vals)
-        return TELEM_ENOMEM;
-    self->capops = cap;
-    return 0;
-}
-
-int
-ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
-           int replicas, uint64_t epoch, int log_it)
-{
-    ddict_map_t *map = ddict_map_new(nodes, n, replicas);
-    if (!map)
-        return TELEM_EINVAL;
-    if (log_it) {
-        size_t len = 0;
-        for (int i = 0; i < n; i++)
-            len += strlen(nodes[i]) + 1;
-        char *list = malloc(len + 1);
-        if (!list) {
-            ddict_map_destroy(&map);
-            return TELEM_ENOMEM;
-        }
-        size_t off = 0;
-        for (int i = 0; i < n; i++)
-            off += (size_t) sprintf(list + off, "%s%s", i ? "\n" : "",
-                                    nodes[i]);
-        ds_log(self, DDICT_REC_MAP, (uint32_t) ddict_map_replicas(map), NULL,
-               list, off, epoch);
-        free(list);
-    }
-    ddict_map_destroy(&self->map);
-    self->map = map;
-    self->epoch = epoch;
-    self->self_idx = ddict_map_index(map, self->node);
-    return 0;
-}
-
 /* Parses a logged node list ("a\nb\nc") and installs it. */
 static int
-s_map_from_log(ddict_server_t *self, const ddict_rec_t *r)
+s_map_from_log(ddict_server_t *self, const ddict_log_rec_t *r)
 {
     char *list = malloc(r->vlen + 1);
     const char **names = calloc(r->vlen / 2 + 2, sizeof *names);
@@ -142,57 +60,51 @@ s_unmap_fn(void *data, void *hint)
     ddict_log_map_release(hint);
 }
 
-/* The value of a replayed PUT as a message: values from S_SHARE_MIN up
- * point into the log's mapping (no copy; the pages are the page cache's),
- * smaller ones are copied. */
-static int
-s_replay_value(const ddict_rec_t *r, zmq_msg_t *v)
+/* The value of a replayed PUT: values from S_SHARE_MIN up point into the
+ * log's mapping (no copy; the pages are the page cache's), smaller ones
+ * are copied.  NULL: no memory. */
+static ddict_val_t *
+s_replay_value(const ddict_log_rec_t *r)
 {
+    if (r->vlen < S_SHARE_MIN)
+        return ddict_val_new(r->val, r->vlen);
     ddict_log_map_t *m = ddict_log_rec_map(r);
-    if (r->vlen >= S_SHARE_MIN) {
-        ddict_log_map_hold(m);
-        if (zmq_msg_init_data(v, (void *) r->val, r->vlen, s_unmap_fn, m)
-            == 0)
-            return 0;
+    ddict_log_map_hold(m);
+    ddict_val_t *v = ddict_val_wrap(r->val, r->vlen, s_unmap_fn, m);
+    if (!v)
         ddict_log_map_release(m);
-        return TELEM_ENOMEM;
-    }
-    if (zmq_msg_init_size(v, r->vlen) != 0)
-        return TELEM_ENOMEM;
-    if (r->vlen)
-        memcpy(zmq_msg_data(v), r->val, r->vlen);
-    return 0;
+    return v;
 }
 
 static int
-s_replay(void *arg, const ddict_rec_t *r)
+s_replay(void *arg, const ddict_log_rec_t *r)
 {
     ddict_server_t *self = arg;
-    ddict_key_t k = { r->ns, r->nslen, r->key, r->klen };
+    ddict_store_key_t k = { r->ns, r->nslen, r->key, r->klen };
     uint32_t shard = r->shard % DDICT_SHARDS;
     switch (r->type) {
-    case DDICT_REC_PUT: {
-        zmq_msg_t v;
-        if (s_replay_value(r, &v) != 0)
+    case DDICT_LOG_REC_PUT: {
+        ddict_val_t *v = s_replay_value(r);
+        if (!v)
             return TELEM_ENOMEM;
-        int rc = ddict_store_put(self->store, shard, &k, &v, r->version);
-        zmq_msg_close(&v);
+        int rc = ddict_store_put(self->store, shard, &k, v, r->version);
+        ddict_val_release(&v);
         return rc;
     }
-    case DDICT_REC_DEL:
+    case DDICT_LOG_REC_DEL:
         ddict_store_del(self->store, shard, &k);
         return 0;
-    case DDICT_REC_CKPT:
+    case DDICT_LOG_REC_CKPT:
         return r->vlen > DDICT_NS_MAX ? TELEM_EPROTO
                : ddict_store_copy_ns(self->store, shard, r->val,
                                      (uint8_t) r->vlen, r->ns, r->nslen);
-    case DDICT_REC_CLEAR:
+    case DDICT_LOG_REC_CLEAR:
         ddict_store_clear_ns(self->store, shard, r->ns, r->nslen);
         return 0;
-    case DDICT_REC_DROP:
+    case DDICT_LOG_REC_DROP:
         ddict_store_drop(self->store, shard);
         return 0;
-    case DDICT_REC_MAP:
+    case DDICT_LOG_REC_MAP:
         /* A damaged map record must not stop recovery of the data. */
         if (s_map_from_log(self, r) != 0)
             telem_log(TELEM_LOG_WARN, "log: unusable map record skipped");
@@ -219,9 +131,10 @@ s_init(ddict_server_t *self, const ddict_server_config_t *cfg)
     if (!(self->store = ddict_store_new()) || !(self->enc = telem_encoder_new())
         || !(self->dec = telem_decoder_new()) || ds_reserve(self, 64))
         return TELEM_ENOMEM;
-    int rc = ddict_log_open(cfg->log_path, s_replay, self, &self->log,
-                            &self->replay);
-    if (rc)
+    int rc;
+    self->log = ddict_log_open(cfg->log_path, s_replay, self, &self->replay,
+                               &rc);
+    if (!self->log)
         return rc;
     if (!self->map) {
         const char *me[1] = { self->node };
@@ -284,64 +197,9 @@ ddict_server_destroy(ddict_server_t **self_p)
     free(self->ops);
     free(self->res);
     free(self->vals);
+    free(self->rvals);
     free(self);
     *self_p = NULL;
-}
-
-/* ---------------------------------------------------------------- output */
-
-int
-ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames, size_t n)
-{
-    if (self->nout == self->capout) {
-        size_t cap = self->capout ? self->capout * 2 : 64;
-        ds_out_t *o = realloc(self->outbox, cap * sizeof *o);
-        if (!o)
-            goto fail;
-        self->outbox = o;
-        self->capout = cap;
-    }
-    ds_out_t *o = &self->outbox[self->nout];
-    if (!(o->frames = malloc(n * sizeof *frames)))
-        goto fail;
-    zmq_msg_init(&o->route);
-    zmq_msg_move(&o->route, route);
-    for (size_t i = 0; i < n; i++) {
-        zmq_msg_init(&o->frames[i]);
-        zmq_msg_move(&o->frames[i], &frames[i]);
-    }
-    o->n = n;
-    self->nout++;
-    return 0;
-fail:
-    zmq_msg_close(route);
-    ds_close_frames(frames, n);
-    return TELEM_ENOMEM;
-}
-
-int
-ds_send_peer(ddict_server_t *self, const char *peer, zmq_msg_t *frames,
-             size_t n)
-{
-    return self->out(self->out_arg, NULL, peer, frames, n);
-}
-
-/* Encodes a reply with no results and a whole-request code, and holds it. */
-int
-ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type, uint64_t id,
-              int32_t code)
-{
-    telem_dict_rep_t rep = { id, self->epoch, code, NULL, 0 };
-    const void *data;
-    size_t size;
-    zmq_msg_t f;
-    if (telem_encode_dict_rep(self->enc, type, &rep, &data, &size) != 0
-        || zmq_msg_init_size(&f, size) != 0) {
-        zmq_msg_close(route);
-        return TELEM_ENOMEM;
-    }
-    memcpy(zmq_msg_data(&f), data, size);
-    return ds_hold(self, route, &f, 1);
 }
 
 int
@@ -375,55 +233,50 @@ ddict_server_flush(ddict_server_t *self)
 
 /* ---------------------------------------------------------------- input */
 
-/* Gives every value of req a message of its own, as if each had come in a
- * frame: values carried inline become messages (copied), value frames are
- * moved, all in op order into self->vals, and the ops, with `val` set for
- * each, are copied to self->ops.  Only called when some op has an inline
- * value.  Returns 0 with req and *nvals updated, TELEM_EPROTO when the
- * frames do not match the ops, or TELEM_ENOMEM. */
+/* Turns the values of req into shared values, in op order, in
+ * self->vals: value frames are wrapped (taken over), values carried
+ * inline in the header are copied.  When some op has an inline value the
+ * ops are copied to self->ops with `val` set for each, and req points
+ * there.  Returns 0 with *nvals set, TELEM_EPROTO when the frames do not
+ * match the ops, or TELEM_ENOMEM.  The frames stay the caller's to close
+ * (those taken are left empty). */
 static int
-s_unpack_inline(ddict_server_t *self, telem_dict_req_t *req,
-                zmq_msg_t *frames, size_t nframes, size_t *nvals)
+s_unpack(ddict_server_t *self, telem_dict_req_t *req, zmq_msg_t *frames,
+         size_t nframes, size_t *nvals)
 {
-    int rc = ds_reserve(self, req->nops);
+    int rc = ds_reserve(self, req->nops > nframes ? req->nops : nframes);
     if (rc)
         return rc;
+    int copy_ops = 0;
+    for (uint32_t i = 0; i < req->nops && !copy_ops; i++)
+        copy_ops = req->ops[i].ival != NULL;
     size_t f = 0, v = 0;
     for (uint32_t i = 0; i < req->nops && rc == 0; i++) {
-        telem_dict_op_t *op = &self->ops[i];
-        *op = req->ops[i];
-        if (op->val && f == nframes) {
+        const telem_dict_op_t *op = &req->ops[i];
+        if (copy_ops)
+            self->ops[i] = *op;
+        if (op->val && f == nframes)
             rc = TELEM_EPROTO;
-        } else if (op->val) {
-            zmq_msg_init(&self->vals[v]);
-            zmq_msg_move(&self->vals[v++], &frames[f++]);
-        } else if (op->ival
-                   && zmq_msg_init_size(&self->vals[v], op->ivlen) != 0) {
+        else if (op->val && !(self->vals[v++] = ds_val_from_msg(&frames[f++])))
             rc = TELEM_ENOMEM;
-        } else if (op->ival) {
-            memcpy(zmq_msg_data(&self->vals[v++]), op->ival, op->ivlen);
-            op->val = 1;
-            op->ival = NULL;
-            op->ivlen = 0;
+        else if (op->ival && !(self->vals[v++] = ddict_val_new(op->ival,
+                                                               op->ivlen)))
+            rc = TELEM_ENOMEM;
+        else if (op->ival) {
+            self->ops[i].val = 1;
+            self->ops[i].ival = NULL;
+            self->ops[i].ivlen = 0;
         }
     }
     if (rc == 0 && f != nframes)
         rc = TELEM_EPROTO;
     if (rc) {
-        ds_close_frames(self->vals, v);
+        ds_release_vals(self->vals, v);
         return rc;
     }
-    req->ops = self->ops;
+    if (copy_ops)
+        req->ops = self->ops;
     *nvals = v;
-    return 0;
-}
-
-static int
-s_has_inline(const telem_dict_req_t *req)
-{
-    for (uint32_t i = 0; i < req->nops; i++)
-        if (req->ops[i].ival)
-            return 1;
     return 0;
 }
 
@@ -432,19 +285,14 @@ static int
 s_ops_request(ddict_server_t *self, zmq_msg_t *route, int type,
               telem_dict_req_t *req, zmq_msg_t *frames, size_t n)
 {
-    zmq_msg_t *vals = frames;
-    size_t nvals = n;
-    if (s_has_inline(req)) {
-        int rc = s_unpack_inline(self, req, frames, n, &nvals);
-        if (rc)
-            return rc;
-        vals = self->vals;
-    }
-    int rc = type == TELEM_MSG_DICT_REQ
-                 ? ds_client_request(self, route, req, vals, nvals)
-                 : ds_repl_request(self, route, req, vals, nvals);
-    if (vals != frames)
-        ds_close_frames(vals, nvals);
+    size_t nvals = 0;
+    int rc = s_unpack(self, req, frames, n, &nvals);
+    if (rc)
+        return rc;
+    rc = type == TELEM_MSG_DICT_REQ
+             ? ds_client_request(self, route, req, self->vals, nvals)
+             : ds_repl_request(self, route, req, self->vals, nvals);
+    ds_release_vals(self->vals, nvals);
     return rc;
 }
 
@@ -554,17 +402,3 @@ ddict_server_stopping(const ddict_server_t *self)
     return self->stopping;
 }
 
-void
-ddict_server_stats(const ddict_server_t *self, ddict_server_stats_t *st)
-{
-    memset(st, 0, sizeof *st);
-    st->epoch = self->epoch;
-    st->reforming = self->reforming;
-    for (uint32_t s = 0; s < DDICT_SHARDS; s++)
-        st->keys += ddict_store_size(self->store, s);
-    st->bytes = ddict_store_bytes(self->store);
-    st->log_bytes = ddict_log_size(self->log);
-    st->bad_messages = self->bad_messages;
-    st->replayed = self->replay.records;
-    st->dropped_bytes = self->replay.dropped_bytes;
-}

@@ -3,8 +3,8 @@
  *
  * When the log passes its threshold (64 MiB and twice the live data), the
  * server takes a snapshot of the store: one small item per entry, holding
- * a copy of the key and a zmq_msg_copy() of the value (which shares the
- * bytes, so the snapshot costs O(keys), not O(bytes)), and remembers the
+ * a copy of the key and a reference to the value (which shares the bytes,
+ * so the snapshot costs O(keys), not O(bytes)), and remembers the
  * log's size at that point.  Then, after each burst of client messages
  * (ddict_server_flush), it writes at most S_STEP bytes of the snapshot to
  * "dict.log.tmp" and starts their write-back; the loop does not sleep
@@ -18,6 +18,9 @@
  *
  * ds_dump() writes the whole state in one go; the admin COMPACT request
  * and tests use it through ddict_log_compact().
+ *
+ * Called by ddict_server.c (each flush) and ddict_server_repl.c (admin);
+ * calls only ddict_server_base.c (ddict_server.c lists the order).
  */
 #include "ddict_server_int.h"
 
@@ -36,7 +39,7 @@ typedef struct {
     uint32_t klen;
     uint64_t version;
     size_t koff;                    /* ns then key, in keys[] */
-    zmq_msg_t val;
+    ddict_val_t *val;               /* a reference, until written */
 } s_item_t;
 
 struct ds_compact {
@@ -51,14 +54,15 @@ struct ds_compact {
 /* ---------------------------------------------------------------- whole */
 
 static int
-s_dump_entry(void *arg, uint32_t shard, ddict_entry_t *e)
+s_dump_entry(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     ddict_log_t *out = arg;
-    ddict_key_t k = ddict_entry_key(e);
-    zmq_msg_t *v = ddict_entry_value(e);
-    ddict_rec_t r = { DDICT_REC_PUT, (uint16_t) shard, k.ns, k.nslen, k.key,
-                      k.klen, NULL, 0, ddict_entry_version(e) };
-    return ddict_log_append_msg(out, &r, v);
+    ddict_store_key_t k = ddict_store_entry_key(e);
+    ddict_val_t *v = ddict_store_entry_value(e);
+    ddict_log_rec_t r = { DDICT_LOG_REC_PUT, (uint16_t) shard, k.ns, k.nslen,
+                          k.key, k.klen, NULL, 0,
+                          ddict_store_entry_version(e) };
+    return ddict_log_append_val(out, &r, v);
 }
 
 /* Writes the map record of the current map to `out`. */
@@ -100,7 +104,7 @@ s_free(ds_compact_t **c_p)
     if (!c)
         return;
     for (size_t i = 0; i < c->n; i++)
-        zmq_msg_close(&c->items[i].val);
+        ddict_val_release(&c->items[i].val);
     free(c->items);
     free(c->keys);
     free(c);
@@ -108,10 +112,10 @@ s_free(ds_compact_t **c_p)
 }
 
 static int
-s_snap_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_snap_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     ds_compact_t *c = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     size_t len = (size_t) k.nslen + k.klen;
     if (c->n == c->cap || c->kused + len > c->kcap)
         return TELEM_ENOMEM;        /* sized by the counting pass */
@@ -119,22 +123,21 @@ s_snap_fn(void *arg, uint32_t shard, ddict_entry_t *e)
     it->shard = (uint16_t) shard;
     it->nslen = k.nslen;
     it->klen = k.klen;
-    it->version = ddict_entry_version(e);
+    it->version = ddict_store_entry_version(e);
     it->koff = c->kused;
     memcpy(c->keys + c->kused, k.ns, k.nslen);
     memcpy(c->keys + c->kused + k.nslen, k.key, k.klen);
     c->kused += len;
-    zmq_msg_init(&it->val);
-    zmq_msg_copy(&it->val, ddict_entry_value(e));
+    it->val = ddict_val_hold(ddict_store_entry_value(e));
     return 0;
 }
 
 static int
-s_count_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_count_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     ds_compact_t *c = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     c->cap++;
     c->kcap += (size_t) k.nslen + k.klen;
     return 0;
@@ -175,14 +178,13 @@ s_write_some(ds_compact_t *c, int *rc)
     while (*rc == 0 && c->next < c->n && bytes < S_STEP) {
         s_item_t *it = &c->items[c->next++];
         const uint8_t *kb = c->keys + it->koff;
-        ddict_rec_t r = { DDICT_REC_PUT, it->shard, (const char *) kb,
+        ddict_log_rec_t r = { DDICT_LOG_REC_PUT, it->shard, (const char *) kb,
                           it->nslen, kb + it->nslen, it->klen,
-                          zmq_msg_data(&it->val), zmq_msg_size(&it->val),
-                          it->version };
-        *rc = ddict_log_append_msg(c->fresh, &r, &it->val);
-        bytes += DDICT_LOG_HDR + r.nslen + r.klen + r.vlen;
-        zmq_msg_close(&it->val);
-        zmq_msg_init(&it->val);
+                          NULL, 0, it->version };
+        *rc = ddict_log_append_val(c->fresh, &r, it->val);
+        bytes += DDICT_LOG_HDR + r.nslen + r.klen
+                 + ddict_val_size(it->val);
+        ddict_val_release(&it->val);
     }
     if (*rc == 0)
         *rc = ddict_log_pace(c->fresh);

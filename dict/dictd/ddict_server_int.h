@@ -1,25 +1,31 @@
 /* ddict_server_int.h - PRIVATE to the dictionary server (ddict_server*.c).
  *
- * The server is split by responsibility:
- *   ddict_server.c       life cycle, log replay, flush, tick
+ * The server is split by responsibility into files that call one way,
+ * each only the files below it:
+ *   ddict_server.c          life cycle, log replay, dispatch, flush, tick
+ *   ddict_server_repl.c     replication in, re-forming (admin)
+ *   ddict_server_ops.c      client operations on the primary, replication
+ *                           out
+ *   ddict_server_pending.c  acknowledgement waits, rollback, event waiters
  *   ddict_server_compact.c  log compaction in bounded steps
- *   ddict_server_ops.c   client operations on the primary, replication out
- *   ddict_server_repl.c  replication in, acknowledgements, events, re-form
+ *   ddict_server_base.c     log appends, the map, held replies, frames and
+ *                           values, counters
+ * The prototypes below are grouped by the file that defines them, lowest
+ * first.
  */
 #ifndef DDICT_SERVER_INT_H
 #define DDICT_SERVER_INT_H
 
-#include "ddict.h"
 #include "ddict_log.h"
 #include "ddict_server.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "ddict_store.h"
+#include "ddict_val.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
 #include "telem_proto_dict.h"
 
-#define DS_ECONFLICT DDICT_ECONFLICT
 #define DS_EV_NS "\001ev"          /* namespace of events */
 #define DS_EV_NSLEN 3
 #define DS_PENDING_TTL_NS (30 * INT64_C(1000000000))
@@ -43,7 +49,7 @@ typedef struct {
     uint32_t klen;
     const uint8_t *bytes;      /* ns then key */
     int had;                   /* the key existed before */
-    zmq_msg_t old;
+    ddict_val_t *old;          /* its value then (a reference), or NULL */
     uint64_t old_version;
     uint64_t new_version;      /* 0: the write was a delete */
 } ds_undo_t;
@@ -112,7 +118,8 @@ struct ddict_server {
     /* scratch for building messages */
     telem_dict_op_t *ops;
     telem_dict_res_t *res;
-    zmq_msg_t *vals;
+    ddict_val_t **vals;        /* a request's values, in op order */
+    ddict_val_t **rvals;       /* a reply's values, by result */
     size_t capops;
     ds_compact_t *compact;     /* compaction in progress, or NULL */
     int failed_io;
@@ -120,56 +127,74 @@ struct ddict_server {
     ddict_log_stats_t replay;
 };
 
-/* ddict_server.c */
+/* ddict_server_base.c */
+void ds_close_frames(zmq_msg_t *frames, size_t n);
 int ds_log(ddict_server_t *self, uint8_t type, uint32_t shard,
-           const ddict_key_t *k, const void *val, uint64_t vlen,
+           const ddict_store_key_t *k, const void *val, uint64_t vlen,
            uint64_t version);
-int ds_log_msg(ddict_server_t *self, uint32_t shard, const ddict_key_t *k,
-               zmq_msg_t *val, uint64_t version);
+int ds_log_val(ddict_server_t *self, uint32_t shard,
+               const ddict_store_key_t *k, ddict_val_t *val,
+               uint64_t version);
+/* A received frame as a value: small ones are copied, larger ones are
+ * moved inside the value, shared without a copy.  *msg is left an empty
+ * message either way (the caller still closes it).  NULL: no memory. */
+ddict_val_t *ds_val_from_msg(zmq_msg_t *msg);
+/* Initialises *out as a frame of val's bytes [off, off + len): small
+ * frames are copies, larger ones share the bytes, holding a reference to
+ * val that ZeroMQ drops (from its I/O thread) when the frame is sent or
+ * closed.  0 or TELEM_ENOMEM (then *out is not initialised). */
+int ds_msg_from_val(zmq_msg_t *out, ddict_val_t *val, size_t off,
+                    size_t len);
+/* Releases vals[0 .. n). */
+void ds_release_vals(ddict_val_t **vals, size_t n);
+int ds_reserve(ddict_server_t *self, size_t n);
 int ds_set_map(ddict_server_t *self, const char *const *nodes, int n,
                int replicas, uint64_t epoch, int log_it);
 int ds_hold(ddict_server_t *self, zmq_msg_t *route, zmq_msg_t *frames,
             size_t n);
 int ds_send_peer(ddict_server_t *self, const char *peer, zmq_msg_t *frames,
                  size_t n);
-int ds_reserve(ddict_server_t *self, size_t n);
-void ds_close_frames(zmq_msg_t *frames, size_t n);
-int ds_dump(void *arg, ddict_log_t *out);
 int ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type,
                   uint64_t id, int32_t code);
 
 /* ddict_server_compact.c */
+int ds_dump(void *arg, ddict_log_t *out);
 /* Advances a compaction in progress by one bounded step, or starts one
  * when the log has grown past its threshold.  Called after each flush. */
 void ds_compact_step(ddict_server_t *self);
 /* Drops a compaction in progress (the live log is untouched). */
 void ds_compact_abort(ddict_server_t *self);
 
-/* ddict_server_ops.c */
-int ds_client_request(ddict_server_t *self, zmq_msg_t *route,
-                      const telem_dict_req_t *req, zmq_msg_t *vals,
-                      size_t nvals);
+/* ddict_server_pending.c */
+ds_pending_t *ds_pending_new(ddict_server_t *self);
+void ds_pending_done(ddict_server_t *self, ds_pending_t *p);
+void ds_pending_fail_all(ddict_server_t *self, int32_t code);
+int ds_ack(ddict_server_t *self, const telem_dict_rep_t *rep);
 /* Rolls back the writes of a pending whose replication failed (those no
  * later write changed), logs that, tells the replicas (unacknowledged),
  * and frees the undo list. */
 void ds_rollback(ddict_server_t *self, ds_pending_t *p);
 /* Frees an undo list without applying it. */
 void ds_undo_free(ds_pending_t *p);
-
-/* ddict_server_repl.c */
-ds_pending_t *ds_pending_new(ddict_server_t *self);
-void ds_pending_done(ddict_server_t *self, ds_pending_t *p);
-void ds_pending_fail_all(ddict_server_t *self, int32_t code);
-int ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
-                    const telem_dict_req_t *req, zmq_msg_t *vals,
-                    size_t nvals);
-int ds_ack(ddict_server_t *self, const telem_dict_rep_t *rep);
-int ds_admin(ddict_server_t *self, zmq_msg_t *route,
-             const telem_dict_admin_t *m);
 int ds_event_wait(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
                   const telem_dict_op_t *op);
 void ds_event_wake(ddict_server_t *self, const void *key, uint32_t klen);
 void ds_waiters_expire(ddict_server_t *self, int64_t now, int all,
                        int32_t code);
+/* Holds an admin reply (this server's state) with `code` for route. */
+int ds_admin_reply(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
+                   int32_t code);
+
+/* ddict_server_ops.c */
+int ds_client_request(ddict_server_t *self, zmq_msg_t *route,
+                      const telem_dict_req_t *req, ddict_val_t **vals,
+                      size_t nvals);
+
+/* ddict_server_repl.c */
+int ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
+                    const telem_dict_req_t *req, ddict_val_t **vals,
+                    size_t nvals);
+int ds_admin(ddict_server_t *self, zmq_msg_t *route,
+             const telem_dict_admin_t *m);
 
 #endif

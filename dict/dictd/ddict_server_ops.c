@@ -7,21 +7,26 @@
  * node, all under one pending id, and the client's reply (already encoded)
  * waits in that pending slot until every replica has acknowledged: an
  * acknowledged write is on every owner of its shard.  Values sent to the
- * replicas and back to readers are zmq_msg_copy()s of the stored message,
- * which share the bytes instead of copying them.  A streamed GET (arg =
- * a frame size, the only op of its request) gets its value as several
- * frames, each a view of the stored bytes (zmq_msg_init_data() with a
- * shared reference), so a large value reaches the reader in small frames
- * that its ZeroMQ can recycle, still without a copy here.
+ * replicas and back to readers are references to the stored value
+ * (ddict_val.h), which share the bytes instead of copying them: a reply's
+ * values are held by result until the reply is encoded, small ones going
+ * inside its header, the others out as frames that share the bytes.  A
+ * streamed GET (arg = a frame size, the only op of its request) gets its
+ * value as several frames, each a view of the stored bytes holding a
+ * reference, so a large value reaches the reader in small frames that its
+ * ZeroMQ can recycle, still without a copy here.
  *
  * Each write to a replicated shard also records how to undo it (the
  * previous value, shared, and its version).  When replication fails the
- * primary rolls the write back (ds_rollback) and tells the replicas, so a
- * write that was not acknowledged does not stay on the primary alone.
+ * primary rolls the write back (ds_rollback, ddict_server_pending.c) and
+ * tells the replicas, so a write that was not acknowledged does not stay
+ * on the primary alone.
+ *
+ * Called by ddict_server.c; calls ddict_server_pending.c and
+ * ddict_server_base.c below it (ddict_server.c lists the order).
  */
 #include "ddict_server_int.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,14 +36,14 @@
 typedef struct {
     int peer;                 /* node index in the map */
     telem_dict_op_t op;
-    zmq_msg_t val;
+    ddict_val_t *val;         /* a reference, or NULL */
 } s_fwd_t;
 
 typedef struct {
     ddict_server_t *self;
     const telem_dict_req_t *req;
-    zmq_msg_t *outv;          /* reply value frames, from index 1 */
-    size_t nout;
+    zmq_msg_t *outv;          /* the reply: header, then value frames */
+    size_t nout;              /* value frames in outv */
     s_fwd_t *fwd;
     size_t nfwd;
     int failed;               /* a replication message could not be sent */
@@ -46,22 +51,14 @@ typedef struct {
     size_t nundo;
     uint8_t *ubuf;            /* their keys */
     size_t uused;
-    size_t capv;              /* value slots in outv */
 } s_ctx_t;
 
 #define S_CHUNK_MIN 4096u     /* smallest frame of a streamed value */
 
-/* A stored value sent as several frames: each frame is a view of the
- * stored bytes; the last frame released drops this reference. */
-typedef struct {
-    zmq_msg_t whole;
-    atomic_size_t parts;
-} s_share_t;
-
 /* Records how to undo a write of key k in shard (before it is applied). */
 static void
-s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_key_t *k,
-            ddict_entry_t *e)
+s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_store_key_t *k,
+            ddict_store_entry_t *e)
 {
     if (!c->undo)
         return;
@@ -75,16 +72,14 @@ s_undo_note(s_ctx_t *c, uint32_t shard, const ddict_key_t *k,
     u->klen = k->klen;
     u->bytes = b;
     u->had = e != NULL;
-    u->old_version = e ? ddict_entry_version(e) : 0;
+    u->old_version = e ? ddict_store_entry_version(e) : 0;
     u->new_version = 0;
-    zmq_msg_init(&u->old);
-    if (e)
-        zmq_msg_copy(&u->old, ddict_entry_value(e));
+    u->old = e ? ddict_val_hold(ddict_store_entry_value(e)) : NULL;
 }
 
 static void
 s_forward(s_ctx_t *c, uint32_t shard, uint8_t op, const telem_dict_op_t *src,
-          uint64_t version, zmq_msg_t *val)
+          uint64_t version, ddict_val_t *val)
 {
     int owners[DDICT_REPLICAS_MAX];
     int r = ddict_map_owners(c->self->map, shard, owners);
@@ -96,40 +91,38 @@ s_forward(s_ctx_t *c, uint32_t shard, uint8_t op, const telem_dict_op_t *src,
         f->op.shard = (uint16_t) shard;
         f->op.arg = version;
         f->op.val = val != NULL;
-        zmq_msg_init(&f->val);
-        if (val)
-            zmq_msg_copy(&f->val, val);
+        f->val = val ? ddict_val_hold(val) : NULL;
     }
 }
 
 static int32_t
 s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
-        const ddict_key_t *k, zmq_msg_t *val, uint64_t *version)
+        const ddict_store_key_t *k, ddict_val_t *val, uint64_t *version)
 {
     ddict_server_t *self = c->self;
-    ddict_entry_t *e = ddict_store_find(self->store, shard, k);
-    uint64_t cur = e ? ddict_entry_version(e) : 0;
+    ddict_store_entry_t *e = ddict_store_find(self->store, shard, k);
+    uint64_t cur = e ? ddict_store_entry_version(e) : 0;
     if (op->op == TELEM_DOP_CAS && cur != op->arg) {
         *version = cur;
-        return DS_ECONFLICT;
+        return TELEM_ECONFLICT;
     }
     if (op->op == TELEM_DOP_DEL) {
         if (!e)
             return TELEM_ENOTFOUND;
         s_undo_note(c, shard, k, e);
         ddict_store_del(self->store, shard, k);
-        ds_log(self, DDICT_REC_DEL, shard, k, NULL, 0, 0);
+        ds_log(self, DDICT_LOG_REC_DEL, shard, k, NULL, 0, 0);
         s_forward(c, shard, TELEM_DOP_REMOVE, op, 0, NULL);
         return 0;
     }
     *version = cur + 1;
     s_undo_note(c, shard, k, e);
-    ds_log_msg(self, shard, k, val, *version);
+    ds_log_val(self, shard, k, val, *version);
     if (e) {
         ddict_store_replace(self->store, e, val, *version);
     } else if (ddict_store_put(self->store, shard, k, val, *version) != 0) {
         if (c->undo)
-            zmq_msg_close(&c->undo[--c->nundo].old);
+            ddict_val_release(&c->undo[--c->nundo].old);
         return TELEM_ENOMEM;
     }
     if (c->undo)
@@ -138,7 +131,7 @@ s_write(s_ctx_t *c, const telem_dict_op_t *op, uint32_t shard,
         if (!e)
             e = ddict_store_find(self->store, shard, k);
         s_forward(c, shard, TELEM_DOP_SET, op, *version,
-                  ddict_entry_value(e));
+                  ddict_store_entry_value(e));
     }
     return 0;
 }
@@ -149,11 +142,11 @@ typedef struct {
 } s_keybuf_t;
 
 static int
-s_key_fn(void *arg, uint32_t shard, ddict_entry_t *e)
+s_key_fn(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     s_keybuf_t *b = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     if (b->p) {
         uint8_t *q = b->p + b->bytes;
         for (int i = 0; i < 4; i++)
@@ -164,10 +157,17 @@ s_key_fn(void *arg, uint32_t shard, ddict_entry_t *e)
     return 0;
 }
 
+static void
+s_free_fn(void *data, void *hint)
+{
+    (void) hint;
+    free(data);
+}
+
 /* Keys of the request's namespace in `shard`, each as a little-endian u32
- * length and the key bytes, in one frame. */
+ * length and the key bytes, in one value. */
 static int32_t
-s_keys(s_ctx_t *c, uint64_t shard, zmq_msg_t *out)
+s_keys(s_ctx_t *c, uint64_t shard, ddict_val_t **out)
 {
     ddict_server_t *self = c->self;
     if (shard >= DDICT_SHARDS
@@ -178,13 +178,16 @@ s_keys(s_ctx_t *c, uint64_t shard, zmq_msg_t *out)
     s_keybuf_t b = { NULL, 0 };
     ddict_store_foreach(self->store, (uint32_t) shard, ns, nslen, s_key_fn,
                         &b);
-    if (zmq_msg_init_size(out, b.bytes) != 0)
+    size_t size = b.bytes;
+    if (!(b.p = malloc(size + 1)))
         return TELEM_ENOMEM;
-    b.p = zmq_msg_data(out);
     b.bytes = 0;
     ddict_store_foreach(self->store, (uint32_t) shard, ns, nslen, s_key_fn,
                         &b);
-    return 0;
+    if ((*out = ddict_val_wrap(b.p, size, s_free_fn, NULL)) != NULL)
+        return 0;
+    free(b.p);
+    return TELEM_ENOMEM;
 }
 
 static uint64_t
@@ -218,108 +221,39 @@ s_checkpoint(s_ctx_t *c, const telem_dict_op_t *op)
                                      (uint8_t) op->klen);
         if (rc)
             return rc;
-        ddict_key_t k = { (const char *) op->key, (uint8_t) op->klen, "", 0 };
-        ds_log(self, DDICT_REC_CKPT, s, &k, src, srclen, 0);
+        ddict_store_key_t k = { (const char *) op->key, (uint8_t) op->klen,
+                                "", 0 };
+        ds_log(self, DDICT_LOG_REC_CKPT, s, &k, src, srclen, 0);
     }
     return 0;
 }
 
-/* Called by ZeroMQ (any thread) when a frame of a streamed value is
- * released. */
-static void
-s_share_free(void *data, void *hint)
-{
-    (void) data;
-    s_share_t *sh = hint;
-    if (atomic_fetch_sub(&sh->parts, 1) == 1) {
-        zmq_msg_close(&sh->whole);
-        free(sh);
-    }
-}
-
-/* Makes room for n more value frames in the reply. */
-static int
-s_outv_room(s_ctx_t *c, size_t n)
-{
-    if (c->nout + n <= c->capv)
-        return 0;
-    size_t cap = c->nout + n;
-    zmq_msg_t *base = realloc(c->outv - 1, (cap + 1) * sizeof *base);
-    if (!base)
-        return TELEM_ENOMEM;
-    c->outv = base + 1;       /* outv[-1] stays the header's slot */
-    c->capv = cap;
-    return 0;
-}
-
-/* Appends value v to the reply: one shared frame, or (chunk > 0) views
- * of at most `chunk` bytes each. */
+/* Executes op i; `val` is its value (or NULL); a value the result
+ * carries goes to *out (a reference). */
 static int32_t
-s_value_out(s_ctx_t *c, zmq_msg_t *v, uint64_t chunk)
-{
-    size_t size = zmq_msg_size(v);
-    if (chunk && chunk < S_CHUNK_MIN)
-        chunk = S_CHUNK_MIN;
-    size_t n = chunk && size > chunk ? (size + chunk - 1) / chunk : 1;
-    s_share_t *sh = n > 1 ? malloc(sizeof *sh) : NULL;
-    if ((n > 1 && !sh) || s_outv_room(c, n) != 0) {
-        free(sh);
-        return TELEM_ENOMEM;
-    }
-    zmq_msg_t *o = &c->outv[c->nout];
-    if (n == 1) {
-        zmq_msg_init(o);
-        zmq_msg_copy(o, v);
-        c->nout++;
-        return 0;
-    }
-    zmq_msg_init(&sh->whole);
-    zmq_msg_copy(&sh->whole, v);
-    atomic_init(&sh->parts, n);
-    uint8_t *p = zmq_msg_data(&sh->whole);
-    size_t k = 0;
-    for (; k < n; k++) {
-        size_t len = k + 1 < n ? chunk : size - k * chunk;
-        if (zmq_msg_init_data(&o[k], p + k * chunk, len, s_share_free, sh))
-            break;
-    }
-    if (k < n) {              /* out of memory: undo the frames made */
-        for (size_t j = k; j < n; j++)
-            s_share_free(NULL, sh);
-        ds_close_frames(o, k);
-        return TELEM_ENOMEM;
-    }
-    c->nout += n;
-    return 0;
-}
-
-/* Executes op i; `val` is its value frame (or NULL). */
-static int32_t
-s_exec(s_ctx_t *c, const telem_dict_op_t *op, zmq_msg_t *val,
-       telem_dict_res_t *res)
+s_exec(s_ctx_t *c, const telem_dict_op_t *op, ddict_val_t *val,
+       telem_dict_res_t *res, ddict_val_t **out)
 {
     ddict_server_t *self = c->self;
     const char *ns = c->req->ns;
-    ddict_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
+    ddict_store_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
     if (op->op == TELEM_DOP_EVSET) {
         k.ns = DS_EV_NS;
         k.nslen = DS_EV_NSLEN;
     }
-    uint32_t shard = ddict_shard_of(op->key, op->klen);
+    uint32_t shard = ddict_hash_shard(op->key, op->klen);
     int primary = ddict_map_role(self->map, shard, self->self_idx) == 0;
     switch (op->op) {
     case TELEM_DOP_GET: {
         if (!primary)
             return TELEM_ESTATE;
-        ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
+        ddict_store_entry_t *e = ddict_store_find(self->store, shard, &k);
         if (!e)
             return TELEM_ENOTFOUND;
-        int32_t rc = s_value_out(c, ddict_entry_value(e), op->arg);
-        if (rc == 0) {
-            res->version = ddict_entry_version(e);
-            res->val = 1;
-        }
-        return rc;
+        *out = ddict_val_hold(ddict_store_entry_value(e));
+        res->version = ddict_store_entry_version(e);
+        res->val = 1;
+        return 0;
     }
     case TELEM_DOP_PUT:
     case TELEM_DOP_CAS:
@@ -327,20 +261,18 @@ s_exec(s_ctx_t *c, const telem_dict_op_t *op, zmq_msg_t *val,
     case TELEM_DOP_EVSET: {
         if (!primary)
             return TELEM_ESTATE;
-        zmq_msg_t empty;
-        zmq_msg_init(&empty);
-        int32_t rc = s_write(c, op, shard, &k, val ? val : &empty,
+        ddict_val_t *empty = val ? NULL : ddict_val_new(NULL, 0);
+        if (!val && !empty)
+            return TELEM_ENOMEM;
+        int32_t rc = s_write(c, op, shard, &k, val ? val : empty,
                              &res->version);
-        zmq_msg_close(&empty);
+        ddict_val_release(&empty);
         return rc;
     }
     case TELEM_DOP_KEYS: {
-        zmq_msg_t *o = &c->outv[c->nout];
-        int32_t rc = s_keys(c, op->arg, o);
-        if (rc == 0) {
-            c->nout++;
+        int32_t rc = s_keys(c, op->arg, out);
+        if (rc == 0)
             res->val = 1;
-        }
         return rc;
     }
     case TELEM_DOP_LEN:
@@ -352,16 +284,16 @@ s_exec(s_ctx_t *c, const telem_dict_op_t *op, zmq_msg_t *val,
     return TELEM_EINVAL;
 }
 
-/* Points *ival at m's bytes if they are few enough to go inside a
+/* Points *ival at v's bytes if they are few enough to go inside a
  * header; returns 1 if so.  The bytes are read while the header is
- * encoded, so m must stay open until then. */
+ * encoded, so v must be held until then. */
 static int
-s_inline_msg(zmq_msg_t *m, const uint8_t **ival, uint32_t *ivlen)
+s_inline_val(ddict_val_t *v, const uint8_t **ival, uint32_t *ivlen)
 {
-    size_t size = zmq_msg_size(m);
+    size_t size = ddict_val_size(v);
     if (size > TELEM_DICT_INLINE_MAX)
         return 0;
-    *ival = size ? zmq_msg_data(m) : (const uint8_t *) "";
+    *ival = ddict_val_data(v);
     *ivlen = (uint32_t) size;
     return 1;
 }
@@ -377,6 +309,7 @@ s_replicate(s_ctx_t *c, uint64_t id)
         if (peer < 0)
             continue;
         size_t nops = 0, nv = 1;
+        int bad = 0;
         for (size_t j = i; j < c->nfwd; j++)
             if (c->fwd[j].peer == peer)
                 nops++;
@@ -388,12 +321,14 @@ s_replicate(s_ctx_t *c, uint64_t id)
                 continue;
             telem_dict_op_t *o = &ops[k++];
             *o = c->fwd[j].op;
-            zmq_msg_t *v = &c->fwd[j].val;
-            if (o->val && s_inline_msg(v, &o->ival, &o->ivlen)) {
-                o->val = 0;       /* v is closed by the caller */
+            ddict_val_t *v = c->fwd[j].val;
+            if (o->val && s_inline_val(v, &o->ival, &o->ivlen)) {
+                o->val = 0;       /* v is released by the caller */
+            } else if (o->val && ds_msg_from_val(&frames[nv], v, 0,
+                                                 ddict_val_size(v)) == 0) {
+                nv++;
             } else if (o->val) {
-                zmq_msg_init(&frames[nv]);
-                zmq_msg_move(&frames[nv++], v);
+                bad = 1;
             }
             c->fwd[j].peer = -1;
         }
@@ -401,7 +336,7 @@ s_replicate(s_ctx_t *c, uint64_t id)
                                (uint32_t) nops };
         const void *data;
         size_t size;
-        if (frames && ops
+        if (frames && ops && !bad
             && telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m,
                                      &data, &size) == 0
             && zmq_msg_init_size(&frames[0], size) == 0) {
@@ -422,45 +357,60 @@ s_replicate(s_ctx_t *c, uint64_t id)
     return sent;
 }
 
-/* Small result values go inside the reply's header: points each such
- * result at its frame's bytes.  Returns how many went inline. */
+/* Frames a result value needs: one, or for a streamed GET (arg = frame
+ * size) one per `chunk` bytes. */
 static size_t
-s_inline_results(s_ctx_t *c, uint32_t nres)
+s_nframes(size_t size, uint64_t chunk)
 {
-    const telem_dict_op_t *op0 = &c->req->ops[0];
-    if (c->req->nops == 1 && op0->op == TELEM_DOP_GET && op0->arg)
-        return 0;             /* streamed: the frames are the point */
-    size_t f = 1, n = 0;      /* otherwise one frame per value */
-    for (uint32_t i = 0; i < nres; i++) {
-        telem_dict_res_t *res = &c->self->res[i];
-        if (res->val && s_inline_msg(&c->outv[f++], &res->ival, &res->ivlen)) {
-            res->val = 0;
-            n++;
-        }
-    }
-    return n;
+    return chunk && size > chunk ? (size + chunk - 1) / chunk : 1;
 }
 
-/* After encoding: closes the frames whose values went inline and moves
- * the others down over the gaps. */
-static void
-s_drop_inlined(s_ctx_t *c, uint32_t nres)
+/* Puts the values of the results in the reply: small ones inside the
+ * header (their bytes are held in rvals until it is encoded), the others
+ * as frames sharing the stored bytes, after outv[0].  A value that cannot
+ * be framed fails its result with TELEM_ENOMEM. */
+static int
+s_values_out(s_ctx_t *c, uint32_t nres)
 {
-    size_t f = 1, w = 1;
+    ddict_server_t *self = c->self;
+    const telem_dict_op_t *op0 = &c->req->ops[0];
+    uint64_t chunk = c->req->nops == 1 && op0->op == TELEM_DOP_GET
+                     ? op0->arg : 0;    /* streamed: the frames are the point */
+    if (chunk && chunk < S_CHUNK_MIN)
+        chunk = S_CHUNK_MIN;
+    size_t frames = 1;
     for (uint32_t i = 0; i < nres; i++) {
-        const telem_dict_res_t *res = &c->self->res[i];
-        if (res->ival) {
-            zmq_msg_close(&c->outv[f++]);
-        } else if (res->val) {
-            if (w != f) {
-                zmq_msg_init(&c->outv[w]);
-                zmq_msg_move(&c->outv[w], &c->outv[f]);
-            }
-            w++;
-            f++;
-        }
+        telem_dict_res_t *res = &self->res[i];
+        ddict_val_t *v = self->rvals[i];
+        if (!res->val)
+            continue;
+        if (!chunk && s_inline_val(v, &res->ival, &res->ivlen))
+            res->val = 0;
+        else
+            frames += s_nframes(ddict_val_size(v), chunk);
     }
-    c->nout = w - 1;
+    if (!(c->outv = malloc(frames * sizeof *c->outv)))
+        return TELEM_ENOMEM;
+    for (uint32_t i = 0; i < nres; i++) {
+        telem_dict_res_t *res = &self->res[i];
+        ddict_val_t *v = self->rvals[i];
+        if (!res->val)
+            continue;
+        size_t size = ddict_val_size(v), n = s_nframes(size, chunk), k = 0;
+        zmq_msg_t *o = &c->outv[1 + c->nout];
+        for (; k < n; k++)
+            if (ds_msg_from_val(&o[k], v, k * chunk, k + 1 < n
+                                ? chunk : size - k * chunk) != 0)
+                break;
+        if (k < n) {
+            ds_close_frames(o, k);
+            res->val = 0;
+            res->code = TELEM_ENOMEM;
+            continue;
+        }
+        c->nout += n;
+    }
+    return 0;
 }
 
 static int
@@ -471,17 +421,18 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
                              nres };
     const void *data;
     size_t size;
-    size_t inlined = s_inline_results(c, nres);
-    int rc = telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep,
+    int rc = s_values_out(c, nres);
+    if (rc == 0)
+        rc = telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep,
                                    &data, &size);
+    ds_release_vals(self->rvals, nres);  /* inline bytes are encoded now */
     if (rc || zmq_msg_init_size(&c->outv[0], size) != 0) {
         zmq_msg_close(route);
-        ds_close_frames(c->outv + 1, c->nout);
+        if (c->outv)
+            ds_close_frames(c->outv + 1, c->nout);
         return rc ? rc : TELEM_ENOMEM;
     }
     memcpy(zmq_msg_data(&c->outv[0]), data, size);
-    if (inlined)
-        s_drop_inlined(c, nres);
     if (c->nfwd == 0)
         return ds_hold(self, route, c->outv, c->nout + 1);
     ds_pending_t *p = ds_pending_new(self);
@@ -557,81 +508,10 @@ s_undo_alloc(s_ctx_t *c)
     return TELEM_ENOMEM;
 }
 
-void
-ds_undo_free(ds_pending_t *p)
-{
-    for (size_t i = 0; i < p->nundo; i++)
-        zmq_msg_close(&p->undo[i].old);
-    free(p->undo);
-    free(p->undo_buf);
-    p->undo = NULL;
-    p->undo_buf = NULL;
-    p->nundo = 0;
-}
-
-/* Tells the replicas of u's shard the restored state; nobody waits for
- * their acknowledgement (id 0 is never pending). */
-static void
-s_rollback_tell(ddict_server_t *self, ds_undo_t *u, const char *ns)
-{
-    int owners[DDICT_REPLICAS_MAX];
-    int r = ddict_map_owners(self->map, u->shard, owners);
-    telem_dict_op_t op = { .op = u->had ? TELEM_DOP_SET : TELEM_DOP_REMOVE,
-                           .val = (uint8_t) u->had,
-                           .shard = (uint16_t) u->shard,
-                           .key = u->bytes + u->nslen, .klen = u->klen,
-                           .arg = u->old_version };
-    telem_dict_req_t m = { 0, self->epoch, ns, &op, 1 };
-    for (int i = 1; i < r; i++) {
-        const void *data;
-        size_t size;
-        zmq_msg_t f[2];
-        if (telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m, &data,
-                                  &size) != 0
-            || zmq_msg_init_size(&f[0], size) != 0)
-            return;
-        memcpy(zmq_msg_data(&f[0]), data, size);
-        zmq_msg_init(&f[1]);
-        if (u->had)
-            zmq_msg_copy(&f[1], &u->old);
-        else
-            zmq_msg_close(&f[1]);
-        ds_send_peer(self, ddict_map_node(self->map, owners[i]), f,
-                     u->had ? 2 : 1);
-    }
-}
-
-void
-ds_rollback(ddict_server_t *self, ds_pending_t *p)
-{
-    for (size_t i = p->nundo; i-- > 0;) {
-        ds_undo_t *u = &p->undo[i];
-        char ns[DDICT_NS_MAX + 1];
-        memcpy(ns, u->bytes, u->nslen);
-        ns[u->nslen] = '\0';
-        ddict_key_t k = { ns, u->nslen, u->bytes + u->nslen, u->klen };
-        ddict_entry_t *e = ddict_store_find(self->store, u->shard, &k);
-        if ((e ? ddict_entry_version(e) : 0) != u->new_version)
-            continue;           /* written again since: leave it */
-        if (u->had) {
-            zmq_msg_t v;
-            zmq_msg_init(&v);
-            zmq_msg_copy(&v, &u->old);
-            ds_log_msg(self, u->shard, &k, &v, u->old_version);
-            ddict_store_put(self->store, u->shard, &k, &v, u->old_version);
-            zmq_msg_close(&v);
-        } else if (e) {
-            ddict_store_del(self->store, u->shard, &k);
-            ds_log(self, DDICT_REC_DEL, u->shard, &k, NULL, 0, 0);
-        }
-        s_rollback_tell(self, u, ns);
-    }
-    ds_undo_free(p);
-}
-
 int
 ds_client_request(ddict_server_t *self, zmq_msg_t *route,
-                  const telem_dict_req_t *req, zmq_msg_t *vals, size_t nvals)
+                  const telem_dict_req_t *req, ddict_val_t **vals,
+                  size_t nvals)
 {
     int rc = s_valid(self, req, nvals);
     if (rc)
@@ -645,31 +525,24 @@ ds_client_request(ddict_server_t *self, zmq_msg_t *route,
     int r = ddict_map_replicas(self->map);
     if ((rc = ds_reserve(self, req->nops)) != 0)
         return rc;
-    s_ctx_t c = { self, req, malloc((req->nops + 1) * sizeof (zmq_msg_t)),
-                  0, malloc(((size_t) req->nops * (size_t) r + 1)
-                            * sizeof (s_fwd_t)), 0, 0, NULL, 0, NULL, 0,
-                  req->nops };
-    if (r > 1 && s_undo_alloc(&c) != 0) {
-        free(c.outv);
-        c.outv = NULL;
-    }
-    if (!c.outv || !c.fwd) {
-        free(c.outv);
+    s_ctx_t c = { self, req, NULL, 0,
+                  malloc(((size_t) req->nops * (size_t) r + 1)
+                         * sizeof (s_fwd_t)), 0, 0, NULL, 0, NULL, 0 };
+    if (!c.fwd || (r > 1 && s_undo_alloc(&c) != 0)) {
         free(c.fwd);
         return TELEM_ENOMEM;
     }
-    c.outv++;     /* outv[-1] is the header, outv[0..] values */
     size_t v = 0;
     for (uint32_t i = 0; i < req->nops; i++) {
         telem_dict_res_t *res = &self->res[i];
         memset(res, 0, sizeof *res);
-        zmq_msg_t *val = req->ops[i].val ? &vals[v++] : NULL;
-        res->code = s_exec(&c, &req->ops[i], val, res);
+        self->rvals[i] = NULL;
+        ddict_val_t *val = req->ops[i].val ? vals[v++] : NULL;
+        res->code = s_exec(&c, &req->ops[i], val, res, &self->rvals[i]);
     }
-    c.outv--;
     rc = s_finish(&c, route, req->nops, 0);
     for (size_t i = 0; i < c.nfwd; i++)
-        zmq_msg_close(&c.fwd[i].val);
+        ddict_val_release(&c.fwd[i].val);
     free(c.fwd);
     free(c.outv);
     ds_pending_t rest = { .undo = c.undo, .nundo = c.nundo,

@@ -1,9 +1,7 @@
-/* ddict_server_repl.c - the server side of replication, events and
- * re-forming.
- *
- * Pending acknowledgements live in a ring indexed by their id (ids are
- * handed out in order, so the ring holds [oldest_id, next_id) and grows by
- * doubling when full); an acknowledgement finds its slot in O(1).
+/* ddict_server_repl.c - the replica side of replication, and re-forming.
+ * Called by ddict_server.c; calls the operations' helpers below it only
+ * through ddict_server_pending.c, ddict_server_compact.c and
+ * ddict_server_base.c (ddict_server.c lists the order of the files).
  *
  * Re-forming runs in three admin phases driven by a coordinator (the
  * client's ddict_reform()): PREPARE installs the new map and epoch and
@@ -25,116 +23,13 @@
 #include "telem_error.h"
 #include "telem_time.h"
 
-#define S_WAIT_MAX_MS (24 * 3600 * 1000ull)
-
-/* ---------------------------------------------------------------- pending */
-
-static int
-s_pending_grow(ddict_server_t *self)
-{
-    size_t cap = self->cappend ? self->cappend * 2 : 256;
-    ds_pending_t *p = calloc(cap, sizeof *p);
-    if (!p)
-        return TELEM_ENOMEM;
-    for (uint64_t id = self->oldest_id; id < self->next_id; id++) {
-        ds_pending_t *o = &self->pend[id % self->cappend];
-        if (o->id == id)
-            p[id % cap] = *o;
-    }
-    free(self->pend);
-    self->pend = p;
-    self->cappend = cap;
-    return 0;
-}
-
-ds_pending_t *
-ds_pending_new(ddict_server_t *self)
-{
-    if (self->next_id - self->oldest_id >= self->cappend
-        && s_pending_grow(self) != 0)
-        return NULL;
-    ds_pending_t *p = &self->pend[self->next_id % self->cappend];
-    memset(p, 0, sizeof *p);
-    p->id = self->next_id++;
-    p->deadline = telem_mono_ns() + DS_PENDING_TTL_NS;
-    return p;
-}
-
-static int
-s_admin_reply(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
-              int32_t code);
-
-void
-ds_pending_done(ddict_server_t *self, ds_pending_t *p)
-{
-    if (p->transfer) {
-        if (p->code && !self->xfer_code)
-            self->xfer_code = p->code;
-        if (--self->xfer_left == 0 && self->xfer_active) {
-            self->xfer_active = 0;
-            s_admin_reply(self, &self->xfer_route, self->xfer_id,
-                          self->xfer_code);
-        }
-    } else if (p->code == 0) {
-        ds_undo_free(p);
-        ds_hold(self, &p->reply.route, p->reply.frames, p->reply.n);
-        free(p->reply.frames);
-        if (p->is_event && p->ev_key)
-            ds_event_wake(self, p->ev_key, p->ev_klen);
-    } else {
-        ds_rollback(self, p);
-        ds_close_frames(p->reply.frames, p->reply.n);
-        free(p->reply.frames);
-        ds_reply_code(self, &p->reply.route, TELEM_MSG_DICT_REP, p->reply_id,
-                      p->code);
-    }
-    free(p->ev_key);
-    p->ev_key = NULL;
-    p->id = 0;
-    while (self->oldest_id < self->next_id
-           && self->pend[self->oldest_id % self->cappend].id
-                  != self->oldest_id)
-        self->oldest_id++;
-}
-
-void
-ds_pending_fail_all(ddict_server_t *self, int32_t code)
-{
-    for (uint64_t id = self->oldest_id; id < self->next_id; id++) {
-        ds_pending_t *p = &self->pend[id % self->cappend];
-        if (p->id != id)
-            continue;
-        p->code = code;
-        p->waiting = 0;
-        ds_pending_done(self, p);
-    }
-}
-
-int
-ds_ack(ddict_server_t *self, const telem_dict_rep_t *rep)
-{
-    if (!self->cappend)
-        return 0;
-    ds_pending_t *p = &self->pend[rep->id % self->cappend];
-    if (p->id != rep->id || rep->id == 0)
-        return 0;   /* late: the wait was given up already */
-    if (rep->code && !p->code)
-        p->code = rep->code;
-    for (uint32_t i = 0; i < rep->nres && !p->code; i++)
-        if (rep->res[i].code)
-            p->code = rep->res[i].code;
-    if (--p->waiting <= 0)
-        ds_pending_done(self, p);
-    return 0;
-}
-
 /* ---------------------------------------------------------- replica side */
 
 static int32_t
 s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
-        zmq_msg_t *val)
+        ddict_val_t *val)
 {
-    ddict_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
+    ddict_store_key_t k = { ns, (uint8_t) strlen(ns), op->key, op->klen };
     if (op->op == TELEM_DOP_MERGE) {
         if (op->klen < 1 || op->key[0] + 1u > op->klen)
             return TELEM_EPROTO;
@@ -143,18 +38,19 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
         k.key = op->key + 1 + op->key[0];
         k.klen = op->klen - 1 - op->key[0];
     }
-    uint32_t shard = ddict_shard_of(k.key, k.klen);
+    uint32_t shard = ddict_hash_shard(k.key, k.klen);
     if (op->op == TELEM_DOP_REMOVE) {
         if (ddict_store_del(self->store, shard, &k) == 0)
-            ds_log(self, DDICT_REC_DEL, shard, &k, NULL, 0, 0);
+            ds_log(self, DDICT_LOG_REC_DEL, shard, &k, NULL, 0, 0);
         return 0;
     }
     if (!val || (op->op != TELEM_DOP_SET && op->op != TELEM_DOP_MERGE))
         return TELEM_EPROTO;
-    ddict_entry_t *e = ddict_store_find(self->store, shard, &k);
-    if (op->op == TELEM_DOP_MERGE && e && ddict_entry_version(e) >= op->arg)
+    ddict_store_entry_t *e = ddict_store_find(self->store, shard, &k);
+    if (op->op == TELEM_DOP_MERGE && e
+        && ddict_store_entry_version(e) >= op->arg)
         return 0;
-    ds_log_msg(self, shard, &k, val, op->arg);
+    ds_log_val(self, shard, &k, val, op->arg);
     if (e) {
         ddict_store_replace(self->store, e, val, op->arg);
         return 0;
@@ -164,7 +60,8 @@ s_apply(ddict_server_t *self, const char *ns, const telem_dict_op_t *op,
 
 int
 ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
-                const telem_dict_req_t *req, zmq_msg_t *vals, size_t nvals)
+                const telem_dict_req_t *req, ddict_val_t **vals,
+                size_t nvals)
 {
     size_t want = 0;
     for (uint32_t i = 0; i < req->nops; i++)
@@ -177,7 +74,7 @@ ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
     int32_t code = 0;
     size_t v = 0;
     for (uint32_t i = 0; i < req->nops; i++) {
-        zmq_msg_t *val = req->ops[i].val ? &vals[v++] : NULL;
+        ddict_val_t *val = req->ops[i].val ? vals[v++] : NULL;
         int32_t rc = s_apply(self, req->ns, &req->ops[i], val);
         if (rc && !code)
             code = rc;
@@ -185,118 +82,7 @@ ds_repl_request(ddict_server_t *self, zmq_msg_t *route,
     return ds_reply_code(self, route, TELEM_MSG_DICT_ACK, req->id, code);
 }
 
-/* ---------------------------------------------------------------- events */
-
-static int
-s_reply_one(ddict_server_t *self, zmq_msg_t *route, uint64_t id, int32_t code)
-{
-    telem_dict_res_t res = { .code = code };
-    telem_dict_rep_t rep = { id, self->epoch, 0, &res, 1 };
-    const void *data;
-    size_t size;
-    zmq_msg_t f;
-    if (telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep, &data,
-                              &size) != 0
-        || zmq_msg_init_size(&f, size) != 0) {
-        zmq_msg_close(route);
-        return TELEM_ENOMEM;
-    }
-    memcpy(zmq_msg_data(&f), data, size);
-    return ds_hold(self, route, &f, 1);
-}
-
-int
-ds_event_wait(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
-              const telem_dict_op_t *op)
-{
-    ddict_key_t k = { DS_EV_NS, DS_EV_NSLEN, op->key, op->klen };
-    uint32_t shard = ddict_shard_of(op->key, op->klen);
-    if (ddict_map_role(self->map, shard, self->self_idx) != 0)
-        return s_reply_one(self, route, id, TELEM_ESTATE);
-    if (ddict_store_find(self->store, shard, &k))
-        return s_reply_one(self, route, id, 0);
-    if (self->nwait == self->capwait) {
-        size_t cap = self->capwait ? self->capwait * 2 : 16;
-        ds_waiter_t *w = realloc(self->waiters, cap * sizeof *w);
-        if (!w)
-            return s_reply_one(self, route, id, TELEM_ENOMEM);
-        self->waiters = w;
-        self->capwait = cap;
-    }
-    ds_waiter_t *w = &self->waiters[self->nwait];
-    if (!(w->key = malloc(op->klen + 1)))
-        return s_reply_one(self, route, id, TELEM_ENOMEM);
-    memcpy(w->key, op->key, op->klen);
-    w->klen = op->klen;
-    w->id = id;
-    uint64_t ms = op->arg < S_WAIT_MAX_MS ? op->arg : S_WAIT_MAX_MS;
-    w->deadline = telem_mono_ns() + (int64_t) ms * TELEM_NS_PER_MS;
-    zmq_msg_init(&w->route);
-    zmq_msg_move(&w->route, route);
-    self->nwait++;
-    return 0;
-}
-
-/* Answers waiter i with code and removes it. */
-static void
-s_waiter_end(ddict_server_t *self, size_t i, int32_t code)
-{
-    ds_waiter_t *w = &self->waiters[i];
-    s_reply_one(self, &w->route, w->id, code);
-    free(w->key);
-    self->waiters[i] = self->waiters[--self->nwait];
-}
-
-void
-ds_event_wake(ddict_server_t *self, const void *key, uint32_t klen)
-{
-    for (size_t i = 0; i < self->nwait;) {
-        ds_waiter_t *w = &self->waiters[i];
-        if (w->klen == klen && memcmp(w->key, key, klen) == 0)
-            s_waiter_end(self, i, 0);
-        else
-            i++;
-    }
-}
-
-void
-ds_waiters_expire(ddict_server_t *self, int64_t now, int all, int32_t code)
-{
-    for (size_t i = 0; i < self->nwait;) {
-        if (all || self->waiters[i].deadline <= now)
-            s_waiter_end(self, i, code);
-        else
-            i++;
-    }
-}
-
 /* ---------------------------------------------------------------- admin */
-
-static int
-s_admin_reply(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
-              int32_t code)
-{
-    const char *names[DDICT_NODES_MAX];
-    int n = ddict_map_size(self->map);
-    for (int i = 0; i < n; i++)
-        names[i] = ddict_map_node(self->map, i);
-    ddict_server_stats_t st;
-    ddict_server_stats(self, &st);
-    telem_dict_admin_rep_t m = { id, code, self->node, self->epoch,
-                                 ddict_map_replicas(self->map),
-                                 self->reforming, st.keys, st.bytes, names,
-                                 (uint32_t) n, self->committed };
-    const void *data;
-    size_t size;
-    zmq_msg_t f;
-    if (telem_encode_dict_admin_rep(self->enc, &m, &data, &size) != 0
-        || zmq_msg_init_size(&f, size) != 0) {
-        zmq_msg_close(route);
-        return TELEM_ENOMEM;
-    }
-    memcpy(zmq_msg_data(&f), data, size);
-    return ds_hold(self, route, &f, 1);
-}
 
 static int32_t
 s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
@@ -306,7 +92,7 @@ s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
     if (m->epoch <= self->epoch)
         return TELEM_ESTATE;      /* a stale or repeated prepare */
     ddict_map_t *check = ddict_map_new(m->nodes, (int) m->nnodes,
-                                       m->replicas);
+                                       m->replicas, NULL);
     int member = check && ddict_map_index(check, self->node) >= 0;
     ddict_map_destroy(&check);
     if (!member)
@@ -321,7 +107,7 @@ s_prepare(ddict_server_t *self, const telem_dict_admin_t *m)
         for (uint32_t s = 0; s < DDICT_SHARDS; s++)
             if (ddict_store_size(self->store, s)) {
                 ddict_store_drop(self->store, s);
-                ds_log(self, DDICT_REC_DROP, s, NULL, NULL, 0, 0);
+                ds_log(self, DDICT_LOG_REC_DROP, s, NULL, NULL, 0, 0);
             }
     }
     self->reforming = 1;
@@ -377,11 +163,11 @@ s_xfer_send(s_xfer_t *x)
 }
 
 static int
-s_xfer_entry(void *arg, uint32_t shard, ddict_entry_t *e)
+s_xfer_entry(void *arg, uint32_t shard, ddict_store_entry_t *e)
 {
     (void) shard;
     s_xfer_t *x = arg;
-    ddict_key_t k = ddict_entry_key(e);
+    ddict_store_key_t k = ddict_store_entry_key(e);
     uint8_t *key = malloc(1 + (size_t) k.nslen + k.klen);
     if (!key)
         return TELEM_ENOMEM;
@@ -393,12 +179,15 @@ s_xfer_entry(void *arg, uint32_t shard, ddict_entry_t *e)
     op->op = TELEM_DOP_MERGE;
     op->key = key;
     op->klen = 1 + k.nslen + k.klen;
-    op->arg = ddict_entry_version(e);
+    op->arg = ddict_store_entry_version(e);
     op->val = 1;
-    zmq_msg_t *f = &x->frames[++x->nops];
-    zmq_msg_init(f);
-    zmq_msg_copy(f, ddict_entry_value(e));
-    x->bytes += zmq_msg_size(f) + op->klen;
+    ddict_val_t *v = ddict_store_entry_value(e);
+    if (ds_msg_from_val(&x->frames[x->nops + 1], v, 0, ddict_val_size(v))) {
+        free(key);
+        return TELEM_ENOMEM;
+    }
+    x->nops++;
+    x->bytes += ddict_val_size(v) + op->klen;
     if (x->nops == DS_XFER_OPS || x->bytes >= DS_XFER_BYTES)
         s_xfer_send(x);
     return 0;
@@ -410,7 +199,7 @@ s_transfer(ddict_server_t *self, zmq_msg_t *route, uint64_t id)
 {
     s_xfer_t *x = calloc(1, sizeof *x);
     if (!x)
-        return s_admin_reply(self, route, id, TELEM_ENOMEM);
+        return ds_admin_reply(self, route, id, TELEM_ENOMEM);
     x->self = self;
     self->xfer_active = 1;
     self->xfer_code = 0;
@@ -435,7 +224,7 @@ s_transfer(ddict_server_t *self, zmq_msg_t *route, uint64_t id)
     free(x);
     if (--self->xfer_left == 0) {
         self->xfer_active = 0;
-        return s_admin_reply(self, &self->xfer_route, id, self->xfer_code);
+        return ds_admin_reply(self, &self->xfer_route, id, self->xfer_code);
     }
     return 0;
 }
@@ -447,7 +236,7 @@ s_commit(ddict_server_t *self)
         if (ddict_map_role(self->map, s, self->self_idx) < 0
             && ddict_store_size(self->store, s)) {
             ddict_store_drop(self->store, s);
-            ds_log(self, DDICT_REC_DROP, s, NULL, NULL, 0, 0);
+            ds_log(self, DDICT_LOG_REC_DROP, s, NULL, NULL, 0, 0);
         }
     self->reforming = 0;
     self->committed = self->epoch;
@@ -485,5 +274,5 @@ ds_admin(ddict_server_t *self, zmq_msg_t *route, const telem_dict_admin_t *m)
     default:
         code = TELEM_EINVAL;
     }
-    return s_admin_reply(self, route, m->id, code);
+    return ds_admin_reply(self, route, m->id, code);
 }

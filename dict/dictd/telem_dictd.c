@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ddict_actor.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
 #include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_limits.h"

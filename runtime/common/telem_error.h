@@ -1,7 +1,9 @@
 /* telem_error.h - the one list of error codes used across telem.
  *
  * Every function that can fail returns 0 (TELEM_OK) or one of these negative
- * codes; telem_strerror() turns a code into a sentence.  assert() is kept for
+ * codes; telem_strerror() turns a code into a sentence.  Codes are sent
+ * between processes (the dictionary's replies carry them), so a code's
+ * value never changes once given.  assert() is kept for
  * programmer errors and never used on input.
  */
 #ifndef TELEM_ERROR_H
@@ -25,7 +27,10 @@ typedef enum {
     TELEM_ECONN = -10,       /* no peer, or the peer went away */
     TELEM_EPARTIAL = -11,    /* some nodes did not answer */
     TELEM_ESTATE = -12,      /* call not valid in the current state */
-    TELEM_EUNSUPPORTED = -13 /* feature or backend not available here */
+    TELEM_EUNSUPPORTED = -13, /* feature or backend not available here */
+    /* Dictionary codes travel in its replies (docs/dict.md): their values
+       are part of the wire and never change. */
+    TELEM_ECONFLICT = -64    /* compare-and-set: the version differs */
 } telem_err_t;
 
 /* Returns a static, human readable sentence for an error code (any int is

@@ -58,7 +58,7 @@ launch_job_dict_reform(launch_job_t *self, char *why, size_t why_size)
         rc = ddict_reform(d, names, n, 0);
     if (rc)
         snprintf(why, why_size, "re-form on %d node(s): %s", n,
-                 ddict_strerror(rc));
+                 telem_strerror(rc));
     else if (d)
         telem_log(TELEM_LOG_DEBUG, "dictionary re-formed on %d node(s), "
                   "epoch %llu", n, (unsigned long long) ddict_epoch(d));

@@ -36,6 +36,7 @@
 
 #include "telem_error.h"
 #include "telem_paths.h"
+#include "telem_sock_raw.h"
 #include "telem_time.h"
 
 #define S_SNDHWM 1000              /* batches ZeroMQ may hold */
@@ -95,19 +96,16 @@ s_socket(telem_sender_t *self, int type, const char *endpoint, int linger)
 {
     if (!self->zctx && !(self->zctx = zmq_ctx_new()))
         return NULL;
-    void *sock = zmq_socket(self->zctx, type);
-    if (!sock)
+    if (!*endpoint)
         return NULL;
-    int hwm = S_SNDHWM, one = 1;
-    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    if (type == ZMQ_PUSH)
-        zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
-    if (!*endpoint || zmq_connect(sock, endpoint) != 0) {
-        zmq_close(sock);
-        return NULL;
-    }
-    return sock;
+    /* The ingest PUSH queues only to a connected telemd (immediate). */
+    const telem_sock_opts_t o = {
+        .max_msg = TELEM_SOCK_KEEP, .sndhwm = S_SNDHWM,
+        .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = linger,
+        .sndtimeo_ms = TELEM_SOCK_KEEP, .immediate = type == ZMQ_PUSH,
+        .reconnect_ivl_max_ms = TELEM_SOCK_KEEP,
+    };
+    return telem_sock_raw_new(self->zctx, type, &o, endpoint, NULL);
 }
 
 /* 1 unless the control endpoint is an ipc path that does not exist. */

@@ -33,6 +33,7 @@ extern "C" {
 #define TELEM_DICT_OPS_MAX 65536u   /* operations in one request or reply */
 #define TELEM_DICT_NODES_MAX 1024u  /* nodes in a map */
 #define TELEM_DICT_INLINE_MAX 4096u /* bytes of a value carried in a header */
+#define TELEM_DICT_VALUE_MAX (256u << 20) /* bytes in one value frame */
 
 /* Message types (telem_msg_type_t values 32-63 are the dictionary's). */
 enum {

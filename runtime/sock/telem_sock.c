@@ -21,7 +21,7 @@ s_new(int type, const telem_sock_opts_t *o)
     if (!sock)
         return NULL;
     if (o->max_msg != TELEM_SOCK_KEEP)
-        zsock_set_maxmsgsize(sock, o->max_msg);
+        zsock_set_maxmsgsize(sock, (int) o->max_msg);
     if (o->sndhwm != TELEM_SOCK_KEEP)
         zsock_set_sndhwm(sock, o->sndhwm);
     if (o->rcvhwm != TELEM_SOCK_KEEP)
@@ -30,6 +30,10 @@ s_new(int type, const telem_sock_opts_t *o)
         zsock_set_linger(sock, o->linger_ms);
     if (o->sndtimeo_ms != TELEM_SOCK_KEEP)
         zsock_set_sndtimeo(sock, o->sndtimeo_ms);
+    if (o->immediate && o->immediate != TELEM_SOCK_KEEP)
+        zsock_set_immediate(sock, o->immediate);
+    if (o->reconnect_ivl_max_ms && o->reconnect_ivl_max_ms != TELEM_SOCK_KEEP)
+        zsock_set_reconnect_ivl_max(sock, o->reconnect_ivl_max_ms);
     return sock;
 }
 

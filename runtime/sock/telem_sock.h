@@ -11,7 +11,9 @@
  * Built on czmq's zsock (STYLE.md: one socket factory) and kept in its own
  * small library, telem_sock, so that telemd and the dictionary server share
  * it without the dictionary linking the node agent, and telem_core stays
- * free of czmq.
+ * free of czmq.  Libraries that end up in user programs make their
+ * sockets with the same options through the raw-libzmq path instead
+ * (telem_sock_raw.h), which never initialises czmq.
  *
  * Error convention: 0 or a negative TELEM_E* code (telem_error.h).  When a
  * bind or connect fails, errno holds libzmq's reason (for strerror() or
@@ -25,29 +27,13 @@
 #define TELEM_SOCK_H
 
 #include <czmq.h>
+
+#include "telem_sock_raw.h"
 #include <limits.h>
 #include <stddef.h>
 
-/* A field set to TELEM_SOCK_KEEP is left at czmq's default. */
-#define TELEM_SOCK_KEEP INT_MIN
-
-/* Socket options, applied in this order before the bind or connect.  Name
- * every field (a zeroed struct would mean "no message may hold a byte"):
- *   max_msg      ZMQ_MAXMSGSIZE, bytes; -1 no limit (larger messages make
- *                libzmq drop the connection)
- *   sndhwm       ZMQ_SNDHWM, messages queued per peer; 0 no limit
- *   rcvhwm       ZMQ_RCVHWM, likewise for receiving
- *   linger_ms    ZMQ_LINGER: how long unsent messages outlive close; 0
- *                drops them, -1 waits forever
- *   sndtimeo_ms  ZMQ_SNDTIMEO: 0 a full queue fails the send at once
- *                (a ROUTER then drops the reply), -1 blocks */
-typedef struct {
-    int max_msg;
-    int sndhwm;
-    int rcvhwm;
-    int linger_ms;
-    int sndtimeo_ms;
-} telem_sock_opts_t;
+/* Options (telem_sock_opts_t, TELEM_SOCK_KEEP) are those of the raw path,
+ * telem_sock_raw.h, and mean the same here. */
 
 /* Creates a socket of ZMQ `type` (ZMQ_ROUTER, ZMQ_PULL, ...) with `opts`
  * applied and binds it to `endpoint` ("ipc:///path", "tcp://127.0.0.1:0",

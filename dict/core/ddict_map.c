@@ -1,16 +1,18 @@
-/* ddict_shard.c - key hashing and rendezvous shard maps (see ddict_shard.h).
+/* ddict_map.c - rendezvous shard maps (see ddict_map.h).
  *
- * The hash is FNV-1a over the bytes followed by the murmur3 64-bit
- * finaliser, which spreads FNV's weak low bits; it is written out here
- * because it is part of the persistent format and must never change with
- * a library version.  The owner lists are computed once in ddict_map_new()
- * (256 shards x n nodes scores), so lookups are an array read.
+ * A node's score for a shard mixes the node name's hash (ddict_hash.h)
+ * with the shard number through the murmur3 64-bit finaliser
+ * (telem_hash_mix64); like the key hash it decides where data lives, so
+ * it must never change.  The owner lists are computed once in ddict_map_new() (256 shards x n nodes
+ * scores), so lookups are an array read.
  */
-#include "ddict_shard.h"
+#include "ddict_map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_paths.h"
 
 struct ddict_map {
@@ -21,38 +23,9 @@ struct ddict_map {
 };
 
 static uint64_t
-s_mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
-}
-
-uint64_t
-ddict_hash(const void *data, size_t size)
-{
-    const uint8_t *p = data;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < size; i++) {
-        h ^= p[i];
-        h *= UINT64_C(0x100000001b3);
-    }
-    return s_mix(h ^ size);
-}
-
-uint32_t
-ddict_shard_of(const void *key, size_t klen)
-{
-    return (uint32_t) (ddict_hash(key, klen) % DDICT_SHARDS);
-}
-
-static uint64_t
 s_score(uint64_t node_hash, uint32_t shard)
 {
-    return s_mix(node_hash ^ ((uint64_t) (shard + 1)
+    return telem_hash_mix64(node_hash ^ ((uint64_t) (shard + 1)
                               * UINT64_C(0x9e3779b97f4a7c15)));
 }
 
@@ -88,18 +61,31 @@ s_fill(ddict_map_t *self, const uint64_t *nh, uint32_t shard)
     }
 }
 
-ddict_map_t *
-ddict_map_new(const char *const *nodes, int n, int replicas)
+/* 1 if nodes[0..n) is a list a map can be built on. */
+static int
+s_valid(const char *const *nodes, int n)
 {
     if (!nodes || n < 1 || n > DDICT_NODES_MAX)
-        return NULL;
+        return 0;
     for (int i = 0; i < n; i++) {
         if (!nodes[i] || !telem_node_valid(nodes[i]))
-            return NULL;
+            return 0;
         for (int j = 0; j < i; j++)
             if (strcmp(nodes[i], nodes[j]) == 0)
-                return NULL;
+                return 0;
     }
+    return 1;
+}
+
+ddict_map_t *
+ddict_map_new(const char *const *nodes, int n, int replicas, int *err)
+{
+    if (err)
+        *err = TELEM_EINVAL;
+    if (!s_valid(nodes, n))
+        return NULL;
+    if (err)
+        *err = TELEM_ENOMEM;
     ddict_map_t *self = calloc(1, sizeof *self);
     uint64_t *nh = calloc((size_t) n, sizeof *nh);
     if (!self || !nh || !(self->names = calloc((size_t) n, sizeof (char *))))
@@ -118,6 +104,8 @@ ddict_map_new(const char *const *nodes, int n, int replicas)
     for (uint32_t s = 0; s < DDICT_SHARDS; s++)
         s_fill(self, nh, s);
     free(nh);
+    if (err)
+        *err = 0;
     return self;
 fail:
     free(nh);

@@ -1,42 +1,37 @@
-/* ddict_shard.h - which shard a key lives in, and which nodes own a shard.
+/* ddict_map.h - which nodes own a shard: the dictionary's shard map.
  *
- * Keys hash to one of DDICT_SHARDS fixed shards (by the key bytes only, so
- * that a key and its checkpoint copies in other namespaces share a shard).
- * A shard map assigns every shard an ordered owner list, primary first,
- * by rendezvous (highest random weight) hashing of (node name, shard): the
- * owners of a shard are the `replicas` nodes with the highest scores.  This
- * is a pure function of the node list, so every server and client that
- * knows the list agrees on the map without talking, and removing or adding
- * a node moves only the shards that node owned or wins (about 1/n each).
+ * A shard map assigns every one of the DDICT_SHARDS shards (ddict_hash.h)
+ * an ordered owner list, primary first, by rendezvous (highest random
+ * weight) hashing of (node name, shard): the owners of a shard are the
+ * `replicas` nodes with the highest scores.  This is a pure function of
+ * the node list, so every server and client that knows the list agrees
+ * on the map without talking, and removing or adding a node moves only
+ * the shards that node owned or wins (about 1/n each).
  *
  * Maps are immutable after ddict_map_new(); reading one from several
  * threads is safe.
  */
-#ifndef DDICT_SHARD_H
-#define DDICT_SHARD_H
+#ifndef DDICT_MAP_H
+#define DDICT_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define DDICT_SHARDS 256
+#include "ddict_hash.h"
+
 #define DDICT_REPLICAS_MAX 4
 #define DDICT_NODES_MAX 1024
-
-/* 64-bit hash of a byte string (stable across hosts and versions: it is
- * part of the on-disk and wire contract). */
-uint64_t ddict_hash(const void *data, size_t size);
-
-/* Shard of a key, 0 .. DDICT_SHARDS-1. */
-uint32_t ddict_shard_of(const void *key, size_t klen);
 
 typedef struct ddict_map ddict_map_t;
 
 /* Builds the map for `n` distinct, valid node names (telem_node_valid) and
  * a replication factor, clamped to 1 .. min(n, DDICT_REPLICAS_MAX); 0 asks
  * for the default (2 when n >= 2).  The names are copied and kept in the
- * given order.  Returns NULL on a bad list (empty, too long, duplicate or
- * invalid name) or no memory. */
-ddict_map_t *ddict_map_new(const char *const *nodes, int n, int replicas);
+ * given order.  Returns the map, or NULL with *err (may be NULL) set to
+ * TELEM_EINVAL (empty or too long a list, a duplicate or invalid name) or
+ * TELEM_ENOMEM. */
+ddict_map_t *ddict_map_new(const char *const *nodes, int n, int replicas,
+                           int *err);
 void ddict_map_destroy(ddict_map_t **self_p);
 
 int ddict_map_size(const ddict_map_t *self);

@@ -1,4 +1,5 @@
-/* test_dict_shard.c - unit tests for key hashing and shard maps.
+/* test_dict_map.c - unit tests for key hashing (ddict_hash.h) and shard maps
+ * (ddict_map.h).
  *
  * Checks that the hash is stable (fixed vectors: it is part of the on-disk
  * format), that keys spread over the shards, that owner lists are distinct
@@ -11,7 +12,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ddict_shard.h"
+#include "ddict_map.h"
+#include "telem_error.h"
 
 static void
 test_hash(void)
@@ -21,13 +23,13 @@ test_hash(void)
     CHECK(ddict_hash("ab", 2) != ddict_hash("ba", 2));
     /* Fixed vectors: changing the hash would strand data on disk. */
     CHECK(ddict_hash("key", 3) == UINT64_C(0xbc8f10948586b592));
-    CHECK(ddict_shard_of("key", 3) == (uint32_t) (UINT64_C(0xbc8f10948586b592)
+    CHECK(ddict_hash_shard("key", 3) == (uint32_t) (UINT64_C(0xbc8f10948586b592)
                                                   % DDICT_SHARDS));
     int count[DDICT_SHARDS] = { 0 };
     char k[32];
     for (int i = 0; i < 256 * 200; i++) {
         int n = snprintf(k, sizeof k, "key-%d", i);
-        uint32_t s = ddict_shard_of(k, (size_t) n);
+        uint32_t s = ddict_hash_shard(k, (size_t) n);
         CHECK(s < DDICT_SHARDS);
         count[s]++;
     }
@@ -39,7 +41,7 @@ static void
 test_owners(void)
 {
     const char *nodes[] = { "n1", "n2", "n3", "n4" };
-    ddict_map_t *m = ddict_map_new(nodes, 4, 0);
+    ddict_map_t *m = ddict_map_new(nodes, 4, 0, NULL);
     CHECK(m != NULL);
     if (!m)
         return;
@@ -60,7 +62,7 @@ test_owners(void)
         CHECK(primaries[i] > 30 && primaries[i] < 100);
     /* Same set in another order: same owners by name. */
     const char *shuffled[] = { "n3", "n1", "n4", "n2" };
-    ddict_map_t *m2 = ddict_map_new(shuffled, 4, 2);
+    ddict_map_t *m2 = ddict_map_new(shuffled, 4, 2, NULL);
     for (uint32_t s = 0; s < DDICT_SHARDS; s++) {
         int a[DDICT_REPLICAS_MAX], b[DDICT_REPLICAS_MAX];
         ddict_map_owners(m, s, a);
@@ -91,9 +93,9 @@ test_movement(void)
     const char *five[] = { "a", "b", "c", "d", "e" };
     const char *four[] = { "a", "b", "d", "e" };       /* c excluded */
     const char *six[] = { "a", "b", "c", "d", "e", "f" }; /* f joins */
-    ddict_map_t *m5 = ddict_map_new(five, 5, 2);
-    ddict_map_t *m4 = ddict_map_new(four, 4, 2);
-    ddict_map_t *m6 = ddict_map_new(six, 6, 2);
+    ddict_map_t *m5 = ddict_map_new(five, 5, 2, NULL);
+    ddict_map_t *m4 = ddict_map_new(four, 4, 2, NULL);
+    ddict_map_t *m6 = ddict_map_new(six, 6, 2, NULL);
     int moved_rm = 0, moved_add = 0;
     for (uint32_t s = 0; s < DDICT_SHARDS; s++) {
         const char *o5[2], *o4[2], *o6[2];
@@ -131,18 +133,22 @@ test_bad_lists(void)
     const char *bad[] = { "a", "x/y" };
     const char *empty[] = { "" };
     const char *one[] = { "solo" };
-    CHECK(ddict_map_new(dup, 3, 2) == NULL);
-    CHECK(ddict_map_new(bad, 2, 2) == NULL);
-    CHECK(ddict_map_new(empty, 1, 2) == NULL);
-    CHECK(ddict_map_new(NULL, 0, 2) == NULL);
-    CHECK(ddict_map_new(one, 0, 2) == NULL);
-    ddict_map_t *m = ddict_map_new(one, 1, 0);
+    int err = 0;
+    CHECK(ddict_map_new(dup, 3, 2, &err) == NULL && err == TELEM_EINVAL);
+    err = 0;
+    CHECK(ddict_map_new(bad, 2, 2, &err) == NULL && err == TELEM_EINVAL);
+    CHECK(ddict_map_new(empty, 1, 2, NULL) == NULL);
+    CHECK(ddict_map_new(NULL, 0, 2, NULL) == NULL);
+    CHECK(ddict_map_new(one, 0, 2, NULL) == NULL);
+    err = 1;
+    ddict_map_t *m = ddict_map_new(one, 1, 0, &err);
+    CHECK(m && err == 0);
     CHECK(m && ddict_map_replicas(m) == 1);
     int o[DDICT_REPLICAS_MAX];
     CHECK(m && ddict_map_owners(m, 3, o) == 1 && o[0] == 0);
     ddict_map_destroy(&m);
     const char *many[] = { "a", "b", "c", "d", "e", "f" };
-    m = ddict_map_new(many, 6, 9);
+    m = ddict_map_new(many, 6, 9, NULL);
     CHECK(m && ddict_map_replicas(m) == DDICT_REPLICAS_MAX);
     for (uint32_t s = 0; m && s < DDICT_SHARDS; s++) {
         ddict_map_owners(m, s, o);

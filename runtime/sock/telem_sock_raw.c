@@ -1,0 +1,74 @@
+/* telem_sock_raw.c - the socket factory with libzmq alone
+ * (telem_sock_raw.h).
+ *
+ * Options go on before the bind or connect, so the first peer already
+ * sees the socket's limits.  A failed call closes what it made; errno is
+ * saved across that so the caller can still say why.
+ */
+#include "telem_sock_raw.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "telem_error.h"
+
+static int
+s_set_int(void *sock, int option, int value)
+{
+    return value == TELEM_SOCK_KEEP
+               ? 0 : zmq_setsockopt(sock, option, &value, sizeof value);
+}
+
+static int
+s_apply(void *sock, const telem_sock_opts_t *o)
+{
+    if (o->max_msg != TELEM_SOCK_KEEP) {
+        if (zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &o->max_msg,
+                           sizeof o->max_msg) != 0)
+            return -1;
+    }
+    if (s_set_int(sock, ZMQ_SNDHWM, o->sndhwm)
+        || s_set_int(sock, ZMQ_RCVHWM, o->rcvhwm)
+        || s_set_int(sock, ZMQ_LINGER, o->linger_ms)
+        || s_set_int(sock, ZMQ_SNDTIMEO, o->sndtimeo_ms))
+        return -1;
+    if (o->immediate && s_set_int(sock, ZMQ_IMMEDIATE, o->immediate))
+        return -1;
+    if (o->reconnect_ivl_max_ms
+        && s_set_int(sock, ZMQ_RECONNECT_IVL_MAX, o->reconnect_ivl_max_ms))
+        return -1;
+    return 0;
+}
+
+void *
+telem_sock_raw_new(void *zctx, int type, const telem_sock_opts_t *opts,
+                   const char *endpoint, int *err)
+{
+    int rc = TELEM_EINVAL;
+    void *sock = NULL;
+    if (!zctx || !opts || !endpoint)
+        goto out;
+    if (!(sock = zmq_socket(zctx, type))) {
+        rc = errno == ENOMEM ? TELEM_ENOMEM : TELEM_EIO;
+        goto out;
+    }
+    rc = TELEM_EINVAL;
+    if (s_apply(sock, opts) != 0)
+        goto out;
+    if (*endpoint == '@')
+        rc = zmq_bind(sock, endpoint + 1) == 0 ? 0 : TELEM_EIO;
+    else
+        rc = zmq_connect(sock, endpoint + (*endpoint == '>')) == 0
+                 ? 0 : TELEM_EINVAL;
+out:
+    if (rc && sock) {
+        int saved = errno;
+        zmq_close(sock);
+        sock = NULL;
+        errno = saved;
+    }
+    if (err)
+        *err = rc;
+    return sock;
+}
