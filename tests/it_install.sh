@@ -1,0 +1,124 @@
+# it_install.sh - an application of telem built against an installed tree.
+#
+# `cmake --install` into a private prefix must give exactly the public
+# headers, libtelem.so and libtelem.a (the metrics API, the analysis client
+# and the dictionary client in one library) and a relocatable telem.pc.
+# Then, as docs/api.md says:
+#   - each public header compiles alone with only pkg-config's flags, and
+#     together they declare none of the codec's types; libtelem.so does
+#     not need czmq;
+#   - every program of examples/ builds with
+#       cc app.c $(pkg-config --cflags --libs telem)
+#     (plus GSL where the example uses it), and the metrics example also
+#     statically against libtelem.a;
+#   - the add_data_demo built that way records into a real telemd, and
+#     telem_client reads the samples back.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+: "${TELEM_SRC:?TELEM_SRC must name the source tree}"
+command -v pkg-config >/dev/null || fail "pkg-config is missing (examples/setup.sh installs it)"
+
+build=$(dirname "$TELEM_BIN")
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+cc=$(cache CMAKE_C_COMPILER)
+P=$T/prefix
+san=()
+[ "$(cache TELEM_SANITIZE)" = ON ] && san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
+"$(cache CMAKE_COMMAND)" --install "$build" --prefix "$P" >"$T/install.log" 2>&1 \
+    || fail "cmake --install failed: $(tail -n 5 "$T/install.log")"
+
+# ---- what is installed ------------------------------------------------------
+lib=$P/$(cache CMAKE_INSTALL_LIBDIR)
+[ -f "$lib/pkgconfig/telem.pc" ] || fail "no telem.pc under $lib/pkgconfig"
+for f in libtelem.so libtelem.a; do
+    [ -e "$lib/$f" ] || fail "$f is not installed"
+done
+# Only libtelem: the parts' own archives are the build's business.
+others=$(cd "$lib" && ls libtelem_*.a libtelemd*.a 2>/dev/null || true)
+[ -z "$others" ] || fail "internal archives installed: $others"
+headers=$(cd "$P/include/telem" && ls | sort | tr '\n' ' ')
+want=$(sed -n 's/^public: *//p' "$TELEM_SRC/docs/architecture.arrows" | tr ' ' '\n' \
+       | sed '/^$/d' | sort | tr '\n' ' ')
+[ "$headers" = "$want" ] \
+    || fail "installed headers '$headers', docs/architecture.arrows lists '$want'"
+
+export PKG_CONFIG_PATH=$lib/pkgconfig
+pc() { pkg-config "$@" telem 2>"$T/pc.log" || fail "pkg-config $*: $(cat "$T/pc.log")"; }
+[ "$(pc --modversion)" = "$(cache CMAKE_PROJECT_VERSION)" ] \
+    || fail "telem.pc version $(pc --modversion)"
+# telem.pc finds its prefix from where it lies (the tree may be moved).
+inc=$(pc --cflags-only-I | sed 's/^-I//; s/ *$//')
+[ "$(realpath "$inc")" = "$(realpath "$P/include")" ] \
+    || fail "pkg-config --cflags names $inc, not the installed $P/include"
+
+# ccx OUT SRC ARGS...: compiles as an application would (the compiler's
+# default C dialect, as `cc app.c ...` in docs/api.md), warnings as errors.
+ccx() {
+    local out=$1 src=$2; shift 2
+    # shellcheck disable=SC2046
+    "$cc" -Wall -Wextra -Werror "${san[@]}" -o "$out" "$src" "$@" \
+        2>"$T/cc.log" || fail "$(basename "$src") does not build: $(cat "$T/cc.log")"
+}
+
+# ---- each public header alone ----------------------------------------------
+for h in $want; do
+    printf '#include <telem/%s>\nint main(void) { return 0; }\n' "$h" >"$T/h.c"
+    # shellcheck disable=SC2046
+    ccx "$T/h" "$T/h.c" $(pc --cflags)
+done
+
+# An application that includes the client headers gets no wire type: the
+# codec's names stay undeclared (the compiler must refuse this program).
+printf '#include <telem/ac.h>\n#include <telem/ddict.h>\n#include <telem/telem.h>\nint main(void) { telem_encoder_t *e = 0; (void) e; return TELEM_MSG_BATCH; }\n' >"$T/wire.c"
+# shellcheck disable=SC2046
+if "$cc" -o "$T/wire" "$T/wire.c" $(pc --cflags) 2>"$T/wire.log"; then
+    fail "a program including ac.h, ddict.h and telem.h sees the codec's types"
+fi
+grep -q "telem_encoder_t" "$T/wire.log" || fail "wire.c failed for another reason: $(cat "$T/wire.log")"
+# The client libraries never touch czmq (no signal handlers in the host).
+if ldd "$lib/libtelem.so" | grep -q libczmq; then
+    fail "libtelem.so needs libczmq: $(ldd "$lib/libtelem.so" | grep czmq)"
+fi
+
+# ---- the examples, through pkg-config ---------------------------------------
+gsl=$(pkg-config --cflags --libs gsl)
+mkdir "$T/ex"
+for src in "$TELEM_SRC"/examples/*.c; do
+    name=$(basename "$src" .c)
+    [ "$name" = slow_gpu_law ] && continue          # part of slow_gpu
+    extra=()
+    [ "$name" = slow_gpu ] && extra=("$TELEM_SRC/examples/slow_gpu_law.c")
+    # shellcheck disable=SC2046,SC2086
+    ccx "$T/ex/$name" "$src" "${extra[@]}" $(pc --cflags --libs) $gsl -lm \
+        -Wl,-rpath,"$lib"
+    "$T/ex/$name" --help >"$T/ex/$name.help" 2>&1 \
+        || fail "$name --help, built against the installed tree: $(cat "$T/ex/$name.help")"
+done
+# Statically, as docs/api.md says: libtelem.a, then the libraries
+# `pkg-config --static --libs telem` names after -ltelem.
+static_libs=$(pc --static --libs-only-l | sed 's/^-ltelem //')
+# shellcheck disable=SC2046,SC2086
+ccx "$T/ex/add_data_demo_static" "$TELEM_SRC/examples/add_data_demo.c" \
+    $(pc --cflags) "$lib/libtelem.a" $static_libs
+if ldd "$T/ex/add_data_demo_static" | grep -q 'libtelem\.so'; then
+    fail "the static build needs libtelem.so"
+fi
+
+# ---- the installed-tree build records into a real telemd ---------------------
+start_node n1 --level 1 --bind none
+for prog in add_data_demo add_data_demo_static; do
+    TELEM_NODE=n1 "$T/ex/$prog" --count 5 --interval-ms 2 --metric "m_$prog" \
+        >"$T/$prog.log" 2>&1 || fail "$prog: $(cat "$T/$prog.log")"
+done
+"$TELEM_BIN/telem_client" -f json -v >"$T/values.json" 2>"$T/client.log" \
+    || fail "telem_client -v: $(cat "$T/client.log")"
+python3 - "$T/values.json" <<'PY' || fail "the installed-tree programs' samples are not in telemd: $(cat "$T/values.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = doc["series"]
+names = {r["metric"] for r in rows}
+# add_data_demo records NAME with the step number; 5 steps: the last is 4.
+for prog in ("add_data_demo", "add_data_demo_static"):
+    got = [r for r in rows if r["metric"] == f"m_{prog}"]
+    assert got and got[0]["points"][-1][1] == 4.0, (prog, got, sorted(names))
+PY
+echo "it_install: ok"
