@@ -68,11 +68,8 @@ ddict_open(const char *nodefile, const char *ns, int64_t timeout_ms, int *err)
     snprintf(self->ns, sizeof self->ns, "%s", ns);
     self->timeout_ms = timeout_ms > 0 ? timeout_ms : S_DEFAULT_TIMEOUT_MS;
     if (!(self->enc = telem_encoder_new()) || !(self->dec = telem_decoder_new())
-        || !(self->one = ddict_batch_new()) || !(self->zctx = zmq_ctx_new()))
+        || !(self->one = ddict_batch_new()) || !(self->zctx = dc_ctx_hold()))
         goto out;
-    /* Room for a socket to every server while the map is learnt, and
-       one to every map node. */
-    zmq_ctx_set(self->zctx, ZMQ_MAX_SOCKETS, 2 * DDICT_NODES_MAX + 8);
     rc = TELEM_ETOOBIG;
     if (nodefile && snprintf(self->nodefile, sizeof self->nodefile, "%s",
                              nodefile) >= (int) sizeof self->nodefile)
@@ -97,8 +94,7 @@ ddict_close(ddict_t **self_p)
         return;
     ddict_t *self = *self_p;
     dc_nodes_free(self);
-    if (self->zctx)
-        zmq_ctx_term(self->zctx);     /* sockets linger 0: no wait */
+    dc_ctx_release(&self->zctx);
     ddict_map_destroy(&self->map);
     telem_encoder_destroy(&self->enc);
     telem_decoder_destroy(&self->dec);

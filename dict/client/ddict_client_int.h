@@ -37,7 +37,8 @@ struct ddict {
     char nodefile[TELEM_PATH_MAX];
     char ns[DDICT_NS_LIMIT + 8];
     int64_t timeout_ms;
-    void *zctx;                    /* the handle's own libzmq context */
+    void *zctx;                    /* the process's shared libzmq context
+                                      (dc_ctx_hold) */
     ddict_map_t *map;
     uint64_t epoch;
     dc_node_t *nodes;              /* in map order */
@@ -80,6 +81,13 @@ int dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns);
 /* ddict_conn.c: asks servers for the current map and installs it. */
 int dc_refresh(ddict_t *self, int64_t deadline);
 
+/* The libzmq context the open handles share, with one more user; NULL:
+ * no memory.  Thread-safe. */
+void *dc_ctx_hold(void);
+/* Drops a user of the shared context (*ctx_p, may hold NULL) and nulls
+ * it; the last user ends the context.  The caller's sockets must be
+ * closed.  Thread-safe. */
+void dc_ctx_release(void **ctx_p);
 /* Closes the handle's node sockets and forgets the node list. */
 void dc_nodes_free(ddict_t *self);
 /* A DEALER in the handle's context connected to endpoint (linger 0, no
