@@ -199,13 +199,13 @@ s_recv(void *sock, zmq_msg_t *msg, int timeout_ms)
 }
 
 int
-bench_control(void *zctx, const char *ctl_ep, telem_decoder_t *dec,
+bench_control(void *zctx, const char *ctl_ep, telem_proto_decoder_t *dec,
               telem_ctl_op_t op, int64_t arg, int timeout_ms,
               telem_control_reply_t *out)
 {
     int rc = TELEM_ENOMEM;
     void *sock = zmq_socket(zctx, ZMQ_DEALER);
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     zmq_msg_t msg;
     zmq_msg_init(&msg);
     if (!sock || !enc)
@@ -220,7 +220,7 @@ bench_control(void *zctx, const char *ctl_ep, telem_decoder_t *dec,
                           .arg = arg };
     const void *data;
     size_t size;
-    if ((rc = telem_encode_control(enc, &c, &data, &size)) != 0)
+    if ((rc = telem_proto_encode_control(enc, &c, &data, &size)) != 0)
         goto out;
     rc = TELEM_ECONN;
     if (zmq_send(sock, data, size, 0) < 0)
@@ -236,7 +236,7 @@ bench_control(void *zctx, const char *ctl_ep, telem_decoder_t *dec,
         rc = m.type == TELEM_MSG_ERROR ? m.u.error.code : TELEM_EPROTO;
 out:
     zmq_msg_close(&msg);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     if (sock)
         zmq_close(sock);
     return rc;
@@ -245,7 +245,7 @@ out:
 int
 bench_sync(void *zctx, const char *ctl_ep, uint64_t token, int timeout_ms)
 {
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     int64_t deadline = bench_now_ns() + (int64_t) timeout_ms * 1000000;
     int rc = TELEM_ETIMEDOUT;
     while (bench_now_ns() < deadline) {
@@ -261,18 +261,18 @@ bench_sync(void *zctx, const char *ctl_ep, uint64_t token, int timeout_ms)
         struct timespec pause = { 0, 100000 };
         nanosleep(&pause, NULL);
     }
-    telem_decoder_destroy(&dec);
+    telem_proto_decoder_destroy(&dec);
     return rc;
 }
 
 int
-bench_fin_and_sync(void *zctx, void *push, telem_encoder_t *enc,
+bench_fin_and_sync(void *zctx, void *push, telem_proto_encoder_t *enc,
                    const char *ctl_ep, uint64_t token, int timeout_ms)
 {
     telem_batch_t fin = { .source = "bench", .fin_token = token };
     const void *data;
     size_t size;
-    int rc = telem_encode_batch(enc, &fin, &data, &size);
+    int rc = telem_proto_encode_batch(enc, &fin, &data, &size);
     if (rc)
         return rc;
     if (zmq_send(push, data, size, 0) < 0)
@@ -283,11 +283,11 @@ bench_fin_and_sync(void *zctx, void *push, telem_encoder_t *enc,
 int64_t
 bench_ingested(void *zctx, const char *ctl_ep)
 {
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     telem_control_reply_t r;
     int rc = bench_control(zctx, ctl_ep, dec, TELEM_CTL_STATUS, 0, 2000, &r);
     int64_t n = rc == 0 ? (int64_t) r.status.ingested : -1;
-    telem_decoder_destroy(&dec);
+    telem_proto_decoder_destroy(&dec);
     return n;
 }
 

@@ -47,7 +47,7 @@ telemd_t *bench_telemd_start(const char *rundir, const char *node, int level,
 
 /* One control request (DEALER, one frame) to `ctl_ep`; fills *out with the
  * decoded reply (strings point into `dec`).  Returns 0 or a telem_err_t. */
-int bench_control(void *zctx, const char *ctl_ep, telem_decoder_t *dec,
+int bench_control(void *zctx, const char *ctl_ep, telem_proto_decoder_t *dec,
                   telem_ctl_op_t op, int64_t arg, int timeout_ms,
                   telem_control_reply_t *out);
 
@@ -57,7 +57,7 @@ int bench_sync(void *zctx, const char *ctl_ep, uint64_t token, int timeout_ms);
 
 /* Sends an empty batch carrying `token` on the connected PUSH socket
  * `push`, then waits with bench_sync().  Returns 0 or an error. */
-int bench_fin_and_sync(void *zctx, void *push, telem_encoder_t *enc,
+int bench_fin_and_sync(void *zctx, void *push, telem_proto_encoder_t *enc,
                        const char *ctl_ep, uint64_t token, int timeout_ms);
 
 /* Samples ingested by the telemd behind `ctl_ep` (status "in"), or -1. */

@@ -6,14 +6,14 @@
  * over ipc.  One producer thread (this one) encodes and sends; the consumer
  * is one thread on the other core.
  *
- *   telem: telem_encode_batch() -> PUSH -> in-process telemd actor (decode,
- *          level gate, host tag, store append) -> clock stops when
+ *   telem: telem_proto_encode_batch() -> PUSH -> in-process telemd actor
+ *          (decode, level gate, host tag, store append) -> clock stops when
  *          TELEM_CTL_SYNC confirms the final batch's fin token.
  *   raw:   msgpack_pack_* of the same map -> PUSH -> PULL thread:
  *          msgpack_unpack() into a reused zone, walk, append ts/value to a
  *          plain array -> clock stops when the final empty batch is read.
  *          The raw producer's frames are checked, at start, to be byte for
- *          byte the ones telem_encode_batch() makes.
+ *          byte the ones telem_proto_encode_batch() makes.
  *
  * Both start their clock before the first encode.  Then, to show which
  * stage limits, each stage alone on one thread without sockets.
@@ -69,13 +69,13 @@ s_fill(const s_work_t *w, uint64_t batch, telem_sample_t *out)
 }
 
 static int
-s_encode(telem_encoder_t *enc, const s_work_t *w, uint64_t batch,
+s_encode(telem_proto_encoder_t *enc, const s_work_t *w, uint64_t batch,
          telem_sample_t *buf, const void **data, size_t *size)
 {
     s_fill(w, batch, buf);
     telem_batch_t b = { .source = "bench", .tags = w->btags, .ntags = 2,
                         .samples = buf, .nsamples = S_BATCH };
-    return telem_encode_batch(enc, &b, data, size);
+    return telem_proto_encode_batch(enc, &b, data, size);
 }
 
 static void
@@ -86,7 +86,7 @@ s_pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, n);
 }
 
-/* The same map telem_encode_batch writes, by hand: v, t, src, fin, tg, s
+/* The same map telem_proto_encode_batch writes, by hand: v, t, src, fin, tg, s
  * (s_check_same_frames() checks that the bytes are the same). */
 static void
 s_pack_raw(msgpack_packer *pk, const s_work_t *w, uint64_t batch, int n)
@@ -123,7 +123,7 @@ s_pack_raw(msgpack_packer *pk, const s_work_t *w, uint64_t batch, int n)
 static void
 s_check_same_frames(const s_work_t *w)
 {
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     telem_sample_t buf[S_BATCH];
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -141,7 +141,7 @@ s_check_same_frames(const s_work_t *w)
                       "(%zu and %zu bytes)", sb.size, size);
     }
     msgpack_sbuffer_destroy(&sb);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 }
 
 /* ---- raw consumer ------------------------------------------------------- */
@@ -289,7 +289,7 @@ s_run_telem(const s_work_t *w, const char *dir, uint64_t token)
     void *push = s_socket(zctx, ZMQ_PUSH, 1000);
     if (zmq_connect(push, telemd_ingest_endpoint(td)) != 0)
         bench_die("telem connect", "%s", zmq_strerror(zmq_errno()));
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     telem_sample_t buf[S_BATCH];
     int64_t t0 = bench_now_ns();
     for (uint64_t b = 0; b < S_NBATCH; b++) {
@@ -297,7 +297,7 @@ s_run_telem(const s_work_t *w, const char *dir, uint64_t token)
         size_t size;
         int rc = s_encode(enc, w, b, buf, &data, &size);
         if (rc)
-            bench_die("telem_encode_batch", "%s", telem_strerror(rc));
+            bench_die("telem_proto_encode_batch", "%s", telem_strerror(rc));
         if (zmq_send(push, data, size, 0) < 0)
             bench_die("telem send", "%s", zmq_strerror(zmq_errno()));
     }
@@ -310,7 +310,7 @@ s_run_telem(const s_work_t *w, const char *dir, uint64_t token)
     if (got != (int64_t) S_NBATCH * S_BATCH)
         bench_die("telem", "telemd ingested %lld of %lld samples",
                   (long long) got, (long long) S_NBATCH * S_BATCH);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     zmq_close(push);
     zmq_ctx_term(zctx);
     telemd_destroy(&td);
@@ -332,7 +332,7 @@ typedef struct {
 static void
 s_frames_telem(const s_work_t *w, s_frames_t *f)
 {
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     telem_sample_t buf[S_BATCH];
     size_t cap = 1u << 20, used = 0;
     f->buf = malloc(cap);
@@ -349,7 +349,7 @@ s_frames_telem(const s_work_t *w, s_frames_t *f)
         used += size;
     }
     f->off[S_MICRO_NBATCH] = used;
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 }
 
 static double
@@ -361,7 +361,7 @@ s_rate_since(int64_t t0, double samples)
 static void
 s_stage_encode(const s_work_t *w, s_stages_t *st)
 {
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     telem_sample_t buf[S_BATCH];
     const double n = (double) S_MICRO_NBATCH * S_BATCH;
     int64_t t0 = bench_now_ns();
@@ -372,7 +372,7 @@ s_stage_encode(const s_work_t *w, s_stages_t *st)
             bench_die("encode", "failed");
     }
     st->enc_telem = s_rate_since(t0, n);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -391,15 +391,15 @@ static void
 s_stage_decode(const s_work_t *w, const s_frames_t *f, s_stages_t *st)
 {
     const double n = (double) S_MICRO_NBATCH * S_BATCH;
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     telem_msg_t m;
     int64_t t0 = bench_now_ns();
     for (int b = 0; b < S_MICRO_NBATCH; b++)
         if (telem_proto_decode(dec, f->buf + f->off[b],
                                f->off[b + 1] - f->off[b], &m) != 0)
-            bench_die("decode", "%s", telem_decoder_error(dec));
+            bench_die("decode", "%s", telem_proto_decoder_error(dec));
     st->dec_telem = s_rate_since(t0, n);
-    telem_decoder_destroy(&dec);
+    telem_proto_decoder_destroy(&dec);
 
     /* The raw path decodes its own frames (same content, packed by hand). */
     msgpack_sbuffer sb;
@@ -542,7 +542,7 @@ s_report(double raw, double telem, const double *raws, const double *telems,
            S_MICRO_NBATCH * S_BATCH);
     printf("  %-58s %12s %10s\n", "stage", "samples/s", "ns/sample");
 #define ROW(name, v) printf("  %-58s %12.0f %10.1f\n", name, v, 1e9 / (v))
-    ROW("producer: telem_encode_batch", st->enc_telem);
+    ROW("producer: telem_proto_encode_batch", st->enc_telem);
     ROW("producer: msgpack_pack_* by hand (raw)", st->enc_raw);
     ROW("consumer: telem_proto_decode", st->dec_telem);
     ROW("consumer: msgpack_unpack reused zone + append (raw)", st->dec_raw);

@@ -60,7 +60,7 @@ static void
 s_fill_make(s_fill_t *f, int64_t now)
 {
     static const telem_tag_t tags[2] = { { "pid", "4242" }, { "rank", "0" } };
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     telem_sample_t s[64];
     f->n = 0;
     for (int i = 0; i < S_POINTS; i += 64) {
@@ -75,13 +75,13 @@ s_fill_make(s_fill_t *f, int64_t now)
                             .samples = s, .nsamples = k };
         const void *data;
         size_t size;
-        if (telem_encode_batch(enc, &b, &data, &size) != 0)
+        if (telem_proto_encode_batch(enc, &b, &data, &size) != 0)
             bench_die("encode", "batch");
         f->frames[f->n] = malloc(size);
         memcpy(f->frames[f->n], data, size);
         f->sizes[f->n++] = size;
     }
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 }
 
 static void
@@ -99,12 +99,12 @@ s_fill_telemd(telemd_t *td, const s_fill_t *f)
     zmq_connect(push, telemd_ingest_endpoint(td));
     for (int i = 0; i < f->n; i++)
         zmq_send(push, f->frames[i], f->sizes[i], 0);
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     int rc = bench_fin_and_sync(zctx, push, enc, telemd_ctl_endpoint(td),
                                 77, 10000);
     if (rc)
         bench_die("fill", "sync: %s", telem_strerror(rc));
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     zmq_close(push);
     zmq_ctx_term(zctx);
 }
@@ -146,13 +146,13 @@ s_ac_once(ac_t *ac, size_t *reply_size)
                   telem_strerror(rc), r ? ac_result_nseries(r) : 0,
                   s ? s->npoints : 0);
     if (reply_size) {
-        telem_encoder_t *enc = telem_encoder_new();
+        telem_proto_encoder_t *enc = telem_proto_encoder_new();
         telem_query_reply_t rep = { .id = UINT64_MAX / 3, .node = S_NODE,
                                     .series = s, .nseries = 1 };
         const void *data;
-        if (telem_encode_query_reply(enc, &rep, &data, reply_size) != 0)
+        if (telem_proto_encode_query_reply(enc, &rep, &data, reply_size) != 0)
             bench_die("encode", "reply");
-        telem_encoder_destroy(&enc);
+        telem_proto_encoder_destroy(&enc);
     }
     ac_result_destroy(&r);
     return dt;
@@ -167,12 +167,12 @@ s_request_size(void)
                         .start_ns = telem_now_ns() - S_WINDOW_S
                                     * TELEM_NS_PER_SEC,
                         .end_ns = telem_now_ns() };
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     const void *data;
     size_t size = 0;
-    if (telem_encode_query(enc, &q, &data, &size) != 0)
+    if (telem_proto_encode_query(enc, &q, &data, &size) != 0)
         bench_die("encode", "query");
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     return size;
 }
 
@@ -317,10 +317,10 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
     telem_query_t q = { .id = 9, .metrics = metrics, .nmetrics = 1,
                         .start_ns = telem_now_ns() - S_WINDOW_S
                                     * TELEM_NS_PER_SEC };
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     const void *qdata, *reply = NULL;
     size_t qsize, rsize = 0;
-    telem_encode_query(enc, &q, &qdata, &qsize);
+    telem_proto_encode_query(enc, &q, &qdata, &qsize);
     for (int i = 0; i < S_QUERIES; i++) {
         int64_t t0 = bench_now_ns();
         telemd_agent_request(a, qdata, qsize, &reply, &rsize);
@@ -329,7 +329,7 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
     s_summarise(lat, S_QUERIES, agent_out);
     char *copy = malloc(rsize);
     memcpy(copy, reply, rsize);
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     telem_msg_t m;
     for (int i = 0; i < S_QUERIES; i++) {
         int64_t t0 = bench_now_ns();
@@ -341,9 +341,9 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
                       telem_strerror(rc));
     }
     s_summarise(lat, S_QUERIES, decode_out);
-    telem_decoder_destroy(&dec);
+    telem_proto_decoder_destroy(&dec);
     free(copy);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     telemd_agent_destroy(&a);
 }
 

@@ -182,15 +182,15 @@ s_request(void *zctx, const char *rundir, const char *node)
     if (!s || zmq_connect(s, ep) != 0)
         bench_die("bench_restart", "connect %s: %s", ep,
                   zmq_strerror(zmq_errno()));
-    telem_encoder_t *enc = telem_encoder_new();
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     const char *exclude[] = { node };
     const char *detectors[] = { "bench" };
     telem_restart_t r = { 7, telem_now_ns(), "restart latency benchmark",
                           exclude, 1, NULL, 0, detectors, 1 };
     const void *data;
     size_t size;
-    if (!enc || !dec || telem_encode_restart(enc, &r, &data, &size) != 0)
+    if (!enc || !dec || telem_proto_encode_restart(enc, &r, &data, &size) != 0)
         bench_die("bench_restart", "cannot encode the request");
     int64_t t0 = bench_now_ns();
     if (zmq_send(s, data, size, 0) < 0)
@@ -208,8 +208,8 @@ s_request(void *zctx, const char *rundir, const char *node)
     if (m.u.restart_ack.code != 0)
         bench_die("bench_restart", "restart refused: %s",
                   m.u.restart_ack.message);
-    telem_decoder_destroy(&dec);
-    telem_encoder_destroy(&enc);
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
     zmq_close(s);
     return ack;
 }

@@ -109,7 +109,7 @@ typedef struct {
     telemd_t *td[S_NODES];
     void *push[S_NODES];
     void *zctx;
-    telem_encoder_t *enc;
+    telem_proto_encoder_t *enc;
     ac_t *ac;
 } s_cluster_t;
 
@@ -119,7 +119,7 @@ s_cluster_up(s_cluster_t *c, const char *dir)
     const char *names[S_NODES], *eps[S_NODES];
     static char nm[S_NODES][16];
     c->zctx = zmq_ctx_new();
-    c->enc = telem_encoder_new();
+    c->enc = telem_proto_encoder_new();
     for (int k = 0; k < S_NODES; k++) {
         snprintf(nm[k], sizeof nm[k], "node%03d", k);
         c->td[k] = bench_telemd_start(dir, nm[k], 1, 600, 0, 0);
@@ -154,7 +154,7 @@ s_push_round(s_cluster_t *c, const s_data_t *d, int r, uint64_t token)
         telem_batch_t b = { "bench", btags, 2, s, S_PER, 0 };
         const void *data;
         size_t size;
-        if (telem_encode_batch(c->enc, &b, &data, &size))
+        if (telem_proto_encode_batch(c->enc, &b, &data, &size))
             bench_die("encode", "batch");
         zmq_send(c->push[k], data, size, 0);
     }
@@ -172,7 +172,7 @@ s_cluster_down(s_cluster_t *c)
         zmq_close(c->push[k]);
         telemd_destroy(&c->td[k]);
     }
-    telem_encoder_destroy(&c->enc);
+    telem_proto_encoder_destroy(&c->enc);
     zmq_ctx_term(c->zctx);
 }
 

@@ -45,8 +45,8 @@ typedef struct {
     char endpoint[128];
     pthread_t thread;
     atomic_int stop;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     pthread_mutex_t mu;       /* guards what follows */
     pthread_cond_t cond;
     int nrequests;
@@ -139,12 +139,12 @@ s_answer_query(fake_t *f, zmq_msg_t *id, const telem_query_t *q, int seq)
         stale.id = q->id + 7;
         for (int i = 0; i < NPTS; i++)
             myvals[i] = -1;
-        if (telem_encode_query_reply(f->enc, &stale, &data, &size) == 0)
+        if (telem_proto_encode_query_reply(f->enc, &stale, &data, &size) == 0)
             s_send(f, id, data, size);
         for (int i = 0; i < NPTS; i++)
             myvals[i] = seq * 1000 + i + 0.5;
     }
-    if (telem_encode_query_reply(f->enc, &r, &data, &size) == 0)
+    if (telem_proto_encode_query_reply(f->enc, &r, &data, &size) == 0)
         s_send(f, id, data, size);
 }
 
@@ -165,7 +165,7 @@ s_answer_control(fake_t *f, zmq_msg_t *id, const telem_control_t *c)
     pthread_mutex_unlock(&f->mu);
     const void *data;
     size_t size;
-    if (telem_encode_control_reply(f->enc, &r, &data, &size) == 0)
+    if (telem_proto_encode_control_reply(f->enc, &r, &data, &size) == 0)
         s_send(f, id, data, size);
 }
 
@@ -206,7 +206,7 @@ s_answer(fake_t *f, zmq_msg_t *id, const void *body, size_t size)
         telem_error_msg_t e = {
             .id = rid, .message = "bad query",
             .code = f->mode == FAKE_ERROR ? TELEM_EINVAL : TELEM_ENOTFOUND };
-        if (telem_encode_error(f->enc, &e, &data, &n) == 0)
+        if (telem_proto_encode_error(f->enc, &e, &data, &n) == 0)
             s_send(f, id, data, n);
         return;
     }
@@ -258,8 +258,8 @@ s_fake_start(fake_t *f, void *ctx, const char *name, fake_mode_t mode)
     f->level = 2;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cond, NULL);
-    f->enc = telem_encoder_new();
-    f->dec = telem_decoder_new();
+    f->enc = telem_proto_encoder_new();
+    f->dec = telem_proto_decoder_new();
     f->sock = zmq_socket(ctx, ZMQ_ROUTER);
     int zero = 0;
     zmq_setsockopt(f->sock, ZMQ_LINGER, &zero, sizeof zero);
@@ -279,8 +279,8 @@ s_fake_stop(fake_t *f)
     atomic_store(&f->stop, 1);
     pthread_join(f->thread, NULL);
     zmq_close(f->sock);
-    telem_encoder_destroy(&f->enc);
-    telem_decoder_destroy(&f->dec);
+    telem_proto_encoder_destroy(&f->enc);
+    telem_proto_decoder_destroy(&f->dec);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cond);
 }

@@ -53,8 +53,8 @@ struct s_net {
     int nq;
     s_out_t inbox[S_MAXQ];        /* replies to the client */
     int nin;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     char dir[256];
     uint64_t compact_min;         /* for the servers started next */
 };
@@ -172,8 +172,9 @@ s_request(s_net_t *net, int to, uint64_t id, uint64_t epoch, const char *ns,
     const void *data;
     size_t size;
     telem_dict_req_t m = { id, epoch, ns, ops, nops };
-    CHECK(telem_encode_dict_req(net->enc, TELEM_MSG_DICT_REQ, &m, &data,
-                                &size) == 0);
+    CHECK(telem_proto_encode_dict_req(net->enc, TELEM_MSG_DICT_REQ, &m, &data,
+                                      &size)
+          == 0);
     zmq_msg_t f[S_MAXF], route;
     size_t n = 1;
     zmq_msg_init_size(&f[0], size);
@@ -260,8 +261,8 @@ static inline void
 s_net_init(s_net_t *net)
 {
     memset(net, 0, sizeof *net);
-    net->enc = telem_encoder_new();
-    net->dec = telem_decoder_new();
+    net->enc = telem_proto_encoder_new();
+    net->dec = telem_proto_decoder_new();
     snprintf(net->dir, sizeof net->dir, "/tmp/test_dict_server.XXXXXX");
     CHECK(mkdtemp(net->dir) != NULL);
     net->name[0] = "n1";
@@ -300,8 +301,8 @@ s_net_fini(s_net_t *net)
         unlink(log);
     }
     rmdir(net->dir);
-    telem_encoder_destroy(&net->enc);
-    telem_decoder_destroy(&net->dec);
+    telem_proto_encoder_destroy(&net->enc);
+    telem_proto_decoder_destroy(&net->dec);
 }
 
 /* An admin request to server `to`; returns the reply's code, *rep (may
@@ -314,7 +315,7 @@ s_admin(s_net_t *net, int to, uint64_t id, int op, uint64_t epoch,
     telem_dict_admin_t m = { id, op, epoch, prev, 2, nodes, (uint32_t) n };
     const void *data;
     size_t size;
-    CHECK(telem_encode_dict_admin(net->enc, &m, &data, &size) == 0);
+    CHECK(telem_proto_encode_dict_admin(net->enc, &m, &data, &size) == 0);
     zmq_msg_t f, route;
     zmq_msg_init_size(&f, size);
     memcpy(zmq_msg_data(&f), data, size);

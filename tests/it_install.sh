@@ -68,12 +68,12 @@ done
 
 # An application that includes the client headers gets no wire type: the
 # codec's names stay undeclared (the compiler must refuse this program).
-printf '#include <telem/ac.h>\n#include <telem/ddict.h>\n#include <telem/telem.h>\nint main(void) { telem_encoder_t *e = 0; (void) e; return TELEM_MSG_BATCH; }\n' >"$T/wire.c"
+printf '#include <telem/ac.h>\n#include <telem/ddict.h>\n#include <telem/telem.h>\nint main(void) { telem_proto_encoder_t *e = 0; (void) e; return TELEM_MSG_BATCH; }\n' >"$T/wire.c"
 # shellcheck disable=SC2046
 if "$cc" -o "$T/wire" "$T/wire.c" $(pc --cflags) 2>"$T/wire.log"; then
     fail "a program including ac.h, ddict.h and telem.h sees the codec's types"
 fi
-grep -q "telem_encoder_t" "$T/wire.log" || fail "wire.c failed for another reason: $(cat "$T/wire.log")"
+grep -q "telem_proto_encoder_t" "$T/wire.log" || fail "wire.c failed for another reason: $(cat "$T/wire.log")"
 # The client libraries never touch czmq (no signal handlers in the host).
 if ldd "$lib/libtelem.so" | grep -q libczmq; then
     fail "libtelem.so needs libczmq: $(ldd "$lib/libtelem.so" | grep czmq)"

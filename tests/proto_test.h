@@ -155,25 +155,33 @@ s_same_msg(const telem_msg_t *a, const telem_msg_t *b)
 }
 
 static inline int
-s_encode(telem_encoder_t *e, const telem_msg_t *m, const void **data, size_t *size)
+s_encode(telem_proto_encoder_t *e, const telem_msg_t *m, const void **data,
+         size_t *size)
 {
     switch (m->type) {
-    case TELEM_MSG_BATCH: return telem_encode_batch(e, &m->u.batch, data, size);
-    case TELEM_MSG_META: return telem_encode_meta(e, &m->u.meta, data, size);
-    case TELEM_MSG_QUERY: return telem_encode_query(e, &m->u.query, data, size);
+    case TELEM_MSG_BATCH:
+        return telem_proto_encode_batch(e, &m->u.batch, data, size);
+    case TELEM_MSG_META:
+        return telem_proto_encode_meta(e, &m->u.meta, data, size);
+    case TELEM_MSG_QUERY:
+        return telem_proto_encode_query(e, &m->u.query, data, size);
     case TELEM_MSG_QUERY_REPLY:
-        return telem_encode_query_reply(e, &m->u.query_reply, data, size);
-    case TELEM_MSG_CONTROL: return telem_encode_control(e, &m->u.control, data, size);
+        return telem_proto_encode_query_reply(e, &m->u.query_reply, data, size);
+    case TELEM_MSG_CONTROL:
+        return telem_proto_encode_control(e, &m->u.control, data, size);
     case TELEM_MSG_CONTROL_REPLY:
-        return telem_encode_control_reply(e, &m->u.control_reply, data, size);
-    case TELEM_MSG_ERROR: return telem_encode_error(e, &m->u.error, data, size);
+        return telem_proto_encode_control_reply(e, &m->u.control_reply, data,
+                                                size);
+    case TELEM_MSG_ERROR:
+        return telem_proto_encode_error(e, &m->u.error, data, size);
     }
     return TELEM_EINVAL;
 }
 
 /* Encodes m, decodes it with d and checks every field came back. */
 static inline void
-s_round_trip(telem_encoder_t *e, telem_decoder_t *d, const telem_msg_t *m)
+s_round_trip(telem_proto_encoder_t *e, telem_proto_decoder_t *d,
+             const telem_msg_t *m)
 {
     const void *data = NULL;
     size_t size = 0;
@@ -184,7 +192,8 @@ s_round_trip(telem_encoder_t *e, telem_decoder_t *d, const telem_msg_t *m)
     CHECK_RC(rc, 0);
     if (rc == 0 && !s_same_msg(m, &out)) {
         s_failures++;
-        fprintf(stderr, "round trip of a %s changed it\n", telem_msg_type_name(m->type));
+        fprintf(stderr, "round trip of a %s changed it\n",
+                telem_proto_msg_type_name(m->type));
     }
 }
 
@@ -225,7 +234,7 @@ s_raw_head(s_raw_t *w, size_t n, int64_t version, int64_t type)
 }
 
 static inline int
-s_raw_decode(telem_decoder_t *d, s_raw_t *w)
+s_raw_decode(telem_proto_decoder_t *d, s_raw_t *w)
 {
     telem_msg_t out;
     return telem_proto_decode(d, w->sb.data, w->sb.size, &out);

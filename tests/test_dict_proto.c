@@ -106,7 +106,7 @@ s_same_nodes(const char *const *a, uint32_t na, const char *const *b,
 /* ---------------------------------------------------------- round trips */
 
 static void
-test_req_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
+test_req_roundtrip(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     const char *nss[] = { "", "app", "\001meta" };
     int types[] = { TELEM_MSG_DICT_REQ, TELEM_MSG_DICT_REPL };
@@ -116,7 +116,8 @@ test_req_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
                                    nss[k], s_ops, (uint32_t) S_NOPS - k };
             const void *data;
             size_t size;
-            CHECK_RC(telem_encode_dict_req(e, types[t], &m, &data, &size), 0);
+            CHECK_RC(telem_proto_encode_dict_req(e, types[t], &m, &data, &size),
+                     0);
             telem_msg_t out;
             CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
             CHECK((int) out.type == types[t]);
@@ -126,14 +127,16 @@ test_req_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
     telem_dict_req_t m = { 1, 0, "", NULL, 0 };
     const void *data;
     size_t size;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size), 0);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        0);
     telem_msg_t out;
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK(out.u.dict_req.nops == 0 && out.u.dict_req.ops == NULL);
 }
 
 static void
-test_rep_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
+test_rep_roundtrip(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     int types[] = { TELEM_MSG_DICT_REP, TELEM_MSG_DICT_ACK };
     for (int t = 0; t < 2; t++) {
@@ -143,8 +146,9 @@ test_rep_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
         for (int k = 0; k < 2; k++) {
             const void *data;
             size_t size;
-            CHECK_RC(telem_encode_dict_rep(e, types[t], all[k], &data, &size),
-                     0);
+            CHECK_RC(
+                telem_proto_encode_dict_rep(e, types[t], all[k], &data, &size),
+                0);
             telem_msg_t out;
             CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
             CHECK((int) out.type == types[t]);
@@ -154,12 +158,12 @@ test_rep_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
 }
 
 static void
-test_admin_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
+test_admin_roundtrip(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_dict_admin_t m = { 77, TELEM_DADM_PREPARE, 12, 11, 2, s_nodes, 3 };
     const void *data;
     size_t size;
-    CHECK_RC(telem_encode_dict_admin(e, &m, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_dict_admin(e, &m, &data, &size), 0);
     telem_msg_t out;
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_DICT_ADMIN);
@@ -170,7 +174,7 @@ test_admin_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
 
     telem_dict_admin_rep_t r = { 78, TELEM_ETIMEDOUT, "n3", 12, 2, 1,
                                  1u << 20, UINT64_MAX, s_nodes, 2, 11 };
-    CHECK_RC(telem_encode_dict_admin_rep(e, &r, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_dict_admin_rep(e, &r, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_DICT_ADMIN_REP);
     const telem_dict_admin_rep_t *b = &out.u.dict_admin_rep;
@@ -184,86 +188,103 @@ test_admin_roundtrip(telem_encoder_t *e, telem_decoder_t *d)
 /* ---------------------------------------------------------- refusals */
 
 static void
-test_encoder_refusals(telem_encoder_t *e)
+test_encoder_refusals(telem_proto_encoder_t *e)
 {
     const void *data;
     size_t size;
     telem_dict_op_t bad = s_ops[0];
     telem_dict_req_t m = { 1, 0, "", &bad, 1 };
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REP, &m, &data, &size),
-             TELEM_EINVAL);
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, NULL, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REP, &m, &data, &size),
+        TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, NULL, &data, &size),
+        TELEM_EINVAL);
     bad.op = 0;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_EINVAL);
     bad.op = TELEM_DOP_MAX + 1;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_EINVAL);
     bad = s_ops[0];
     bad.klen = TELEM_DICT_KEY_MAX + 1;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_ETOOBIG);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_ETOOBIG);
     bad.key = NULL;
     bad.klen = 3;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_EINVAL);
     /* An inline value over the limit, or beside a value frame. */
     bad = s_ops[8];
     bad.ivlen = TELEM_DICT_INLINE_MAX + 1;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_ETOOBIG);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_ETOOBIG);
     bad = s_ops[6];
     bad.val = 1;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_EINVAL);
     m.ops = NULL;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_EINVAL);
     m.ops = s_ops;
     m.nops = TELEM_DICT_OPS_MAX + 1;
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
-             TELEM_ETOOBIG);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &m, &data, &size),
+        TELEM_ETOOBIG);
 
     telem_dict_res_t pos = { .code = 1 };
     telem_dict_rep_t r = { 1, 0, 0, &pos, 1 };
-    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
+        TELEM_EINVAL);
     pos = s_res[4];
     pos.val = 1;
-    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
+        TELEM_EINVAL);
     pos.val = 0;
     pos.ivlen = TELEM_DICT_INLINE_MAX + 1;
-    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
-             TELEM_ETOOBIG);
+    CHECK_RC(
+        telem_proto_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
+        TELEM_ETOOBIG);
     r.nres = 0;
     r.code = 3;
-    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_ACK, &r, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_rep(e, TELEM_MSG_DICT_ACK, &r, &data, &size),
+        TELEM_EINVAL);
     r.code = 0;
-    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REQ, &r, &data, &size),
-             TELEM_EINVAL);
+    CHECK_RC(
+        telem_proto_encode_dict_rep(e, TELEM_MSG_DICT_REQ, &r, &data, &size),
+        TELEM_EINVAL);
 
     telem_dict_admin_t a = { 1, TELEM_DADM_HELLO, 0, 0, 0, NULL, 2 };
-    CHECK(telem_encode_dict_admin(e, &a, &data, &size) != 0);
+    CHECK(telem_proto_encode_dict_admin(e, &a, &data, &size) != 0);
     a.nodes = s_nodes;
     a.nnodes = TELEM_DICT_NODES_MAX + 1;
-    CHECK_RC(telem_encode_dict_admin(e, &a, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_dict_admin(e, &a, &data, &size), TELEM_ETOOBIG);
     const char *badname[1] = { "" };
     a.nodes = badname;
     a.nnodes = 1;
-    CHECK(telem_encode_dict_admin(e, &a, &data, &size) != 0);
-    CHECK_RC(telem_encode_dict_admin(e, NULL, &data, &size), TELEM_EINVAL);
-    CHECK_RC(telem_encode_dict_admin_rep(e, NULL, &data, &size), TELEM_EINVAL);
+    CHECK(telem_proto_encode_dict_admin(e, &a, &data, &size) != 0);
+    CHECK_RC(telem_proto_encode_dict_admin(e, NULL, &data, &size),
+             TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_dict_admin_rep(e, NULL, &data, &size),
+             TELEM_EINVAL);
     /* The encoder still works after refusals. */
     a.nodes = s_nodes;
-    CHECK_RC(telem_encode_dict_admin(e, &a, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_dict_admin(e, &a, &data, &size), 0);
 }
 
 /* Every prefix of a valid frame is refused; so is a trailing byte. */
 static void
-s_truncate_all(telem_decoder_t *d, const void *data, size_t size)
+s_truncate_all(telem_proto_decoder_t *d, const void *data, size_t size)
 {
     unsigned char *copy = malloc(size + 1);
     memcpy(copy, data, size);
@@ -283,21 +304,25 @@ s_truncate_all(telem_decoder_t *d, const void *data, size_t size)
 }
 
 static void
-test_truncation(telem_encoder_t *e, telem_decoder_t *d)
+test_truncation(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     const void *data;
     size_t size;
     telem_dict_req_t q = { 1, 2, "ns", s_ops, (uint32_t) S_NOPS };
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REPL, &q, &data, &size), 0);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REPL, &q, &data, &size),
+        0);
     s_truncate_all(d, data, size);
     telem_dict_rep_t r = { 1, 2, 0, s_res, (uint32_t) S_NRES };
-    CHECK_RC(telem_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size), 0);
+    CHECK_RC(
+        telem_proto_encode_dict_rep(e, TELEM_MSG_DICT_REP, &r, &data, &size),
+        0);
     s_truncate_all(d, data, size);
     telem_dict_admin_t a = { 1, TELEM_DADM_PREPARE, 2, 1, 2, s_nodes, 3 };
-    CHECK_RC(telem_encode_dict_admin(e, &a, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_dict_admin(e, &a, &data, &size), 0);
     s_truncate_all(d, data, size);
     telem_dict_admin_rep_t ar = { 1, 0, "n1", 2, 2, 0, 5, 6, s_nodes, 3, 1 };
-    CHECK_RC(telem_encode_dict_admin_rep(e, &ar, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_dict_admin_rep(e, &ar, &data, &size), 0);
     s_truncate_all(d, data, size);
 }
 
@@ -327,7 +352,7 @@ s_raw_op(s_raw_t *w, int n, int64_t op, int key_is_str, int64_t last)
 }
 
 static void
-test_malformed_ops(telem_decoder_t *d)
+test_malformed_ops(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
@@ -343,7 +368,7 @@ test_malformed_ops(telem_decoder_t *d)
     s_raw_req(&w, 1);
     s_raw_op(&w, 3, TELEM_DOP_GET, 0, 0);          /* array of 3 */
     CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
-    CHECK(strstr(telem_decoder_error(d), "op 0") != NULL);
+    CHECK(strstr(telem_proto_decoder_error(d), "op 0") != NULL);
     /* An inline value: accepted; beside a value frame, too long, or not
        a bin: refused. */
     s_raw_req(&w, 1);
@@ -354,7 +379,7 @@ test_malformed_ops(telem_decoder_t *d)
     s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 1);
     msgpack_pack_bin_with_body(&w.pk, "val", 3);
     CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
-    CHECK(strstr(telem_decoder_error(d), "inline") != NULL);
+    CHECK(strstr(telem_proto_decoder_error(d), "inline") != NULL);
     s_raw_req(&w, 1);
     s_raw_op(&w, 5, TELEM_DOP_PUT, 0, 0);
     msgpack_pack_bin_with_body(&w.pk, s_biggest, sizeof s_biggest);
@@ -389,7 +414,7 @@ test_malformed_ops(telem_decoder_t *d)
 }
 
 static void
-test_malformed_rest(telem_decoder_t *d)
+test_malformed_rest(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
@@ -453,12 +478,14 @@ test_malformed_rest(telem_decoder_t *d)
 /* Flips bytes of valid frames with a fixed seed: decode must return
  * cleanly (0 or an error) every time. */
 static void
-test_flips(telem_encoder_t *e, telem_decoder_t *d)
+test_flips(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     const void *data;
     size_t size;
     telem_dict_req_t q = { 1, 2, "ns", s_ops, (uint32_t) S_NOPS };
-    CHECK_RC(telem_encode_dict_req(e, TELEM_MSG_DICT_REQ, &q, &data, &size), 0);
+    CHECK_RC(
+        telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &q, &data, &size),
+        0);
     unsigned char *base = malloc(size), *copy = malloc(size);
     memcpy(base, data, size);
     uint32_t seed = 12345;
@@ -487,8 +514,8 @@ main(void)
 {
     for (size_t i = 0; i < sizeof s_biggest; i++)
         s_biggest[i] = (uint8_t) (i * 31u + 7u);
-    telem_encoder_t *e = telem_encoder_new();
-    telem_decoder_t *d = telem_decoder_new();
+    telem_proto_encoder_t *e = telem_proto_encoder_new();
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
     test_req_roundtrip(e, d);
     test_rep_roundtrip(e, d);
     test_admin_roundtrip(e, d);
@@ -497,7 +524,7 @@ main(void)
     test_malformed_ops(d);
     test_malformed_rest(d);
     test_flips(e, d);
-    telem_encoder_destroy(&e);
-    telem_decoder_destroy(&d);
+    telem_proto_encoder_destroy(&e);
+    telem_proto_decoder_destroy(&d);
     return check_report("test_dict_proto");
 }

@@ -107,8 +107,9 @@ test_bad_input(void)
     telem_dict_rep_t ack = { 12345, 1, 0, NULL, 0 };
     const void *data;
     size_t size;
-    CHECK(telem_encode_dict_rep(net.enc, TELEM_MSG_DICT_ACK, &ack, &data,
-                                &size) == 0);
+    CHECK(telem_proto_encode_dict_rep(net.enc, TELEM_MSG_DICT_ACK, &ack, &data,
+                                      &size)
+          == 0);
     zmq_msg_init_size(&f, size);
     memcpy(zmq_msg_data(&f), data, size);
     CHECK(ddict_server_peer_reply(s, "n2", &f, 1) == 0);

@@ -57,7 +57,7 @@ s_long_name(char *buf, unsigned i)
 
 /* Encodes the largest valid query; returns its size. */
 static size_t
-s_largest_query(telem_encoder_t *enc)
+s_largest_query(telem_proto_encoder_t *enc)
 {
     static char names[TELEM_QUERY_METRICS_MAX][256];
     static char keys[TELEM_TAGS_MAX][256], values[TELEM_TAGS_MAX][256];
@@ -76,7 +76,7 @@ s_largest_query(telem_encoder_t *enc)
     };
     const void *data;
     size_t size = 0;
-    if (telem_encode_query(enc, &q, &data, &size) != 0)
+    if (telem_proto_encode_query(enc, &q, &data, &size) != 0)
         return 0;
     return size;
 }
@@ -84,22 +84,24 @@ s_largest_query(telem_encoder_t *enc)
 /* Encodes a batch of one sample of metric "hostile_batch" (or a meta for
  * it when `meta`); returns 0 or the encoder's error. */
 static int
-s_ingest_msg(telem_encoder_t *enc, int meta, const void **data, size_t *size)
+s_ingest_msg(telem_proto_encoder_t *enc, int meta, const void **data,
+             size_t *size)
 {
     if (meta) {
         telem_meta_t m = { "hostile_batch", TELEM_METRIC_GAUGE, "B", "x" };
-        return telem_encode_meta(enc, &m, data, size);
+        return telem_proto_encode_meta(enc, &m, data, size);
     }
     telem_sample_t s = { .metric = "hostile_batch", .level = 1,
                          .ts_ns = telem_now_ns(), .value = 42 };
     telem_batch_t b = { .source = "hostile", .samples = &s, .nsamples = 1 };
-    return telem_encode_batch(enc, &b, data, size);
+    return telem_proto_encode_batch(enc, &b, data, size);
 }
 
 /* The code of an error, dict_rep or control_reply frame; -1000 if it is
  * none of them.  *type gets its type. */
 static int
-s_reply_code(telem_decoder_t *dec, const void *data, size_t size, int *type)
+s_reply_code(telem_proto_decoder_t *dec, const void *data, size_t size,
+             int *type)
 {
     telem_msg_t m;
     *type = 0;
@@ -120,25 +122,26 @@ s_reply_code(telem_decoder_t *dec, const void *data, size_t size, int *type)
 static void
 test_request_limit(void)
 {
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     size_t size = s_largest_query(enc);
     printf("largest valid query: %zu bytes (limit %u)\n", size,
            (unsigned) TELEMD_REQUEST_MAX);
     CHECK(size > 64 * 1024);           /* the query really is the largest */
     CHECK(size < TELEMD_REQUEST_MAX);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 }
 
 /* Series of metric "hostile_batch" in the agent's store. */
 static uint32_t
-s_stored(telemd_agent_t *agent, telem_encoder_t *enc, telem_decoder_t *dec)
+s_stored(telemd_agent_t *agent, telem_proto_encoder_t *enc,
+         telem_proto_decoder_t *dec)
 {
     const char *metric = "hostile_batch";
     telem_query_t q = { .id = 9, .metrics = &metric, .nmetrics = 1 };
     const void *data, *reply;
     size_t size, rsize;
     telem_msg_t m;
-    if (telem_encode_query(enc, &q, &data, &size) != 0
+    if (telem_proto_encode_query(enc, &q, &data, &size) != 0
         || telemd_agent_request(agent, data, size, &reply, &rsize) != 0
         || telem_proto_decode(dec, reply, rsize, &m) != 0
         || m.type != TELEM_MSG_QUERY_REPLY)
@@ -153,8 +156,8 @@ test_agent_refuses_ingest(void)
                             .window_ns = 60 * TELEM_NS_PER_SEC,
                             .interval_ns = TELEM_NS_PER_SEC };
     telemd_agent_t *agent = telemd_agent_new(&cfg, NULL);
-    telem_encoder_t *enc = telem_encoder_new();
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     REQUIRE(agent && enc && dec);
     for (int meta = 0; meta <= 1; meta++) {
         const void *data, *reply = NULL;
@@ -175,8 +178,8 @@ test_agent_refuses_ingest(void)
     REQUIRE(s_ingest_msg(enc, 0, &data, &size) == 0);
     CHECK_RC(telemd_agent_ingest(agent, data, size), 0);
     CHECK_INT(s_stored(agent, enc, dec), 1);
-    telem_decoder_destroy(&dec);
-    telem_encoder_destroy(&enc);
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
     telemd_agent_destroy(&agent);
 }
 
@@ -187,7 +190,7 @@ typedef struct {
     int type;
     int code;
     uint64_t id;
-    telem_decoder_t *dec;
+    telem_proto_decoder_t *dec;
 } s_out_t;
 
 static int
@@ -237,29 +240,30 @@ test_dict_refuses_foreign(void)
     char dir[64], log[128];
     REQUIRE(test_tmpdir(dir, sizeof dir, "test_hostile") == 0);
     snprintf(log, sizeof log, "%s/dict.log", dir);
-    s_out_t o = { .dec = telem_decoder_new() };
+    s_out_t o = {.dec = telem_proto_decoder_new()};
     ddict_server_config_t cfg = { .node = "d1", .log_path = log,
                                   .sync = DDICT_SYNC_NONE };
     int err = 0;
     ddict_server_t *srv = ddict_server_new(&cfg, s_out, &o, &err);
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     REQUIRE(srv && enc && o.dec);
     const void *data;
     size_t size;
     REQUIRE(s_ingest_msg(enc, 0, &data, &size) == 0);
     s_dict_refused(srv, &o, data, size, TELEM_EPROTO);
     telem_dict_rep_t rep = { 7, 1, 0, NULL, 0 };
-    REQUIRE(telem_encode_dict_rep(enc, TELEM_MSG_DICT_ACK, &rep, &data,
-                                  &size) == 0);
+    REQUIRE(
+        telem_proto_encode_dict_rep(enc, TELEM_MSG_DICT_ACK, &rep, &data, &size)
+        == 0);
     s_dict_refused(srv, &o, data, size, TELEM_EPROTO);
     s_dict_refused(srv, &o, "\x01\x02\x03", 3, TELEM_EPROTO);
     ddict_server_stats_t st;
     ddict_server_stats(srv, &st);
     CHECK_INT(st.bad_messages, 3);
     CHECK_INT(st.keys, 0);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     ddict_server_destroy(&srv);
-    telem_decoder_destroy(&o.dec);
+    telem_proto_decoder_destroy(&o.dec);
     test_rmtree(dir);
 }
 
@@ -386,7 +390,7 @@ s_send_frames(void *sock, const char *spec)
 static int
 s_send_what(void *sock, const char *what)
 {
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     const void *data = NULL;
     size_t size = 0;
     int rc = -1;
@@ -394,14 +398,14 @@ s_send_what(void *sock, const char *what)
         rc = s_ingest_msg(enc, !strcmp(what, "meta"), &data, &size);
     } else if (!strcmp(what, "status")) {
         telem_control_t c = { .id = 5, .op = TELEM_CTL_STATUS };
-        rc = telem_encode_control(enc, &c, &data, &size);
+        rc = telem_proto_encode_control(enc, &c, &data, &size);
     } else if (!strncmp(what, "frames:", 7)) {
-        telem_encoder_destroy(&enc);
+        telem_proto_encoder_destroy(&enc);
         return s_send_frames(sock, what);
     }
     if (rc == 0)
         rc = zmq_send(sock, data, size, 0) < 0 ? -1 : 0;
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
     return rc;
 }
 
@@ -409,7 +413,7 @@ s_send_what(void *sock, const char *what)
 static void
 s_await(zsock_t *dealer, zsock_t *mon, int timeout_ms)
 {
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     zpoller_t *poller = zpoller_new(dealer, mon, NULL);
     int64_t end = telem_mono_ns() + (int64_t) timeout_ms * TELEM_NS_PER_MS;
     const char *said = "timeout";
@@ -431,7 +435,7 @@ s_await(zsock_t *dealer, zsock_t *mon, int timeout_ms)
     if (strcmp(said, "reply"))
         printf("%s\n", said);
     zpoller_destroy(&poller);
-    telem_decoder_destroy(&dec);
+    telem_proto_decoder_destroy(&dec);
 }
 
 static int

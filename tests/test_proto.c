@@ -11,7 +11,7 @@
 /* --------------------------------------------------------- round trips */
 
 static void
-test_round_trips(telem_encoder_t *e, telem_decoder_t *d)
+test_round_trips(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_sample_t s[40];
     telem_msg_t m = s_make_batch(s, 40);
@@ -74,19 +74,22 @@ test_round_trips(telem_encoder_t *e, telem_decoder_t *d)
 static void
 test_type_names(void)
 {
-    CHECK(strcmp(telem_msg_type_name(TELEM_MSG_BATCH), "batch") == 0);
-    CHECK(strcmp(telem_msg_type_name(TELEM_MSG_QUERY_REPLY), "query_reply") == 0);
-    CHECK(strcmp(telem_msg_type_name(TELEM_MSG_ERROR), "error") == 0);
-    CHECK(strcmp(telem_msg_type_name(0), "unknown") == 0);
-    CHECK(strcmp(telem_msg_type_name(16), "unknown") == 0);   /* unassigned */
-    CHECK(strcmp(telem_msg_type_name(-1), "unknown") == 0);
+    CHECK(strcmp(telem_proto_msg_type_name(TELEM_MSG_BATCH), "batch") == 0);
+    CHECK(
+        strcmp(telem_proto_msg_type_name(TELEM_MSG_QUERY_REPLY), "query_reply")
+        == 0);
+    CHECK(strcmp(telem_proto_msg_type_name(TELEM_MSG_ERROR), "error") == 0);
+    CHECK(strcmp(telem_proto_msg_type_name(0), "unknown") == 0);
+    CHECK(strcmp(telem_proto_msg_type_name(16), "unknown")
+          == 0); /* unassigned */
+    CHECK(strcmp(telem_proto_msg_type_name(-1), "unknown") == 0);
 }
 
 /* The dispatch registration: the real one passes the checks, and the
  * checks refuse a duplicate type, a type out of range, a missing decoder
  * and a struct too big for telem_msg_t. */
 static int
-s_dec_dummy(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_dummy(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     (void) d, (void) r, (void) nkeys, (void) msg;
     return 0;
@@ -102,7 +105,8 @@ test_families(void)
     CHECK_RC(tp_families_check(fams, n, why, sizeof why), 0);
     for (int type = TELEM_MSG_BATCH; type <= TELEM_MSG_ERROR; type++) {
         const tp_type_t *t = tp_type_find(type);
-        CHECK(t && t->type == type && strcmp(t->name, telem_msg_type_name(type)) == 0);
+        CHECK(t && t->type == type
+              && strcmp(t->name, telem_proto_msg_type_name(type)) == 0);
     }
     CHECK(tp_type_find(0) == NULL && tp_type_find(-1) == NULL);
     CHECK(tp_type_find(INT64_MAX) == NULL);
@@ -129,7 +133,7 @@ test_families(void)
 /* ---------------------------------------------------- encoder refusals */
 
 static void
-test_encode_batch_refusals(telem_encoder_t *e)
+test_encode_batch_refusals(telem_proto_encoder_t *e)
 {
     const void *data;
     size_t size;
@@ -138,48 +142,47 @@ test_encode_batch_refusals(telem_encoder_t *e)
     too_long[TELEM_NAME_MAX + 1] = '\0';
     telem_sample_t s = { .metric = "m", .level = 1 };
     telem_batch_t b = { .samples = &s, .nsamples = 1 };
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), 0);
-    CHECK_RC(telem_encode_batch(NULL, &b, &data, &size), TELEM_EINVAL);
-    CHECK_RC(telem_encode_batch(e, NULL, &data, &size), TELEM_EINVAL);
-    CHECK_RC(telem_encode_batch(e, &b, NULL, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_batch(NULL, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, NULL, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, NULL, &size), TELEM_EINVAL);
     s.metric = NULL;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     s.metric = "";
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     s.metric = too_long;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
     s.metric = "m";
     s.level = 5;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     s.level = 1;
     telem_tag_t many[TELEM_TAGS_MAX + 1];
     for (int i = 0; i <= TELEM_TAGS_MAX; i++)
         many[i] = (telem_tag_t) { "k", "v" };
     s.tags = many;
     s.ntags = TELEM_TAGS_MAX + 1;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
     s.ntags = 2;   /* duplicate keys */
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     s.tags = NULL;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     s.ntags = 0;
     b.tags = (telem_tag_t[]) { { "k", "" } };
     b.ntags = 1;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     b.ntags = 0;
     b.source = too_long;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
     b.source = NULL;
     b.samples = NULL;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_EINVAL);
     b.nsamples = TELEM_BATCH_MAX + 1;
     b.samples = &s;
-    CHECK_RC(telem_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
-
+    CHECK_RC(telem_proto_encode_batch(e, &b, &data, &size), TELEM_ETOOBIG);
 }
 
 static void
-test_encoder_refusals(telem_encoder_t *e, telem_decoder_t *d)
+test_encoder_refusals(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     const void *data;
     size_t size;
@@ -187,44 +190,49 @@ test_encoder_refusals(telem_encoder_t *e, telem_decoder_t *d)
     memset(too_long, 'a', TELEM_NAME_MAX + 1);
     too_long[TELEM_NAME_MAX + 1] = '\0';
     telem_meta_t meta = { .metric = "m", .type = 2 };
-    CHECK_RC(telem_encode_meta(e, &meta, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_meta(e, &meta, &data, &size), TELEM_EINVAL);
     meta = (telem_meta_t) { .metric = "m", .doc = too_long };
-    CHECK_RC(telem_encode_meta(e, &meta, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_meta(e, &meta, &data, &size), 0);
     char text[TELEM_TEXT_MAX + 2];
     memset(text, 't', sizeof text - 1);
     text[sizeof text - 1] = '\0';
     meta.unit = text;
-    CHECK_RC(telem_encode_meta(e, &meta, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_meta(e, &meta, &data, &size), TELEM_ETOOBIG);
 
     const char *names[TELEM_QUERY_METRICS_MAX + 1];
     for (int i = 0; i <= TELEM_QUERY_METRICS_MAX; i++)
         names[i] = "m";
     telem_query_t q = { .metrics = names, .nmetrics = TELEM_QUERY_METRICS_MAX + 1 };
-    CHECK_RC(telem_encode_query(e, &q, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_query(e, &q, &data, &size), TELEM_ETOOBIG);
     q.nmetrics = 1;
     q.metrics = NULL;
-    CHECK_RC(telem_encode_query(e, &q, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_query(e, &q, &data, &size), TELEM_EINVAL);
     q = (telem_query_t) { .filters = NULL, .nfilters = 1 };
-    CHECK_RC(telem_encode_query(e, &q, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_query(e, &q, &data, &size), TELEM_EINVAL);
 
     telem_series_t sr = { .metric = "m", .npoints = 3 };
     telem_query_reply_t rp = { .node = "n", .series = &sr, .nseries = 1 };
-    CHECK_RC(telem_encode_query_reply(e, &rp, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_query_reply(e, &rp, &data, &size),
+             TELEM_EINVAL);
     rp.series = NULL;
-    CHECK_RC(telem_encode_query_reply(e, &rp, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_query_reply(e, &rp, &data, &size),
+             TELEM_EINVAL);
     rp = (telem_query_reply_t) { .node = "" };
-    CHECK_RC(telem_encode_query_reply(e, &rp, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_query_reply(e, &rp, &data, &size),
+             TELEM_EINVAL);
 
     telem_control_t c = { .op = 0 };
-    CHECK_RC(telem_encode_control(e, &c, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_control(e, &c, &data, &size), TELEM_EINVAL);
     telem_control_reply_t cr = { .op = TELEM_CTL_STATUS, .status = s_status };
     cr.status.level = 5;
-    CHECK_RC(telem_encode_control_reply(e, &cr, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_control_reply(e, &cr, &data, &size),
+             TELEM_EINVAL);
     cr.status = s_status;
     cr.status.node = NULL;
-    CHECK_RC(telem_encode_control_reply(e, &cr, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_control_reply(e, &cr, &data, &size),
+             TELEM_EINVAL);
     telem_error_msg_t em = { .code = TELEM_EIO, .message = text };
-    CHECK_RC(telem_encode_error(e, &em, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_error(e, &em, &data, &size), TELEM_ETOOBIG);
 
     /* a failed encode leaves the encoder usable */
     telem_msg_t ok = { .type = TELEM_MSG_CONTROL, .u.control = { .id = 1, .op = 1 } };
@@ -234,10 +242,10 @@ test_encoder_refusals(telem_encoder_t *e, telem_decoder_t *d)
 /* -------------------------------------------------------------- reuse */
 
 static void
-test_reuse(telem_encoder_t *e)
+test_reuse(telem_proto_encoder_t *e)
 {
-    telem_decoder_t *d = telem_decoder_new();
-    telem_encoder_t *e2 = telem_encoder_new();
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
+    telem_proto_encoder_t *e2 = telem_proto_encoder_new();
     CHECK(d && e2);
     s_corpus_t c;
     s_make_corpus(&c);
@@ -265,33 +273,33 @@ test_reuse(telem_encoder_t *e)
     }
     free(ts);
     free(v);
-    telem_decoder_destroy(&d);
-    telem_encoder_destroy(&e2);
+    telem_proto_decoder_destroy(&d);
+    telem_proto_encoder_destroy(&e2);
     CHECK(d == NULL && e2 == NULL);
-    telem_decoder_destroy(&d);   /* NULL is fine */
-    telem_decoder_destroy(NULL);
-    telem_encoder_destroy(NULL);
+    telem_proto_decoder_destroy(&d); /* NULL is fine */
+    telem_proto_decoder_destroy(NULL);
+    telem_proto_encoder_destroy(NULL);
 }
 
 int
 main(void)
 {
     s_init_strings();
-    telem_encoder_t *e = telem_encoder_new();
-    telem_decoder_t *d = telem_decoder_new();
+    telem_proto_encoder_t *e = telem_proto_encoder_new();
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
     if (!e || !d) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    CHECK(strcmp(telem_decoder_error(d), "no error") == 0);
+    CHECK(strcmp(telem_proto_decoder_error(d), "no error") == 0);
     test_type_names();
     test_families();
     test_round_trips(e, d);
     test_encode_batch_refusals(e);
     test_encoder_refusals(e, d);
     test_reuse(e);
-    telem_encoder_destroy(&e);
-    telem_decoder_destroy(&d);
+    telem_proto_encoder_destroy(&e);
+    telem_proto_decoder_destroy(&d);
     CHECK(e == NULL && d == NULL);
     return check_report("test_proto");
 }

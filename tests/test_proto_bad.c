@@ -11,7 +11,7 @@
 /* ---------------------------------------------------- decoder refusals */
 
 static void
-test_truncation(telem_encoder_t *e, telem_decoder_t *d)
+test_truncation(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     s_corpus_t c;
     s_make_corpus(&c);
@@ -35,13 +35,13 @@ test_truncation(telem_encoder_t *e, telem_decoder_t *d)
         CHECK(s_same_msg(&c.msg[k], &out));
         copy[size] = 0xc0;   /* one trailing byte */
         CHECK_RC(telem_proto_decode(d, copy, size + 1, &out), TELEM_EPROTO);
-        CHECK(strstr(telem_decoder_error(d), "trailing") != NULL);
+        CHECK(strstr(telem_proto_decoder_error(d), "trailing") != NULL);
         free(copy);
     }
 }
 
 static void
-test_header_refusals(telem_decoder_t *d)
+test_header_refusals(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
@@ -53,7 +53,7 @@ test_header_refusals(telem_decoder_t *d)
     CHECK_RC(telem_proto_decode(d, "\x01", 1, &out), TELEM_EPROTO);        /* int */
     CHECK_RC(telem_proto_decode(d, "\x92\x01\x02", 3, &out), TELEM_EPROTO); /* array */
     CHECK_RC(telem_proto_decode(d, "\x80", 1, &out), TELEM_EPROTO);        /* {} */
-    CHECK(strstr(telem_decoder_error(d), "missing \"v\"") != NULL);
+    CHECK(strstr(telem_proto_decoder_error(d), "missing \"v\"") != NULL);
 
     s_raw_head(&w, 3, 2, TELEM_MSG_CONTROL);
     s_raw_int(&w, "id", 1);
@@ -64,7 +64,8 @@ test_header_refusals(telem_decoder_t *d)
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         s_raw_head(&w, 2, TELEM_PROTO_VERSION, types[i]);
         CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
-        CHECK(strstr(telem_decoder_error(d), "unknown message type") != NULL);
+        CHECK(strstr(telem_proto_decoder_error(d), "unknown message type")
+              != NULL);
     }
     msgpack_sbuffer_clear(&w.sb);   /* "v" as a string */
     msgpack_pack_map(&w.pk, 2);
@@ -88,14 +89,14 @@ test_header_refusals(telem_decoder_t *d)
 
 /* Missing mandatory fields, duplicate keys, integers out of range. */
 static void
-test_mandatory_refusals(telem_decoder_t *d)
+test_mandatory_refusals(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
     s_raw_head(&w, 3, 1, TELEM_MSG_CONTROL);
     s_raw_int(&w, "id", 1);
     CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
-    CHECK(strcmp(telem_decoder_error(d), "control: missing \"op\"") == 0);
+    CHECK(strcmp(telem_proto_decoder_error(d), "control: missing \"op\"") == 0);
     s_raw_head(&w, 5, 1, TELEM_MSG_CONTROL);
     s_raw_int(&w, "id", 1);
     s_raw_int(&w, "op", 1);
@@ -118,7 +119,7 @@ test_mandatory_refusals(telem_decoder_t *d)
 
 /* A batch of one sample: metric, ts, value, level as given by `how`. */
 static int
-s_sample_case(telem_decoder_t *d, s_raw_t *w, int how)
+s_sample_case(telem_proto_decoder_t *d, s_raw_t *w, int how)
 {
     s_raw_batch1(w, how == 9 ? 3 : 4);
     msgpack_packer *pk = &w->pk;
@@ -150,7 +151,7 @@ s_sample_case(telem_decoder_t *d, s_raw_t *w, int how)
 }
 
 static void
-test_field_refusals(telem_decoder_t *d)
+test_field_refusals(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
@@ -161,7 +162,8 @@ test_field_refusals(telem_decoder_t *d)
         int rc = s_sample_case(d, &w, how);
         if (rc != want[how]) {
             s_failures++;
-            fprintf(stderr, "sample case %d: rc %d (%s)\n", how, rc, telem_decoder_error(d));
+            fprintf(stderr, "sample case %d: rc %d (%s)\n", how, rc,
+                    telem_proto_decoder_error(d));
         }
     }
     CHECK_RC(s_sample_case(d, &w, 12), 0);   /* the well-formed one */
@@ -181,7 +183,9 @@ test_field_refusals(telem_decoder_t *d)
         msgpack_pack_int(&w.pk, 1);
     }
     CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
-    CHECK(strcmp(telem_decoder_error(d), "batch: sample 3: value is not a number") == 0);
+    CHECK(strcmp(telem_proto_decoder_error(d),
+                 "batch: sample 3: value is not a number")
+          == 0);
 
     /* too many tags, an over-long tag value, a duplicate tag, an empty value */
     for (int k = 0; k < 4; k++) {
@@ -204,7 +208,7 @@ test_field_refusals(telem_decoder_t *d)
 }
 
 static void
-test_count_refusals(telem_decoder_t *d)
+test_count_refusals(telem_proto_decoder_t *d)
 {
     telem_msg_t out;
     /* {"v":1,"t":1,"s": array32 claiming 4 billion samples} */
@@ -255,7 +259,8 @@ test_count_refusals(telem_decoder_t *d)
 
 /* A reply with one series whose ts and vl bins are given. */
 static int
-s_series_case(telem_decoder_t *d, s_raw_t *w, size_t nts, size_t nvl, bool with_vl)
+s_series_case(telem_proto_decoder_t *d, s_raw_t *w, size_t nts, size_t nvl,
+              bool with_vl)
 {
     static const unsigned char zeros[64];
     s_raw_head(w, 5, 1, TELEM_MSG_QUERY_REPLY);
@@ -277,7 +282,7 @@ s_series_case(telem_decoder_t *d, s_raw_t *w, size_t nts, size_t nvl, bool with_
 }
 
 static void
-test_reply_refusals(telem_decoder_t *d)
+test_reply_refusals(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
@@ -386,7 +391,7 @@ s_build_lenient(s_raw_t *w)
 }
 
 static void
-test_lenient_forms(telem_decoder_t *d)
+test_lenient_forms(telem_proto_decoder_t *d)
 {
     s_raw_t w;
     s_raw_init(&w);
@@ -434,10 +439,10 @@ s_next(uint64_t *x)
 /* Flips random bytes of valid frames: the decoder must answer 0 or a
  * known error; whatever it accepts must re-encode and decode the same. */
 static void
-test_mutation(telem_encoder_t *e, telem_decoder_t *d)
+test_mutation(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
-    telem_decoder_t *d2 = telem_decoder_new();
-    telem_encoder_t *e2 = telem_encoder_new();
+    telem_proto_decoder_t *d2 = telem_proto_decoder_new();
+    telem_proto_encoder_t *e2 = telem_proto_encoder_new();
     s_corpus_t c;
     s_make_corpus(&c);
     uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -480,16 +485,16 @@ test_mutation(telem_encoder_t *e, telem_decoder_t *d)
     CHECK(unstable == 0);
     CHECK(accepted > 0);   /* some flips land in values: the test saw both paths */
     printf("mutation: %d of 21000 mutated frames accepted\n", accepted);
-    telem_decoder_destroy(&d2);
-    telem_encoder_destroy(&e2);
+    telem_proto_decoder_destroy(&d2);
+    telem_proto_encoder_destroy(&e2);
 }
 
 int
 main(void)
 {
     s_init_strings();
-    telem_encoder_t *e = telem_encoder_new();
-    telem_decoder_t *d = telem_decoder_new();
+    telem_proto_encoder_t *e = telem_proto_encoder_new();
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
     if (!e || !d) {
         fprintf(stderr, "out of memory\n");
         return 1;
@@ -502,8 +507,8 @@ main(void)
     test_reply_refusals(d);
     test_lenient_forms(d);
     test_mutation(e, d);
-    telem_encoder_destroy(&e);
-    telem_decoder_destroy(&d);
+    telem_proto_encoder_destroy(&e);
+    telem_proto_decoder_destroy(&d);
     CHECK(e == NULL && d == NULL);
     return check_report("test_proto_bad");
 }

@@ -26,8 +26,8 @@
 
 typedef struct {
     telemd_agent_t *agent;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     telem_query_reply_t reply;     /* last query's reply, points into dec */
     int64_t now;
 } s_fix_t;
@@ -40,8 +40,8 @@ s_fix_init(s_fix_t *f)
                             .interval_ns = TELEM_NS_PER_SEC };
     memset(f, 0, sizeof *f);
     f->agent = telemd_agent_new(&cfg, NULL);
-    f->enc = telem_encoder_new();
-    f->dec = telem_decoder_new();
+    f->enc = telem_proto_encoder_new();
+    f->dec = telem_proto_decoder_new();
     if (!f->agent || !f->enc || !f->dec) {
         fprintf(stderr, "test_store_ingest: set-up failed\n");
         exit(1);
@@ -53,8 +53,8 @@ static void
 s_fix_done(s_fix_t *f)
 {
     telemd_agent_destroy(&f->agent);
-    telem_encoder_destroy(&f->enc);
-    telem_decoder_destroy(&f->dec);
+    telem_proto_encoder_destroy(&f->enc);
+    telem_proto_decoder_destroy(&f->dec);
 }
 
 static int
@@ -65,7 +65,7 @@ s_ingest(s_fix_t *f, const telem_tag_t *tags, uint32_t ntags,
                         .samples = samples, .nsamples = n };
     const void *data;
     size_t size;
-    int rc = telem_encode_batch(f->enc, &b, &data, &size);
+    int rc = telem_proto_encode_batch(f->enc, &b, &data, &size);
     return rc ? rc : telemd_agent_ingest(f->agent, data, size);
 }
 
@@ -98,7 +98,7 @@ s_query_all(s_fix_t *f)
     const void *data;
     size_t size;
     telem_msg_t m;
-    int rc = telem_encode_query(f->enc, &q, &data, &size);
+    int rc = telem_proto_encode_query(f->enc, &q, &data, &size);
     if (!rc)
         rc = s_request(f, data, size, &m);
     if (!rc && m.type != TELEM_MSG_QUERY_REPLY)
@@ -114,7 +114,7 @@ s_status(s_fix_t *f)
     const void *data;
     size_t size;
     telem_msg_t m;
-    if (telem_encode_control(f->enc, &c, &data, &size) != 0
+    if (telem_proto_encode_control(f->enc, &c, &data, &size) != 0
         || s_request(f, data, size, &m) != 0
         || m.type != TELEM_MSG_CONTROL_REPLY)
         return (telem_status_t) { .ingested = UINT64_MAX };

@@ -127,7 +127,7 @@ s_fake_sample(const telem_batch_t *b, const telem_sample_t *s)
 }
 
 static void
-s_fake_ingest(telem_decoder_t *dec, const void *data, size_t size)
+s_fake_ingest(telem_proto_decoder_t *dec, const void *data, size_t size)
 {
     telem_msg_t m;
     pthread_mutex_lock(&s_fake.mu);
@@ -167,7 +167,7 @@ s_fake_token_seen(uint64_t token)
 
 /* Answers one [identity, (empty,) request] on the ROUTER. */
 static void
-s_fake_control(telem_decoder_t *dec, telem_encoder_t *enc)
+s_fake_control(telem_proto_decoder_t *dec, telem_proto_encoder_t *enc)
 {
     zmq_msg_t part[3];
     int n = 0, more = 1;
@@ -196,7 +196,7 @@ s_fake_control(telem_decoder_t *dec, telem_encoder_t *enc)
         r.status.node = "fake";
         const void *data;
         size_t size;
-        if (telem_encode_control_reply(enc, &r, &data, &size) == 0) {
+        if (telem_proto_encode_control_reply(enc, &r, &data, &size) == 0) {
             zmq_send(s_fake.router, zmq_msg_data(&part[0]),
                      zmq_msg_size(&part[0]), ZMQ_SNDMORE);
             if (n == 3)
@@ -216,8 +216,8 @@ static void *
 s_fake_run(void *arg)
 {
     (void) arg;
-    telem_decoder_t *dec = telem_decoder_new();
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     REQUIRE(dec && enc);
     zmq_msg_t f;
     zmq_msg_init(&f);
@@ -233,8 +233,8 @@ s_fake_run(void *arg)
             s_fake_control(dec, enc);
     }
     zmq_msg_close(&f);
-    telem_decoder_destroy(&dec);
-    telem_encoder_destroy(&enc);
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
     return NULL;
 }
 

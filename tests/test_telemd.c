@@ -20,8 +20,8 @@
 #include "telemd_actor.h"
 
 static const char *const s_node = "n 1:ü";
-static telem_encoder_t *s_enc;
-static telem_decoder_t *s_dec;
+static telem_proto_encoder_t *s_enc;
+static telem_proto_decoder_t *s_dec;
 static zframe_t *s_reply;       /* decoded replies point into the decoder */
 
 /* Sends one request frame and decodes the reply (10 s deadline). */
@@ -49,7 +49,7 @@ s_control(zsock_t *dealer, telem_ctl_op_t op, int64_t arg, telem_msg_t *out)
     telem_control_t c = { .id = ++id, .op = op, .arg = arg };
     const void *data;
     size_t size;
-    REQUIRE(telem_encode_control(s_enc, &c, &data, &size) == 0);
+    REQUIRE(telem_proto_encode_control(s_enc, &c, &data, &size) == 0);
     return s_request(dealer, data, size, out);
 }
 
@@ -68,7 +68,7 @@ s_push_batch(zsock_t *push, const char *metric, int level, int n,
                         .fin_token = token };
     const void *data;
     size_t size;
-    REQUIRE(telem_encode_batch(s_enc, &b, &data, &size) == 0);
+    REQUIRE(telem_proto_encode_batch(s_enc, &b, &data, &size) == 0);
     REQUIRE(zsock_send(push, "b", data, size) == 0);
     free(s);
 }
@@ -106,7 +106,7 @@ s_query(zsock_t *dealer, const char *metric, uint32_t flags, telem_msg_t *out)
                         .flags = flags };
     const void *data;
     size_t size;
-    REQUIRE(telem_encode_query(s_enc, &q, &data, &size) == 0);
+    REQUIRE(telem_proto_encode_query(s_enc, &q, &data, &size) == 0);
     return s_request(dealer, data, size, out);
 }
 
@@ -233,8 +233,8 @@ main(void)
         fprintf(stderr, "telemd_new: %s\n", telem_strerror(err));
     REQUIRE(d);
     CHECK(strncmp(telemd_tcp_endpoint(d), "tcp://127.0.0.1:", 16) == 0);
-    s_enc = telem_encoder_new();
-    s_dec = telem_decoder_new();
+    s_enc = telem_proto_encoder_new();
+    s_dec = telem_proto_decoder_new();
     zsock_t *push = zsock_new_push(telemd_ingest_endpoint(d));
     zsock_t *ipc = zsock_new_dealer(telemd_ctl_endpoint(d));
     zsock_t *tcp = zsock_new_dealer(telemd_tcp_endpoint(d));
@@ -249,8 +249,8 @@ main(void)
     zsock_destroy(&push);
     zsock_destroy(&ipc);
     zsock_destroy(&tcp);
-    telem_encoder_destroy(&s_enc);
-    telem_decoder_destroy(&s_dec);
+    telem_proto_encoder_destroy(&s_enc);
+    telem_proto_decoder_destroy(&s_dec);
     zframe_destroy(&s_reply);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -357,16 +357,17 @@ ctl_roundtrip(watch_net_t *net, watch_t *watch, zsock_t *dealer,
 }
 
 static void
-test_control_socket(watch_net_t *net, watch_t *watch, telem_decoder_t *dec)
+test_control_socket(watch_net_t *net, watch_t *watch,
+                    telem_proto_decoder_t *dec)
 {
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     zsock_t *dealer = zsock_new(ZMQ_DEALER);
     zsock_set_linger(dealer, 0);
     CHECK(zsock_connect(dealer, "%s", watch_net_ctl_endpoint(net)) == 0);
     telem_watch_ctl_t q = { 77, TELEM_WCTL_SET, "slowgpu", "k", "3" };
     const void *data;
     size_t size;
-    CHECK_RC(telem_encode_watch_ctl(enc, &q, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_ctl(enc, &q, &data, &size), 0);
     zmsg_t *m = ctl_roundtrip(net, watch, dealer, data, size);
     zframe_t *f = m ? zmsg_first(m) : NULL;
     telem_msg_t out;
@@ -382,11 +383,11 @@ test_control_socket(watch_net_t *net, watch_t *watch, telem_decoder_t *dec)
           out.u.watch_ctl_reply.code == TELEM_EPROTO);
     zmsg_destroy(&m);
     zsock_destroy(&dealer);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 }
 
 static void
-test_publish(watch_net_t *net, telem_decoder_t *dec)
+test_publish(watch_net_t *net, telem_proto_decoder_t *dec)
 {
     zsock_t *sub = zsock_new_sub(watch_net_pub_endpoint(net), "");
     det_device_t devs[2];
@@ -416,7 +417,7 @@ test_publish(watch_net_t *net, telem_decoder_t *dec)
 
 /* The launcher's side: receives the restart request, answers an ack. */
 static void
-test_restart(watch_net_t *net, zsock_t *launcher, telem_decoder_t *dec)
+test_restart(watch_net_t *net, zsock_t *launcher, telem_proto_decoder_t *dec)
 {
     const char *ex[] = { "n2" };
     telem_watch_dev_t dv[] = { { "n2", "1" } };
@@ -434,11 +435,11 @@ test_restart(watch_net_t *net, zsock_t *launcher, telem_decoder_t *dec)
           out.u.restart.id == req.id && out.u.restart.nexclude == 1 &&
           strcmp(out.u.restart.exclude[0], "n2") == 0 &&
           strcmp(out.u.restart.devices[0].device, "1") == 0);
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     telem_restart_ack_t ack = { req.id, 0, "restarting without n2" };
     const void *data;
     size_t size;
-    CHECK_RC(telem_encode_restart_ack(enc, &ack, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_restart_ack(enc, &ack, &data, &size), 0);
     zmsg_t *reply = zmsg_new();
     zmsg_append(reply, &id);
     zmsg_addmem(reply, data, size);
@@ -458,7 +459,7 @@ test_restart(watch_net_t *net, zsock_t *launcher, telem_decoder_t *dec)
     m = recv_within(launcher, 5000);
     CHECK(m != NULL);
     zmsg_destroy(&m);
-    telem_encoder_destroy(&enc);
+    telem_proto_encoder_destroy(&enc);
 }
 
 static void
@@ -487,7 +488,7 @@ test_net(void)
           err == TELEM_ESTATE && strstr(why, "another") != NULL);
     watch_t *watch = watch_new(NULL);
     CHECK_RC(watch_add_detector(watch, "slowgpu", why, sizeof why), 0);
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     test_control_socket(net, watch, dec);
     test_publish(net, dec);
     test_restart(net, launcher, dec);
@@ -496,7 +497,7 @@ test_net(void)
     net = watch_net_new(&o, why, sizeof why, NULL);   /* lock released */
     CHECK(net != NULL);
     watch_net_destroy(&net);
-    telem_decoder_destroy(&dec);
+    telem_proto_decoder_destroy(&dec);
     watch_destroy(&watch);
     zsock_destroy(&launcher);
     char cmd[300];
@@ -529,8 +530,8 @@ sink_main(int argc, char **argv)
         return 1;
     printf("ready\n");
     fflush(stdout);
-    telem_decoder_t *dec = telem_decoder_new();
-    telem_encoder_t *enc = telem_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
     int got = 0;
     while (got < count) {
         zmsg_t *m = recv_within(s, idle_s > 0 ? idle_s * 1000 : -1);
@@ -558,7 +559,7 @@ sink_main(int argc, char **argv)
                 refuse ? "no node to spare" : "restarting" };
             const void *data;
             size_t size;
-            if (telem_encode_restart_ack(enc, &ack, &data, &size) == 0) {
+            if (telem_proto_encode_restart_ack(enc, &ack, &data, &size) == 0) {
                 zmsg_t *reply = zmsg_new();
                 zmsg_append(reply, &id);
                 zmsg_addmem(reply, data, size);
@@ -569,8 +570,8 @@ sink_main(int argc, char **argv)
         zframe_destroy(&id);
         zmsg_destroy(&m);
     }
-    telem_decoder_destroy(&dec);
-    telem_encoder_destroy(&enc);
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
     zsock_destroy(&s);
     return got == count ? 0 : 1;
 }

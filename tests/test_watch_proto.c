@@ -68,13 +68,13 @@ static const telem_watch_row_t s_rows[] = {
 /* ---- round trips ------------------------------------------------------- */
 
 static void
-test_event(telem_encoder_t *e, telem_decoder_t *d)
+test_event(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_watch_event_t m = event_fixture();
     const void *data;
     size_t size;
     telem_msg_t out;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_WATCH_EVENT);
     const telem_watch_event_t *r = &out.u.watch_event;
@@ -89,46 +89,48 @@ test_event(telem_encoder_t *e, telem_decoder_t *d)
     CHECK(r->nevidence == 4 && same(r->evidence[0].name, "ratio") &&
           r->evidence[0].value == 1.25 && signbit(r->evidence[1].value) &&
           isnan(r->evidence[2].value) && isinf(r->evidence[3].value));
-    CHECK(same(telem_msg_type_name(TELEM_MSG_WATCH_EVENT), "watch_event"));
+    CHECK(
+        same(telem_proto_msg_type_name(TELEM_MSG_WATCH_EVENT), "watch_event"));
     /* Empty lists. */
     m.nnodes = m.ndevices = m.nevidence = 0;
     m.nodes = NULL;
     m.devices = NULL;
     m.evidence = NULL;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK(out.u.watch_event.nnodes == 0 && out.u.watch_event.nodes == NULL);
     /* Refusals. */
     m = event_fixture();
     m.severity = 3;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
     m = event_fixture();
     m.detector = "";
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
     m = event_fixture();
     m.nodes = NULL;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
     const char *empty[] = { "" };
     m = event_fixture();
     m.nodes = empty;
     m.nnodes = 1;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), TELEM_EINVAL);
     char big[TELEM_NAME_MAX + 2];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     const char *bigs[] = { big };
     m.nodes = bigs;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), TELEM_ETOOBIG);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size),
+             TELEM_ETOOBIG);
 }
 
 static void
-test_restart(telem_encoder_t *e, telem_decoder_t *d)
+test_restart(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_restart_t m = restart_fixture();
     const void *data;
     size_t size;
     telem_msg_t out;
-    CHECK_RC(telem_encode_restart(e, &m, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_restart(e, &m, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_RESTART);
     const telem_restart_t *r = &out.u.restart;
@@ -138,26 +140,26 @@ test_restart(telem_encoder_t *e, telem_decoder_t *d)
     CHECK(r->ndevices == 1 && same(r->devices[0].node, "n1"));
     CHECK(r->ndetectors == 2 && same(r->detectors[1], "heartbeat"));
     m.nexclude = 0;
-    CHECK_RC(telem_encode_restart(e, &m, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_restart(e, &m, &data, &size), TELEM_EINVAL);
 
     telem_restart_ack_t a = { 7, TELEM_ECONN, "launcher busy" };
-    CHECK_RC(telem_encode_restart_ack(e, &a, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_restart_ack(e, &a, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_RESTART_ACK);
     CHECK(out.u.restart_ack.id == 7 && out.u.restart_ack.code == TELEM_ECONN &&
           same(out.u.restart_ack.message, "launcher busy"));
     a.code = 1;
-    CHECK_RC(telem_encode_restart_ack(e, &a, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_restart_ack(e, &a, &data, &size), TELEM_EINVAL);
 }
 
 static void
-test_ctl(telem_encoder_t *e, telem_decoder_t *d)
+test_ctl(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_watch_ctl_t c = { 9, TELEM_WCTL_SET, "slowgpu", "effect", "0.1" };
     const void *data;
     size_t size;
     telem_msg_t out;
-    CHECK_RC(telem_encode_watch_ctl(e, &c, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_ctl(e, &c, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_WATCH_CTL);
     CHECK(out.u.watch_ctl.id == 9 && out.u.watch_ctl.op == TELEM_WCTL_SET &&
@@ -165,14 +167,14 @@ test_ctl(telem_encoder_t *e, telem_decoder_t *d)
           same(out.u.watch_ctl.param, "effect") &&
           same(out.u.watch_ctl.value, "0.1"));
     telem_watch_ctl_t s = { 1, TELEM_WCTL_STATUS, NULL, NULL, NULL };
-    CHECK_RC(telem_encode_watch_ctl(e, &s, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_ctl(e, &s, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK(same(out.u.watch_ctl.detector, "") && same(out.u.watch_ctl.value, ""));
     s.op = 0;
-    CHECK_RC(telem_encode_watch_ctl(e, &s, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_ctl(e, &s, &data, &size), TELEM_EINVAL);
 
     telem_watch_ctl_reply_t r = { 9, 0, "", s_rows, 3 };
-    CHECK_RC(telem_encode_watch_ctl_reply(e, &r, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_ctl_reply(e, &r, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK((int) out.type == TELEM_MSG_WATCH_CTL_REPLY);
     const telem_watch_ctl_reply_t *o = &out.u.watch_ctl_reply;
@@ -182,15 +184,17 @@ test_ctl(telem_encoder_t *e, telem_decoder_t *d)
               same(o->rows[i].key, s_rows[i].key) &&
               same(o->rows[i].value, s_rows[i].value));
     r.code = 2;
-    CHECK_RC(telem_encode_watch_ctl_reply(e, &r, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_ctl_reply(e, &r, &data, &size),
+             TELEM_EINVAL);
     r.code = 0;
     r.rows = NULL;
-    CHECK_RC(telem_encode_watch_ctl_reply(e, &r, &data, &size), TELEM_EINVAL);
+    CHECK_RC(telem_proto_encode_watch_ctl_reply(e, &r, &data, &size),
+             TELEM_EINVAL);
 }
 
 /* A large event: many nodes, long texts. */
 static void
-test_large(telem_encoder_t *e, telem_decoder_t *d)
+test_large(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     enum { N = 5000 };
     static char names[N][16];
@@ -207,7 +211,7 @@ test_large(telem_encoder_t *e, telem_decoder_t *d)
     const void *data;
     size_t size;
     telem_msg_t out;
-    CHECK_RC(telem_encode_watch_event(e, &m, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_event(e, &m, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK(out.u.watch_event.nnodes == N &&
           same(out.u.watch_event.nodes[N - 1], "node-4999") &&
@@ -215,7 +219,7 @@ test_large(telem_encoder_t *e, telem_decoder_t *d)
           same(out.u.watch_event.devices[1].node, "ünï") &&
           same(out.u.watch_event.evidence[0].name, "ratio"));
     telem_watch_ctl_reply_t r = { 1, 0, "", rows, N };
-    CHECK_RC(telem_encode_watch_ctl_reply(e, &r, &data, &size), 0);
+    CHECK_RC(telem_proto_encode_watch_ctl_reply(e, &r, &data, &size), 0);
     CHECK_RC(telem_proto_decode(d, data, size, &out), 0);
     CHECK(out.u.watch_ctl_reply.nrows == N &&
           same(out.u.watch_ctl_reply.rows[10].value, "node-4989"));
@@ -224,7 +228,7 @@ test_large(telem_encoder_t *e, telem_decoder_t *d)
 /* ---- malformed input --------------------------------------------------- */
 
 static void
-test_truncation(telem_encoder_t *e, telem_decoder_t *d)
+test_truncation(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_watch_event_t ev = event_fixture();
     telem_restart_t rs = restart_fixture();
@@ -234,11 +238,12 @@ test_truncation(telem_encoder_t *e, telem_decoder_t *d)
     const void *data;
     size_t size;
     for (int k = 0; k < 5; k++) {
-        int rc = k == 0 ? telem_encode_watch_event(e, &ev, &data, &size)
-               : k == 1 ? telem_encode_restart(e, &rs, &data, &size)
-               : k == 2 ? telem_encode_restart_ack(e, &ack, &data, &size)
-               : k == 3 ? telem_encode_watch_ctl(e, &ctl, &data, &size)
-                        : telem_encode_watch_ctl_reply(e, &rep, &data, &size);
+        int rc = k == 0 ? telem_proto_encode_watch_event(e, &ev, &data, &size)
+            : k == 1    ? telem_proto_encode_restart(e, &rs, &data, &size)
+            : k == 2    ? telem_proto_encode_restart_ack(e, &ack, &data, &size)
+            : k == 3
+            ? telem_proto_encode_watch_ctl(e, &ctl, &data, &size)
+            : telem_proto_encode_watch_ctl_reply(e, &rep, &data, &size);
         CHECK_RC(rc, 0);
         void *frame = dup_frame(data, size);
         for (size_t n = 0; n < size; n++) {
@@ -278,7 +283,7 @@ raw_key(raw_t *r, const char *k)
 }
 
 static int
-raw_decode(raw_t *r, telem_decoder_t *d, telem_msg_t *out)
+raw_decode(raw_t *r, telem_proto_decoder_t *d, telem_msg_t *out)
 {
     int rc = telem_proto_decode(d, r->sb.data, r->sb.size, out);
     msgpack_sbuffer_destroy(&r->sb);
@@ -286,7 +291,7 @@ raw_decode(raw_t *r, telem_decoder_t *d, telem_msg_t *out)
 }
 
 static void
-test_bad_fields(telem_decoder_t *d)
+test_bad_fields(telem_proto_decoder_t *d)
 {
     telem_msg_t out;
     raw_t r;
@@ -301,7 +306,7 @@ test_bad_fields(telem_decoder_t *d)
     raw_key(&r, "ex");
     msgpack_pack_array(&r.pk, 0);
     CHECK_RC(raw_decode(&r, d, &out), TELEM_EPROTO);
-    CHECK(strstr(telem_decoder_error(d), "exclude") != NULL);
+    CHECK(strstr(telem_proto_decoder_error(d), "exclude") != NULL);
     /* event: nodes not a list; a device that is not a pair; evidence that
      * is not a number; severity out of range; an unknown key is fine. */
     static const char *const bad[] = { "nd", "dv", "ev", "sv", "zz" };
@@ -367,7 +372,7 @@ test_bad_fields(telem_decoder_t *d)
 /* Random byte mutations of valid frames: any result but a crash, and a
  * frame that still decodes has usable strings. */
 static void
-test_mutation(telem_encoder_t *e, telem_decoder_t *d)
+test_mutation(telem_proto_encoder_t *e, telem_proto_decoder_t *d)
 {
     telem_watch_event_t ev = event_fixture();
     telem_restart_t rs = restart_fixture();
@@ -376,9 +381,10 @@ test_mutation(telem_encoder_t *e, telem_decoder_t *d)
     for (int k = 0; k < 3; k++) {
         const void *data;
         size_t size;
-        int rc = k == 0 ? telem_encode_watch_event(e, &ev, &data, &size)
-               : k == 1 ? telem_encode_restart(e, &rs, &data, &size)
-                        : telem_encode_watch_ctl_reply(e, &rep, &data, &size);
+        int rc = k == 0 ? telem_proto_encode_watch_event(e, &ev, &data, &size)
+            : k == 1
+            ? telem_proto_encode_restart(e, &rs, &data, &size)
+            : telem_proto_encode_watch_ctl_reply(e, &rep, &data, &size);
         CHECK_RC(rc, 0);
         uint8_t *f = dup_frame(data, size);
         for (int it = 0; it < 3000; it++) {
@@ -405,8 +411,8 @@ test_mutation(telem_encoder_t *e, telem_decoder_t *d)
 int
 main(void)
 {
-    telem_encoder_t *e = telem_encoder_new();
-    telem_decoder_t *d = telem_decoder_new();
+    telem_proto_encoder_t *e = telem_proto_encoder_new();
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
     test_event(e, d);
     test_restart(e, d);
     test_ctl(e, d);
@@ -414,7 +420,7 @@ main(void)
     test_truncation(e, d);
     test_bad_fields(d);
     test_mutation(e, d);
-    telem_encoder_destroy(&e);
-    telem_decoder_destroy(&d);
+    telem_proto_encoder_destroy(&e);
+    telem_proto_decoder_destroy(&d);
     return check_report("test_watch_proto");
 }

@@ -38,8 +38,8 @@ struct ac {
     int timeout_ms;
     size_t max_reply;
     uint64_t next_id;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     zmq_pollitem_t *items;   /* n entries, rebuilt on every poll */
     size_t *item_node;       /* items[k] belongs to node item_node[k] */
 };
@@ -94,8 +94,8 @@ s_new(ac__node_entry_t **entries_p, size_t n, int timeout_ms, int *err)
     self->nodes = calloc(n, sizeof *self->nodes);
     self->items = calloc(n, sizeof *self->items);
     self->item_node = calloc(n, sizeof *self->item_node);
-    self->enc = telem_encoder_new();
-    self->dec = telem_decoder_new();
+    self->enc = telem_proto_encoder_new();
+    self->dec = telem_proto_decoder_new();
     self->ctx = zmq_ctx_new();
     if (!self->nodes || !self->items || !self->item_node || !self->enc
         || !self->dec || !self->ctx)
@@ -163,8 +163,8 @@ ac_close(ac_t **self_p)
     }
     if (self->ctx)
         zmq_ctx_term(self->ctx);
-    telem_encoder_destroy(&self->enc);
-    telem_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
     free(self->nodes);
     free(self->items);
     free(self->item_node);
@@ -226,7 +226,7 @@ ac__next_id(ac_t *self)
     return self->next_id;
 }
 
-telem_encoder_t *
+telem_proto_encoder_t *
 ac__encoder(ac_t *self)
 {
     return self->enc;
@@ -278,7 +278,7 @@ s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
     int rc = telem_proto_decode(self->dec, data, size, &m);
     if (rc) {
         snprintf(why, sizeof why, "undecodable reply: %s",
-                 telem_decoder_error(self->dec));
+                 telem_proto_decoder_error(self->dec));
         s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
         return;
     }
@@ -301,7 +301,7 @@ s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
     }
     if (m.type != c->expect) {
         snprintf(why, sizeof why, "unexpected %s reply",
-                 telem_msg_type_name(m.type));
+                 telem_proto_msg_type_name(m.type));
         s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
         return;
     }

@@ -90,7 +90,7 @@ int ac__fanout(ac_t *self, const ac__call_t *call);
 uint64_t ac__next_id(ac_t *self);
 
 /* The client's encoder (for building the request frame). */
-telem_encoder_t *ac__encoder(ac_t *self);
+telem_proto_encoder_t *ac__encoder(ac_t *self);
 
 /* The deadline a call uses: timeout_ms if > 0, else the client's. */
 int ac__timeout(const ac_t *self, int timeout_ms);

@@ -222,8 +222,8 @@ s_prepare(ac_t *self, const ac_query_t *q, ac__call_t *call, size_t *sel,
     if (rc == 0)
         rc = s_request(q, ac__next_id(self), &req);
     if (rc == 0)
-        rc = telem_encode_query(ac__encoder(self), &req, &call->frame,
-                                &call->size);
+        rc = telem_proto_encode_query(ac__encoder(self), &req, &call->frame,
+                                      &call->size);
     if (rc)
         return rc;
     ac_result_t *r = calloc(1, sizeof *r);

@@ -113,8 +113,8 @@ ac_control(ac_t *self, long node, telem_ctl_op_t op, int64_t arg,
         .timeout_ms = ac__timeout(self, timeout_ms),
         .on_reply = s_on_reply, .on_miss = s_on_miss,
     };
-    int rc = telem_encode_control(ac__encoder(self), &req, &call.frame,
-                                  &call.size);
+    int rc = telem_proto_encode_control(ac__encoder(self), &req, &call.frame,
+                                        &call.size);
     ac_status_result_t *r = NULL;
     if (rc == 0 && !(r = s_result_new(self, sel, nsel)))
         rc = TELEM_ENOMEM;

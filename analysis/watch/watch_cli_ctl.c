@@ -233,15 +233,15 @@ static int
 s_exchange(s_ctl_t *c, const char *ep)
 {
     int rc = 1;
-    telem_encoder_t *enc = telem_encoder_new();
-    telem_decoder_t *dec = telem_decoder_new();
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
     zsock_t *s = NULL;
     zpoller_t *p = NULL;
     const void *data;
     size_t size;
     c->req.id = ((uint64_t) getpid() << 32) ^ (uint64_t) telem_mono_ns();
-    if (!enc || !dec ||
-        telem_encode_watch_ctl(enc, &c->req, &data, &size) != 0) {
+    if (!enc || !dec
+        || telem_proto_encode_watch_ctl(enc, &c->req, &data, &size) != 0) {
         fprintf(stderr, S_PROG ": cannot build the request\n");
         goto out;
     }
@@ -278,8 +278,8 @@ s_exchange(s_ctl_t *c, const char *ep)
 out:
     zpoller_destroy(&p);
     zsock_destroy(&s);
-    telem_encoder_destroy(&enc);
-    telem_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
+    telem_proto_decoder_destroy(&dec);
     return rc;
 }
 

@@ -33,8 +33,8 @@ struct watch_net {
     int lock_fd;
     int wrote_endpoints;
     zsock_t *pub, *ctl, *restart;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     watch_out_wire_t wire;
     uint64_t next_id;
 };
@@ -172,8 +172,8 @@ watch_net_new(const watch_net_opts_t *o, char *why, size_t why_size,
         (rc = s_sockets(self, o, why, why_size)) ||
         (rc = s_write_endpoints(self, why, why_size)))
         goto out;
-    self->enc = telem_encoder_new();
-    self->dec = telem_decoder_new();
+    self->enc = telem_proto_encoder_new();
+    self->dec = telem_proto_decoder_new();
     rc = self->enc && self->dec ? 0 : TELEM_ENOMEM;
     if (rc)
         snprintf(why, why_size, "out of memory");
@@ -212,8 +212,8 @@ watch_net_destroy(watch_net_t **self_p)
     }
     if (self->lock_fd >= 0)
         close(self->lock_fd);               /* releases the flock */
-    telem_encoder_destroy(&self->enc);
-    telem_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
     watch_out_wire_free(&self->wire);
     free(self);
     *self_p = NULL;
@@ -236,7 +236,8 @@ watch_net_publish(watch_net_t *self, const det_event_t *e, uint64_t seq)
     const void *data;
     size_t size;
     int rc = watch_out_event_to_wire(e, seq, &self->wire, &m);
-    if (rc || (rc = telem_encode_watch_event(self->enc, &m, &data, &size)))
+    if (rc
+        || (rc = telem_proto_encode_watch_event(self->enc, &m, &data, &size)))
         return rc;
     void *raw = zsock_resolve(self->pub);
     if (zmq_send(raw, e->detector, strlen(e->detector),
@@ -255,10 +256,10 @@ s_reply(watch_net_t *self, zframe_t **id_p, const telem_watch_ctl_reply_t *r)
     const void *data;
     size_t size;
     telem_watch_ctl_reply_t small = { r->id, r->code, r->message, NULL, 0 };
-    if (telem_encode_watch_ctl_reply(self->enc, r, &data, &size) != 0) {
+    if (telem_proto_encode_watch_ctl_reply(self->enc, r, &data, &size) != 0) {
         small.code = TELEM_ETOOBIG;
         small.message = "reply could not be encoded";
-        if (telem_encode_watch_ctl_reply(self->enc, &small, &data, &size))
+        if (telem_proto_encode_watch_ctl_reply(self->enc, &small, &data, &size))
             return;
     }
     zmsg_t *msg = zmsg_new();
@@ -306,7 +307,7 @@ watch_net_restart_send(watch_net_t *self, telem_restart_t *m)
     const void *data;
     size_t size;
     m->id = self->next_id++;
-    int rc = telem_encode_restart(self->enc, m, &data, &size);
+    int rc = telem_proto_encode_restart(self->enc, m, &data, &size);
     if (rc)
         return rc;
     if (zmq_send(zsock_resolve(self->restart), data, size, ZMQ_DONTWAIT) < 0)

@@ -67,7 +67,8 @@ ddict_open(const char *nodefile, const char *ns, int64_t timeout_ms, int *err)
         goto out;
     snprintf(self->ns, sizeof self->ns, "%s", ns);
     self->timeout_ms = timeout_ms > 0 ? timeout_ms : S_DEFAULT_TIMEOUT_MS;
-    if (!(self->enc = telem_encoder_new()) || !(self->dec = telem_decoder_new())
+    if (!(self->enc = telem_proto_encoder_new())
+        || !(self->dec = telem_proto_decoder_new())
         || !(self->one = ddict_batch_new()) || !(self->zctx = dc_ctx_hold()))
         goto out;
     rc = TELEM_ETOOBIG;
@@ -96,8 +97,8 @@ ddict_close(ddict_t **self_p)
     dc_nodes_free(self);
     dc_ctx_release(&self->zctx);
     ddict_map_destroy(&self->map);
-    telem_encoder_destroy(&self->enc);
-    telem_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
     ddict_batch_destroy(&self->one);
     free(self);
     *self_p = NULL;

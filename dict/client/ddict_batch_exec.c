@@ -87,8 +87,8 @@ s_send(s_run_t *r, int node, size_t first, size_t n)
                            (uint32_t) n };
     const void *data;
     size_t size;
-    int rc = telem_encode_dict_req(d->enc, TELEM_MSG_DICT_REQ, &m, &data,
-                                   &size);
+    int rc = telem_proto_encode_dict_req(d->enc, TELEM_MSG_DICT_REQ, &m, &data,
+                                         &size);
     if (rc || !s)
         return rc ? rc : TELEM_ECONN;
     size_t nvals = 0;

@@ -43,8 +43,8 @@ struct ddict {
     uint64_t epoch;
     dc_node_t *nodes;              /* in map order */
     int nnodes;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     uint64_t next_id;
     ddict_batch_t *one;            /* scratch batch for single calls */
 };

@@ -277,7 +277,7 @@ dc_refresh(ddict_t *self, int64_t deadline)
                                  NULL, 0 };
         const void *data;
         size_t size;
-        if (telem_encode_dict_admin(self->enc, &m, &data, &size) != 0)
+        if (telem_proto_encode_dict_admin(self->enc, &m, &data, &size) != 0)
             break;
         for (int i = 0; i < n; i++)
             dc_send_frame(socks[i], data, size, 0);

@@ -37,7 +37,7 @@ s_phase(ddict_t *self, void **socks, int n, telem_dict_admin_t *m,
     m->id = ++self->next_id;
     const void *data;
     size_t size;
-    int rc = telem_encode_dict_admin(self->enc, m, &data, &size);
+    int rc = telem_proto_encode_dict_admin(self->enc, m, &data, &size);
     if (rc)
         return rc;
     zmq_pollitem_t *items = calloc((size_t) n, sizeof *items);

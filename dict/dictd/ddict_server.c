@@ -128,8 +128,9 @@ s_init(ddict_server_t *self, const ddict_server_config_t *cfg)
     self->rl = rl;
     self->next_id = self->oldest_id = 1;
     self->self_idx = -1;
-    if (!(self->store = ddict_store_new()) || !(self->enc = telem_encoder_new())
-        || !(self->dec = telem_decoder_new()) || ds_reserve(self, 64))
+    if (!(self->store = ddict_store_new())
+        || !(self->enc = telem_proto_encoder_new())
+        || !(self->dec = telem_proto_decoder_new()) || ds_reserve(self, 64))
         return TELEM_ENOMEM;
     int rc;
     self->log = ddict_log_open(cfg->log_path, s_replay, self, &self->replay,
@@ -189,8 +190,8 @@ ddict_server_destroy(ddict_server_t **self_p)
     ddict_log_destroy(&self->log);
     ddict_store_destroy(&self->store);
     ddict_map_destroy(&self->map);
-    telem_encoder_destroy(&self->enc);
-    telem_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
     free(self->outbox);
     free(self->pend);
     free(self->waiters);
@@ -308,8 +309,9 @@ ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
         /* Not a message at all: say so, so that a sender is not left
            waiting (its id could not be read: 0). */
         telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad request: %s (%s)",
-                          telem_strerror(rc), n ? telem_decoder_error(self->dec)
-                                                : "no frame");
+                          telem_strerror(rc),
+                          n ? telem_proto_decoder_error(self->dec)
+                            : "no frame");
         return ddict_server_refuse(self, route, frames, n, rc);
     }
     switch ((int) m.type) {
@@ -324,8 +326,10 @@ ddict_server_request(ddict_server_t *self, zmq_msg_t *route,
     default:
         /* A reply, or another family's message (a telemd batch, say):
            nothing a server takes on this socket. */
-        telem_log_limited(&self->rl, TELEM_LOG_WARN, "refused %s message "
-                          "(type %d)", telem_msg_type_name((int) m.type),
+        telem_log_limited(&self->rl, TELEM_LOG_WARN,
+                          "refused %s message "
+                          "(type %d)",
+                          telem_proto_msg_type_name((int) m.type),
                           (int) m.type);
         return ddict_server_refuse(self, route, frames, n, TELEM_EPROTO);
     }

@@ -218,7 +218,7 @@ ds_reply_code(ddict_server_t *self, zmq_msg_t *route, int type, uint64_t id,
     const void *data;
     size_t size;
     zmq_msg_t f;
-    if (telem_encode_dict_rep(self->enc, type, &rep, &data, &size) != 0
+    if (telem_proto_encode_dict_rep(self->enc, type, &rep, &data, &size) != 0
         || zmq_msg_init_size(&f, size) != 0) {
         zmq_msg_close(route);
         return TELEM_ENOMEM;

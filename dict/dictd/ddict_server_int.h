@@ -96,8 +96,8 @@ struct ddict_server {
     uint64_t committed;        /* epoch of the last map served under */
     int reforming;
     int stopping;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     telem_ratelimit_t rl;
     /* held replies */
     ds_out_t *outbox;

@@ -337,8 +337,9 @@ s_replicate(s_ctx_t *c, uint64_t id)
         const void *data;
         size_t size;
         if (frames && ops && !bad
-            && telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m,
-                                     &data, &size) == 0
+            && telem_proto_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m,
+                                           &data, &size)
+                == 0
             && zmq_msg_init_size(&frames[0], size) == 0) {
             memcpy(zmq_msg_data(&frames[0]), data, size);
             if (ds_send_peer(self, ddict_map_node(self->map, peer), frames,
@@ -423,8 +424,8 @@ s_finish(s_ctx_t *c, zmq_msg_t *route, uint32_t nres, int32_t whole)
     size_t size;
     int rc = s_values_out(c, nres);
     if (rc == 0)
-        rc = telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep,
-                                   &data, &size);
+        rc = telem_proto_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep,
+                                         &data, &size);
     ds_release_vals(self->rvals, nres);  /* inline bytes are encoded now */
     if (rc || zmq_msg_init_size(&c->outv[0], size) != 0) {
         zmq_msg_close(route);

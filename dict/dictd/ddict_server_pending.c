@@ -152,8 +152,9 @@ s_rollback_tell(ddict_server_t *self, ds_undo_t *u, const char *ns)
         const void *data;
         size_t size;
         zmq_msg_t f[2];
-        if (telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m, &data,
-                                  &size) != 0
+        if (telem_proto_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m,
+                                        &data, &size)
+                != 0
             || zmq_msg_init_size(&f[0], size) != 0)
             return;
         memcpy(zmq_msg_data(&f[0]), data, size);
@@ -202,8 +203,9 @@ s_reply_one(ddict_server_t *self, zmq_msg_t *route, uint64_t id, int32_t code)
     const void *data;
     size_t size;
     zmq_msg_t f;
-    if (telem_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep, &data,
-                              &size) != 0
+    if (telem_proto_encode_dict_rep(self->enc, TELEM_MSG_DICT_REP, &rep, &data,
+                                    &size)
+            != 0
         || zmq_msg_init_size(&f, size) != 0) {
         zmq_msg_close(route);
         return TELEM_ENOMEM;
@@ -292,7 +294,7 @@ ds_admin_reply(ddict_server_t *self, zmq_msg_t *route, uint64_t id,
     const void *data;
     size_t size;
     zmq_msg_t f;
-    if (telem_encode_dict_admin_rep(self->enc, &m, &data, &size) != 0
+    if (telem_proto_encode_dict_admin_rep(self->enc, &m, &data, &size) != 0
         || zmq_msg_init_size(&f, size) != 0) {
         zmq_msg_close(route);
         return TELEM_ENOMEM;

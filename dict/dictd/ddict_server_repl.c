@@ -135,8 +135,9 @@ s_xfer_send(s_xfer_t *x)
                            (uint32_t) x->nops };
     const void *data;
     size_t size;
-    int rc = p ? telem_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m,
-                                       &data, &size) : TELEM_ENOMEM;
+    int rc = p ? telem_proto_encode_dict_req(self->enc, TELEM_MSG_DICT_REPL, &m,
+                                             &data, &size)
+               : TELEM_ENOMEM;
     if (rc == 0 && zmq_msg_init_size(&x->frames[0], size) == 0) {
         memcpy(zmq_msg_data(&x->frames[0]), data, size);
         rc = ds_send_peer(self, x->peer, x->frames, x->nops + 1);

@@ -94,8 +94,8 @@ struct launch_job {
     size_t nprocs, cap;
     zloop_t *loop;
     zsock_t *restart_sock;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     ac_t *ac;                   /* heartbeat client for `ac_nodes` */
     int ac_stale;               /* membership changed since ac was made */
     int sigfd;

@@ -217,8 +217,8 @@ s_binaries(launch_job_t *self, char *why, size_t why_size)
 static int
 s_sockets(launch_job_t *self, char *why, size_t why_size)
 {
-    self->enc = telem_encoder_new();
-    self->dec = telem_decoder_new();
+    self->enc = telem_proto_encoder_new();
+    self->dec = telem_proto_decoder_new();
     self->loop = zloop_new();
     if (!self->enc || !self->dec || !self->loop) {
         snprintf(why, why_size, "out of memory");
@@ -340,8 +340,8 @@ launch_job_destroy(launch_job_t **self_p)
     ac_close(&self->ac);
     zloop_destroy(&self->loop);
     zsock_destroy(&self->restart_sock);
-    telem_encoder_destroy(&self->enc);
-    telem_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
     if (self->sigfd >= 0)
         close(self->sigfd);
     launch_state_destroy(&self->state);

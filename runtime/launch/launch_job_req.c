@@ -37,7 +37,7 @@ s_reply_error(launch_job_t *self, zmsg_t *envelope, int code, const char *text)
     telem_error_msg_t e = { 0, code, text };
     const void *data = NULL;
     size_t size = 0;
-    int rc = telem_encode_error(self->enc, &e, &data, &size);
+    int rc = telem_proto_encode_error(self->enc, &e, &data, &size);
     s_send(self, envelope, rc, data, size);
 }
 
@@ -48,7 +48,7 @@ s_reply_ack(launch_job_t *self, zmsg_t *envelope, uint64_t id, int code,
     telem_restart_ack_t a = { id, code, text };
     const void *data = NULL;
     size_t size = 0;
-    int rc = telem_encode_restart_ack(self->enc, &a, &data, &size);
+    int rc = telem_proto_encode_restart_ack(self->enc, &a, &data, &size);
     s_send(self, envelope, rc, data, size);
 }
 
@@ -140,7 +140,7 @@ launch_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
     int rc = telem_proto_decode(self->dec, zframe_data(payload),
                                 zframe_size(payload), &msg);
     if (rc) {
-        snprintf(text, sizeof text, "%s", telem_decoder_error(self->dec));
+        snprintf(text, sizeof text, "%s", telem_proto_decoder_error(self->dec));
     } else if ((int) msg.type != TELEM_MSG_RESTART) {
         rc = TELEM_EUNSUPPORTED;
         snprintf(text, sizeof text, "message type %d is not a restart "

@@ -70,8 +70,8 @@ struct telem_sender {
     int link_down;             /* the last normal wait timed out */
     int ever_sent;
     uint64_t req_id;
-    telem_encoder_t *enc;
-    telem_decoder_t *dec;
+    telem_proto_encoder_t *enc;
+    telem_proto_decoder_t *dec;
     telem_sample_t samples[TELEM_Q_SAMPLES];
     telem_tag_t sample_tags[TELEM_Q_SAMPLES * TELEM_Q_TAGS_MAX];
 };
@@ -189,7 +189,7 @@ s_encode_samples(telem_sender_t *self, const telem_qbatch_t *b,
     }
     telem_batch_t m = { self->source, self->tags, self->ntags,
                         self->samples, n, fin_token };
-    return telem_encode_batch(self->enc, &m, data, size);
+    return telem_proto_encode_batch(self->enc, &m, data, size);
 }
 
 static int
@@ -201,7 +201,7 @@ s_encode_meta(telem_sender_t *self, const telem_qbatch_t *b,
     m.unit = m.metric + strlen(m.metric) + 1;
     m.doc = m.unit + strlen(m.unit) + 1;
     m.type = (telem_metric_type_t) b->meta_type;
-    return telem_encode_meta(self->enc, &m, data, size);
+    return telem_proto_encode_meta(self->enc, &m, data, size);
 }
 
 /* Encodes and sends every batch of the list, then recycles them. */
@@ -294,7 +294,7 @@ s_sync(telem_sender_t *self, uint64_t token, int64_t deadline)
         telem_control_t c = { ++self->req_id, TELEM_CTL_SYNC, (int64_t) token };
         const void *data;
         size_t size;
-        if (telem_encode_control(self->enc, &c, &data, &size) != 0)
+        if (telem_proto_encode_control(self->enc, &c, &data, &size) != 0)
             return TELEM_EPROTO;
         zmq_send(self->dealer, data, size, ZMQ_DONTWAIT);
         int64_t end = telem_mono_ns() + S_SYNC_RESEND_MS * TELEM_NS_PER_MS;
@@ -405,8 +405,8 @@ s_configure(telem_sender_t *self, const telem_sender_config_t *cfg)
     self->queue = cfg->queue;
     self->collect = cfg->collect;
     self->collect_arg = cfg->collect_arg;
-    self->enc = telem_encoder_new();
-    self->dec = telem_decoder_new();
+    self->enc = telem_proto_encoder_new();
+    self->dec = telem_proto_decoder_new();
     return self->enc && self->dec ? 0 : TELEM_ENOMEM;
 }
 
@@ -430,8 +430,8 @@ telem_sender_new(const telem_sender_config_t *cfg)
         pthread_setname_np(self->thread, "telem-sender");
 out:
     if (rc) {
-        telem_encoder_destroy(&self->enc);
-        telem_decoder_destroy(&self->dec);
+        telem_proto_encoder_destroy(&self->enc);
+        telem_proto_decoder_destroy(&self->dec);
         free(self);
         self = NULL;
     }
@@ -455,8 +455,8 @@ telem_sender_destroy(telem_sender_t **self_p)
         return;
     telem_sender_t *self = *self_p;
     telem_sender_stop(self);
-    telem_encoder_destroy(&self->enc);
-    telem_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
     free(self);
     *self_p = NULL;
 }

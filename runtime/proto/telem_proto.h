@@ -8,8 +8,8 @@
  *
  * Decoding never trusts its input: truncated, oversized, wrong-version,
  * wrongly typed or over-limit input gives a negative telem_err_t and a short
- * reason in telem_decoder_error(); it never crashes and never allocates more
- * than a bounded multiple of the input size.
+ * reason in telem_proto_decoder_error(); it never crashes and never
+ * allocates more than a bounded multiple of the input size.
  *
  * Ownership: a decoder owns everything a decoded message points to (strings
  * are copied, NUL-terminated, into the decoder's arena); those pointers stay
@@ -150,50 +150,53 @@ typedef struct {
     } u;
 } telem_msg_t;
 
-typedef struct telem_encoder telem_encoder_t;
-typedef struct telem_decoder telem_decoder_t;
+typedef struct telem_encoder telem_proto_encoder_t;
+typedef struct telem_decoder telem_proto_decoder_t;
 
 /* Create/destroy.  _new returns NULL when out of memory; _destroy accepts
  * NULL or a pointer to NULL and nulls the caller's pointer. */
-telem_encoder_t *telem_encoder_new(void);
-void telem_encoder_destroy(telem_encoder_t **self_p);
-telem_decoder_t *telem_decoder_new(void);
-void telem_decoder_destroy(telem_decoder_t **self_p);
+telem_proto_encoder_t *telem_proto_encoder_new(void);
+void telem_proto_encoder_destroy(telem_proto_encoder_t **self_p);
+telem_proto_decoder_t *telem_proto_decoder_new(void);
+void telem_proto_decoder_destroy(telem_proto_decoder_t **self_p);
 
 /* Encoders: on success return 0 and set *data and *size to the encoded frame,
  * owned by the encoder and valid until its next call.  They validate what
  * they send (names non-empty and within TELEM_NAME_MAX, counts within the
  * limits above) and return TELEM_EINVAL or TELEM_ETOOBIG otherwise. */
-int telem_encode_batch(telem_encoder_t *e, const telem_batch_t *m,
-                       const void **data, size_t *size);
-int telem_encode_meta(telem_encoder_t *e, const telem_meta_t *m,
-                      const void **data, size_t *size);
-int telem_encode_query(telem_encoder_t *e, const telem_query_t *m,
-                       const void **data, size_t *size);
-int telem_encode_query_reply(telem_encoder_t *e, const telem_query_reply_t *m,
+int telem_proto_encode_batch(telem_proto_encoder_t *e, const telem_batch_t *m,
                              const void **data, size_t *size);
-int telem_encode_control(telem_encoder_t *e, const telem_control_t *m,
-                         const void **data, size_t *size);
-int telem_encode_control_reply(telem_encoder_t *e,
-                               const telem_control_reply_t *m,
-                               const void **data, size_t *size);
-int telem_encode_error(telem_encoder_t *e, const telem_error_msg_t *m,
-                       const void **data, size_t *size);
+int telem_proto_encode_meta(telem_proto_encoder_t *e, const telem_meta_t *m,
+                            const void **data, size_t *size);
+int telem_proto_encode_query(telem_proto_encoder_t *e, const telem_query_t *m,
+                             const void **data, size_t *size);
+int telem_proto_encode_query_reply(telem_proto_encoder_t *e,
+                                   const telem_query_reply_t *m,
+                                   const void **data, size_t *size);
+int telem_proto_encode_control(telem_proto_encoder_t *e,
+                               const telem_control_t *m, const void **data,
+                               size_t *size);
+int telem_proto_encode_control_reply(telem_proto_encoder_t *e,
+                                     const telem_control_reply_t *m,
+                                     const void **data, size_t *size);
+int telem_proto_encode_error(telem_proto_encoder_t *e,
+                             const telem_error_msg_t *m, const void **data,
+                             size_t *size);
 
 /* Decodes one frame into *out.  Returns 0, or TELEM_EPROTO (malformed,
  * truncated, trailing bytes, wrong field types, embedded NUL in a string),
  * TELEM_EVERSION (wrong "v"), TELEM_ETOOBIG (frame or a count over its
  * limit) or TELEM_ENOMEM.  On failure *out is unspecified and
- * telem_decoder_error() names the problem. */
-int telem_proto_decode(telem_decoder_t *d, const void *data, size_t size,
+ * telem_proto_decoder_error() names the problem. */
+int telem_proto_decode(telem_proto_decoder_t *d, const void *data, size_t size,
                        telem_msg_t *out);
 
 /* Reason for the last failed decode, e.g. "batch: sample 3: value is not a
  * number".  Owned by the decoder. */
-const char *telem_decoder_error(const telem_decoder_t *d);
+const char *telem_proto_decoder_error(const telem_proto_decoder_t *d);
 
 /* Name of a message type ("batch", "query", ...) or "unknown". */
-const char *telem_msg_type_name(int type);
+const char *telem_proto_msg_type_name(int type);
 
 #ifdef __cplusplus
 }

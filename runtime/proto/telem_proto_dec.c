@@ -135,7 +135,7 @@ tp_families_check(const tp_family_t *const *fams, size_t nfams, char *why,
 }
 
 const char *
-telem_msg_type_name(int type)
+telem_proto_msg_type_name(int type)
 {
     const tp_type_t *t = tp_type_find(type);
     return t ? t->name : "unknown";
@@ -144,7 +144,7 @@ telem_msg_type_name(int type)
 /* Finds "v" and "t" wherever they are in the top map (senders put them
  * first, so this usually reads two pairs) and checks the version. */
 static int
-s_find_vt(telem_decoder_t *d, telem_rd_t r, uint32_t nkeys, int64_t *type)
+s_find_vt(telem_proto_decoder_t *d, telem_rd_t r, uint32_t nkeys, int64_t *type)
 {
     int64_t v = 0;
     int have = 0, rc;
@@ -178,7 +178,7 @@ s_find_vt(telem_decoder_t *d, telem_rd_t r, uint32_t nkeys, int64_t *type)
 /* Per-frame reset: the string arena must hold every string of the frame
  * without moving, which size+1 bytes always does. */
 static int
-s_begin(telem_decoder_t *d, size_t size)
+s_begin(telem_proto_decoder_t *d, size_t size)
 {
     for (int i = 0; i < TP_VEC_COUNT; i++)
         s_trim(&d->vec[i], s_vec_elem[i], size);
@@ -191,7 +191,7 @@ s_begin(telem_decoder_t *d, size_t size)
 }
 
 int
-telem_proto_decode(telem_decoder_t *d, const void *data, size_t size,
+telem_proto_decode(telem_proto_decoder_t *d, const void *data, size_t size,
                    telem_msg_t *out)
 {
     if (!d || !out || (!data && size))
@@ -226,26 +226,26 @@ telem_proto_decode(telem_decoder_t *d, const void *data, size_t size,
 }
 
 const char *
-telem_decoder_error(const telem_decoder_t *d)
+telem_proto_decoder_error(const telem_proto_decoder_t *d)
 {
     return d ? d->err : "no decoder";
 }
 
-telem_decoder_t *
-telem_decoder_new(void)
+telem_proto_decoder_t *
+telem_proto_decoder_new(void)
 {
-    telem_decoder_t *d = calloc(1, sizeof *d);
+    telem_proto_decoder_t *d = calloc(1, sizeof *d);
     if (d)
         snprintf(d->err, sizeof d->err, "no error");
     return d;
 }
 
 void
-telem_decoder_destroy(telem_decoder_t **self_p)
+telem_proto_decoder_destroy(telem_proto_decoder_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    telem_decoder_t *d = *self_p;
+    telem_proto_decoder_t *d = *self_p;
     for (int i = 0; i < TP_VEC_COUNT; i++)
         free(d->vec[i].p);
     free(d);

@@ -38,7 +38,7 @@ tp_reserve(tp_vec_t *v, size_t n, size_t sz)
 }
 
 int
-tp_fail(telem_decoder_t *d, int rc, const char *fmt, ...)
+tp_fail(telem_proto_decoder_t *d, int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -48,7 +48,7 @@ tp_fail(telem_decoder_t *d, int rc, const char *fmt, ...)
 }
 
 int
-tp_wrap(telem_decoder_t *d, int rc, const char *fmt, ...)
+tp_wrap(telem_proto_decoder_t *d, int rc, const char *fmt, ...)
 {
     char pre[64];
     char old[sizeof d->err];
@@ -63,7 +63,7 @@ tp_wrap(telem_decoder_t *d, int rc, const char *fmt, ...)
 }
 
 int
-tp_take_str(telem_decoder_t *d, telem_rd_t *r, size_t max, bool nonempty,
+tp_take_str(telem_proto_decoder_t *d, telem_rd_t *r, size_t max, bool nonempty,
             const char **out)
 {
     const uint8_t *s;
@@ -117,7 +117,8 @@ s_store_small(telem_rd_t *r, const tp_field_t *f, char *p, int64_t i)
 }
 
 static int
-s_dec_field(telem_decoder_t *d, telem_rd_t *r, const tp_field_t *f, void *base)
+s_dec_field(telem_proto_decoder_t *d, telem_rd_t *r, const tp_field_t *f,
+            void *base)
 {
     char *p = (char *) base + f->off;
     int64_t i = 0;
@@ -157,7 +158,7 @@ s_lookup(const tp_field_t *tab, int ntab, const uint8_t *k, uint32_t klen)
 }
 
 int
-tp_dec_map(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
+tp_dec_map(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
            const tp_field_t *tab, int ntab, void *base, tp_custom_fn custom)
 {
     uint32_t seen = 0;
@@ -194,7 +195,7 @@ tp_dec_map(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
 }
 
 int
-tp_dec_tags(telem_decoder_t *d, telem_rd_t *r, uint32_t *n)
+tp_dec_tags(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t *n)
 {
     int rc = tp_rd_count(r, true, TP_MIN_TAG, n);
     if (rc)

@@ -61,8 +61,8 @@ static const tp_field_t s_arep_tab[] = { TP_FV,
 /* Copies a bin of at most max bytes into the arena (not NUL-terminated;
  * may hold any byte); what names it in an error. */
 static int
-s_take_bin(telem_decoder_t *d, telem_rd_t *r, uint32_t max, const char *what,
-           const uint8_t **out, uint32_t *len)
+s_take_bin(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t max,
+           const char *what, const uint8_t **out, uint32_t *len)
 {
     const uint8_t *s;
     int rc = tp_rd_bytes(r, true, &s, len);
@@ -92,8 +92,8 @@ s_small(telem_rd_t *r, uint64_t max, uint64_t *out)
 /* The inline value that ends an op or a result when `present`; none may
  * stand beside a value frame (`framed`). */
 static int
-s_take_inline(telem_decoder_t *d, telem_rd_t *r, bool present, bool framed,
-              const uint8_t **ival, uint32_t *ivlen)
+s_take_inline(telem_proto_decoder_t *d, telem_rd_t *r, bool present,
+              bool framed, const uint8_t **ival, uint32_t *ivlen)
 {
     *ival = NULL;
     *ivlen = 0;
@@ -106,7 +106,7 @@ s_take_inline(telem_decoder_t *d, telem_rd_t *r, bool present, bool framed,
 }
 
 static int
-s_dec_op(telem_decoder_t *d, telem_rd_t *r, telem_dict_op_t *op)
+s_dec_op(telem_proto_decoder_t *d, telem_rd_t *r, telem_dict_op_t *op)
 {
     uint32_t n;
     uint64_t v;
@@ -129,7 +129,7 @@ s_dec_op(telem_decoder_t *d, telem_rd_t *r, telem_dict_op_t *op)
 }
 
 static int
-s_dec_res(telem_decoder_t *d, telem_rd_t *r, telem_dict_res_t *res)
+s_dec_res(telem_proto_decoder_t *d, telem_rd_t *r, telem_dict_res_t *res)
 {
     uint32_t n;
     int64_t code;
@@ -151,7 +151,8 @@ s_dec_res(telem_decoder_t *d, telem_rd_t *r, telem_dict_res_t *res)
 
 /* Decodes an array of ops (is_req) or results into TP_VEC_DICT. */
 static int
-s_dec_list(telem_decoder_t *d, telem_rd_t *r, bool is_req, uint32_t *count)
+s_dec_list(telem_proto_decoder_t *d, telem_rd_t *r, bool is_req,
+           uint32_t *count)
 {
     uint32_t n;
     int rc = tp_rd_count(r, false, is_req ? S_MIN_OP : S_MIN_RES, &n);
@@ -175,7 +176,7 @@ s_dec_list(telem_decoder_t *d, telem_rd_t *r, bool is_req, uint32_t *count)
 }
 
 static int
-s_dec_nodes(telem_decoder_t *d, telem_rd_t *r, uint32_t *count)
+s_dec_nodes(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t *count)
 {
     uint32_t n;
     int rc = tp_rd_count(r, false, 2, &n);
@@ -194,7 +195,8 @@ s_dec_nodes(telem_decoder_t *d, telem_rd_t *r, uint32_t *count)
 }
 
 static int
-s_custom(telem_decoder_t *d, telem_rd_t *r, int idx, void *base, int which)
+s_custom(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base,
+         int which)
 {
     int rc;
     switch (which) {
@@ -229,31 +231,31 @@ s_custom(telem_decoder_t *d, telem_rd_t *r, int idx, void *base, int which)
 }
 
 static int
-s_custom_req(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_req(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     return s_custom(d, r, idx, base, TELEM_MSG_DICT_REQ);
 }
 
 static int
-s_custom_rep(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_rep(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     return s_custom(d, r, idx, base, TELEM_MSG_DICT_REP);
 }
 
 static int
-s_custom_admin(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_admin(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     return s_custom(d, r, idx, base, TELEM_MSG_DICT_ADMIN);
 }
 
 static int
-s_custom_arep(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_arep(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     return s_custom(d, r, idx, base, TELEM_MSG_DICT_ADMIN_REP);
 }
 
 static int
-s_dec_req(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_req(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     d->err[0] = '\0';
     return tp_dec_map(d, r, nkeys, s_req_tab, TP_NTAB(s_req_tab), msg,
@@ -261,7 +263,7 @@ s_dec_req(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 }
 
 static int
-s_dec_rep(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_rep(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     d->err[0] = '\0';
     return tp_dec_map(d, r, nkeys, s_rep_tab, TP_NTAB(s_rep_tab), msg,
@@ -269,7 +271,7 @@ s_dec_rep(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 }
 
 static int
-s_dec_admin(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_admin(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     d->err[0] = '\0';
     return tp_dec_map(d, r, nkeys, s_admin_tab, TP_NTAB(s_admin_tab), msg,
@@ -277,7 +279,7 @@ s_dec_admin(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 }
 
 static int
-s_dec_arep(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_arep(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     d->err[0] = '\0';
     return tp_dec_map(d, r, nkeys, s_arep_tab, TP_NTAB(s_arep_tab), msg,
@@ -300,15 +302,16 @@ const tp_family_t tp_dict_family = { "dict", s_types, TP_NTAB(s_types) };
 /* ---------------------------------------------------------------- encode */
 
 static void
-s_put_bin(telem_encoder_t *e, const void *p, uint32_t n)
+s_put_bin(telem_proto_encoder_t *e, const void *p, uint32_t n)
 {
     e->fail |= msgpack_pack_bin(&e->pk, n);
     e->fail |= msgpack_pack_bin_body(&e->pk, p, n);
 }
 
 int
-telem_encode_dict_req(telem_encoder_t *e, int type, const telem_dict_req_t *m,
-                      const void **data, size_t *size)
+telem_proto_encode_dict_req(telem_proto_encoder_t *e, int type,
+                            const telem_dict_req_t *m, const void **data,
+                            size_t *size)
 {
     if (!m || (type != TELEM_MSG_DICT_REQ && type != TELEM_MSG_DICT_REPL)
         || (m->nops && !m->ops))
@@ -345,8 +348,9 @@ telem_encode_dict_req(telem_encoder_t *e, int type, const telem_dict_req_t *m,
 }
 
 int
-telem_encode_dict_rep(telem_encoder_t *e, int type, const telem_dict_rep_t *m,
-                      const void **data, size_t *size)
+telem_proto_encode_dict_rep(telem_proto_encoder_t *e, int type,
+                            const telem_dict_rep_t *m, const void **data,
+                            size_t *size)
 {
     if (!m || (type != TELEM_MSG_DICT_REP && type != TELEM_MSG_DICT_ACK)
         || (m->nres && !m->res) || m->code > 0)
@@ -375,7 +379,7 @@ telem_encode_dict_rep(telem_encoder_t *e, int type, const telem_dict_rep_t *m,
 }
 
 static int
-s_enc_nodes(telem_encoder_t *e, const char *const *nodes, uint32_t n)
+s_enc_nodes(telem_proto_encoder_t *e, const char *const *nodes, uint32_t n)
 {
     if (n > TELEM_DICT_NODES_MAX)
         return TELEM_ETOOBIG;
@@ -392,8 +396,9 @@ s_enc_nodes(telem_encoder_t *e, const char *const *nodes, uint32_t n)
 }
 
 int
-telem_encode_dict_admin(telem_encoder_t *e, const telem_dict_admin_t *m,
-                        const void **data, size_t *size)
+telem_proto_encode_dict_admin(telem_proto_encoder_t *e,
+                              const telem_dict_admin_t *m, const void **data,
+                              size_t *size)
 {
     if (!m)
         return TELEM_EINVAL;
@@ -405,9 +410,9 @@ telem_encode_dict_admin(telem_encoder_t *e, const telem_dict_admin_t *m,
 }
 
 int
-telem_encode_dict_admin_rep(telem_encoder_t *e,
-                            const telem_dict_admin_rep_t *m,
-                            const void **data, size_t *size)
+telem_proto_encode_dict_admin_rep(telem_proto_encoder_t *e,
+                                  const telem_dict_admin_rep_t *m,
+                                  const void **data, size_t *size)
 {
     if (!m)
         return TELEM_EINVAL;

@@ -145,22 +145,23 @@ typedef struct {
                                ahead of it); 0: unknown */
 } telem_dict_admin_rep_t;
 
-typedef struct telem_encoder telem_encoder_t;
+typedef struct telem_encoder telem_proto_encoder_t;
 
 /* Encoders, as in telem_proto.h: 0 with *data and *size set to the encoder's
  * buffer, or TELEM_EINVAL / TELEM_ETOOBIG for what the decoder would
  * refuse (unknown op, key or namespace too long, too many ops or nodes). */
-int telem_encode_dict_req(telem_encoder_t *e, int type,
-                          const telem_dict_req_t *m,
-                          const void **data, size_t *size);
-int telem_encode_dict_rep(telem_encoder_t *e, int type,
-                          const telem_dict_rep_t *m,
-                          const void **data, size_t *size);
-int telem_encode_dict_admin(telem_encoder_t *e, const telem_dict_admin_t *m,
-                            const void **data, size_t *size);
-int telem_encode_dict_admin_rep(telem_encoder_t *e,
-                                const telem_dict_admin_rep_t *m,
-                                const void **data, size_t *size);
+int telem_proto_encode_dict_req(telem_proto_encoder_t *e, int type,
+                                const telem_dict_req_t *m, const void **data,
+                                size_t *size);
+int telem_proto_encode_dict_rep(telem_proto_encoder_t *e, int type,
+                                const telem_dict_rep_t *m, const void **data,
+                                size_t *size);
+int telem_proto_encode_dict_admin(telem_proto_encoder_t *e,
+                                  const telem_dict_admin_t *m,
+                                  const void **data, size_t *size);
+int telem_proto_encode_dict_admin_rep(telem_proto_encoder_t *e,
+                                      const telem_dict_admin_rep_t *m,
+                                      const void **data, size_t *size);
 
 #ifdef __cplusplus
 }

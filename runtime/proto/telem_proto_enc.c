@@ -1,6 +1,6 @@
 /* telem_proto_enc.c - the encoder object and the table-driven helpers every
  * message encoder is built from (declared in telem_proto_int.h); the
- * telem_encode_*() functions live with their message families.
+ * telem_proto_encode_*() functions live with their message families.
  *
  * Encoding uses msgpack-c's packer over a reused msgpack_sbuffer whose
  * write callback enforces TELEM_PROTO_MAX_MSG, so a frame that grows past
@@ -17,7 +17,7 @@
 static int
 s_write(void *data, const char *buf, size_t len)
 {
-    telem_encoder_t *e = data;
+    telem_proto_encoder_t *e = data;
     if (len > TELEM_PROTO_MAX_MSG - e->buf.size) {
         e->toobig = true;
         return -1;
@@ -25,10 +25,10 @@ s_write(void *data, const char *buf, size_t len)
     return msgpack_sbuffer_write(&e->buf, buf, len);
 }
 
-telem_encoder_t *
-telem_encoder_new(void)
+telem_proto_encoder_t *
+telem_proto_encoder_new(void)
 {
-    telem_encoder_t *e = calloc(1, sizeof *e);
+    telem_proto_encoder_t *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
     msgpack_sbuffer_init(&e->buf);
@@ -37,7 +37,7 @@ telem_encoder_new(void)
 }
 
 void
-telem_encoder_destroy(telem_encoder_t **self_p)
+telem_proto_encoder_destroy(telem_proto_encoder_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
@@ -47,13 +47,13 @@ telem_encoder_destroy(telem_encoder_t **self_p)
 }
 
 void
-tp_put_str(telem_encoder_t *e, const char *s, size_t len)
+tp_put_str(telem_proto_encoder_t *e, const char *s, size_t len)
 {
     e->fail |= msgpack_pack_str_with_body(&e->pk, s, len);
 }
 
 void
-tp_put_key(telem_encoder_t *e, const char *k)
+tp_put_key(telem_proto_encoder_t *e, const char *k)
 {
     tp_put_str(e, k, strlen(k));
 }
@@ -74,7 +74,7 @@ tp_check_str(const char **s, size_t max, bool nonempty, size_t *len)
 }
 
 int
-tp_put_name(telem_encoder_t *e, const char *s)
+tp_put_name(telem_proto_encoder_t *e, const char *s)
 {
     size_t len;
     int rc = tp_check_str(&s, TELEM_NAME_MAX, true, &len);
@@ -84,7 +84,7 @@ tp_put_name(telem_encoder_t *e, const char *s)
 }
 
 static int
-s_enc_field(telem_encoder_t *e, const tp_field_t *f, const void *base)
+s_enc_field(telem_proto_encoder_t *e, const tp_field_t *f, const void *base)
 {
     const char *p = (const char *) base + f->off;
     int64_t i32;
@@ -129,7 +129,8 @@ s_enc_field(telem_encoder_t *e, const tp_field_t *f, const void *base)
 
 /* Writes every plain field of a table; TP_K_X fields are the caller's. */
 int
-tp_enc_fields(telem_encoder_t *e, const tp_field_t *tab, int ntab, const void *base)
+tp_enc_fields(telem_proto_encoder_t *e, const tp_field_t *tab, int ntab,
+              const void *base)
 {
     for (int j = 0; j < ntab; j++) {
         if (tab[j].kind == TP_K_IGN || tab[j].kind == TP_K_X)
@@ -144,8 +145,8 @@ tp_enc_fields(telem_encoder_t *e, const tp_field_t *tab, int ntab, const void *b
 
 /* Starts a frame: the top map with "v" and "t", then the plain fields. */
 int
-tp_enc_begin(telem_encoder_t *e, int type, const tp_field_t *tab, int ntab,
-             const void *m)
+tp_enc_begin(telem_proto_encoder_t *e, int type, const tp_field_t *tab,
+             int ntab, const void *m)
 {
     msgpack_sbuffer_clear(&e->buf);
     e->fail = 0;
@@ -159,7 +160,7 @@ tp_enc_begin(telem_encoder_t *e, int type, const tp_field_t *tab, int ntab,
 }
 
 int
-tp_enc_end(telem_encoder_t *e, int rc, const void **data, size_t *size)
+tp_enc_end(telem_proto_encoder_t *e, int rc, const void **data, size_t *size)
 {
     if (rc)
         return rc;
@@ -173,7 +174,7 @@ tp_enc_end(telem_encoder_t *e, int rc, const void **data, size_t *size)
 }
 
 int
-tp_enc_tags(telem_encoder_t *e, const telem_tag_t *tags, uint32_t n)
+tp_enc_tags(telem_proto_encoder_t *e, const telem_tag_t *tags, uint32_t n)
 {
     if (n > TELEM_TAGS_MAX)
         return TELEM_ETOOBIG;
@@ -195,7 +196,7 @@ tp_enc_tags(telem_encoder_t *e, const telem_tag_t *tags, uint32_t n)
 
 /* n 8-byte words (int64 or double) as one little-endian bin. */
 void
-tp_put_words(telem_encoder_t *e, const void *src, uint32_t n)
+tp_put_words(telem_proto_encoder_t *e, const void *src, uint32_t n)
 {
     e->fail |= msgpack_pack_bin(&e->pk, (size_t) n * 8);
 #if TP_LITTLE_ENDIAN

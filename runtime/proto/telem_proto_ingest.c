@@ -32,7 +32,7 @@ static const tp_field_t s_meta_tab[] = { TP_FV,
 /* Sample metric names usually repeat: reuse the last copy when the bytes
  * match, so the hot path skips a scan and a copy. */
 static int
-s_take_metric(telem_decoder_t *d, telem_rd_t *r, const char **out)
+s_take_metric(telem_proto_decoder_t *d, telem_rd_t *r, const char **out)
 {
     const uint8_t *p = r->p;
     if (p < r->end && *p >= 0xa1 && *p <= 0xbf && d->last_len == (uint32_t) (*p - 0xa0)
@@ -51,7 +51,7 @@ s_take_metric(telem_decoder_t *d, telem_rd_t *r, const char **out)
 }
 
 static int
-s_dec_sample(telem_decoder_t *d, telem_rd_t *r, telem_sample_t *s)
+s_dec_sample(telem_proto_decoder_t *d, telem_rd_t *r, telem_sample_t *s)
 {
     uint32_t n;
     int64_t level;
@@ -84,7 +84,7 @@ s_dec_sample(telem_decoder_t *d, telem_rd_t *r, telem_sample_t *s)
 }
 
 static int
-s_dec_samples(telem_decoder_t *d, telem_rd_t *r, telem_batch_t *b)
+s_dec_samples(telem_proto_decoder_t *d, telem_rd_t *r, telem_batch_t *b)
 {
     uint32_t n;
     int rc = tp_rd_count(r, false, S_MIN_SAMPLE, &n);
@@ -107,7 +107,7 @@ s_dec_samples(telem_decoder_t *d, telem_rd_t *r, telem_batch_t *b)
 }
 
 static int
-s_batch_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_batch_x(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     telem_batch_t *b = base;
     if (idx == B_TG) {
@@ -118,7 +118,7 @@ s_batch_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_dec_batch(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_batch(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     telem_batch_t *b = msg;
     int rc = tp_dec_map(d, r, nkeys, s_batch_tab, TP_NTAB(s_batch_tab), b,
@@ -135,7 +135,7 @@ s_dec_batch(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 }
 
 static int
-s_dec_meta(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_meta(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     return tp_dec_map(d, r, nkeys, s_meta_tab, TP_NTAB(s_meta_tab), msg, NULL);
 }
@@ -143,7 +143,7 @@ s_dec_meta(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 /* ------------------------------------------------------------ encoding */
 
 static int
-s_enc_sample(telem_encoder_t *e, const telem_sample_t *s)
+s_enc_sample(telem_proto_encoder_t *e, const telem_sample_t *s)
 {
     if (s->level > 4)
         return TELEM_EINVAL;
@@ -158,8 +158,8 @@ s_enc_sample(telem_encoder_t *e, const telem_sample_t *s)
 }
 
 int
-telem_encode_batch(telem_encoder_t *e, const telem_batch_t *m,
-                   const void **data, size_t *size)
+telem_proto_encode_batch(telem_proto_encoder_t *e, const telem_batch_t *m,
+                         const void **data, size_t *size)
 {
     if (!e || !m || !data || !size || (m->nsamples && !m->samples))
         return TELEM_EINVAL;
@@ -180,8 +180,8 @@ telem_encode_batch(telem_encoder_t *e, const telem_batch_t *m,
 }
 
 int
-telem_encode_meta(telem_encoder_t *e, const telem_meta_t *m,
-                  const void **data, size_t *size)
+telem_proto_encode_meta(telem_proto_encoder_t *e, const telem_meta_t *m,
+                        const void **data, size_t *size)
 {
     if (!e || !m || !data || !size)
         return TELEM_EINVAL;

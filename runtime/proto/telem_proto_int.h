@@ -21,7 +21,7 @@
  * How to add a message family (e.g. types 8-15, 32-63 reserved in
  * telem_proto.h) in its own file, runtime/telem_proto_<family>.c:
  *   1. Public part, in the family's own header: the message structs and
- *      telem_msg_type_t values, and one telem_encode_<msg>() per message.
+ *      telem_msg_type_t values, and one telem_proto_encode_<msg>() per message.
  *      Add the struct to the union of telem_msg_t (a decoded message must
  *      fit there) and a section to docs/protocol.md.
  *   2. A field table per message map: TP_FV first (the envelope keys "v"
@@ -271,39 +271,39 @@ struct telem_decoder {
 TP_HIDDEN int tp_reserve(tp_vec_t *v, size_t n, size_t sz);
 
 /* Sets the decoder's reason and returns rc. */
-TP_HIDDEN int tp_fail(telem_decoder_t *d, int rc, const char *fmt, ...)
+TP_HIDDEN int tp_fail(telem_proto_decoder_t *d, int rc, const char *fmt, ...)
     TP_PRINTF(3, 4);
 /* Prefixes the current reason with a context ("sample 3: ") and returns rc. */
-TP_HIDDEN int tp_wrap(telem_decoder_t *d, int rc, const char *fmt, ...)
+TP_HIDDEN int tp_wrap(telem_proto_decoder_t *d, int rc, const char *fmt, ...)
     TP_PRINTF(3, 4);
 
 /* Copies a str into the arena: at most max bytes, non-empty when asked,
  * no NUL inside.  The reason is left in r->why. */
-TP_HIDDEN int tp_take_str(telem_decoder_t *d, telem_rd_t *r, size_t max,
+TP_HIDDEN int tp_take_str(telem_proto_decoder_t *d, telem_rd_t *r, size_t max,
                           bool nonempty, const char **out);
 
 /* Decodes a TP_K_X field; idx is its index in the table. */
-typedef int (*tp_custom_fn)(telem_decoder_t *d, telem_rd_t *r, int idx,
+typedef int (*tp_custom_fn)(telem_proto_decoder_t *d, telem_rd_t *r, int idx,
                             void *base);
 
 /* Decodes the body of a map of nkeys pairs described by tab into base:
  * table strings default to "", unknown keys are skipped, duplicate keys
  * and missing required keys refused.  custom may be NULL when the table
  * has no TP_K_X field.  Sets the decoder's reason on failure. */
-TP_HIDDEN int tp_dec_map(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
-                         const tp_field_t *tab, int ntab, void *base,
-                         tp_custom_fn custom);
+TP_HIDDEN int tp_dec_map(telem_proto_decoder_t *d, telem_rd_t *r,
+                         uint32_t nkeys, const tp_field_t *tab, int ntab,
+                         void *base, tp_custom_fn custom);
 
 /* Appends a map of tags to TP_VEC_TAGS; *n gets their count.  The block
  * starts at d->ntags before the call; point at it with tp_fix_tags once
  * the frame is decoded. */
-TP_HIDDEN int tp_dec_tags(telem_decoder_t *d, telem_rd_t *r, uint32_t *n);
+TP_HIDDEN int tp_dec_tags(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t *n);
 
 /* Points *tags at the n tags at *cursor in the final tag vector (NULL when
  * n is 0) and advances *cursor: blocks are fixed in the order appended.
  * Inline: it runs once per sample. */
 static inline void
-tp_fix_tags(telem_decoder_t *d, const telem_tag_t **tags, uint32_t n,
+tp_fix_tags(telem_proto_decoder_t *d, const telem_tag_t **tags, uint32_t n,
             size_t *cursor)
 {
     *tags = n ? (const telem_tag_t *) d->vec[TP_VEC_TAGS].p + *cursor : NULL;
@@ -315,12 +315,12 @@ tp_fix_tags(telem_decoder_t *d, const telem_tag_t **tags, uint32_t n,
 /* Decodes the body of a top map of nkeys pairs into msg (zeroed, the
  * message's union member).  Sets the decoder's reason on failure; the
  * dispatch prefixes it with the message name. */
-typedef int (*tp_dec_fn)(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
-                         void *msg);
+typedef int (*tp_dec_fn)(telem_proto_decoder_t *d, telem_rd_t *r,
+                         uint32_t nkeys, void *msg);
 
 typedef struct {
     int type;           /* telem_msg_type_t value, 1 .. TP_TYPE_MAX */
-    const char *name;   /* as telem_msg_type_name() returns it */
+    const char *name;   /* as telem_proto_msg_type_name() returns it */
     tp_dec_fn decode;
     size_t size;        /* sizeof the message struct */
 } tp_type_t;
@@ -361,8 +361,8 @@ struct telem_encoder {
 };
 
 /* Writes a str / a key.  Failures accumulate in e->fail. */
-TP_HIDDEN void tp_put_str(telem_encoder_t *e, const char *s, size_t len);
-TP_HIDDEN void tp_put_key(telem_encoder_t *e, const char *k);
+TP_HIDDEN void tp_put_str(telem_proto_encoder_t *e, const char *s, size_t len);
+TP_HIDDEN void tp_put_key(telem_proto_encoder_t *e, const char *k);
 
 /* Checks a string to send: NULL becomes "" unless it must be non-empty.
  * Returns 0, TELEM_EINVAL (NULL or empty when nonempty) or TELEM_ETOOBIG
@@ -370,28 +370,29 @@ TP_HIDDEN void tp_put_key(telem_encoder_t *e, const char *k);
 TP_HIDDEN int tp_check_str(const char **s, size_t max, bool nonempty,
                            size_t *len);
 /* Checks and writes a name (1..TELEM_NAME_MAX bytes). */
-TP_HIDDEN int tp_put_name(telem_encoder_t *e, const char *s);
+TP_HIDDEN int tp_put_name(telem_proto_encoder_t *e, const char *s);
 
 /* Writes every plain field of tab from base, with its key; TP_K_IGN and
  * TP_K_X fields are the caller's.  0, TELEM_EINVAL or TELEM_ETOOBIG. */
-TP_HIDDEN int tp_enc_fields(telem_encoder_t *e, const tp_field_t *tab,
+TP_HIDDEN int tp_enc_fields(telem_proto_encoder_t *e, const tp_field_t *tab,
                             int ntab, const void *base);
 
 /* Starts a frame: clears the buffer, writes the top map header for ntab
  * entries, "v" and "t", then the plain fields of m. */
-TP_HIDDEN int tp_enc_begin(telem_encoder_t *e, int type,
+TP_HIDDEN int tp_enc_begin(telem_proto_encoder_t *e, int type,
                            const tp_field_t *tab, int ntab, const void *m);
 
 /* Ends a frame: rc if non-zero, else TELEM_ETOOBIG or TELEM_ENOMEM for a
  * failed write, else 0 with *data and *size set to the encoder's buffer. */
-TP_HIDDEN int tp_enc_end(telem_encoder_t *e, int rc, const void **data,
+TP_HIDDEN int tp_enc_end(telem_proto_encoder_t *e, int rc, const void **data,
                          size_t *size);
 
 /* Writes a tags map: at most TELEM_TAGS_MAX names, no duplicate keys. */
-TP_HIDDEN int tp_enc_tags(telem_encoder_t *e, const telem_tag_t *tags,
+TP_HIDDEN int tp_enc_tags(telem_proto_encoder_t *e, const telem_tag_t *tags,
                           uint32_t n);
 
 /* Writes n 8-byte words (int64 or double) as one little-endian bin. */
-TP_HIDDEN void tp_put_words(telem_encoder_t *e, const void *src, uint32_t n);
+TP_HIDDEN void tp_put_words(telem_proto_encoder_t *e, const void *src,
+                            uint32_t n);
 
 #endif

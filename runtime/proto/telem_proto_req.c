@@ -74,7 +74,7 @@ static const tp_field_t s_error_tab[] = { TP_FV,
 /* ------------------------------------------------------------ decoding */
 
 static int
-s_query_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_query_x(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     telem_query_t *q = base;
     if (idx == Q_F) {
@@ -101,7 +101,7 @@ s_query_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_dec_query(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_query(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     telem_query_t *q = msg;
     int rc = tp_dec_map(d, r, nkeys, s_query_tab, TP_NTAB(s_query_tab), q, s_query_x);
@@ -114,7 +114,7 @@ s_dec_query(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 
 /* One bin of little-endian 8-byte words into points[d->npts ...]. */
 static int
-s_dec_points(telem_decoder_t *d, telem_rd_t *r, bool values, uint32_t *n)
+s_dec_points(telem_proto_decoder_t *d, telem_rd_t *r, bool values, uint32_t *n)
 {
     const uint8_t *b;
     uint32_t len;
@@ -146,7 +146,7 @@ s_dec_points(telem_decoder_t *d, telem_rd_t *r, bool values, uint32_t *n)
 }
 
 static int
-s_series_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_series_x(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     telem_series_t *s = base;
     if (idx == S_TG)
@@ -155,7 +155,7 @@ s_series_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_dec_series(telem_decoder_t *d, telem_rd_t *r, telem_series_t *s)
+s_dec_series(telem_proto_decoder_t *d, telem_rd_t *r, telem_series_t *s)
 {
     uint32_t nkeys;
     int rc = tp_rd_count(r, true, 2, &nkeys);
@@ -173,7 +173,7 @@ s_dec_series(telem_decoder_t *d, telem_rd_t *r, telem_series_t *s)
 }
 
 static int
-s_reply_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_reply_x(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     telem_query_reply_t *q = base;
     uint32_t n;
@@ -196,7 +196,7 @@ s_reply_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_dec_reply(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_reply(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     telem_query_reply_t *q = msg;
     int rc = tp_dec_map(d, r, nkeys, s_reply_tab, TP_NTAB(s_reply_tab), q, s_reply_x);
@@ -214,13 +214,14 @@ s_dec_reply(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 }
 
 static int
-s_dec_control(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_control(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
+              void *msg)
 {
     return tp_dec_map(d, r, nkeys, s_control_tab, TP_NTAB(s_control_tab), msg, NULL);
 }
 
 static int
-s_creply_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_creply_x(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     telem_control_reply_t *c = base;
     uint32_t n;
@@ -233,13 +234,13 @@ s_creply_x(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_dec_creply(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_creply(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     return tp_dec_map(d, r, nkeys, s_creply_tab, TP_NTAB(s_creply_tab), msg, s_creply_x);
 }
 
 static int
-s_dec_error(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_error(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     return tp_dec_map(d, r, nkeys, s_error_tab, TP_NTAB(s_error_tab), msg, NULL);
 }
@@ -247,8 +248,8 @@ s_dec_error(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 /* ------------------------------------------------------------ encoding */
 
 int
-telem_encode_query(telem_encoder_t *e, const telem_query_t *m,
-                   const void **data, size_t *size)
+telem_proto_encode_query(telem_proto_encoder_t *e, const telem_query_t *m,
+                         const void **data, size_t *size)
 {
     if (!e || !m || !data || !size || (m->nmetrics && !m->metrics))
         return TELEM_EINVAL;
@@ -269,7 +270,7 @@ telem_encode_query(telem_encoder_t *e, const telem_query_t *m,
 }
 
 static int
-s_enc_series(telem_encoder_t *e, const telem_series_t *s)
+s_enc_series(telem_proto_encoder_t *e, const telem_series_t *s)
 {
     if (s->npoints && (!s->ts || !s->values))
         return TELEM_EINVAL;
@@ -290,8 +291,9 @@ s_enc_series(telem_encoder_t *e, const telem_series_t *s)
 }
 
 int
-telem_encode_query_reply(telem_encoder_t *e, const telem_query_reply_t *m,
-                         const void **data, size_t *size)
+telem_proto_encode_query_reply(telem_proto_encoder_t *e,
+                               const telem_query_reply_t *m, const void **data,
+                               size_t *size)
 {
     if (!e || !m || !data || !size || (m->nseries && !m->series))
         return TELEM_EINVAL;
@@ -307,8 +309,8 @@ telem_encode_query_reply(telem_encoder_t *e, const telem_query_reply_t *m,
 }
 
 int
-telem_encode_control(telem_encoder_t *e, const telem_control_t *m,
-                     const void **data, size_t *size)
+telem_proto_encode_control(telem_proto_encoder_t *e, const telem_control_t *m,
+                           const void **data, size_t *size)
 {
     if (!e || !m || !data || !size)
         return TELEM_EINVAL;
@@ -317,8 +319,9 @@ telem_encode_control(telem_encoder_t *e, const telem_control_t *m,
 }
 
 int
-telem_encode_control_reply(telem_encoder_t *e, const telem_control_reply_t *m,
-                           const void **data, size_t *size)
+telem_proto_encode_control_reply(telem_proto_encoder_t *e,
+                                 const telem_control_reply_t *m,
+                                 const void **data, size_t *size)
 {
     if (!e || !m || !data || !size)
         return TELEM_EINVAL;
@@ -333,8 +336,8 @@ telem_encode_control_reply(telem_encoder_t *e, const telem_control_reply_t *m,
 }
 
 int
-telem_encode_error(telem_encoder_t *e, const telem_error_msg_t *m,
-                   const void **data, size_t *size)
+telem_proto_encode_error(telem_proto_encoder_t *e, const telem_error_msg_t *m,
+                         const void **data, size_t *size)
 {
     if (!e || !m || !data || !size)
         return TELEM_EINVAL;

@@ -93,7 +93,7 @@ s_used(const s_list_t *lists, size_t n)
 }
 
 static int
-s_dec_elem(telem_decoder_t *d, telem_rd_t *r, int kind, uint8_t *slot)
+s_dec_elem(telem_proto_decoder_t *d, telem_rd_t *r, int kind, uint8_t *slot)
 {
     uint32_t n;
     int rc;
@@ -125,7 +125,7 @@ s_dec_elem(telem_decoder_t *d, telem_rd_t *r, int kind, uint8_t *slot)
 
 /* Decodes list `which` of `lists` into TP_VEC_WATCH after the others. */
 static int
-s_dec_list(telem_decoder_t *d, telem_rd_t *r, s_list_t *lists, size_t nl,
+s_dec_list(telem_proto_decoder_t *d, telem_rd_t *r, s_list_t *lists, size_t nl,
            size_t which)
 {
     static const char *const names[] = { "name", "device", "evidence", "row" };
@@ -151,7 +151,7 @@ s_dec_list(telem_decoder_t *d, telem_rd_t *r, s_list_t *lists, size_t nl,
 
 /* Turns the lists' offsets into pointers, once the frame is decoded. */
 static void
-s_fix(telem_decoder_t *d, s_list_t *lists, size_t n)
+s_fix(telem_proto_decoder_t *d, s_list_t *lists, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         uintptr_t off = (uintptr_t) *lists[i].ptr;
@@ -185,7 +185,7 @@ s_lists(int type, void *base, s_list_t *l)
 }
 
 static int
-s_custom_event(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_event(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     s_list_t l[3];
     size_t n = s_lists(TELEM_MSG_WATCH_EVENT, base, l);
@@ -197,7 +197,7 @@ s_custom_event(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_custom_restart(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_restart(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     s_list_t l[3];
     size_t n = s_lists(TELEM_MSG_RESTART, base, l);
@@ -205,7 +205,7 @@ s_custom_restart(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 }
 
 static int
-s_custom_reply(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
+s_custom_reply(telem_proto_decoder_t *d, telem_rd_t *r, int idx, void *base)
 {
     (void) idx;
     s_list_t l[1];
@@ -215,7 +215,7 @@ s_custom_reply(telem_decoder_t *d, telem_rd_t *r, int idx, void *base)
 
 /* Decodes a map with lists, then fixes their pointers. */
 static int
-s_dec_lists(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg,
+s_dec_lists(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg,
             int type, const tp_field_t *tab, int ntab, tp_custom_fn fn)
 {
     s_list_t l[3];
@@ -231,35 +231,36 @@ s_dec_lists(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg,
 }
 
 static int
-s_dec_event(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_event(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     return s_dec_lists(d, r, nkeys, msg, TELEM_MSG_WATCH_EVENT, s_event_tab,
                        TP_NTAB(s_event_tab), s_custom_event);
 }
 
 static int
-s_dec_restart(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_restart(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys,
+              void *msg)
 {
     return s_dec_lists(d, r, nkeys, msg, TELEM_MSG_RESTART, s_restart_tab,
                        TP_NTAB(s_restart_tab), s_custom_restart);
 }
 
 static int
-s_dec_reply(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_reply(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     return s_dec_lists(d, r, nkeys, msg, TELEM_MSG_WATCH_CTL_REPLY,
                        s_reply_tab, TP_NTAB(s_reply_tab), s_custom_reply);
 }
 
 static int
-s_dec_ack(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_ack(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     d->err[0] = '\0';
     return tp_dec_map(d, r, nkeys, s_ack_tab, TP_NTAB(s_ack_tab), msg, NULL);
 }
 
 static int
-s_dec_ctl(telem_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
+s_dec_ctl(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t nkeys, void *msg)
 {
     d->err[0] = '\0';
     return tp_dec_map(d, r, nkeys, s_ctl_tab, TP_NTAB(s_ctl_tab), msg, NULL);
@@ -282,7 +283,7 @@ const tp_family_t tp_watch_family = { "watch", s_types, TP_NTAB(s_types) };
 
 /* Checks and writes a string of 0..max bytes (non-empty when asked). */
 static int
-s_put_s(telem_encoder_t *e, const char *s, size_t max, bool nonempty)
+s_put_s(telem_proto_encoder_t *e, const char *s, size_t max, bool nonempty)
 {
     size_t len;
     int rc = tp_check_str(&s, max, nonempty, &len);
@@ -292,7 +293,7 @@ s_put_s(telem_encoder_t *e, const char *s, size_t max, bool nonempty)
 }
 
 static int
-s_enc_names(telem_encoder_t *e, const char *key, const char *const *v,
+s_enc_names(telem_proto_encoder_t *e, const char *key, const char *const *v,
             uint32_t n)
 {
     if (n && !v)
@@ -310,7 +311,7 @@ s_enc_names(telem_encoder_t *e, const char *key, const char *const *v,
 }
 
 static int
-s_enc_devs(telem_encoder_t *e, const telem_watch_dev_t *v, uint32_t n)
+s_enc_devs(telem_proto_encoder_t *e, const telem_watch_dev_t *v, uint32_t n)
 {
     if (n && !v)
         return TELEM_EINVAL;
@@ -328,7 +329,7 @@ s_enc_devs(telem_encoder_t *e, const telem_watch_dev_t *v, uint32_t n)
 }
 
 static int
-s_enc_evidence(telem_encoder_t *e, const telem_watch_evidence_t *v,
+s_enc_evidence(telem_proto_encoder_t *e, const telem_watch_evidence_t *v,
                uint32_t n)
 {
     if (n && !v)
@@ -348,8 +349,9 @@ s_enc_evidence(telem_encoder_t *e, const telem_watch_evidence_t *v,
 }
 
 int
-telem_encode_watch_event(telem_encoder_t *e, const telem_watch_event_t *m,
-                         const void **data, size_t *size)
+telem_proto_encode_watch_event(telem_proto_encoder_t *e,
+                               const telem_watch_event_t *m, const void **data,
+                               size_t *size)
 {
     if (!m || (m->severity != 1 && m->severity != 2))
         return TELEM_EINVAL;
@@ -368,8 +370,8 @@ telem_encode_watch_event(telem_encoder_t *e, const telem_watch_event_t *m,
 }
 
 int
-telem_encode_restart(telem_encoder_t *e, const telem_restart_t *m,
-                     const void **data, size_t *size)
+telem_proto_encode_restart(telem_proto_encoder_t *e, const telem_restart_t *m,
+                           const void **data, size_t *size)
 {
     if (!m || m->nexclude == 0)
         return TELEM_EINVAL;
@@ -385,8 +387,9 @@ telem_encode_restart(telem_encoder_t *e, const telem_restart_t *m,
 }
 
 int
-telem_encode_restart_ack(telem_encoder_t *e, const telem_restart_ack_t *m,
-                         const void **data, size_t *size)
+telem_proto_encode_restart_ack(telem_proto_encoder_t *e,
+                               const telem_restart_ack_t *m, const void **data,
+                               size_t *size)
 {
     if (!m || m->code > 0)
         return TELEM_EINVAL;
@@ -396,8 +399,9 @@ telem_encode_restart_ack(telem_encoder_t *e, const telem_restart_ack_t *m,
 }
 
 int
-telem_encode_watch_ctl(telem_encoder_t *e, const telem_watch_ctl_t *m,
-                       const void **data, size_t *size)
+telem_proto_encode_watch_ctl(telem_proto_encoder_t *e,
+                             const telem_watch_ctl_t *m, const void **data,
+                             size_t *size)
 {
     if (!m || m->op < 1)
         return TELEM_EINVAL;
@@ -407,9 +411,9 @@ telem_encode_watch_ctl(telem_encoder_t *e, const telem_watch_ctl_t *m,
 }
 
 int
-telem_encode_watch_ctl_reply(telem_encoder_t *e,
-                             const telem_watch_ctl_reply_t *m,
-                             const void **data, size_t *size)
+telem_proto_encode_watch_ctl_reply(telem_proto_encoder_t *e,
+                                   const telem_watch_ctl_reply_t *m,
+                                   const void **data, size_t *size)
 {
     if (!m || m->code > 0 || (m->nrows && !m->rows))
         return TELEM_EINVAL;

@@ -117,23 +117,27 @@ typedef struct {
     uint32_t nrows;
 } telem_watch_ctl_reply_t;
 
-typedef struct telem_encoder telem_encoder_t;
+typedef struct telem_encoder telem_proto_encoder_t;
 
 /* Encoders, as in telem_proto.h: 0 with *data and *size set to the
  * encoder's buffer, or TELEM_EINVAL (NULL where a string or array is
  * needed, empty names, a restart without nodes, an unknown op or severity)
  * / TELEM_ETOOBIG (names, texts or lists over their limits). */
-int telem_encode_watch_event(telem_encoder_t *e, const telem_watch_event_t *m,
-                             const void **data, size_t *size);
-int telem_encode_restart(telem_encoder_t *e, const telem_restart_t *m,
-                         const void **data, size_t *size);
-int telem_encode_restart_ack(telem_encoder_t *e, const telem_restart_ack_t *m,
-                             const void **data, size_t *size);
-int telem_encode_watch_ctl(telem_encoder_t *e, const telem_watch_ctl_t *m,
-                           const void **data, size_t *size);
-int telem_encode_watch_ctl_reply(telem_encoder_t *e,
-                                 const telem_watch_ctl_reply_t *m,
-                                 const void **data, size_t *size);
+int telem_proto_encode_watch_event(telem_proto_encoder_t *e,
+                                   const telem_watch_event_t *m,
+                                   const void **data, size_t *size);
+int telem_proto_encode_restart(telem_proto_encoder_t *e,
+                               const telem_restart_t *m, const void **data,
+                               size_t *size);
+int telem_proto_encode_restart_ack(telem_proto_encoder_t *e,
+                                   const telem_restart_ack_t *m,
+                                   const void **data, size_t *size);
+int telem_proto_encode_watch_ctl(telem_proto_encoder_t *e,
+                                 const telem_watch_ctl_t *m, const void **data,
+                                 size_t *size);
+int telem_proto_encode_watch_ctl_reply(telem_proto_encoder_t *e,
+                                       const telem_watch_ctl_reply_t *m,
+                                       const void **data, size_t *size);
 
 #ifdef __cplusplus
 }

@@ -60,8 +60,8 @@ struct telemd_agent {
     int64_t next_sample_mono;
     int64_t next_expire_mono;
     telem_store_t *store;
-    telem_decoder_t *dec;
-    telem_encoder_t *enc;
+    telem_proto_decoder_t *dec;
+    telem_proto_encoder_t *enc;
     telem_store_tags_t *batch_tags;    /* batch tags + host, per batch */
     telem_store_point_t pending[S_PENDING];  /* samples with batch_tags */
     uint32_t npending;
@@ -139,8 +139,8 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     if (cfg->mem_cap_bytes)
         scfg.mem_cap_bytes = cfg->mem_cap_bytes;
     self->store = telem_store_new(&scfg, &rc);
-    self->dec = telem_decoder_new();
-    self->enc = telem_encoder_new();
+    self->dec = telem_proto_decoder_new();
+    self->enc = telem_proto_encoder_new();
     self->batch_tags = telem_store_tags_new();
     if (self->store)
         rc = TELEM_ENOMEM;     /* whatever else is missing */
@@ -187,8 +187,8 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     s_reply_reset(&self->reply);
     free(self->reply.items);
     telem_store_destroy(&self->store);
-    telem_decoder_destroy(&self->dec);
-    telem_encoder_destroy(&self->enc);
+    telem_proto_decoder_destroy(&self->dec);
+    telem_proto_encoder_destroy(&self->enc);
     telem_store_tags_destroy(&self->batch_tags);
     free(self->node);
     free(self);
@@ -311,8 +311,8 @@ s_bad_message(telemd_agent_t *self, const char *where, int rc)
 {
     self->bad_messages++;
     telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
-                      "rejected %s message: %s (%s)", where,
-                      telem_strerror(rc), telem_decoder_error(self->dec));
+                      "rejected %s message: %s (%s)", where, telem_strerror(rc),
+                      telem_proto_decoder_error(self->dec));
 }
 
 int
@@ -325,7 +325,7 @@ telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size)
         self->bad_messages++;
         telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
                           "ignored %s message on the ingest socket",
-                          telem_msg_type_name(m.type));
+                          telem_proto_msg_type_name(m.type));
         return rc;
     }
     if (rc)
@@ -413,7 +413,7 @@ s_encode_error(telemd_agent_t *self, uint64_t id, int code, const char *text,
                const void **reply, size_t *size)
 {
     telem_error_msg_t e = { .id = id, .code = code, .message = text };
-    return telem_encode_error(self->enc, &e, reply, size);
+    return telem_proto_encode_error(self->enc, &e, reply, size);
 }
 
 static int
@@ -445,7 +445,7 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
         .id = q->id, .node = self->node, .series = series,
         .nseries = r->n, .truncated = (uint8_t) r->truncated,
     };
-    rc = telem_encode_query_reply(self->enc, &qr, reply, size);
+    rc = telem_proto_encode_query_reply(self->enc, &qr, reply, size);
     free(series);
     s_reply_reset(r);
     if (rc)
@@ -519,7 +519,7 @@ s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
                               "unknown control operation", reply, size);
     }
     s_status(self, &cr.status);
-    return telem_encode_control_reply(self->enc, &cr, reply, size);
+    return telem_proto_encode_control_reply(self->enc, &cr, reply, size);
 }
 
 int
@@ -533,7 +533,7 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
     if (rc) {
         s_bad_message(self, "request", rc);
         char why[256];
-        snprintf(why, sizeof why, "%s", telem_decoder_error(self->dec));
+        snprintf(why, sizeof why, "%s", telem_proto_decoder_error(self->dec));
         s_encode_error(self, 0, rc, why, reply, reply_size);
         return rc;
     }
@@ -548,7 +548,7 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
            store, and the sender would wait for a reply that never came. */
         telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
                           "refused %s message on a request socket",
-                          telem_msg_type_name(m.type));
+                          telem_proto_msg_type_name(m.type));
         return telemd_agent_refuse(self, TELEM_EPROTO,
                                    "not a request: this socket takes query "
                                    "and control only", reply, reply_size);
