@@ -19,6 +19,7 @@
 
 #include "telem_error.h"
 #include "telem_grow.h"
+#include "telem_why.h"
 
 struct det_params {
     const det_vtable_t *vt;
@@ -85,13 +86,6 @@ det_params_str(const det_params_t *p, size_t i)
     return i < p->vt->nparams && p->str[i] ? p->str[i] : "";
 }
 
-static void
-s_why(char *why, size_t size, const char *fmt, const char *a, const char *b)
-{
-    if (size > 0)
-        snprintf(why, size, fmt, a, b);
-}
-
 static long
 s_param_index(const det_vtable_t *vt, const char *name)
 {
@@ -108,16 +102,18 @@ s_parse_value(const det_param_def_t *d, const char *value, double *num,
 {
     if (d->type == DET_PARAM_STR) {
         if (strlen(value) > DET_VALUE_MAX) {
-            s_why(why, why_size, "%s: value longer than 255 bytes%s", d->name,
-                  "");
+            telem_why(why, why_size, "%s: value longer than 255 bytes",
+                      d->name);
             return TELEM_EINVAL;
         }
         for (size_t i = 0; d->choices && d->choices[i]; i++)
             if (strcmp(d->choices[i], value) == 0)
                 return 0;
         if (d->choices) {
-            s_why(why, why_size, "%s: '%s' is not one of the choices "
-                  "(see --list)", d->name, value);
+            telem_why(why, why_size,
+                      "%s: '%s' is not one of the choices "
+                      "(see --list)",
+                      d->name, value);
             return TELEM_EINVAL;
         }
         return 0;
@@ -126,14 +122,15 @@ s_parse_value(const det_param_def_t *d, const char *value, double *num,
     errno = 0;
     double v = strtod(value, &end);
     if (errno || end == value || *end || !isfinite(v)) {
-        s_why(why, why_size, "%s: '%s' is not a number", d->name, value);
+        telem_why(why, why_size, "%s: '%s' is not a number", d->name, value);
         return TELEM_EINVAL;
     }
     if (v < d->min || v > d->max || (d->integer && v != floor(v))) {
         char range[96];
         snprintf(range, sizeof range, "%s%g..%g", d->integer ? "a whole "
                  "number in " : "", d->min, d->max);
-        s_why(why, why_size, "%s: out of range, expected %s", d->name, range);
+        telem_why(why, why_size, "%s: out of range, expected %s", d->name,
+                  range);
         return TELEM_EINVAL;
     }
     *num = v;
@@ -146,18 +143,18 @@ det_set(det_t *self, const char *name, const char *value, char *why,
 {
     long i = s_param_index(self->vt, name);
     if (i < 0) {
-        s_why(why, why_size, "%s has no parameter '%s'", self->vt->name,
-              name ? name : "");
+        telem_why(why, why_size, "%s has no parameter '%s'", self->vt->name,
+                  name ? name : "");
         return TELEM_ENOTFOUND;
     }
     if (!value) {
-        s_why(why, why_size, "%s: no value%s", name, "");
+        telem_why(why, why_size, "%s: no value", name);
         return TELEM_EINVAL;
     }
     const det_param_def_t *d = &self->vt->params[i];
     double num = self->p.num[i];
     if (d->required && !*value) {
-        s_why(why, why_size, "%s must not be empty%s", name, "");
+        telem_why(why, why_size, "%s must not be empty", name);
         return TELEM_EINVAL;
     }
     int rc = s_parse_value(d, value, &num, why, why_size);
@@ -190,7 +187,8 @@ det_check(const det_t *self, char *why, size_t why_size)
         const det_param_def_t *d = &self->vt->params[i];
         if (d->type == DET_PARAM_STR && d->required &&
             !*det_params_str(&self->p, i)) {
-            s_why(why, why_size, "%s needs %s=...", self->vt->name, d->name);
+            telem_why(why, why_size, "%s needs %s=...", self->vt->name,
+                      d->name);
             return TELEM_EINVAL;
         }
     }

@@ -11,27 +11,12 @@
 #include "telem_error.h"
 #include "telem_grow.h"
 #include "telem_paths.h"
+#include "telem_why.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void
-s_why(char *why, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_why(char *why, size_t size, const char *fmt, ...)
-{
-    if (!why || size == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-}
 
 void
 ac__nodes_free(ac__node_entry_t **nodes, size_t n)
@@ -172,7 +157,7 @@ s_parse(FILE *f, const char *path, ac__node_entry_t **nodes, size_t *n,
         const char *reason = NULL;
         int kind = s_split(line, (size_t) len, &name, &ep, &reason);
         if (kind < 0) {
-            s_why(why, why_size, "%s:%zu: %s", path, lineno, reason);
+            telem_why(why, why_size, "%s:%zu: %s", path, lineno, reason);
             rc = TELEM_EINVAL;
             goto out;
         }
@@ -180,7 +165,7 @@ s_parse(FILE *f, const char *path, ac__node_entry_t **nodes, size_t *n,
             goto out;
     }
     if (ferror(f)) {
-        s_why(why, why_size, "%s: read error: %s", path, strerror(errno));
+        telem_why(why, why_size, "%s: read error: %s", path, strerror(errno));
         rc = TELEM_EIO;
     }
 out:
@@ -194,7 +179,7 @@ s_finish(const char *what, ac__node_entry_t *nodes, size_t n, char *why,
          size_t why_size)
 {
     if (n == 0) {
-        s_why(why, why_size, "%s lists no nodes", what);
+        telem_why(why, why_size, "%s lists no nodes", what);
         return TELEM_ENOTFOUND;
     }
     int err = 0;
@@ -202,7 +187,7 @@ s_finish(const char *what, ac__node_entry_t *nodes, size_t n, char *why,
     if (err)
         return err;
     if (dup) {
-        s_why(why, why_size, "%s: duplicate node name '%s'", what, dup);
+        telem_why(why, why_size, "%s: duplicate node name '%s'", what, dup);
         return TELEM_EINVAL;
     }
     return 0;
@@ -215,10 +200,10 @@ ac__nodes_read(const char *path, ac__node_entry_t **nodes, size_t *n,
     char defpath[TELEM_PATH_MAX];
     *nodes = NULL;
     *n = 0;
-    s_why(why, why_size, "no error");
+    telem_why(why, why_size, "no error");
     if (!path || !*path) {
         if (telem_nodefile_default(defpath, sizeof defpath) != 0) {
-            s_why(why, why_size, "default node file path too long");
+            telem_why(why, why_size, "default node file path too long");
             return TELEM_ETOOBIG;
         }
         path = defpath;
@@ -226,8 +211,8 @@ ac__nodes_read(const char *path, ac__node_entry_t **nodes, size_t *n,
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
-        s_why(why, why_size, "cannot open node file %s: %s", path,
-              strerror(e));
+        telem_why(why, why_size, "cannot open node file %s: %s", path,
+                  strerror(e));
         return e == ENOENT || e == ENOTDIR ? TELEM_ENOTFOUND : TELEM_EIO;
     }
     int rc = s_parse(f, path, nodes, n, why, why_size);
@@ -248,15 +233,15 @@ ac__nodes_copy(const char *const *names, const char *const *endpoints,
     size_t count = 0, cap = 0;
     int rc = 0;
     *nodes = NULL;
-    s_why(why, why_size, "no error");
+    telem_why(why, why_size, "no error");
     if (n && (!names || !endpoints)) {
-        s_why(why, why_size, "names or endpoints missing");
+        telem_why(why, why_size, "names or endpoints missing");
         return TELEM_EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
         const char *reason = s_check(names[i], endpoints[i]);
         if (reason) {
-            s_why(why, why_size, "node %zu: %s", i, reason);
+            telem_why(why, why_size, "node %zu: %s", i, reason);
             rc = TELEM_EINVAL;
             goto out;
         }

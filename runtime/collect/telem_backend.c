@@ -11,12 +11,12 @@
 #include "telem_backend.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "telem_error.h"
+#include "telem_why.h"
 
 struct telem_backend {
     const telem_backend_vt_t *vt;
@@ -39,21 +39,6 @@ static const telem_backend_vt_t *const s_backends[] = {
     &telem_backend_cpu,
     &telem_backend_cuda,
 };
-
-static void
-s_why(char *why, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_why(char *why, size_t size, const char *fmt, ...)
-{
-    if (!why || size == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-}
 
 const telem_backend_vt_t *
 telem_backend_at(size_t i)
@@ -85,13 +70,13 @@ telem_backend_t *
 telem_backend_open(const char *name, char *why, size_t why_size, int *err)
 {
     int rc = TELEM_ENOMEM;
-    s_why(why, why_size, "%s", "");
+    telem_why(why, why_size, "%s", "");
     const telem_backend_vt_t *vt = telem_backend_find(name);
     telem_backend_t *b = NULL;
     if (!vt) {
         rc = TELEM_ENOTFOUND;
-        s_why(why, why_size, "no backend called '%s' (cpu, cuda)",
-              name ? name : "(null)");
+        telem_why(why, why_size, "no backend called '%s' (cpu, cuda)",
+                  name ? name : "(null)");
         goto out;
     }
     b = calloc(1, sizeof *b);
@@ -101,7 +86,7 @@ telem_backend_open(const char *name, char *why, size_t why_size, int *err)
     rc = vt->open(&b->state, &b->devs, &b->ndevs, why, why_size);
     if (rc == 0 && b->ndevs == 0) {
         rc = TELEM_EUNSUPPORTED;
-        s_why(why, why_size, "backend %s found no device", vt->name);
+        telem_why(why, why_size, "backend %s found no device", vt->name);
     }
 out:
     if (rc && b)
@@ -153,8 +138,8 @@ telem_backend_bind(telem_backend_t *b, size_t dev, char *why,
                    size_t why_size)
 {
     if (dev >= b->ndevs) {
-        s_why(why, why_size, "no %s device %zu (this machine has %zu)",
-              b->vt->name, dev, b->ndevs);
+        telem_why(why, why_size, "no %s device %zu (this machine has %zu)",
+                  b->vt->name, dev, b->ndevs);
         return TELEM_EINVAL;
     }
     return b->vt->bind(b->state, dev, why, why_size);
@@ -171,14 +156,14 @@ telem_backend_kernel_new(telem_backend_t *b, size_t dev, const char *kernel,
         kernel = b->vt->kernels[0];
     if (!telem_backend_has_kernel(b->vt, kernel)) {
         rc = TELEM_ENOTFOUND;
-        s_why(why, why_size, "backend %s has no kernel '%s' (default %s)",
-              b->vt->name, kernel, b->vt->kernels[0]);
+        telem_why(why, why_size, "backend %s has no kernel '%s' (default %s)",
+                  b->vt->name, kernel, b->vt->kernels[0]);
         goto out;
     }
     if (dev >= b->ndevs) {
         rc = TELEM_EINVAL;
-        s_why(why, why_size, "no %s device %zu (this machine has %zu)",
-              b->vt->name, dev, b->ndevs);
+        telem_why(why, why_size, "no %s device %zu (this machine has %zu)",
+                  b->vt->name, dev, b->ndevs);
         goto out;
     }
     if (!(k = calloc(1, sizeof *k)))
@@ -186,8 +171,8 @@ telem_backend_kernel_new(telem_backend_t *b, size_t dev, const char *kernel,
     k->vt = b->vt;
     rc = b->vt->kernel_new(b->state, dev, kernel, &k->k, why, why_size);
     if (rc == 0 && (rc = b->vt->kernel_run(k->k, &warm)) != 0)
-        s_why(why, why_size, "the %s kernel failed its first run: %s",
-              kernel, telem_strerror(rc));
+        telem_why(why, why_size, "the %s kernel failed its first run: %s",
+                  kernel, telem_strerror(rc));
 out:
     if (rc)
         telem_backend_kernel_destroy(&k);
@@ -221,8 +206,8 @@ telem_backend_load_new(telem_backend_t *b, size_t dev, char *why,
     telem_backend_load_t *l = NULL;
     if (dev >= b->ndevs) {
         rc = TELEM_EINVAL;
-        s_why(why, why_size, "no %s device %zu (this machine has %zu)",
-              b->vt->name, dev, b->ndevs);
+        telem_why(why, why_size, "no %s device %zu (this machine has %zu)",
+                  b->vt->name, dev, b->ndevs);
         goto out;
     }
     if (!(l = calloc(1, sizeof *l)))

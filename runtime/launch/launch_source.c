@@ -17,6 +17,7 @@
 #include "telem_error.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
+#include "telem_why.h"
 
 #define S_LOCAL_MAX 4096
 #define S_HOSTNAMES_MAX (1u << 20)   /* bytes of scontrol output */
@@ -34,13 +35,6 @@ s_new(launch_source_kind_t kind)
     if (self)
         self->kind = kind;
     return self;
-}
-
-static void
-s_why(char *why, size_t size, const char *fmt, const char *arg)
-{
-    if (why && size)
-        snprintf(why, size, fmt, arg);
 }
 
 launch_source_t *
@@ -79,7 +73,7 @@ s_add_names(launch_source_t *self, const char *list, const char *seps,
     for (char *w = strtok_r(copy, seps, &save); w && !rc;
          w = strtok_r(NULL, seps, &save)) {
         if (!telem_node_valid(w)) {
-            s_why(why, why_size, "'%s' is not a usable node name", w);
+            telem_why(why, why_size, "'%s' is not a usable node name", w);
             rc = TELEM_EINVAL;
         } else if (launch_argv_add(&self->names, w)) {
             rc = TELEM_ENOMEM;
@@ -89,13 +83,13 @@ s_add_names(launch_source_t *self, const char *list, const char *seps,
     for (size_t i = 0; !rc && i < self->names.n; i++)
         for (size_t j = 0; j < i; j++)
             if (strcmp(self->names.v[i], self->names.v[j]) == 0) {
-                s_why(why, why_size, "node '%s' is listed twice",
-                      self->names.v[i]);
+                telem_why(why, why_size, "node '%s' is listed twice",
+                          self->names.v[i]);
                 rc = TELEM_EINVAL;
                 break;
             }
     if (!rc && self->names.n == 0) {
-        s_why(why, why_size, "%s", "the node list is empty");
+        telem_why(why, why_size, "%s", "the node list is empty");
         rc = TELEM_EINVAL;
     }
     return rc;
@@ -112,7 +106,7 @@ launch_source_new_slurm(const char *nodelist, char *why, size_t why_size,
     err = err ? err : &dummy;
     *err = TELEM_EINVAL;
     if (!nodelist || !*nodelist) {
-        s_why(why, why_size, "%s", "SLURM_JOB_NODELIST is empty");
+        telem_why(why, why_size, "%s", "SLURM_JOB_NODELIST is empty");
         return NULL;
     }
     char *buf = malloc(S_HOSTNAMES_MAX);
@@ -125,8 +119,8 @@ launch_source_new_slurm(const char *nodelist, char *why, size_t why_size,
                      NULL };
     *err = launch_proc_run_capture(argv, buf, S_HOSTNAMES_MAX);
     if (*err) {
-        s_why(why, why_size, "`scontrol show hostnames %s` failed",
-              nodelist);
+        telem_why(why, why_size, "`scontrol show hostnames %s` failed",
+                  nodelist);
         *err = *err == TELEM_ETOOBIG ? TELEM_ETOOBIG : TELEM_EIO;
         goto fail;
     }
@@ -157,8 +151,10 @@ launch_source_new_template(const char *template_, const char *hosts, char *why,
     *err = launch_argv_split(&probe, self->template_, "node");
     launch_argv_clear(&probe);
     if (*err) {
-        s_why(why, why_size, "cannot split the command template '%s' into "
-              "words", self->template_);
+        telem_why(why, why_size,
+                  "cannot split the command template '%s' into "
+                  "words",
+                  self->template_);
         goto fail;
     }
     if ((*err = s_add_names(self, hosts ? hosts : "", ",", why, why_size)))
