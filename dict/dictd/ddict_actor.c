@@ -19,6 +19,7 @@
 
 #include "telem_actor_loop.h"
 #include "telem_error.h"
+#include "telem_grow.h"
 #include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
@@ -160,14 +161,9 @@ s_recv_rest(ddict_actor_t *self, void *sock, int more, int *over,
     size_t n = 0;
     *over = 0;
     while (more && n < DDICT_ACTOR_FRAMES_MAX) {
-        if (n == self->capframes) {
-            size_t cap = self->capframes ? self->capframes * 2 : 64;
-            zmq_msg_t *f = realloc(self->frames, cap * sizeof *f);
-            if (!f)
-                break;
-            self->frames = f;
-            self->capframes = cap;
-        }
+        if (telem_grow((void **) &self->frames, &self->capframes, n + 1,
+                       sizeof *self->frames, 64))
+            break;
         zmq_msg_init(&self->frames[n]);
         if (zmq_msg_recv(&self->frames[n], sock, 0) < 0) {
             zmq_msg_close(&self->frames[n]);
