@@ -1,8 +1,11 @@
 /* bench_dict_restore.c - how fast a job gets its checkpoint back from
  * telem's dictionary: 1 GiB of large values on one node.
  *
- * One in-process telem_dictd (ddict_actor, ipc, replication 1, --sync
- * batch) in a private run directory.  The client writes the values
+ * One telem_dictd (ipc, replication 1, --sync batch) in a private run
+ * directory: by default a server actor inside this process (ddict_actor),
+ * with --process the telem_dictd program beside this one, as in a job,
+ * where the server and the job are different processes with a ZeroMQ
+ * I/O thread each (docs/performance.md compares the two).  The client writes the values
  * (4 MiB each by default, each key's bytes different) into a namespace
  * and marks a checkpoint; then:
  *   1. restore in place: ddict_restore() and a read of every value back
@@ -27,11 +30,16 @@
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "bench_common.h"
 #include "ddict.h"
@@ -54,7 +62,15 @@ typedef struct {
     char rundir[TELEM_PATH_MAX];
     char nodefile[TELEM_PATH_MAX + 16];
     char log[TELEM_PATH_MAX + 16];
+    int process;             /* --process: telem_dictd as its own process */
+    char dictd[TELEM_PATH_MAX];
 } s_ctx_t;
+
+/* The server: an actor in this process, or a telem_dictd process. */
+typedef struct {
+    ddict_actor_t *actor;
+    pid_t pid;
+} s_server_t;
 
 static void
 s_check(int rc, const char *what)
@@ -63,9 +79,46 @@ s_check(int rc, const char *what)
         bench_die("bench_dict_restore", "%s: %s", what, telem_strerror(rc));
 }
 
-static ddict_actor_t *
+/* Starts telem_dictd and waits for its "ready" line. */
+static pid_t
+s_spawn(s_ctx_t *c)
+{
+    int fds[2];
+    if (pipe(fds))
+        bench_die("bench_dict_restore", "pipe failed");
+    char *argv[] = { c->dictd, "--node", "n1", "--rundir", c->rundir,
+                     "--nodefile", c->nodefile, "--replicas", "1",
+                     "--sync", "batch", NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, c->dictd, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc)
+        bench_die("bench_dict_restore", "cannot start %s", c->dictd);
+    FILE *out = fdopen(fds[0], "r");
+    char line[512];
+    int ready = 0;
+    while (out && !ready && fgets(line, sizeof line, out))
+        ready = strcmp(line, "ready\n") == 0;
+    if (out)
+        fclose(out);            /* telem_dictd writes nothing more */
+    if (!ready)
+        bench_die("bench_dict_restore", "%s did not start", c->dictd);
+    return pid;
+}
+
+static s_server_t
 s_start(s_ctx_t *c)
 {
+    s_server_t srv = { NULL, 0 };
+    if (c->process) {
+        srv.pid = s_spawn(c);
+        return srv;
+    }
     ddict_actor_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.node = "n1";
@@ -74,9 +127,21 @@ s_start(s_ctx_t *c)
     cfg.server.replicas = 1;
     cfg.server.sync = DDICT_SYNC_BATCH;
     int err = 0;
-    ddict_actor_t *a = ddict_actor_new(&cfg, &err);
-    s_check(a ? 0 : err, "ddict_actor_new");
-    return a;
+    srv.actor = ddict_actor_new(&cfg, &err);
+    s_check(srv.actor ? 0 : err, "ddict_actor_new");
+    return srv;
+}
+
+static void
+s_stop(s_server_t *srv)
+{
+    ddict_actor_destroy(&srv->actor);
+    if (srv->pid > 0) {
+        int st = 0;
+        kill(srv->pid, SIGTERM);
+        waitpid(srv->pid, &st, 0);
+        srv->pid = 0;
+    }
 }
 
 static int
@@ -264,7 +329,7 @@ s_restart(s_ctx_t *c, double *replay)
 {
     s_drop_cache(c->log);
     int64_t t0 = bench_now_ns();
-    ddict_actor_t *a = s_start(c);
+    s_server_t srv = s_start(c);
     *replay = (double) (bench_now_ns() - t0) / 1e9;
     int err = 0;
     ddict_t *d = ddict_open(c->nodefile, "job", 60000, &err);
@@ -274,7 +339,7 @@ s_restart(s_ctx_t *c, double *replay)
     s_read_into(c, d);
     int64_t ns = bench_now_ns() - t0;
     ddict_close(&d);
-    ddict_actor_destroy(&a);
+    s_stop(&srv);
     return s_gbps(c, ns);
 }
 
@@ -283,7 +348,8 @@ s_parse(int argc, char **argv, s_ctx_t *c)
 {
     static const struct option longs[] = {
         { "mib", 1, 0, 'm' }, { "value-mib", 1, 0, 'v' },
-        { "reps", 1, 0, 'k' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "reps", 1, 0, 'k' }, { "process", 0, 0, 'P' },
+        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     long mib = 1024, vmib = 4;
     int o;
     while ((o = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -293,9 +359,14 @@ s_parse(int argc, char **argv, s_ctx_t *c)
             vmib = atol(optarg);
         else if (o == 'k')
             c->reps = atoi(optarg);
+        else if (o == 'P')
+            c->process = 1;
         else if (o == 'h') {
             puts("Usage: bench_dict_restore [--mib N (1024)] "
-                 "[--value-mib N (4)] [--reps N (3)]");
+                 "[--value-mib N (4)] [--reps N (3)] [--process]\n"
+                 "  --process  run the server as the telem_dictd program "
+                 "beside this one\n"
+                 "             (default: a server actor in this process)");
             exit(0);
         } else {
             exit(2);
@@ -341,12 +412,21 @@ main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.reps = 3;
     s_parse(argc, argv, &c);
+    ssize_t len = readlink("/proc/self/exe", c.dictd, sizeof c.dictd - 16);
+    if (len <= 0)
+        bench_die("bench_dict_restore", "readlink /proc/self/exe failed");
+    c.dictd[len] = 0;
+    char *slash = strrchr(c.dictd, '/');
+    snprintf(slash + 1, sizeof c.dictd - (size_t) (slash + 1 - c.dictd),
+             "telem_dictd");
     bench_print_machine("bench_dict_restore (checkpoint restore)");
+    printf("# server: %s\n", c.process ? "telem_dictd, its own process"
+                                       : "an actor in this process");
     bench_tmpdir(c.rundir, sizeof c.rundir, "dictrestore");
     snprintf(c.nodefile, sizeof c.nodefile, "%s/dict_nodes", c.rundir);
     snprintf(c.log, sizeof c.log, "%s/n1/dict.log", c.rundir);
     s_buffers(&c);
-    ddict_actor_t *a = s_start(&c);
+    s_server_t srv = s_start(&c);
     int err = 0;
     ddict_t *d = ddict_open(c.nodefile, "job", 60000, &err);
     s_check(d ? 0 : err, "ddict_open");
@@ -368,7 +448,7 @@ main(int argc, char **argv)
         views[r] = s_restore_in_place(&c, d, 1, &fv[r]);
     }
     ddict_close(&d);
-    ddict_actor_destroy(&a);
+    s_stop(&srv);
     uint64_t log_bytes = 0;
     for (int r = 0; r < c.reps; r++) {
         warm[r] = s_replay(&c, 0, &log_bytes);
