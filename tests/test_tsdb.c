@@ -1,0 +1,235 @@
+/* test_tsdb.c - unit tests for OpenTSDB's times, durations and
+ * downsampling (analysis/tsdb):
+ *   - every time form: now, relative (each unit), seconds, milliseconds,
+ *     fractional seconds, the four date forms (UTC), against values
+ *     worked out by hand;
+ *   - malformed times and durations (empty, signs, spaces, unknown units,
+ *     zero amounts, impossible dates, too many digits, overflow) give
+ *     TELEM_EINVAL and a sentence;
+ *   - downsample specs: every function and fill policy, "all", and bad
+ *     specs (missing parts, unknown names, calendar intervals);
+ *   - downsampling against hand-computed buckets: alignment on the
+ *     interval, each function, each fill policy across gaps and at the
+ *     ends of the range, "all", points outside the range skipped, and an
+ *     output array too small.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "telem_error.h"
+#include "tsdb_downsample.h"
+#include "tsdb_time.h"
+
+#define NOW INT64_C(1700000000000)   /* 2023-11-14T22:13:20Z */
+
+static int64_t
+s_time(const char *s, int *rc)
+{
+    int64_t ms = -1;
+    char why[256] = "";
+    *rc = tsdb_time_parse(s, NOW, &ms, why, sizeof why);
+    if (*rc)
+        CHECK(why[0] != 0);          /* a refusal always says why */
+    return ms;
+}
+
+static void
+test_times(void)
+{
+    int rc;
+    CHECK(s_time("now", &rc) == NOW && rc == 0);
+    CHECK(s_time("1h-ago", &rc) == NOW - 3600000 && rc == 0);
+    CHECK(s_time("500ms-ago", &rc) == NOW - 500 && rc == 0);
+    CHECK(s_time("30s-ago", &rc) == NOW - 30000 && rc == 0);
+    CHECK(s_time("2m-ago", &rc) == NOW - 120000 && rc == 0);
+    CHECK(s_time("1d-ago", &rc) == NOW - 86400000 && rc == 0);
+    CHECK(s_time("1w-ago", &rc) == NOW - 7 * INT64_C(86400000) && rc == 0);
+    CHECK(s_time("1n-ago", &rc) == NOW - 30 * INT64_C(86400000) && rc == 0);
+    CHECK(s_time("1y-ago", &rc) == NOW - 365 * INT64_C(86400000) && rc == 0);
+    CHECK(s_time("1364410924", &rc) == INT64_C(1364410924000) && rc == 0);
+    CHECK(s_time("1364410924250", &rc) == INT64_C(1364410924250) && rc == 0);
+    CHECK(s_time("1364410924.25", &rc) == INT64_C(1364410924250) && rc == 0);
+    CHECK(s_time("1364410924.005", &rc) == INT64_C(1364410924005) && rc == 0);
+    CHECK(s_time("0", &rc) == 0 && rc == 0);
+    /* 2013-03-27 12:42:04 UTC is 1364388124 s. */
+    CHECK(s_time("2013/03/27-12:42:04", &rc) == INT64_C(1364388124000)
+          && rc == 0);
+    CHECK(s_time("2013/03/27 12:42:04", &rc) == INT64_C(1364388124000)
+          && rc == 0);
+    CHECK(s_time("2013/03/27-12:42", &rc) == INT64_C(1364388120000)
+          && rc == 0);
+    CHECK(s_time("2013/03/27", &rc) == INT64_C(1364342400000) && rc == 0);
+    CHECK(s_time("2012/02/29", &rc) == INT64_C(1330473600000) && rc == 0);
+
+    static const char *const bad[] = {
+        "", "ago", "-ago", "1-ago", "0s-ago", "1x-ago", "h-ago", "1h-ag",
+        "1h", "-5", "+5", " 5", "5 ", "12345678901234", "1.2.3",
+        "1364410924.2500", ".5", "5.", "1e9", "0x10", "2013/02/30",
+        "2013/13/01", "2013/03/27-24:00", "2013/03/27T12:42", "2013/3/27",
+        "2013/03/27-12:42:04Z", "1969/12/31", "2013/03/ 7",
+        "99999999999999999999s-ago", "1000000000y-ago", "now ", "NOW",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        s_time(bad[i], &rc);
+        if (rc != TELEM_EINVAL)
+            fprintf(stderr, "accepted a bad time: '%s'\n", bad[i]);
+        CHECK_INT(rc, TELEM_EINVAL);
+    }
+    /* A NULL why is allowed. */
+    int64_t ms;
+    CHECK_INT(tsdb_time_parse("bad", NOW, &ms, NULL, 0), TELEM_EINVAL);
+}
+
+static void
+test_durations(void)
+{
+    int64_t ms = 0;
+    CHECK_RC(tsdb_time_duration("1m", 2, &ms, NULL, 0), 0);
+    CHECK(ms == 60000);
+    CHECK_RC(tsdb_time_duration("15s-avg", 3, &ms, NULL, 0), 0);
+    CHECK(ms == 15000);
+    CHECK_RC(tsdb_time_duration("250ms", 5, &ms, NULL, 0), 0);
+    CHECK(ms == 250);
+    static const char *const bad[] = { "", "m", "0m", "1", "1M", "1mm",
+                                       "1 m", "-1m", "1.5m" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK_INT(tsdb_time_duration(bad[i], strlen(bad[i]), &ms, NULL, 0),
+                  TELEM_EINVAL);
+}
+
+static void
+test_specs(void)
+{
+    tsdb_downsample_t ds;
+    char why[256];
+    CHECK_RC(tsdb_downsample_parse("1m-avg", &ds, why, sizeof why), 0);
+    CHECK(ds.interval_ms == 60000 && ds.fn == TSDB_DS_AVG
+          && ds.fill == TSDB_FILL_NONE);
+    CHECK_RC(tsdb_downsample_parse("30s-max-zero", &ds, why, sizeof why), 0);
+    CHECK(ds.interval_ms == 30000 && ds.fn == TSDB_DS_MAX
+          && ds.fill == TSDB_FILL_ZERO);
+    CHECK_RC(tsdb_downsample_parse("all-sum", &ds, why, sizeof why), 0);
+    CHECK(ds.interval_ms == 0 && ds.fn == TSDB_DS_SUM);
+    CHECK_RC(tsdb_downsample_parse("0all-count-nan", &ds, why, sizeof why),
+             0);
+    CHECK(ds.interval_ms == 0 && ds.fn == TSDB_DS_COUNT
+          && ds.fill == TSDB_FILL_NAN);
+    CHECK_RC(tsdb_downsample_parse("1h-zimsum-null", &ds, why, sizeof why),
+             0);
+    CHECK(ds.fn == TSDB_DS_SUM && ds.fill == TSDB_FILL_NULL);
+    CHECK_RC(tsdb_downsample_parse("10s-mimmin", &ds, why, sizeof why), 0);
+    CHECK(ds.fn == TSDB_DS_MIN);
+    CHECK_RC(tsdb_downsample_parse("10s-mimmax-none", &ds, why, sizeof why),
+             0);
+    CHECK(ds.fn == TSDB_DS_MAX && ds.fill == TSDB_FILL_NONE);
+
+    static const char *const bad[] = {
+        "", "1m", "avg", "1m-", "-avg", "1m-avg-", "1m-average",
+        "1m-avg-zeros", "1m-avg-zero-x", "1x-avg", "0m-avg", "1dc-avg",
+        "m-avg", "1m--avg",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        why[0] = 0;
+        int rc = tsdb_downsample_parse(bad[i], &ds, why, sizeof why);
+        if (rc != TELEM_EINVAL)
+            fprintf(stderr, "accepted a bad spec: '%s'\n", bad[i]);
+        CHECK_INT(rc, TELEM_EINVAL);
+        CHECK(why[0] != 0);
+    }
+    tsdb_downsample_parse("1dc-avg", &ds, why, sizeof why);
+    CHECK(strstr(why, "calendar") != NULL);
+}
+
+static tsdb_point_t s_out[64];
+
+static long
+s_run(const char *spec, const int64_t *ts, const double *v, size_t n,
+      int64_t start, int64_t end)
+{
+    tsdb_downsample_t ds;
+    REQUIRE(tsdb_downsample_parse(spec, &ds, NULL, 0) == 0);
+    CHECK(tsdb_downsample_max_points(&ds, start, end) <= 64);
+    return tsdb_downsample_run(&ds, ts, v, n, start, end, s_out, 64);
+}
+
+static void
+test_run(void)
+{
+    /* Points at 0.5 s .. 5.5 s; buckets of 2 s aligned on 0, 2, 4. */
+    const int64_t ts[] = { 500, 1500, 2500, 3500, 4500, 5500 };
+    const double v[] = { 1, 3, 10, 20, 7, 9 };
+    long k = s_run("2s-avg", ts, v, 6, 0, 6000);
+    CHECK_INT(k, 3);
+    CHECK(s_out[0].ts_ms == 0 && s_out[0].value == 2.0);
+    CHECK(s_out[1].ts_ms == 2000 && s_out[1].value == 15.0);
+    CHECK(s_out[2].ts_ms == 4000 && s_out[2].value == 8.0);
+    k = s_run("2s-sum", ts, v, 6, 0, 6000);
+    CHECK(k == 3 && s_out[1].value == 30.0);
+    k = s_run("2s-min", ts, v, 6, 0, 6000);
+    CHECK(k == 3 && s_out[2].value == 7.0);
+    k = s_run("2s-max", ts, v, 6, 0, 6000);
+    CHECK(k == 3 && s_out[0].value == 3.0);
+    k = s_run("2s-count", ts, v, 6, 0, 6000);
+    CHECK(k == 3 && s_out[0].value == 2.0);
+    k = s_run("2s-first", ts, v, 6, 0, 6000);
+    CHECK(k == 3 && s_out[1].value == 10.0);
+    k = s_run("2s-last", ts, v, 6, 0, 6000);
+    CHECK(k == 3 && s_out[1].value == 20.0);
+    k = s_run("2s-dev", ts, v, 6, 0, 6000);   /* population: |a-b| / 2 */
+    CHECK(k == 3 && fabs(s_out[1].value - 5.0) < 1e-12
+          && fabs(s_out[0].value - 1.0) < 1e-12);
+    k = s_run("all-sum", ts, v, 6, 100, 6000);
+    CHECK(k == 1 && s_out[0].ts_ms == 100 && s_out[0].value == 50.0);
+    /* Points outside the range are left out (500 and 5500). */
+    k = s_run("all-count", ts, v, 6, 1000, 5000);
+    CHECK(k == 1 && s_out[0].value == 4.0);
+
+    /* A gap: points in buckets 0 and 6 s of 0..9 s, 1 s buckets. */
+    const int64_t gts[] = { 200, 6300 };
+    const double gv[] = { 4, 5 };
+    k = s_run("1s-avg", gts, gv, 2, 0, 8999);
+    CHECK(k == 2 && s_out[0].ts_ms == 0 && s_out[1].ts_ms == 6000);
+    k = s_run("1s-avg-zero", gts, gv, 2, 0, 8999);
+    CHECK_INT(k, 9);                       /* buckets 0 .. 8 s */
+    int ok = 1;
+    for (long i = 0; i < k; i++) {
+        ok &= s_out[i].ts_ms == i * 1000 && !s_out[i].is_null;
+        ok &= s_out[i].value == (i == 0 ? 4.0 : i == 6 ? 5.0 : 0.0);
+    }
+    CHECK(ok);
+    k = s_run("1s-avg-nan", gts, gv, 2, 0, 8999);
+    CHECK(k == 9 && isnan(s_out[3].value) && !s_out[3].is_null
+          && s_out[6].value == 5.0 && isnan(s_out[8].value));
+    k = s_run("1s-avg-null", gts, gv, 2, 0, 8999);
+    CHECK(k == 9 && s_out[1].is_null && !s_out[0].is_null
+          && s_out[8].is_null);
+    /* The range starts inside a bucket: the fill starts at its start. */
+    k = s_run("1s-sum-zero", gts, gv, 2, 1500, 3200);
+    CHECK(k == 3 && s_out[0].ts_ms == 1000 && s_out[2].ts_ms == 3000);
+    /* No points at all: only fills. */
+    k = s_run("2s-avg-zero", gts, gv, 0, 0, 5999);
+    CHECK(k == 3 && s_out[2].ts_ms == 4000 && s_out[2].value == 0.0);
+    k = s_run("2s-avg", gts, gv, 0, 0, 5999);
+    CHECK_INT(k, 0);
+
+    /* Too small an output array: TELEM_ETOOBIG, never past its end. */
+    tsdb_downsample_t ds;
+    tsdb_downsample_parse("1s-avg-zero", &ds, NULL, 0);
+    tsdb_point_t small[4];
+    memset(small, 0, sizeof small);
+    CHECK_INT(tsdb_downsample_run(&ds, gts, gv, 2, 0, 8999, small, 4),
+              TELEM_ETOOBIG);
+    CHECK(small[0].value == 4.0 && small[3].ts_ms == 3000);
+}
+
+int
+main(void)
+{
+    test_times();
+    test_durations();
+    test_specs();
+    test_run();
+    return check_report("test_tsdb");
+}
