@@ -8,6 +8,10 @@
  *     TELEM_EINVAL and a sentence;
  *   - downsample specs: every function and fill policy, "all", and bad
  *     specs (missing parts, unknown names, calendar intervals);
+ *   - aggregation across two misaligned series against values worked out
+ *     by hand for every aggregator: linear interpolation inside a
+ *     series' span, nothing outside it, zero for zimsum and count, only
+ *     real points for mimmin and mimmax; NaN left out; "none" refused;
  *   - downsampling against hand-computed buckets: alignment on the
  *     interval, each function, each fill policy across gaps and at the
  *     ends of the range, "all", points outside the range skipped, and an
@@ -19,6 +23,7 @@
 
 #include "check.h"
 #include "telem_error.h"
+#include "tsdb_agg.h"
 #include "tsdb_downsample.h"
 #include "tsdb_time.h"
 
@@ -224,9 +229,67 @@ test_run(void)
     CHECK(small[0].value == 4.0 && small[3].ts_ms == 3000);
 }
 
+static void
+test_agg(void)
+{
+    /* A: 0@0 10@10 20@20; B: 100@5 200@15.  Output times 0 5 10 15 20. */
+    const int64_t ta[] = { 0, 10, 20 }, tb[] = { 5, 15 };
+    const double va[] = { 0, 10, 20 }, vb[] = { 100, 200 };
+    const tsdb_series_in_t in[] = { { ta, va, 3 }, { tb, vb, 2 } };
+    static const struct {
+        const char *name;
+        double want[5];
+    } cases[] = {
+        { "sum", { 0, 105, 160, 215, 20 } },
+        { "zimsum", { 0, 100, 10, 200, 20 } },
+        { "count", { 1, 2, 2, 2, 1 } },
+        { "min", { 0, 5, 10, 15, 20 } },
+        { "max", { 0, 100, 150, 200, 20 } },
+        { "mimmin", { 0, 100, 10, 200, 20 } },
+        { "mimmax", { 0, 100, 10, 200, 20 } },
+        { "avg", { 0, 52.5, 80, 107.5, 20 } },
+        { "dev", { 0, 47.5, 70, 92.5, 0 } },
+    };
+    tsdb_point_t out[8];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tsdb_agg_t agg;
+        REQUIRE(tsdb_agg_parse(cases[c].name, &agg) == 0);
+        long k = tsdb_agg_run(agg, in, 2, out, 8);
+        CHECK_INT(k, 5);
+        int ok = k == 5;
+        for (long i = 0; ok && i < 5; i++)
+            ok = out[i].ts_ms == i * 5
+                 && fabs(out[i].value - cases[c].want[i]) < 1e-9;
+        if (!ok)
+            fprintf(stderr, "aggregator %s gave other values\n",
+                    cases[c].name);
+        CHECK(ok);
+    }
+    tsdb_agg_t agg;
+    CHECK_RC(tsdb_agg_parse("none", &agg), 0);
+    CHECK_INT(tsdb_agg_run(agg, in, 2, out, 8), TELEM_EINVAL);
+    CHECK_INT(tsdb_agg_parse("average", &agg), TELEM_EINVAL);
+    CHECK_INT(tsdb_agg_parse(NULL, &agg), TELEM_EINVAL);
+    tsdb_agg_parse("sum", &agg);
+    CHECK_INT(tsdb_agg_run(agg, in, 2, out, 2), TELEM_ETOOBIG);
+    CHECK_INT(tsdb_agg_run(agg, in, 0, out, 8), 0);
+    /* A NaN point is left out of the aggregate. */
+    const int64_t tc[] = { 5 };
+    const double vc[] = { NAN };
+    const tsdb_series_in_t in3[] = { { ta, va, 3 }, { tb, vb, 2 },
+                                     { tc, vc, 1 } };
+    CHECK_INT(tsdb_agg_run(agg, in3, 3, out, 8), 5);
+    CHECK(out[1].value == 105.0);
+    int n = 0;
+    while (tsdb_agg_names[n])
+        n++;
+    CHECK_INT(n, 10);
+}
+
 int
 main(void)
 {
+    test_agg();
     test_times();
     test_durations();
     test_specs();

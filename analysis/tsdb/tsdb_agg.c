@@ -1,0 +1,132 @@
+/* tsdb_agg.c - OpenTSDB's aggregation across series (tsdb_agg.h).
+ *
+ * A merge over the series: one cursor per series at its first point not
+ * yet passed; the next output time is the smallest time under a cursor.
+ * O(k) per output point for k series, no allocation beyond the cursors. */
+#include "tsdb_agg.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "telem_error.h"
+
+const char *const tsdb_agg_names[] = {
+    "sum", "min", "max", "avg", "dev", "count", "zimsum", "mimmin",
+    "mimmax", "none", NULL,
+};
+
+int
+tsdb_agg_parse(const char *name, tsdb_agg_t *agg)
+{
+    for (int i = 0; name && tsdb_agg_names[i]; i++)
+        if (strcmp(name, tsdb_agg_names[i]) == 0) {
+            *agg = (tsdb_agg_t) i;
+            return 0;
+        }
+    return TELEM_EINVAL;
+}
+
+typedef struct {
+    size_t n;
+    double sum, min, max, mean, m2;
+} s_acc_t;
+
+static void
+s_add(s_acc_t *a, double x)
+{
+    if (isnan(x))
+        return;
+    if (a->n == 0)
+        a->min = a->max = x;
+    a->n++;
+    a->sum += x;
+    a->min = x < a->min ? x : a->min;
+    a->max = x > a->max ? x : a->max;
+    double d = x - a->mean;
+    a->mean += d / (double) a->n;
+    a->m2 += d * (x - a->mean);
+}
+
+static double
+s_result(tsdb_agg_t agg, const s_acc_t *a)
+{
+    switch (agg) {
+    case TSDB_AGG_SUM:
+    case TSDB_AGG_ZIMSUM: return a->sum;
+    case TSDB_AGG_MIN:
+    case TSDB_AGG_MIMMIN: return a->n ? a->min : NAN;
+    case TSDB_AGG_MAX:
+    case TSDB_AGG_MIMMAX: return a->n ? a->max : NAN;
+    case TSDB_AGG_AVG: return a->n ? a->sum / (double) a->n : NAN;
+    case TSDB_AGG_DEV: return a->n ? sqrt(a->m2 / (double) a->n) : NAN;
+    case TSDB_AGG_COUNT: return (double) a->n;
+    case TSDB_AGG_NONE: break;
+    }
+    return NAN;
+}
+
+/* What series s gives at time x, its cursor at c (ts[c] >= x, or c == n):
+ * 1 and *v when it contributes, 0 when x is outside its span. */
+static int
+s_value(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t c, int64_t x,
+        double *v)
+{
+    if (c < s->n && s->ts[c] == x) {
+        *v = s->v[c];
+        return 1;
+    }
+    if (c == 0 || c >= s->n)
+        return 0;                   /* not started yet, or ended */
+    switch (agg) {
+    case TSDB_AGG_ZIMSUM:
+    case TSDB_AGG_COUNT: *v = 0; break;
+    case TSDB_AGG_MIMMIN: *v = DBL_MAX; break;
+    case TSDB_AGG_MIMMAX: *v = -DBL_MAX; break;
+    default: {
+        double x0 = (double) s->ts[c - 1], x1 = (double) s->ts[c];
+        double y0 = s->v[c - 1], y1 = s->v[c];
+        *v = y0 + ((double) x - x0) * (y1 - y0) / (x1 - x0);
+    }
+    }
+    return 1;
+}
+
+long
+tsdb_agg_run(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t ns,
+             tsdb_point_t *out, size_t out_cap)
+{
+    if (agg == TSDB_AGG_NONE || (size_t) agg >= TSDB_AGG_NONE)
+        return TELEM_EINVAL;
+    size_t *cur = calloc(ns ? ns : 1, sizeof *cur);
+    if (!cur)
+        return TELEM_ENOMEM;
+    long k = 0;
+    for (;;) {
+        int64_t x = INT64_MAX;
+        int any = 0;
+        for (size_t i = 0; i < ns; i++)
+            if (cur[i] < s[i].n && s[i].ts[cur[i]] <= x) {
+                x = s[i].ts[cur[i]];
+                any = 1;
+            }
+        if (!any)
+            break;
+        s_acc_t a = { 0 };
+        double v;
+        for (size_t i = 0; i < ns; i++)
+            if (s_value(agg, &s[i], cur[i], x, &v))
+                s_add(&a, v);
+        if ((size_t) k >= out_cap) {
+            free(cur);
+            return TELEM_ETOOBIG;
+        }
+        out[k++] = (tsdb_point_t) { x, s_result(agg, &a), 0 };
+        for (size_t i = 0; i < ns; i++)
+            while (cur[i] < s[i].n && s[i].ts[cur[i]] == x)
+                cur[i]++;
+    }
+    free(cur);
+    return k;
+}
