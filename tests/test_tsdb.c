@@ -12,6 +12,9 @@
  *     by hand for every aggregator: linear interpolation inside a
  *     series' span, nothing outside it, zero for zimsum and count, only
  *     real points for mimmin and mimmax; NaN left out; "none" refused;
+ *   - rates: per second from millisecond times, negative without
+ *     `counter`, a counter's reset wrapped at counterMax, turned to 0
+ *     above resetValue, or dropped with dropResets;
  *   - downsampling against hand-computed buckets: alignment on the
  *     interval, each function, each fill policy across gaps and at the
  *     ends of the range, "all", points outside the range skipped, and an
@@ -25,6 +28,7 @@
 #include "telem_error.h"
 #include "tsdb_agg.h"
 #include "tsdb_downsample.h"
+#include "tsdb_rate.h"
 #include "tsdb_time.h"
 
 #define NOW INT64_C(1700000000000)   /* 2023-11-14T22:13:20Z */
@@ -286,9 +290,40 @@ test_agg(void)
     CHECK_INT(n, 10);
 }
 
+static void
+test_rate(void)
+{
+    /* 0@0 10@1000 25@2500 5@3000 15@4000 (ms). */
+    const int64_t ts[] = { 0, 1000, 2500, 3000, 4000, 4000 };
+    const double v[] = { 0, 10, 25, 5, 15, 99 };
+    int64_t ot[8];
+    double ov[8];
+    tsdb_rate_opts_t o = tsdb_rate_defaults();
+    CHECK(o.counter == 0 && o.counter_max == TSDB_RATE_COUNTER_MAX);
+    size_t k = tsdb_rate_run(&o, ts, v, 6, ot, ov);   /* 4000 twice: skip */
+    CHECK_INT(k, 4);
+    CHECK(ot[0] == 1000 && ov[0] == 10.0);
+    CHECK(ot[1] == 2500 && ov[1] == 10.0);
+    CHECK(ot[2] == 3000 && ov[2] == -40.0);
+    CHECK(ot[3] == 4000 && ov[3] == 10.0);
+    o.counter = 1;
+    o.counter_max = 100;                /* wraps: (100 - 25 + 5) / 0.5 s */
+    k = tsdb_rate_run(&o, ts, v, 6, ot, ov);
+    CHECK(k == 4 && ov[2] == 160.0);
+    o.reset_value = 100;                /* 160 > 100: a reset, rate 0 */
+    k = tsdb_rate_run(&o, ts, v, 6, ot, ov);
+    CHECK(k == 4 && ov[2] == 0.0 && ov[3] == 10.0);
+    o.drop_resets = 1;                  /* the point at 3000 goes */
+    k = tsdb_rate_run(&o, ts, v, 6, ot, ov);
+    CHECK(k == 3 && ot[2] == 4000 && ov[2] == 10.0);
+    CHECK_INT(tsdb_rate_run(&o, ts, v, 1, ot, ov), 0);
+    CHECK_INT(tsdb_rate_run(&o, ts, v, 0, ot, ov), 0);
+}
+
 int
 main(void)
 {
+    test_rate();
     test_agg();
     test_times();
     test_durations();
