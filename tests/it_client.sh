@@ -183,15 +183,7 @@ exited() {
 # ---- the C examples of docs/api.md ----------------------------------------
 # Installed into a private prefix, then built with the commands the doc
 # gives (pkg-config), so the install rules are checked along with the examples.
-build=$(dirname "$TELEM_BIN")
-cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
-cc=$(cache CMAKE_C_COMPILER)
-P=$T/prefix
-lib=$P/$(cache CMAKE_INSTALL_LIBDIR)
-san=()
-[ "$(cache TELEM_SANITIZE)" = ON ] && san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
-"$(cache CMAKE_COMMAND)" --install "$build" --prefix "$P" >"$T/install.log" 2>&1 \
-    || fail "cmake --install failed: $(tail -n 5 "$T/install.log")"
+install_tree
 python3 - "$TELEM_SRC/docs/api.md" "$T" <<'PY' || fail "examples not found in docs/api.md"
 import re, sys
 doc = open(sys.argv[1]).read()
@@ -201,7 +193,6 @@ assert names == ["record", "query"], names
 for text, name in blocks:
     open(f"{sys.argv[2]}/{name}.c", "w").write(text)
 PY
-export PKG_CONFIG_PATH=$lib/pkgconfig
 ccx() {  # ccx NAME ARGS...: compiles $T/NAME.c as the doc says
     local name=$1; shift
     # shellcheck disable=SC2068

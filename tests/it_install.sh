@@ -17,17 +17,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 : "${TELEM_SRC:?TELEM_SRC must name the source tree}"
 command -v pkg-config >/dev/null || fail "pkg-config is missing (examples/setup.sh installs it)"
 
-build=$(dirname "$TELEM_BIN")
-cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
-cc=$(cache CMAKE_C_COMPILER)
-P=$T/prefix
-san=()
-[ "$(cache TELEM_SANITIZE)" = ON ] && san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
-"$(cache CMAKE_COMMAND)" --install "$build" --prefix "$P" >"$T/install.log" 2>&1 \
-    || fail "cmake --install failed: $(tail -n 5 "$T/install.log")"
+install_tree
 
 # ---- what is installed ------------------------------------------------------
-lib=$P/$(cache CMAKE_INSTALL_LIBDIR)
 [ -f "$lib/pkgconfig/telem.pc" ] || fail "no telem.pc under $lib/pkgconfig"
 for f in libtelem.so libtelem.a; do
     [ -e "$lib/$f" ] || fail "$f is not installed"
@@ -41,9 +33,8 @@ want=$(sed -n 's/^public: *//p' "$TELEM_SRC/docs/architecture.arrows" | tr ' ' '
 [ "$headers" = "$want" ] \
     || fail "installed headers '$headers', docs/architecture.arrows lists '$want'"
 
-export PKG_CONFIG_PATH=$lib/pkgconfig
 pc() { pkg-config "$@" telem 2>"$T/pc.log" || fail "pkg-config $*: $(cat "$T/pc.log")"; }
-[ "$(pc --modversion)" = "$(cache CMAKE_PROJECT_VERSION)" ] \
+[ "$(pc --modversion)" = "$(build_cache CMAKE_PROJECT_VERSION)" ] \
     || fail "telem.pc version $(pc --modversion)"
 # telem.pc finds its prefix from where it lies (the tree may be moved).
 inc=$(pc --cflags-only-I | sed 's/^-I//; s/ *$//')

@@ -73,3 +73,26 @@ expect_rc() {
     "$@" || got=$?
     [ "$got" = "$want" ] || fail "expected exit $want, got $got: $*"
 }
+
+# build_cache VAR: VAR's value in the CMake cache of the build under test.
+build_cache() {
+    sed -n "s/^$1:[A-Z]*=//p" "$(dirname "$TELEM_BIN")/CMakeCache.txt"
+}
+
+# install_tree: `cmake --install` of the build under test into $T/prefix,
+# as an application's user would.  Sets P (the prefix), lib (its library
+# directory), cc (the build's compiler), san (the flags a program linked
+# with a sanitizer build's library needs) and PKG_CONFIG_PATH.
+install_tree() {
+    cc=$(build_cache CMAKE_C_COMPILER)
+    P=$T/prefix
+    lib=$P/$(build_cache CMAKE_INSTALL_LIBDIR)
+    san=()
+    if [ "$(build_cache TELEM_SANITIZE)" = ON ]; then
+        san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
+    fi
+    "$(build_cache CMAKE_COMMAND)" --install "$(dirname "$TELEM_BIN")" \
+        --prefix "$P" >"$T/install.log" 2>&1 \
+        || fail "cmake --install failed: $(tail -n 5 "$T/install.log")"
+    export PKG_CONFIG_PATH=$lib/pkgconfig
+}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "telem_error.h"
+#include "tsdb_acc.h"
 
 const char *const tsdb_agg_names[] = {
     "sum", "min", "max", "avg", "dev", "count", "zimsum", "mimmin",
@@ -28,29 +29,8 @@ tsdb_agg_parse(const char *name, tsdb_agg_t *agg)
     return TELEM_EINVAL;
 }
 
-typedef struct {
-    size_t n;
-    double sum, min, max, mean, m2;
-} s_acc_t;
-
-static void
-s_add(s_acc_t *a, double x)
-{
-    if (isnan(x))
-        return;
-    if (a->n == 0)
-        a->min = a->max = x;
-    a->n++;
-    a->sum += x;
-    a->min = x < a->min ? x : a->min;
-    a->max = x > a->max ? x : a->max;
-    double d = x - a->mean;
-    a->mean += d / (double) a->n;
-    a->m2 += d * (x - a->mean);
-}
-
 static double
-s_result(tsdb_agg_t agg, const s_acc_t *a)
+s_result(tsdb_agg_t agg, const tsdb_acc_t *a)
 {
     switch (agg) {
     case TSDB_AGG_SUM:
@@ -60,7 +40,7 @@ s_result(tsdb_agg_t agg, const s_acc_t *a)
     case TSDB_AGG_MAX:
     case TSDB_AGG_MIMMAX: return a->n ? a->max : NAN;
     case TSDB_AGG_AVG: return a->n ? a->sum / (double) a->n : NAN;
-    case TSDB_AGG_DEV: return a->n ? sqrt(a->m2 / (double) a->n) : NAN;
+    case TSDB_AGG_DEV: return a->n ? tsdb_acc_dev(a) : NAN;
     case TSDB_AGG_COUNT: return (double) a->n;
     case TSDB_AGG_NONE: break;
     }
@@ -113,11 +93,11 @@ tsdb_agg_run(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t ns,
             }
         if (!any)
             break;
-        s_acc_t a = { 0 };
+        tsdb_acc_t a = { 0 };
         double v;
-        for (size_t i = 0; i < ns; i++)
-            if (s_value(agg, &s[i], cur[i], x, &v))
-                s_add(&a, v);
+        for (size_t i = 0; i < ns; i++)   /* NaN left out, as OpenTSDB */
+            if (s_value(agg, &s[i], cur[i], x, &v) && !isnan(v))
+                tsdb_acc_add(&a, v);
         if ((size_t) k >= out_cap) {
             free(cur);
             return TELEM_ETOOBIG;

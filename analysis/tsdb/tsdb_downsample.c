@@ -12,6 +12,7 @@
 
 #include "telem_error.h"
 #include "telem_why.h"
+#include "tsdb_acc.h"
 #include "tsdb_time.h"
 
 static const struct {
@@ -106,30 +107,8 @@ tsdb_downsample_parse(const char *spec, tsdb_downsample_t *ds, char *why,
     return 0;
 }
 
-typedef struct {
-    size_t n;
-    double sum, min, max, first, last, mean, m2;
-} s_bucket_t;
-
-static void
-s_add(s_bucket_t *b, double x)
-{
-    if (b->n == 0) {
-        b->min = b->max = b->first = x;
-        b->mean = b->m2 = b->sum = 0;
-    }
-    b->n++;
-    b->sum += x;
-    b->min = x < b->min ? x : b->min;
-    b->max = x > b->max ? x : b->max;
-    b->last = x;
-    double d = x - b->mean;
-    b->mean += d / (double) b->n;
-    b->m2 += d * (x - b->mean);
-}
-
 static double
-s_value(tsdb_ds_fn_t fn, const s_bucket_t *b)
+s_value(tsdb_ds_fn_t fn, const tsdb_acc_t *b)
 {
     switch (fn) {
     case TSDB_DS_AVG: return b->sum / (double) b->n;
@@ -137,7 +116,7 @@ s_value(tsdb_ds_fn_t fn, const s_bucket_t *b)
     case TSDB_DS_MIN: return b->min;
     case TSDB_DS_MAX: return b->max;
     case TSDB_DS_COUNT: return (double) b->n;
-    case TSDB_DS_DEV: return sqrt(b->m2 / (double) b->n);
+    case TSDB_DS_DEV: return tsdb_acc_dev(b);
     case TSDB_DS_FIRST: return b->first;
     case TSDB_DS_LAST: return b->last;
     }
@@ -198,7 +177,7 @@ tsdb_downsample_run(const tsdb_downsample_t *ds, const int64_t *ts,
     /* The first bucket is the one holding start: it may begin before it,
        as a point in it is timed at the bucket's start. */
     int64_t next = s_align(ds, start_ms, start_ms);  /* first unfilled */
-    s_bucket_t b = { 0 };
+    tsdb_acc_t b = { 0 };
     int64_t cur = 0;
     for (size_t i = 0; i <= n; i++) {
         int in = i < n && ts[i] >= start_ms && ts[i] <= end_ms;
@@ -210,11 +189,11 @@ tsdb_downsample_run(const tsdb_downsample_t *ds, const int64_t *ts,
                 || s_emit(out, out_cap, &k, cur, s_value(ds->fn, &b), 0))
                 return TELEM_ETOOBIG;
             next = cur + (ds->interval_ms ? ds->interval_ms : 1);
-            b = (s_bucket_t) { 0 };
+            b = (tsdb_acc_t) { 0 };
         }
         if (i < n) {
             cur = t;
-            s_add(&b, v[i]);
+            tsdb_acc_add(&b, v[i]);
         }
     }
     if (ds->interval_ms && s_fill(ds, next, end_ms + 1, out, out_cap, &k))

@@ -18,22 +18,8 @@ static zsock_t *
 s_new(int type, const telem_sock_opts_t *o)
 {
     zsock_t *sock = zsock_new(type);
-    if (!sock)
-        return NULL;
-    if (o->max_msg != TELEM_SOCK_KEEP)
-        zsock_set_maxmsgsize(sock, (int) o->max_msg);
-    if (o->sndhwm != TELEM_SOCK_KEEP)
-        zsock_set_sndhwm(sock, o->sndhwm);
-    if (o->rcvhwm != TELEM_SOCK_KEEP)
-        zsock_set_rcvhwm(sock, o->rcvhwm);
-    if (o->linger_ms != TELEM_SOCK_KEEP)
-        zsock_set_linger(sock, o->linger_ms);
-    if (o->sndtimeo_ms != TELEM_SOCK_KEEP)
-        zsock_set_sndtimeo(sock, o->sndtimeo_ms);
-    if (o->immediate && o->immediate != TELEM_SOCK_KEEP)
-        zsock_set_immediate(sock, o->immediate);
-    if (o->reconnect_ivl_max_ms && o->reconnect_ivl_max_ms != TELEM_SOCK_KEEP)
-        zsock_set_reconnect_ivl_max(sock, o->reconnect_ivl_max_ms);
+    if (sock && telem_sock_raw_apply(zsock_resolve(sock), o) != 0)
+        zsock_destroy(&sock);
     return sock;
 }
 

@@ -20,8 +20,8 @@ s_set_int(void *sock, int option, int value)
                ? 0 : zmq_setsockopt(sock, option, &value, sizeof value);
 }
 
-static int
-s_apply(void *sock, const telem_sock_opts_t *o)
+int
+telem_sock_raw_apply(void *sock, const telem_sock_opts_t *o)
 {
     if (o->max_msg != TELEM_SOCK_KEEP) {
         if (zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &o->max_msg,
@@ -54,7 +54,7 @@ telem_sock_raw_new(void *zctx, int type, const telem_sock_opts_t *opts,
         goto out;
     }
     rc = TELEM_EINVAL;
-    if (s_apply(sock, opts) != 0)
+    if (telem_sock_raw_apply(sock, opts) != 0)
         goto out;
     if (*endpoint == '@')
         rc = zmq_bind(sock, endpoint + 1) == 0 ? 0 : TELEM_EIO;

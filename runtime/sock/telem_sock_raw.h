@@ -62,6 +62,13 @@ typedef struct {
     int reconnect_ivl_max_ms;
 } telem_sock_opts_t;
 
+/* Sets the options of `opts` on a libzmq socket, before its bind or
+ * connect: fields at TELEM_SOCK_KEEP, and immediate and
+ * reconnect_ivl_max_ms at 0, are left alone.  Both halves of the factory
+ * use it (telem_sock.c on the socket under a zsock_t).  0, or -1 with
+ * errno set by libzmq. */
+int telem_sock_raw_apply(void *sock, const telem_sock_opts_t *opts);
+
 /* Creates a socket of ZMQ `type` in the libzmq context `zctx` with `opts`
  * applied, then binds it ("@" prefix) or connects it (">" or no prefix)
  * to `endpoint`.  Returns the socket, owned by the caller (zmq_close()),
