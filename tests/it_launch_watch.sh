@@ -45,6 +45,11 @@ grep -q "restart 1 (of at most 10): trigger flag; nodes n2; promoted n3" \
 grep -Eq "restart request [0-9]+ accepted: restart 1: nodes n2; promoted n3" \
     "$T/res.log" || fail "no accepted request in the launcher's log"
 # (the watcher is stopped with the program, perhaps before it prints the ack)
+# The watcher's events file holds the event that asked for the restart,
+# with its time in milliseconds (what the dashboard and the report read).
+grep -Eq '"detector":"flag","severity":"act".*"time_ms":[0-9]{13}' \
+    "$TELEM_RUNDIR/telem_watch/events.jsonl" \
+    || fail "events.jsonl: $(cat "$TELEM_RUNDIR/telem_watch/events.jsonl")"
 
 # --- not resilient: the watcher reports, the job goes on -----------------
 rm -rf "$OUT"; mkdir "$OUT"

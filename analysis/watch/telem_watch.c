@@ -10,7 +10,9 @@
  * event (text, or JSON lines with --json), publishes it, and acts on those
  * of severity --act-on or higher: --exec runs a command, --restart-endpoint
  * asks a launcher to restart without the flagged nodes and waits for the
- * ack until a deadline.  Between ticks it answers control requests.  One
+ * ack until a deadline.  Every event is also appended to
+ * <rundir>/<name>/events.jsonl (watch_out.h), which telem_agg and
+ * `telem_client report` read.  Between ticks it answers control requests.  One
  * thread, one zpoller, absolute tick times; no sleeps.  Every argument is
  * checked here before a socket is opened.
  */
@@ -18,6 +20,7 @@
 #include "watch_net.h"
 #include "watch_out.h"
 #include "telem_limits.h"
+#include "telem_paths.h"
 #include "telem_log.h"
 #include "telem_time.h"
 
@@ -103,6 +106,8 @@ typedef struct {
     uint64_t seq;
     size_t children;
     telem_ratelimit_t rl;
+    FILE *events;              /* <dir>/events.jsonl, NULL if unwritable */
+    char events_path[TELEM_PATH_MAX + 16];
     /* restart action */
     int pending;
     uint64_t pending_id;
@@ -322,6 +327,10 @@ s_handle_events(s_run_t *r)
         const det_event_t *e = det_events_get(evs, i);
         r->seq++;
         s_print_event(r, e);
+        if (watch_out_log_event(&r->events, r->events_path, e, r->seq))
+            telem_log_limited(&r->rl, TELEM_LOG_WARN, "event %llu could not "
+                              "be written to %s", (unsigned long long) r->seq,
+                              r->events_path);
         if (watch_net_publish(r->net, e, r->seq))
             telem_log_limited(&r->rl, TELEM_LOG_WARN, "event %llu could not "
                               "be published", (unsigned long long) r->seq);
@@ -448,6 +457,11 @@ s_setup(s_run_t *r, ac_t **ac)
         telem_log(TELEM_LOG_ERROR, "%s", why);
         return 1;
     }
+    snprintf(r->events_path, sizeof r->events_path, "%s/events.jsonl",
+             watch_net_dir(r->net));
+    if (watch_out_log_open(r->events_path, &r->events, why, sizeof why))
+        telem_log(TELEM_LOG_WARN, "%s; events go only to stdout and the "
+                  "PUB socket", why);
     return s_rebuild_poller(r) ? 1 : 0;
 }
 
@@ -508,6 +522,8 @@ main(int argc, char **argv)
         rc = s_loop(&r);
     }
     zpoller_destroy(&r.poller);
+    if (r.events)
+        fclose(r.events);
     watch_net_destroy(&r.net);
     watch_destroy(&r.watch);
     ac_close(&ac);

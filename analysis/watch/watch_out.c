@@ -145,6 +145,7 @@ watch_out_event_json(const det_event_t *e, uint64_t seq)
                         json_string(det_severity_name(e->severity)));
     json_object_set_new(o, "ts_ns", json_integer(e->ts_ns));
     json_object_set_new(o, "time", json_string(when));
+    json_object_set_new(o, "time_ms", json_integer(e->ts_ns / 1000000));
     json_t *lists = s_json_lists(e);
     json_object_update(o, lists);
     json_decref(lists);
@@ -417,4 +418,46 @@ watch_out_wire_free(watch_out_wire_t *b)
     free(b->devs);
     free(b->ev);
     memset(b, 0, sizeof *b);
+}
+
+/* ---- the events file --------------------------------------------------- */
+
+int
+watch_out_log_open(const char *path, FILE **f_p, char *why, size_t why_size)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return TELEM_EIO;
+    }
+    *f_p = f;
+    return 0;
+}
+
+int
+watch_out_log_event(FILE **f_p, const char *path, const det_event_t *e,
+                    uint64_t seq)
+{
+    char *s = watch_out_event_json(e, seq);
+    if (!s)
+        return TELEM_ENOMEM;
+    int rc = 0;
+    if (*f_p && ftell(*f_p) > WATCH_OUT_LOG_MAX) {
+        /* One older file is kept beside the current one. */
+        char old[4096];
+        snprintf(old, sizeof old, "%s.1", path);
+        fclose(*f_p);
+        *f_p = NULL;
+        char why[256];
+        rc = rename(path, old) == 0 ? watch_out_log_open(path, f_p, why,
+                                                         sizeof why)
+                                    : TELEM_EIO;
+    }
+    if (*f_p && (fprintf(*f_p, "%s\n", s) < 0 || fflush(*f_p) != 0))
+        rc = TELEM_EIO;
+    free(s);
+    return rc;
 }

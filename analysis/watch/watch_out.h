@@ -8,13 +8,15 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "det.h"
 #include "telem_proto.h"
 
 /* One event as a JSON object string (caller frees), with "type":"event",
- * seq, detector, severity, ts_ns, time (ISO 8601 UTC), nodes, devices
+ * seq, detector, severity, ts_ns, time (ISO 8601 UTC), time_ms (ts_ns in
+ * milliseconds), nodes, devices
  * ([{"node","device"}]), score, evidence ({name: value}) and text.
  * NULL when out of memory. */
 char *watch_out_event_json(const det_event_t *e, uint64_t seq);
@@ -38,6 +40,25 @@ void *watch_out_json_string(const char *s);
 int watch_out_exec(const char *cmd, const det_event_t *e, uint64_t seq,
                    pid_t *pid,
                    char *why, size_t why_size);
+
+/* ---- the events file -------------------------------------------------- */
+
+/* The events file (<rundir>/<name>/events.jsonl) holds every event as the
+ * JSON line above, for telem_agg's dashboard and `telem_client report`.
+ * Past WATCH_OUT_LOG_MAX bytes it is renamed to events.jsonl.1 (replacing
+ * an older one) and started afresh, so it stays bounded. */
+#define WATCH_OUT_LOG_MAX (4L << 20)
+
+/* Opens `path` for appending (created 0600).  0, or TELEM_EIO with a
+ * sentence in why. */
+int watch_out_log_open(const char *path, FILE **f_p, char *why,
+                       size_t why_size);
+
+/* Appends event e as one line and flushes, rotating first when the file
+ * is past its bound.  *f_p may be NULL (nothing is written) and is NULL
+ * after a failed rotation.  Returns 0, TELEM_ENOMEM or TELEM_EIO. */
+int watch_out_log_event(FILE **f_p, const char *path, const det_event_t *e,
+                        uint64_t seq);
 
 /* ---- events on the wire ------------------------------------------------ */
 

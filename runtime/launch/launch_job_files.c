@@ -7,7 +7,8 @@
  *   <rundir>/launch/job        every node: "<name>\t<state>\t<rank>\t
  *                              <endpoint>", after a '#' header with the
  *                              launcher's pid, restart endpoint and count
- *   <rundir>/launch/restarts.log   one line per restart
+ *   <rundir>/launch/restarts.log   one line per restart of this job
+ *                                  (emptied when a job starts)
  *   <rundir>/launch/launch.lock    flock held while the launcher runs
  *                                  (telem_node_lock: it holds the pid)
  *   <rundir>/launch/<node>.<role>.log   a daemon's standard error
@@ -58,8 +59,18 @@ launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
     if (unlink(self->dict_nodefile) != 0 && errno != ENOENT)
         telem_log(TELEM_LOG_WARN, "cannot remove %s: %s", self->dict_nodefile,
                   strerror(errno));
+    /* The restarts and the watcher's events of an earlier job in this run
+       directory are not this job's (the dashboard and the report show
+       them as this job's). */
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/telem_watch/events.jsonl%s",
+                 self->rundir, k ? ".1" : "");
+        if (unlink(path) != 0 && errno != ENOENT)
+            telem_log(TELEM_LOG_WARN, "cannot remove %s: %s", path,
+                      strerror(errno));
+    }
     snprintf(path, sizeof path, "%s/restarts.log", self->launch_dir);
-    self->restart_log = fopen(path, "ae");
+    self->restart_log = fopen(path, "we");
     if (!self->restart_log) {
         snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
         return TELEM_EIO;
