@@ -82,6 +82,9 @@ s_vlog(telem_http_t *self, telem_log_level_t level, const char *fmt,
     size_t n = strlen(line);
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
+    for (char *p = line; *p; p++)     /* a decoded path may hold any byte */
+        if ((unsigned char) *p < 0x20 || *p == 0x7f)
+            *p = '?';
     pthread_mutex_lock(&self->log_mu);
     telem_log_limited(&self->rl, level, "%s: http: %s", self->name, line);
     pthread_mutex_unlock(&self->log_mu);
@@ -103,7 +106,7 @@ s_log(telem_http_t *self, telem_log_level_t level, const char *fmt, ...)
 static void
 s_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    s_vlog(cls, TELEM_LOG_WARN, fmt, ap);
+    s_vlog(cls, TELEM_LOG_INFO, fmt, ap);
 }
 
 /* --- options ------------------------------------------------------------ */
@@ -167,6 +170,23 @@ s_token_text_ok(const char *s)
         if ((unsigned char) *s <= 0x20 || (unsigned char) *s >= 0x7f)
             return false;
     return true;
+}
+
+/* The one line a failed start logs; the caller's strings are shown only
+ * as far as they are printable. */
+static void
+s_log_start_failure(const telem_http_opts_t *o, const char *msg)
+{
+    char bind[48] = "127.0.0.1";
+    if (o->bind) {
+        snprintf(bind, sizeof bind, "%s", o->bind);
+        for (char *p = bind; *p; p++)
+            if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f)
+                *p = '?';
+    }
+    telem_log(TELEM_LOG_ERROR, "%s: cannot serve HTTP on \"%s\" port %d: %s",
+              o->name && s_name_ok(o->name) ? o->name : "telem", bind,
+              o->port, msg);
 }
 
 static int
@@ -312,7 +332,7 @@ s_refuse_token(telem_http_t *self, telem_http_req_t *r, bool had_auth)
     telem_http_reply_error(r, 401, "Unauthorized",
                            had_auth ? "the bearer token is wrong"
                                     : "a bearer token is required");
-    s_log(self, TELEM_LOG_WARN, "401 for %s %s from %s: %s token", r->method,
+    s_log(self, TELEM_LOG_INFO, "401 for %s %s from %s: %s token", r->method,
           r->path, r->peer, had_auth ? "wrong" : "no");
     return s_queue(r);
 }
@@ -324,7 +344,7 @@ s_refuse_size(telem_http_t *self, telem_http_req_t *r)
     snprintf(details, sizeof details,
              "the request body is over %zu bytes", self->max_body);
     telem_http_reply_error(r, 413, "Request Entity Too Large", details);
-    s_log(self, TELEM_LOG_WARN, "413 for %s %s from %s", r->method, r->path,
+    s_log(self, TELEM_LOG_INFO, "413 for %s %s from %s", r->method, r->path,
           r->peer);
     return s_queue(r);
 }
@@ -402,7 +422,7 @@ s_access(void *cls, struct MHD_Connection *conn, const char *url,
     if (thttp_req_append(r, upload_data, n) != 0)
         return MHD_NO;
     if (r->dropped > S_DROP_MAX(self->max_body)) {
-        s_log(self, TELEM_LOG_WARN,
+        s_log(self, TELEM_LOG_INFO,
               "closing %s %s from %s: body far past its limit", r->method,
               r->path, r->peer);
         return MHD_NO;
@@ -466,6 +486,11 @@ s_serve(telem_http_t *self, const telem_http_opts_t *o, const s_addr_t *a,
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (a->ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* One thread is libmicrohttpd's own polling thread, not a pool. */
+    struct MHD_OptionItem pool[] = {
+        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+         (intptr_t) threads, NULL},
+        {MHD_OPTION_END, 0, NULL}};
     if (mhd_fd >= 0)
         self->daemon = MHD_start_daemon(
             flags, 0, s_accept_policy, self, s_access, self,
@@ -473,7 +498,7 @@ s_serve(telem_http_t *self, const telem_http_opts_t *o, const s_addr_t *a,
             MHD_OPTION_LISTEN_SOCKET, (MHD_socket) mhd_fd,
             MHD_OPTION_CONNECTION_LIMIT, (self->max_conns + 1) * threads,
             MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-            MHD_OPTION_THREAD_POOL_SIZE, threads,
+            MHD_OPTION_ARRAY, pool,
             MHD_OPTION_NOTIFY_COMPLETED,
             (MHD_RequestCompletedCallback) s_completed, self,
             MHD_OPTION_NOTIFY_CONNECTION,
@@ -506,9 +531,7 @@ telem_http_new(const telem_http_opts_t *o, telem_http_fn fn, void *arg,
     if (rc == 0)
         rc = s_serve(self, o, &addr, msg, sizeof msg);
     if (rc != 0) {
-        telem_log(TELEM_LOG_ERROR, "%s: cannot serve HTTP on %s port %d: %s",
-                  o->name ? o->name : "telem",
-                  o->bind ? o->bind : "127.0.0.1", o->port, msg);
+        s_log_start_failure(o, msg);
         telem_why(why, why_size, "%s", msg);
         telem_http_destroy(&self);
     }

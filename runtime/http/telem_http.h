@@ -22,14 +22,23 @@
  *     without an answer);
  *   - answers OPTIONS preflights itself when `cors` is on.
  * Those early answers carry OpenTSDB's error body (telem_http_reply_error)
- * as application/json.  Malformed HTTP never reaches the module: the
- * library answers 400 itself.  Every response carries "Server: <name>".
+ * as application/json.  Malformed HTTP never reaches the module:
+ * libmicrohttpd answers 400 (505 for an unknown HTTP version) itself, or
+ * closes the connection when not even a request line can be read.  Every
+ * response the module makes carries "Server: <name>".
  *
- * Threads: the handler runs on one of the server's threads, several at
- * once; everything it is handed (the request and every string read from
- * it) is valid only until it returns.  The library never logs except
- * through telem_log: one line when telem_http_new fails, and rate-limited
- * lines for refused requests and for the HTTP library's own complaints.
+ * Threads: the handler runs on the server thread that serves the
+ * connection, several handlers at once on different threads; everything it
+ * is handed (the request and every string read from it) is valid only
+ * until it returns.  While a handler runs, the other connections of its
+ * thread wait: keep handlers bounded (one deadline per request) and
+ * `threads` at least the number of slow requests expected at once.
+ *
+ * Logging (telem_log, nothing on stdout): one ERROR line when
+ * telem_http_new fails; rate-limited lines (10 per 10 s, shared by the
+ * server's threads) for refused requests (INFO), connections refused at
+ * the cap (WARN), a handler that made no reply (ERROR) and
+ * libmicrohttpd's own complaints (INFO).
  */
 #ifndef TELEM_HTTP_H
 #define TELEM_HTTP_H
