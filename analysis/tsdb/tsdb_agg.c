@@ -34,7 +34,7 @@ s_result(tsdb_agg_t agg, const tsdb_acc_t *a)
 {
     switch (agg) {
     case TSDB_AGG_SUM:
-    case TSDB_AGG_ZIMSUM: return a->sum;
+    case TSDB_AGG_ZIMSUM: return a->n ? a->sum : NAN;  /* all NaN: NaN */
     case TSDB_AGG_MIN:
     case TSDB_AGG_MIMMIN: return a->n ? a->min : NAN;
     case TSDB_AGG_MAX:

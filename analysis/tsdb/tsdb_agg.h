@@ -13,7 +13,9 @@
  *   mimmax                -DBL_MAX (likewise)
  * Series that have not started or have ended do not contribute.  dev is
  * the population standard deviation of the contributions; NaN values are
- * left out as OpenTSDB's aggregators leave them out.  "none" means no
+ * left out as OpenTSDB's aggregators leave them out (when every
+ * contribution is NaN, as with a "nan" or "null" fill, the result is NaN,
+ * count's 0).  "none" means no
  * aggregation: each series is returned as it is, so tsdb_agg_run() refuses
  * it.
  *
