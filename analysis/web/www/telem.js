@@ -1,0 +1,404 @@
+/* telem.js - telem's job dashboard and job report: one renderer, two modes.
+ *
+ * Report: the page holds the job data object as JSON in
+ * <script type="application/json" id="telem-data">; the script renders it
+ * once and fetches nothing.
+ * Live (served by telem_agg at /): every REFRESH_MS it fetches, with
+ * relative URLs on the page's own server,
+ *   GET  telem/job                              the job data object
+ *   GET  api/suggest?type=metrics&q=cg_&max=100 collector metrics (cg_*_seconds)
+ *   POST api/query?arrays=true                  one per metric, msResolution
+ * and renders the same way.  Given ?token=T in the page's URL it sends
+ * "Authorization: Bearer T" with each request; the token stays in this
+ * script's memory (no cookie, no storage).
+ *
+ * The job data object (analysis/web/telem_web.h documents it too):
+ *   {
+ *     "version": 1,
+ *     "generated_ms": 1764000000000,
+ *     "job": { "rundir": "...", "launcher_pid": 123, "restarts": 1,
+ *              "nodes": [ {"name": "n1", "state": "active", "rank": 0},
+ *                         {"name": "n2", "state": "down", "rank": -1} ] },
+ *     "missing":  [ {"node": "n2", "why": "no reply within 1000 ms"} ],
+ *     "restarts": [ {"time_ms": 1764000000000, "line": "restart 1 ..."} ],
+ *     "events":   [ {"time_ms": ..., "detector": "slowgpu", "severity": "act",
+ *                    "nodes": ["n2"], "devices": [{"node": "n2", "device": "0"}],
+ *                    "text": "device 0 on node 'n2' is 76.9 % slower ..."} ],
+ *     "series":   [ {"metric": "cg_dgemm_seconds",
+ *                    "tags": {"host": "n1", "gpu": "0"}, "aggregateTags": [],
+ *                    "dps": [[1764000000000, 0.0123], ...]} ]
+ *   }
+ * Series are OpenTSDB /api/query results with ms times and [ms, value]
+ * pairs.  Any list may be missing or empty.
+ *
+ * What it draws: a header (nodes with state badges, restarts, missing
+ * nodes), one chart per collector metric (one line per host/gpu), one per
+ * node metric (one line per node), detector events and restarts as vertical
+ * markers on every chart and as lists below.  Each chart is an element of
+ * class "telem-chart" with data-metric and data-series (lines drawn).
+ * Data only ever reaches the page as text (textContent), never as markup.
+ * Times are shown in UTC.
+ */
+(function () {
+  "use strict";
+
+  var REFRESH_MS = 5000;
+  var WINDOW = "15m-ago";                 // live: the charts' time range
+  var NODE_METRICS = ["cpu_percent", "used_ram", "load_average",
+                      "num_running_processes"];
+  var CG_METRIC = /^cg_.+_seconds$/;     // not cg_*_seconds_spread
+  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+  var MARK_COLORS = { act: "#b3261e", warn: "#e08a00", restart: "#1f5fbf" };
+  var MAX_LIST = 500;                    // newest list entries shown
+
+  // ---- small helpers ------------------------------------------------------
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function list(x) { return Array.isArray(x) ? x : []; }
+
+  function fmtTime(ms) {
+    if (typeof ms !== "number" || !isFinite(ms)) return "?";
+    return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + "Z";
+  }
+
+  // ---- series -> chart data ------------------------------------------------
+
+  // The label of one series: host, and the device for collector metrics.
+  function seriesLabel(s, byDevice) {
+    var t = s.tags || {};
+    var host = t.host || "?";
+    return byDevice && t.gpu !== undefined ? host + "/" + t.gpu : host;
+  }
+
+  // Series of one metric, merged by label (a collector restarted under a new
+  // pid is still the same device): [{label, dps: [[ms, v], ...]}], sorted.
+  function groupSeries(series, metric, byDevice) {
+    var by = {};
+    list(series).forEach(function (s) {
+      if (!s || s.metric !== metric) return;
+      var label = seriesLabel(s, byDevice);
+      by[label] = (by[label] || []).concat(list(s.dps));
+    });
+    return Object.keys(by).sort().map(function (label) {
+      var dps = by[label].filter(function (p) {
+        return Array.isArray(p) && typeof p[0] === "number";
+      }).sort(function (a, b) { return a[0] - b[0]; }).filter(function (p, i, a) {
+        return i === 0 || p[0] !== a[i - 1][0];  // one point per time
+      });
+      return { label: label, dps: dps };
+    });
+  }
+
+  // uPlot's aligned data: [xs (seconds), ys1, ys2, ...].
+  function alignedData(groups) {
+    var tables = groups.map(function (g) {
+      return [g.dps.map(function (p) { return p[0] / 1000; }),
+              g.dps.map(function (p) { return p[1] === null ? null : +p[1]; })];
+    });
+    if (tables.length === 1) return tables[0];
+    return uPlot.join(tables);
+  }
+
+  // ---- markers --------------------------------------------------------------
+
+  // Events and restarts as [{t: seconds, color}] for the charts.
+  function markers(data) {
+    var out = [];
+    list(data.events).forEach(function (e) {
+      if (e && typeof e.time_ms === "number")
+        out.push({ t: e.time_ms / 1000,
+                   color: MARK_COLORS[e.severity] || "#7f7f7f" });
+    });
+    list(data.restarts).forEach(function (r) {
+      if (r && typeof r.time_ms === "number")
+        out.push({ t: r.time_ms / 1000, color: MARK_COLORS.restart });
+    });
+    return out;
+  }
+
+  // A uPlot plugin drawing vertical dashed lines at state.marks' times.
+  function markerPlugin(state) {
+    return { hooks: { draw: [function (u) {
+      var ctx = u.ctx, top = u.bbox.top, bottom = top + u.bbox.height;
+      var left = u.bbox.left, right = left + u.bbox.width;
+      ctx.save();
+      ctx.lineWidth = Math.max(1, uPlot.pxRatio * 1.5);
+      ctx.setLineDash([6 * uPlot.pxRatio, 4 * uPlot.pxRatio]);
+      state.marks.forEach(function (m) {
+        var x = Math.round(u.valToPos(m.t, "x", true));
+        if (!(x >= left && x <= right)) return;
+        ctx.strokeStyle = m.color;
+        ctx.beginPath();
+        ctx.moveTo(x, top);
+        ctx.lineTo(x, bottom);
+        ctx.stroke();
+      });
+      ctx.restore();
+    }] } };
+  }
+
+  // ---- charts -------------------------------------------------------------
+
+  // One chart per metric, kept across refreshes: {box, plot, key, state}.
+  var charts = {};
+
+  function chartWidth(box) {
+    var w = box.parentNode ? box.parentNode.clientWidth : 0;
+    return Math.max(320, Math.min(900, (w || 960) - 24));
+  }
+
+  function plotOpts(metric, groups, state, width) {
+    var series = [{}].concat(groups.map(function (g, i) {
+      return { label: g.label, stroke: COLORS[i % COLORS.length], width: 1.5,
+               spanGaps: true, points: { show: false } };
+    }));
+    return {
+      title: metric, width: width, height: 240, series: series,
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
+      scales: { x: { time: true } },
+      plugins: [markerPlugin(state)]
+    };
+  }
+
+  // Draws (or updates) the chart of `metric` inside `parent`.
+  function drawChart(parent, metric, groups, marks) {
+    var c = charts[metric];
+    var key = groups.map(function (g) { return g.label; }).join("\n");
+    if (!c || c.box.parentNode !== parent) {
+      c = charts[metric] = { box: el("div", "telem-chart"), plot: null,
+                             key: null, state: { marks: [] } };
+      c.box.setAttribute("data-metric", metric);
+      parent.appendChild(c.box);
+    }
+    c.state.marks = marks;
+    c.box.setAttribute("data-series", String(groups.length));
+    if (!groups.length) {
+      if (c.plot) c.plot.destroy();
+      c.plot = null;
+      c.key = null;
+      c.box.textContent = "";
+      c.box.appendChild(el("div", "telem-empty", metric + ": no data"));
+      return;
+    }
+    var data = alignedData(groups);
+    if (c.plot && c.key === key) {
+      c.plot.setData(data);
+      return;
+    }
+    if (c.plot) c.plot.destroy();
+    c.box.textContent = "";
+    c.plot = new uPlot(plotOpts(metric, groups, c.state, chartWidth(c.box)),
+                       data, c.box);
+    c.key = key;
+  }
+
+  function section(id, title) {
+    var s = document.getElementById(id);
+    if (s) return s;
+    s = el("section");
+    s.id = id;
+    s.appendChild(el("h2", null, title));
+    document.getElementById("telem").appendChild(s);
+    return s;
+  }
+
+  function chartBox(id, title) {
+    var s = section(id, title);
+    var box = s.querySelector(".telem-charts");
+    if (!box) {
+      box = el("div", "telem-charts");
+      s.appendChild(box);
+    }
+    return box;
+  }
+
+  // Removes the charts of metrics no longer shown.
+  function pruneCharts(keep) {
+    Object.keys(charts).forEach(function (m) {
+      if (keep[m]) return;
+      if (charts[m].plot) charts[m].plot.destroy();
+      charts[m].box.remove();
+      delete charts[m];
+    });
+  }
+
+  // ---- header and lists -----------------------------------------------------
+
+  function renderHeader(data, mode, status) {
+    var h = document.getElementById("telem-header");
+    var job = data.job || {};
+    h.textContent = "";
+    h.appendChild(el("h1", null, "telem job" + (job.rundir ? " " + job.rundir : "")));
+    h.appendChild(el("p", "telem-status", status || (mode === "report"
+      ? "report generated " + fmtTime(data.generated_ms)
+      : "live, updated " + fmtTime(data.generated_ms))));
+    var nodes = el("div", "telem-nodes");
+    list(job.nodes).forEach(function (n) {
+      var state = String(n.state || "unknown");
+      var b = el("span", "telem-node state-" + state.replace(/[^a-z]/g, ""), n.name);
+      var rank = typeof n.rank === "number" && n.rank >= 0 ? ", rank " + n.rank : "";
+      b.appendChild(el("span", "telem-badge", state + rank));
+      nodes.appendChild(b);
+    });
+    h.appendChild(nodes);
+    var restarts = typeof job.restarts === "number" ? job.restarts
+                                                    : list(data.restarts).length;
+    h.appendChild(el("p", "telem-restarts", "restarts: " + restarts
+                     + (job.launcher_pid ? "; launcher pid " + job.launcher_pid : "")));
+    var missing = list(data.missing);
+    if (missing.length)
+      h.appendChild(el("div", "telem-warn", "no data from " + missing.map(function (m) {
+        return m.node + (m.why ? " (" + m.why + ")" : "");
+      }).join(", ")));
+  }
+
+  function renderList(id, title, items, row) {
+    var s = section(id, title);
+    var ul = s.querySelector("ul");
+    if (ul) ul.remove();
+    var p = s.querySelector(".telem-none");
+    if (p) p.remove();
+    if (!items.length) {
+      s.appendChild(el("p", "telem-none", "none"));
+      return;
+    }
+    ul = el("ul", "telem-list");
+    items.slice(-MAX_LIST).forEach(function (it) { ul.appendChild(row(it)); });
+    s.appendChild(ul);
+  }
+
+  function eventRow(e) {
+    var li = el("li");
+    li.appendChild(el("span", "telem-time", fmtTime(e.time_ms)));
+    li.appendChild(el("span", "telem-sev sev-" + String(e.severity || "").replace(/[^a-z]/g, ""),
+                      (e.severity || "?") + " " + (e.detector || "")));
+    li.appendChild(el("span", "telem-text", e.text || ""));
+    return li;
+  }
+
+  function restartRow(r) {
+    var li = el("li");
+    li.appendChild(el("span", "telem-time", fmtTime(r.time_ms)));
+    li.appendChild(el("span", "telem-sev sev-restart", "restart"));
+    li.appendChild(el("span", "telem-text", r.line || ""));
+    return li;
+  }
+
+  function byTime(a, b) { return (a.time_ms || 0) - (b.time_ms || 0); }
+
+  // ---- the whole page -------------------------------------------------------
+
+  // Renders data; cgMetrics: the collector metrics to chart (null: those in
+  // data.series).
+  function render(data, mode, cgMetrics, status) {
+    data = data || {};
+    renderHeader(data, mode, status);
+    var marks = markers(data);
+    var keep = {};
+    if (!cgMetrics) {
+      var seen = {};
+      list(data.series).forEach(function (s) {
+        if (s && CG_METRIC.test(s.metric)) seen[s.metric] = true;
+      });
+      cgMetrics = Object.keys(seen).sort();
+    }
+    var dev = chartBox("telem-devices", "Devices");
+    cgMetrics.forEach(function (m) {
+      keep[m] = true;
+      drawChart(dev, m, groupSeries(data.series, m, true), marks);
+    });
+    var node = chartBox("telem-node-metrics", "Nodes");
+    NODE_METRICS.forEach(function (m) {
+      keep[m] = true;
+      drawChart(node, m, groupSeries(data.series, m, false), marks);
+    });
+    pruneCharts(keep);
+    renderList("telem-events", "Detector events",
+               list(data.events).filter(Boolean).sort(byTime), eventRow);
+    renderList("telem-restart-list", "Restarts",
+               list(data.restarts).filter(Boolean).sort(byTime), restartRow);
+  }
+
+  // ---- live mode --------------------------------------------------------------
+
+  function live() {
+    var token = new URLSearchParams(location.search).get("token");
+    var headers = token ? { Authorization: "Bearer " + token } : {};
+    var cgMetrics = [];
+    var round = 0;
+
+    function get(url, body) {
+      var init = { headers: Object.assign({}, headers), cache: "no-store" };
+      if (body) {
+        init.method = "POST";
+        init.headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(body);
+      }
+      return fetch(url, init).then(function (r) {
+        if (!r.ok) throw new Error(url.split("?")[0] + ": HTTP " + r.status);
+        return r.json();
+      });
+    }
+
+    // One query per metric, so one metric that no node has yet costs only
+    // its own chart.
+    function query(metric) {
+      return get("api/query?arrays=true", {
+        start: WINDOW, msResolution: true,
+        queries: [{ metric: metric, aggregator: "none" }]
+      }).then(list, function () { return []; });
+    }
+
+    function refresh() {
+      var suggest = round++ % 6 === 0
+        ? get("api/suggest?type=metrics&q=cg_&max=100").then(function (names) {
+            cgMetrics = list(names).filter(function (n) { return CG_METRIC.test(n); }).sort();
+          }, function () { /* keep the last list */ })
+        : Promise.resolve();
+      var job;
+      return get("telem/job").then(function (j) {
+        job = j || {};
+        return suggest;
+      }).then(function () {
+        return Promise.all(cgMetrics.concat(NODE_METRICS).map(query));
+      }).then(function (results) {
+        job.series = [].concat.apply(list(job.series), results);
+        render(job, "live", cgMetrics, null);
+      }).catch(function (err) {
+        var s = document.querySelector("#telem-header .telem-status");
+        if (s) {
+          s.textContent = "update failed: " + err.message + " (retrying)";
+          s.className = "telem-status telem-error";
+        }
+      }).then(function () { setTimeout(refresh, REFRESH_MS); });
+    }
+    refresh();
+  }
+
+  // ---- start ------------------------------------------------------------------
+
+  function start() {
+    var embedded = document.getElementById("telem-data");
+    if (!embedded) {
+      live();
+      return;
+    }
+    var data;
+    try {
+      data = JSON.parse(embedded.textContent);
+    } catch (e) {
+      render({}, "report", null, "the report's data cannot be read: " + e.message);
+      return;
+    }
+    render(data, "report", null, null);
+  }
+
+  start();
+})();
