@@ -38,6 +38,7 @@ launch_job_config_defaults(launch_job_config_t *cfg)
     cfg->heartbeat_timeout_ns = TELEM_NS_PER_SEC;
     cfg->heartbeat_misses = 3;
     cfg->start_timeout_ns = 30 * TELEM_NS_PER_SEC;
+    cfg->agg_port = 4242;
 }
 
 static size_t
@@ -366,7 +367,8 @@ s_advance(launch_job_t *self)
     if (self->phase != LAUNCH_PHASE_STOPPING
         || launch_job_count(self, LAUNCH_ROLE_PROGRAM)
         || launch_job_count(self, LAUNCH_ROLE_WATCH)
-        || launch_job_count(self, LAUNCH_ROLE_COLLECT))
+        || launch_job_count(self, LAUNCH_ROLE_COLLECT)
+        || launch_job_count(self, LAUNCH_ROLE_AGG))
         return;
     self->rs.t_stopped = telem_mono_ns();
     /* A failed re-form is reported in the restart line; the program is
@@ -487,6 +489,7 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     s_stop(self, LAUNCH_ROLE_PROGRAM, -1);
     s_stop(self, LAUNCH_ROLE_WATCH, -1);
     s_stop(self, LAUNCH_ROLE_COLLECT, -1);
+    s_stop(self, LAUNCH_ROLE_AGG, -1);
     s_advance(self);
 }
 

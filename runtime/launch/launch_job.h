@@ -78,6 +78,10 @@ typedef struct {
     const char *const *detectors;  /* for telem_watch, may be NULL */
     size_t ndetectors;
     const char *collect;        /* words for telem_collect, or NULL */
+    int agg_port;               /* telem_agg's port on the first node (0:
+                                   any free one); -1: no telem_agg */
+    const char *agg_bind;       /* telem_agg --bind; NULL: its default */
+    const char *agg_token_file; /* telem_agg --token-file, or NULL */
     int64_t grace_ns;           /* SIGTERM to SIGKILL */
     int64_t heartbeat_ns;       /* period of status requests; 0: none */
     int64_t heartbeat_timeout_ns;  /* deadline of one status request */

@@ -35,7 +35,8 @@ typedef enum {
     LAUNCH_ROLE_DICTD = 1,
     LAUNCH_ROLE_COLLECT = 2,
     LAUNCH_ROLE_WATCH = 3,
-    LAUNCH_ROLE_PROGRAM = 4
+    LAUNCH_ROLE_PROGRAM = 4,
+    LAUNCH_ROLE_AGG = 5
 } launch_job_role_t;
 
 typedef struct {
@@ -118,6 +119,8 @@ struct launch_job {
     char bin_dictd[TELEM_PATH_MAX];
     char bin_collect[TELEM_PATH_MAX];
     char bin_watch[TELEM_PATH_MAX];
+    char bin_agg[TELEM_PATH_MAX];
+    int agg_announced;          /* the tunnel line was printed */
     /* Each line of a daemon's output, handed up by launch_job_procs.c
      * (launch_job_on_line), so that the process table never calls up. */
     void (*on_line)(launch_job_t *self, launch_job_proc_t *p,
@@ -150,8 +153,14 @@ int launch_job_start_dictd(launch_job_t *self, size_t i);
 /* Starts, from node i, what observes the whole active set and so is
  * restarted with the program: telem_collect (which starts a collector per
  * device on every node of the node file) when collectors were asked for,
- * and telem_watch when detectors were. */
+ * telem_agg (launch_job_start_agg), and telem_watch when detectors
+ * were. */
 void launch_job_start_observers(launch_job_t *self, size_t i);
+
+/* Starts telem_agg on node i when the level is 1 or more, it is not
+ * turned off (--no-agg) and it is built; prints the SSH tunnel line the
+ * first time. */
+void launch_job_start_agg(launch_job_t *self, size_t i);
 
 /* Sends SIGTERM to every process matching the filter (role < 0: any;
  * node < 0: any) and marks it stopping, to be killed when the grace period
@@ -173,7 +182,8 @@ size_t launch_job_count(const launch_job_t *self, int role);
  * their groups killed on the way). */
 launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
 
-/* Role names for logs: "telemd", "dictd", "collect", "watch", "program". */
+/* Role names for logs: "telemd", "dictd", "collect", "watch", "program",
+ * "agg". */
 const char *launch_job_role_name(launch_job_role_t role);
 
 /* ---- launch_job_files.c -------------------------------------------------- */

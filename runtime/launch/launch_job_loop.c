@@ -179,6 +179,7 @@ s_paths(launch_job_t *self, char *why, size_t why_size)
     snprintf(self->bin_dictd, TELEM_PATH_MAX, "%.400s/telem_dictd", bin);
     snprintf(self->bin_collect, TELEM_PATH_MAX, "%.400s/telem_collect", bin);
     snprintf(self->bin_watch, TELEM_PATH_MAX, "%.400s/telem_watch", bin);
+    snprintf(self->bin_agg, TELEM_PATH_MAX, "%.400s/telem_agg", bin);
     const char *dnf = getenv("TELEM_DICT_NODEFILE");
     if ((dnf && *dnf ? snprintf(self->dict_nodefile, TELEM_PATH_MAX, "%s",
                                 dnf)

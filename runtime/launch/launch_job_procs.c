@@ -34,8 +34,8 @@ const char *
 launch_job_role_name(launch_job_role_t role)
 {
     static const char *const names[] = { "telemd", "dictd", "collect",
-                                         "watch", "program" };
-    return (unsigned) role < 5 ? names[role] : "process";
+                                         "watch", "program", "agg" };
+    return (unsigned) role < 6 ? names[role] : "process";
 }
 
 static launch_job_proc_t *
@@ -282,6 +282,7 @@ launch_job_start_observers(launch_job_t *self, size_t i)
         s_spawn_role(self, i, LAUNCH_ROLE_COLLECT,
                      (const char *const *) argv.v);
     launch_argv_clear(&argv);
+    launch_job_start_agg(self, i);
     if (self->cfg.ndetectors == 0 || access(self->bin_watch, X_OK) != 0)
         return;
     int rc = launch_argv_add(&argv, self->bin_watch);
@@ -295,6 +296,58 @@ launch_job_start_observers(launch_job_t *self, size_t i)
              || launch_argv_add(&argv, self->restart_ep);
     if (!rc)
         s_spawn_role(self, i, LAUNCH_ROLE_WATCH, (const char *const *) argv.v);
+    launch_argv_clear(&argv);
+}
+
+/* Prints, once per job, where telem_agg serves and the tunnel a user runs
+ * on a login node to reach it (the node's loopback is not reachable from
+ * elsewhere). */
+static void
+s_announce_agg(launch_job_t *self, size_t i)
+{
+    if (self->agg_announced)
+        return;
+    self->agg_announced = 1;
+    char host[256] = "";
+    if (launch_source_kind(self->source) == LAUNCH_SOURCE_LOCAL)
+        gethostname(host, sizeof host - 1);
+    else
+        snprintf(host, sizeof host, "%s", launch_state_name(self->state, i));
+    int port = self->cfg.agg_port;
+    if (port == 0)
+        telem_log(TELEM_LOG_INFO, "telem_agg on %s: dashboard and OpenTSDB "
+                  "API at the address in %s/telem_agg/url",
+                  launch_state_name(self->state, i), self->rundir);
+    else
+        telem_log(TELEM_LOG_INFO, "telem_agg on %s: dashboard and OpenTSDB "
+                  "API at http://localhost:%d/ there; from a login node run "
+                  "'ssh -NL localhost:%d:localhost:%d %s' and open "
+                  "http://localhost:%d/", launch_state_name(self->state, i),
+                  port, port, port, host, port);
+}
+
+void
+launch_job_start_agg(launch_job_t *self, size_t i)
+{
+    if (self->cfg.agg_port < 0 || self->cfg.level < 1
+        || access(self->bin_agg, X_OK) != 0)
+        return;
+    char port[16];
+    snprintf(port, sizeof port, "%d", self->cfg.agg_port);
+    launch_argv_t argv = { 0 };
+    const char *words[] = { self->bin_agg, "--rundir", self->rundir,
+                            "--port", port, "--launch-endpoint",
+                            self->restart_ep, NULL };
+    int rc = launch_argv_addv(&argv, words);
+    if (!rc && self->cfg.agg_bind)
+        rc = launch_argv_add(&argv, "--bind")
+             || launch_argv_add(&argv, self->cfg.agg_bind);
+    if (!rc && self->cfg.agg_token_file)
+        rc = launch_argv_add(&argv, "--token-file")
+             || launch_argv_add(&argv, self->cfg.agg_token_file);
+    if (!rc && s_spawn_role(self, i, LAUNCH_ROLE_AGG,
+                            (const char *const *) argv.v))
+        s_announce_agg(self, i);
     launch_argv_clear(&argv);
 }
 

@@ -67,6 +67,12 @@ static const char s_usage[] =
 "  -d, --detector NAME      run telem_watch with this detector on the first\n"
 "                           active node (repeatable; needs telem_watch)\n"
 "      --collect ARGS       run 'telem_collect ARGS' on every node\n"
+"      --agg-port N         telem_agg's port on the first active node: the\n"
+"                           dashboard and Grafana's OpenTSDB API (default\n"
+"                           4242; 0: any free one; at level 1 or more)\n"
+"      --agg-bind ADDR      telem_agg's address (default 127.0.0.1)\n"
+"      --agg-token-file F   telem_agg requires the bearer token in F\n"
+"      --no-agg             do not start telem_agg\n"
 "      --bind ADDR          telemd's TCP query address (default 127.0.0.1)\n"
 "      --rundir DIR         run directory (default: $TELEM_RUNDIR,\n"
 "                           $XDG_RUNTIME_DIR/telem or /tmp/telem-UID)\n"
@@ -142,8 +148,8 @@ s_seconds(const char *flag, const char *v, double lo, int64_t *out)
 
 enum {
     O_SLURM = 256, O_HOSTS, O_BACKOFF, O_GRACE, O_HB, O_HB_TIMEOUT,
-    O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_RUNDIR, O_BINDIR,
-    O_LOGLEVEL
+    O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_AGG_PORT, O_AGG_BIND,
+    O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL
 };
 
 static int
@@ -217,6 +223,13 @@ s_option(void *arg, int c, char *v)
         a->detectors[j->ndetectors++] = v;
         return 0;
     case O_COLLECT: j->collect = v; return 0;
+    case O_AGG_PORT:
+        if ((rc = s_count("--agg-port", v, 0, 65535, &n)) == 0)
+            j->agg_port = (int) n;
+        return rc;
+    case O_AGG_BIND: j->agg_bind = v; return 0;
+    case O_AGG_TOKEN: j->agg_token_file = v; return 0;
+    case O_NO_AGG: j->agg_port = -1; return 0;
     case O_BIND: j->bind_addr = v; return 0;
     case O_RUNDIR: j->rundir = v; return 0;
     case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
@@ -236,6 +249,8 @@ static const struct option s_opts[] = {
     { "start-timeout", 1, 0, O_START_TIMEOUT },
     { "telemetry-level", 1, 0, 'L' }, { "detector", 1, 0, 'd' },
     { "collect", 1, 0, O_COLLECT }, { "bind", 1, 0, O_BIND },
+    { "agg-port", 1, 0, O_AGG_PORT }, { "agg-bind", 1, 0, O_AGG_BIND },
+    { "agg-token-file", 1, 0, O_AGG_TOKEN }, { "no-agg", 0, 0, O_NO_AGG },
     { "rundir", 1, 0, O_RUNDIR }, { "bindir", 1, 0, O_BINDIR },
     { "log-level", 1, 0, O_LOGLEVEL }, { "help", 0, 0, 'h' },
     { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }

@@ -1,0 +1,81 @@
+/* agg.h - PRIVATE to telem_agg: the aggregator behind the HTTP API.
+ *
+ * An agg_t answers the requests the HTTP front-end module (telem_http.h)
+ * hands it: OpenTSDB's /api endpoints over every node of a job, the
+ * dashboard's files and its job data, and the operational extras (put,
+ * reboot).  Every answer that needs the nodes goes through the analysis
+ * client (ac.h) with one deadline per request; a node that does not
+ * answer in time makes the answer partial (header X-Telem-Missing and a
+ * rate-limited log line), never a hang.
+ *
+ * The node file is re-read when it changes (telem_launch rewrites it on a
+ * restart), so the aggregator follows the job's active nodes without a
+ * restart of its own.
+ *
+ * Thread safety: agg_handle() runs on the HTTP module's worker threads,
+ * several at once; each call borrows one analysis client from a pool
+ * (ac_t is used by one thread at a time). */
+#ifndef AGG_H
+#define AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "telem_http.h"
+
+typedef struct agg agg_t;
+
+typedef struct {
+    const char *nodefile;      /* NULL: $TELEM_NODEFILE, else <rundir>/nodes */
+    const char *rundir;        /* NULL: the default run directory */
+    const char *launch_ep;     /* NULL: $TELEM_LAUNCH_ENDPOINT, else
+                                  ipc://<rundir>/launch/restart.sock */
+    int timeout_ms;            /* per request; <= 0: 2000 */
+    unsigned pool;             /* analysis clients; 0: 4 */
+} agg_cfg_t;
+
+/* A new aggregator (connects nothing yet: clients are made on first use).
+ * NULL with *err: TELEM_EINVAL (a path too long), TELEM_ENOMEM. */
+agg_t *agg_new(const agg_cfg_t *cfg, int *err);
+
+/* Frees the aggregator; the HTTP server must be stopped first.  Accepts
+ * NULL; nulls the pointer. */
+void agg_destroy(agg_t **self_p);
+
+/* The telem_http_fn: routes one request (arg is the agg_t). */
+void agg_handle(telem_http_req_t *req, void *arg);
+
+/* ---- shared by the agg_*.c files --------------------------------------- */
+
+#include "ac.h"
+#include "telem_paths.h"
+
+/* Borrows an analysis client connected to the node file's current nodes
+ * (waits for a free one).  NULL with a sentence in why when the node file
+ * cannot be used. */
+ac_t *agg_ac_get(agg_t *self, char *why, size_t why_size);
+void agg_ac_put(agg_t *self, ac_t *ac);
+
+int agg_timeout_ms(const agg_t *self);
+const char *agg_rundir(const agg_t *self);
+const char *agg_launch_ep(const agg_t *self);
+void *agg_zctx(agg_t *self);
+
+/* Logs (rate-limited) and sets X-Telem-Missing: "n2 (no reply within 2000
+ * ms), n3 (...)" when result `r` names missing nodes. */
+void agg_note_missing(agg_t *self, telem_http_req_t *req,
+                      const ac_result_t *r);
+
+/* Reads at most the last `max` bytes of `path` (NULL when the file is
+ * absent or unreadable; *len set).  The caller frees. */
+char *agg_read_tail(const char *path, size_t max, size_t *len);
+
+/* The endpoints (agg_query.c, agg_meta.c, agg_job.c). */
+void agg_query(agg_t *self, telem_http_req_t *req);
+void agg_suggest(agg_t *self, telem_http_req_t *req);
+void agg_lookup(agg_t *self, telem_http_req_t *req);
+void agg_put(agg_t *self, telem_http_req_t *req);
+void agg_reboot(agg_t *self, telem_http_req_t *req);
+void agg_job(agg_t *self, telem_http_req_t *req);
+
+#endif

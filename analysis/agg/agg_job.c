@@ -1,0 +1,96 @@
+/* agg_job.c - the job as the dashboard sees it: GET /telem/job, and the
+ * detector events and restarts that /api/query hands Grafana as
+ * annotations.
+ *
+ * The job data object (its shape is the dashboard's and the report's
+ * contract, analysis/web/telem_web.h) is made of the launcher's files in
+ * the run directory (the job file, restarts.log) and the watcher's
+ * events file (telem_web_job.h reads them, bounded), plus the nodes that
+ * did not answer a status request within the deadline ("missing").
+ * Series are not part of it here: the live page asks /api/query for
+ * them. */
+#include "agg.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "telem_error.h"
+#include "telem_time.h"
+#include "telem_web_job.h"
+
+/* "missing": the nodes that do not answer a status request. */
+static json_t *
+s_missing(agg_t *self)
+{
+    json_t *out = json_array();
+    char why[512] = "";
+    ac_t *ac = agg_ac_get(self, why, sizeof why);
+    if (!ac)
+        return out;
+    ac_status_result_t *st = NULL;
+    ac_status(ac, &st);
+    agg_ac_put(self, ac);
+    for (size_t i = 0; st && i < ac_status_result_count(st); i++)
+        if (ac_status_result_code(st, i))
+            json_array_append_new(out, json_pack(
+                "{s:s, s:s}", "node", ac_status_result_node(st, i), "why",
+                ac_status_result_message(st, i)));
+    ac_status_result_destroy(&st);
+    return out;
+}
+
+void
+agg_job(agg_t *self, telem_http_req_t *req)
+{
+    json_t *data = telem_web_job_read(agg_rundir(self));
+    if (!data) {
+        telem_http_reply_error(req, 500, "out of memory", "");
+        return;
+    }
+    json_object_set_new(data, "missing", s_missing(self));
+    json_object_set_new(data, "series", json_array());
+    telem_http_reply_json(req, 200, data);
+}
+
+/* OpenTSDB's annotation object for one event or restart at t_ms. */
+static json_t *
+s_note(int64_t t_ms, const char *description, const char *notes,
+       json_t *custom)
+{
+    return json_pack("{s:s, s:s, s:s, s:o, s:I, s:I}", "tsuid", "",
+                     "description", description, "notes", notes ? notes : "",
+                     "custom", custom ? custom : json_object(), "startTime",
+                     (json_int_t) (t_ms / 1000), "endTime", (json_int_t) 0);
+}
+
+json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
+
+json_t *
+agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
+{
+    json_t *out = json_array();
+    json_t *data = telem_web_job_read(agg_rundir(self));
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(data, "events"), i, e) {
+        json_int_t t = json_integer_value(json_object_get(e, "time_ms"));
+        if (t < start_ms || t > end_ms)
+            continue;
+        char desc[512];
+        snprintf(desc, sizeof desc, "%s %s", json_string_value(
+                     json_object_get(e, "detector")), json_string_value(
+                     json_object_get(e, "severity")));
+        json_array_append_new(out, s_note(t, desc, json_string_value(
+            json_object_get(e, "text")), json_pack("{s:s}", "kind", "event")));
+    }
+    json_array_foreach(json_object_get(data, "restarts"), i, e) {
+        json_int_t t = json_integer_value(json_object_get(e, "time_ms"));
+        if (t >= start_ms && t <= end_ms)
+            json_array_append_new(out, s_note(t, json_string_value(
+                json_object_get(e, "line")), NULL, json_pack(
+                "{s:s}", "kind", "restart")));
+    }
+    json_decref(data);
+    return out;
+}

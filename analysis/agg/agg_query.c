@@ -1,0 +1,186 @@
+/* agg_query.c - /api/query: OpenTSDB's query over every node of the job.
+ *
+ * The request (a JSON body, or the query string of a GET) is parsed by
+ * analysis/tsdb into sub-queries; each sub-query's metric is fetched from
+ * the nodes through one analysis-client call (narrowed to the hosts a
+ * literal host filter names), and analysis/tsdb turns the series into
+ * OpenTSDB's results: filters, grouping, downsampling, rate and
+ * aggregation across series.  Every call shares the request's deadline:
+ * a sub-query starts with what is left of it, so a dead node costs one
+ * deadline per request, not one per sub-query.
+ *
+ * A metric no node knows is OpenTSDB's 400 "No such name for 'metrics'"
+ * (what OpenTSDB 2.4's QueryRpc answers); a known metric without points in
+ * the range gives no result, as there.  With "globalAnnotations" every
+ * result carries the job's detector events and restarts in the range
+ * (agg_job.c), which Grafana shows as annotations. */
+#include "agg.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "telem_error.h"
+#include "telem_time.h"
+#include "tsdb_exec.h"
+#include "tsdb_query.h"
+
+#define S_HOSTS_MAX 256
+
+json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
+
+static tsdb_query_t *
+s_parse(telem_http_req_t *req, int64_t now_ms, tsdb_error_t *err)
+{
+    size_t n = telem_http_req_nargs(req);
+    if (strcmp(telem_http_req_method(req), "POST") != 0) {
+        const char **k = calloc(n + 1, sizeof *k), **v = calloc(n + 1,
+                                                                 sizeof *v);
+        tsdb_query_t *q = NULL;
+        if (k && v) {
+            for (size_t i = 0; i < n; i++) {
+                k[i] = telem_http_req_arg_key(req, i);
+                v[i] = telem_http_req_arg_value(req, i);
+            }
+            q = tsdb_query_parse_args(k, v, n, now_ms, err);
+        } else
+            tsdb_error_set(err, 500, "out of memory");
+        free(k);
+        free(v);
+        return q;
+    }
+    size_t len = 0;
+    const char *body = telem_http_req_body(req, &len);
+    tsdb_query_t *q = tsdb_query_parse_json(body, len, now_ms, err);
+    /* OpenTSDB reads `arrays` from the query string, POST or not. */
+    const char *arrays = telem_http_req_arg(req, "arrays");
+    if (q && arrays && strcmp(arrays, "false") != 0)
+        tsdb_query_set_arrays(q, 1);
+    return q;
+}
+
+/* 1 when a node that answered knows `metric` (has a series of it in its
+ * retention window), 0 when none does, -1 when some node did not answer
+ * (it might). */
+static int
+s_known(agg_t *self, ac_t *ac, const char *metric, int timeout_ms)
+{
+    ac_query_t q = { 0 };
+    q.metrics = &metric;
+    q.nmetrics = 1;
+    q.flags = TELEM_QUERY_LIST;
+    q.timeout_ms = timeout_ms;
+    ac_result_t *r = NULL;
+    int rc = ac_query(ac, &q, &r);
+    int known = ac_result_nseries(r) > 0 ? 1 : rc == 0 ? 0 : -1;
+    (void) self;
+    ac_result_destroy(&r);
+    return known;
+}
+
+/* Fetches sub-query i and appends its results.  0 or the HTTP status of
+ * an error already answered. */
+static int
+s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
+      size_t i, int64_t deadline_ns, json_t *results)
+{
+    const char *metric = tsdb_query_metric(q, i);
+    const char *hosts[S_HOSTS_MAX];
+    long nh = tsdb_query_hosts(q, i, hosts, S_HOSTS_MAX);
+    ac_query_t aq = { 0 };
+    aq.metrics = &metric;
+    aq.nmetrics = 1;
+    aq.start_ns = tsdb_query_start_ms(q) * TELEM_NS_PER_MS;
+    aq.end_ns = tsdb_query_end_ms(q) * TELEM_NS_PER_MS;
+    /* Only nodes of this job can be asked: unknown names are dropped. */
+    size_t k = 0;
+    for (long h = 0; h < nh; h++)
+        if (ac_node_find(ac, hosts[h]) >= 0)
+            hosts[k++] = hosts[h];
+    if (nh >= 0 && k == 0)
+        return 0;                          /* no node of the job matches */
+    aq.nodes = nh >= 0 ? hosts : NULL;
+    aq.nnodes = nh >= 0 ? k : 0;
+    int64_t left_ms = (deadline_ns - telem_mono_ns()) / TELEM_NS_PER_MS;
+    aq.timeout_ms = left_ms > 1 ? (int) left_ms : 1;
+    ac_result_t *r = NULL;
+    int rc = ac_query(ac, &aq, &r);
+    if (!r) {
+        telem_http_reply_error(req, 500, "the query could not be sent",
+                               telem_strerror(rc));
+        return 500;
+    }
+    agg_note_missing(self, req, r);
+    size_t n = ac_result_nseries(r);
+    telem_series_t *series = calloc(n ? n : 1, sizeof *series);
+    for (size_t s = 0; series && s < n; s++)
+        series[s] = *ac_result_series(r, s);
+    tsdb_error_t err = { 0 };
+    int status = 0;
+    if (!series) {
+        telem_http_reply_error(req, 500, "out of memory", "");
+        status = 500;
+    } else if (n == 0 && s_known(self, ac, metric, aq.timeout_ms) == 0) {
+        char msg[TELEM_NAME_MAX + 64];
+        snprintf(msg, sizeof msg, "No such name for 'metrics': '%s'", metric);
+        telem_http_reply_error(req, 400, msg, msg);
+        status = 400;
+    } else if (tsdb_exec_sub(q, i, series, n, results, &err) != 0) {
+        telem_http_reply_error(req, err.status ? err.status : 500,
+                               err.message, err.details);
+        status = err.status ? err.status : 500;
+    }
+    free(series);
+    ac_result_destroy(&r);
+    return status;
+}
+
+static void
+s_annotate(agg_t *self, const tsdb_query_t *q, json_t *results)
+{
+    json_t *notes = agg_annotations(self, tsdb_query_start_ms(q),
+                                    tsdb_query_end_ms(q));
+    size_t i;
+    json_t *res;
+    json_array_foreach(results, i, res)
+        json_object_set(res, "globalAnnotations", notes);
+    json_decref(notes);
+}
+
+void
+agg_query(agg_t *self, telem_http_req_t *req)
+{
+    int64_t deadline_ns = telem_mono_ns()
+                          + (int64_t) agg_timeout_ms(self) * TELEM_NS_PER_MS;
+    tsdb_error_t err = { 0 };
+    tsdb_query_t *q = s_parse(req, telem_now_ns() / TELEM_NS_PER_MS, &err);
+    if (!q) {
+        telem_http_reply_error(req, err.status ? err.status : 400,
+                               err.message, err.details);
+        return;
+    }
+    char why[512] = "";
+    ac_t *ac = agg_ac_get(self, why, sizeof why);
+    if (!ac) {
+        telem_http_reply_error(req, 503, "no node of the job can be asked",
+                               why);
+        tsdb_query_destroy(&q);
+        return;
+    }
+    json_t *results = json_array();
+    int status = 0;
+    if (!results) {
+        telem_http_reply_error(req, 500, "out of memory", "");
+        status = 500;
+    }
+    for (size_t i = 0; status == 0 && i < tsdb_query_count(q); i++)
+        status = s_sub(self, req, ac, q, i, deadline_ns, results);
+    agg_ac_put(self, ac);
+    if (status == 0 && tsdb_query_global_annotations(q))
+        s_annotate(self, q, results);
+    if (status == 0)
+        telem_http_reply_json(req, 200, results);
+    else
+        json_decref(results);
+    tsdb_query_destroy(&q);
+}
