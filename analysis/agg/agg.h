@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "telem_http.h"
 
 typedef struct agg agg_t;
@@ -69,6 +71,19 @@ void agg_note_missing(agg_t *self, telem_http_req_t *req,
 /* Reads at most the last `max` bytes of `path` (NULL when the file is
  * absent or unreadable; *len set).  The caller frees. */
 char *agg_read_tail(const char *path, size_t max, size_t *len);
+
+/* The job's own series, from the launcher's restart lines (agg_job.c):
+ * telem_job_restarts and telem_job_restart_seconds{step}.  NULL when
+ * `metric` is not one of them; else the series (n of them, points in
+ * the whole log), freed with agg_job_series_destroy(). */
+typedef struct agg_job_series agg_job_series_t;
+agg_job_series_t *agg_job_series(agg_t *self, const char *metric, size_t *n);
+const telem_series_t *agg_job_series_get(const agg_job_series_t *js);
+void agg_job_series_destroy(agg_job_series_t **js_p);
+
+/* Global annotations: the detector events and restarts in [start, end]
+ * as OpenTSDB's annotation objects (agg_job.c). */
+json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
 
 /* The endpoints (agg_query.c, agg_meta.c, agg_job.c). */
 void agg_query(agg_t *self, telem_http_req_t *req);

@@ -64,8 +64,6 @@ s_note(int64_t t_ms, const char *description, const char *notes,
                      (json_int_t) (t_ms / 1000), "endTime", (json_int_t) 0);
 }
 
-json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
-
 json_t *
 agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
 {
@@ -93,4 +91,92 @@ agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
     }
     json_decref(data);
     return out;
+}
+
+/* ---- the job's own series ---------------------------------------------- */
+
+/* telem_job_restarts (the restart number at each restart) and
+ * telem_job_restart_seconds{step=stop|reform|backoff|start} (how long
+ * each step of each restart took), read from restarts.log: the figures
+ * the launcher prints in every restart line.  "reform" is the
+ * dictionary's re-form on the new node set. */
+static const char *const s_steps[] = { "stop", "reform", "backoff", "start" };
+
+struct agg_job_series {
+    telem_series_t s[4];
+    telem_tag_t tags[4];
+    int64_t *ts;
+    double *v;
+};
+
+/* "restart N (...): ...; stop A s, re-form B s..., back-off C s, start D
+ * s; ..." -> N and the four figures; 0 or -1 (a refused restart). */
+static int
+s_parse_restart(const char *line, double *n, double fig[4])
+{
+    if (sscanf(line, "restart %lf (", n) != 1)
+        return -1;
+    const char *keys[] = { "; stop ", ", re-form ", ", back-off ",
+                           ", start " };
+    for (int i = 0; i < 4; i++) {
+        const char *p = strstr(line, keys[i]);
+        if (!p || sscanf(p + strlen(keys[i]), "%lf", &fig[i]) != 1)
+            return -1;
+    }
+    return 0;
+}
+
+agg_job_series_t *
+agg_job_series(agg_t *self, const char *metric, size_t *n)
+{
+    int restarts = strcmp(metric, "telem_job_restarts") == 0;
+    if (!restarts && strcmp(metric, "telem_job_restart_seconds") != 0)
+        return NULL;
+    json_t *data = telem_web_job_read(agg_rundir(self));
+    json_t *list = json_object_get(data, "restarts");
+    size_t cap = json_array_size(list) + 1, k = 0;
+    agg_job_series_t *js = calloc(1, sizeof *js);
+    if (js) {
+        js->ts = calloc(cap, sizeof *js->ts);
+        js->v = calloc(4 * cap, sizeof *js->v);
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(list, i, r) {
+        double num, fig[4];
+        if (!js || !js->ts || !js->v || s_parse_restart(json_string_value(
+                json_object_get(r, "line")), &num, fig))
+            continue;
+        js->ts[k] = json_integer_value(json_object_get(r, "time_ms"))
+                    * TELEM_NS_PER_MS;
+        for (int s = 0; s < 4; s++)
+            js->v[s * cap + k] = restarts ? num : fig[s];
+        k++;
+    }
+    json_decref(data);
+    for (int s = 0; js && s < 4; s++) {
+        js->tags[s] = (telem_tag_t) { "step", s_steps[s] };
+        js->s[s] = (telem_series_t) { metric, restarts ? NULL : &js->tags[s],
+            restarts ? 0 : 1, TELEM_METRIC_GAUGE, "s", "", js->ts,
+            js->v + s * cap, (uint32_t) k };
+    }
+    *n = js && js->ts && js->v ? (restarts ? 1 : 4) : 0;
+    return js;
+}
+
+const telem_series_t *
+agg_job_series_get(const agg_job_series_t *js)
+{
+    return js->s;
+}
+
+void
+agg_job_series_destroy(agg_job_series_t **js_p)
+{
+    if (!js_p || !*js_p)
+        return;
+    free((*js_p)->ts);
+    free((*js_p)->v);
+    free(*js_p);
+    *js_p = NULL;
 }

@@ -27,8 +27,6 @@
 
 #define S_HOSTS_MAX 256
 
-json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
-
 static tsdb_query_t *
 s_parse(telem_http_req_t *req, int64_t now_ms, tsdb_error_t *err)
 {
@@ -80,11 +78,30 @@ s_known(agg_t *self, ac_t *ac, const char *metric, int timeout_ms)
 
 /* Fetches sub-query i and appends its results.  0 or the HTTP status of
  * an error already answered. */
+/* A sub-query over the job's own series (agg_job.c). */
+static int
+s_sub_job(telem_http_req_t *req, agg_job_series_t *js, size_t n,
+          const tsdb_query_t *q, size_t i, json_t *results)
+{
+    tsdb_error_t err = { 0 };
+    int rc = tsdb_exec_sub(q, i, agg_job_series_get(js), n, results, &err);
+    agg_job_series_destroy(&js);
+    if (rc == 0)
+        return 0;
+    telem_http_reply_error(req, err.status ? err.status : 500, err.message,
+                           err.details);
+    return err.status ? err.status : 500;
+}
+
 static int
 s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
       size_t i, int64_t deadline_ns, json_t *results)
 {
     const char *metric = tsdb_query_metric(q, i);
+    size_t njob = 0;
+    agg_job_series_t *js = agg_job_series(self, metric, &njob);
+    if (js)
+        return s_sub_job(req, js, njob, q, i, results);
     const char *hosts[S_HOSTS_MAX];
     long nh = tsdb_query_hosts(q, i, hosts, S_HOSTS_MAX);
     ac_query_t aq = { 0 };
