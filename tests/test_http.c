@@ -608,6 +608,29 @@ test_ipv6(void)
 }
 
 static void
+test_keep_alive(int port)
+{
+    s_resp_t rs;
+    /* Two requests on one kept-alive connection: each its own state. */
+    int fd = s_connect(port);
+    const char *r1 = "POST /k1?a=1 HTTP/1.1\r\nHost: t\r\n"
+                     "Content-Length: 3\r\n\r\nabc";
+    const char *r2 = "GET /k2 HTTP/1.1\r\nHost: t\r\n\r\n";
+    s_send(fd, r1, strlen(r1));
+    CHECK_INT(s_read(fd, &rs), 200);
+    s_send(fd, r2, strlen(r2));
+    CHECK_INT(s_read(fd, &rs), 200);
+    json_t *j = s_json(&rs);
+    CHECK(j && strcmp(json_string_value(json_object_get(j, "path")),
+                      "/k2") == 0);
+    CHECK(j && strcmp(json_string_value(json_object_get(j, "body")), "") ==
+                   0);
+    CHECK(j && json_array_size(json_object_get(j, "args")) == 0);
+    json_decref(j);
+    close(fd);
+}
+
+static void
 test_handler_rules(int port)
 {
     s_resp_t rs;
@@ -663,6 +686,7 @@ main(void)
     test_chunked(port);
     test_malformed(port);
     test_handler_rules(port);
+    test_keep_alive(port);
     telem_http_destroy(&h);
     test_slow_client();
     test_flood();
