@@ -200,8 +200,7 @@ s_serve(s_args_t *a)
     }
     telem_http_t *http = telem_http_new(&a->http, agg_handle, agg, &err, why,
                                         sizeof why);
-    if (!http) {
-        telem_log(TELEM_LOG_ERROR, "%s", why);
+    if (!http) {                  /* the module has logged why */
         agg_destroy(&agg);
         return 1;
     }
