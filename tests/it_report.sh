@@ -53,6 +53,7 @@ ev_ms=$((now_s * 1000))
     printf '{"detector":"x","text":"no time"}\n'
     printf '[1,2,3]\n'
     printf '{"time_ms":1,"text":"bad nodes","nodes":"n1"}\n'
+    printf '{"time_ms":1,"text":"a NUL after it"}\0junk\n'
 } >"$R/telem_watch/events.jsonl"
 
 # ---- the report ----------------------------------------------------------------
@@ -66,7 +67,7 @@ grep -qx "wrote $H: 3 nodes, [0-9]* series, 2 events, 1 restart" "$T/report.out"
     || fail "no single warning for the job file's bad lines"
 [ "$(grep -c 'restarts.log: 2 malformed lines skipped' "$T/report.err")" = 1 ] \
     || fail "no single warning for the restart log's bad lines"
-[ "$(grep -c 'events.jsonl: 4 malformed lines skipped' "$T/report.err")" = 1 ] \
+[ "$(grep -c 'events.jsonl: 5 malformed lines skipped' "$T/report.err")" = 1 ] \
     || fail "no single warning for the events' bad lines"
 ls "$T" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
 

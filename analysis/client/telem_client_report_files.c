@@ -103,19 +103,19 @@ s_each_line(const char *what, const char *path, s_line_fn fn, void *ctx)
         return -1;
     }
     long n = 0, nbad = 0, first_bad = 0, lineno = 0;
-    char *next;
-    for (char *line = s_last_lines(buf, len, &cut); *line; line = next) {
-        char *nl = strchr(line, '\n');
-        next = nl ? nl + 1 : line + strlen(line);
-        if (nl)
-            *nl = '\0';
+    char *next, *end = buf + len;
+    for (char *line = s_last_lines(buf, len, &cut); line < end; line = next) {
+        char *nl = memchr(line, '\n', (size_t) (end - line));
+        next = nl ? nl + 1 : end;
+        size_t l = (size_t) ((nl ? nl : end) - line);
+        line[l] = '\0';
         lineno++;
-        size_t l = strlen(line);
         if (l && line[l - 1] == '\r')
             line[--l] = '\0';
         if (!l)
             continue;
-        if (fn(ctx, line) == 0) {
+        /* A NUL inside a line makes it malformed, not shorter. */
+        if (strlen(line) == l && fn(ctx, line) == 0) {
             n++;
         } else if (nbad++ == 0) {
             first_bad = lineno;
