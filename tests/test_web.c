@@ -6,8 +6,8 @@
  *     string, other case, the vendored file's own name, NULL) finds
  *     nothing;
  *   - the page loads each embedded file, and no embedded script or style
- *     holds "</script", "</style" or "<!--", so inlining cannot end its
- *     element early;
+ *     holds "<script", "</script", "</style" or "<!--", so inlining cannot
+ *     end its element early or open another;
  *   - the report: the data element comes before the scripts, holds no '<'
  *     and reads back to the same JSON although the data is full of
  *     "</script>" and "<!--"; the scripts and styles are inlined whole and
@@ -74,6 +74,7 @@ s_test_assets_inlinable(void)
           != NULL);
     for (size_t i = 2; i < sizeof s_paths / sizeof s_paths[0]; i++) {
         const char *s = (const char *) telem_web_asset(s_paths[i][0])->data;
+        CHECK(strcasestr(s, "<script") == NULL);
         CHECK(strcasestr(s, "</script") == NULL);
         CHECK(strcasestr(s, "</style") == NULL);
         CHECK(strstr(s, "<!--") == NULL);

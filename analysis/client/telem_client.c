@@ -5,14 +5,16 @@
  * Modes: -l (metric catalog), -v (all latest values), -g a,b (latest values
  * of some metrics), -t / -T a,b (track changes, telem_client_track.c), query
  * (series with points), status (per-node agent state), nodes (the node
- * list), level and shutdown (control requests).  Exit codes: 0 success, 1
+ * list), level and shutdown (control requests), report (the job as one
+ * HTML file, telem_client_report.c).  Exit codes: 0 success, 1
  * error, 2 bad command line, 3 some nodes did not answer (what came is still
  * printed; the missing nodes are always named on stderr).  Parsing and
  * checking of every argument happens here, once, before any socket is
  * opened.
  *
- * Call order: this file calls telem_client_track.c, telem_client_result.c
- * and telem_client_fmt.c; none of them calls back into it.
+ * Call order: this file calls telem_client_report.c, telem_client_track.c,
+ * telem_client_result.c and telem_client_fmt.c; none of them calls back
+ * into it.
  */
 #include "telem_client.h"
 #include "telem_cli.h"
@@ -29,7 +31,7 @@
 
 typedef enum {
     M_NONE = 0, M_LIST, M_VALUES, M_GET, M_TRACK_ALL, M_TRACK, M_QUERY,
-    M_STATUS, M_NODES, M_LEVEL, M_SHUTDOWN
+    M_STATUS, M_NODES, M_LEVEL, M_SHUTDOWN, M_REPORT
 } s_mode_t;
 
 typedef struct {
@@ -40,6 +42,8 @@ typedef struct {
     int64_t start_ns, end_ns;
     uint32_t max_points;
     int have_range;          /* --start/--end/--max-points given */
+    int have_end;            /* --end/--max-points given */
+    const char *rundir;      /* report: --rundir */
     int have_track;          /* -F/-d given */
     int64_t level;           /* level: the new level, -1 until given */
     const char *node;        /* level, shutdown: one node, or NULL: all */
@@ -61,11 +65,13 @@ static const char s_usage[] =
     "  nodes                the node list\n"
     "  level L [NODE]       set the telemetry level (0-4) of all nodes or one\n"
     "  shutdown [NODE]      stop the agents of all nodes or one\n"
+    "  report -o FILE       the job as one self-contained HTML file\n"
     "options:\n"
     "  --nodefile F         node file (default $TELEM_NODEFILE, else <rundir>/nodes)\n"
     "  --timeout MS         deadline for each call (default 2000)\n"
     "  -f, --format FMT     md (default), json, yaml or txt\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
+    "  --rundir DIR         run directory (report; default $TELEM_RUNDIR, ...)\n"
     "  --tag k=v            only series with tag k=v (v \"*\": tag present);\n"
     "                       repeatable; with -l, -v, -g, -t, -T, query\n"
     "  -h, --help           this help, or a mode's help after the mode\n"
@@ -99,6 +105,13 @@ static const char *const s_mode_help[] = {
         "NODE; prints each node's status after the change.\n",
     [M_SHUTDOWN] = "telem_client shutdown [NODE]: asks every node's agent (or\n"
         "NODE's) to exit; prints each node's last status.\n",
+    [M_REPORT] = "telem_client report -o FILE [--start T] [--rundir DIR]: one HTML\n"
+        "file about the job, readable offline: nodes and states, restarts\n"
+        "(<rundir>/launch), detector events (<rundir>/telem_watch/events.jsonl),\n"
+        "charts of every cg_*_seconds metric per device and of cpu_percent,\n"
+        "used_ram, load_average and num_running_processes per node.  T as for\n"
+        "query; default: everything the nodes keep.  Exit 3 if some node did\n"
+        "not answer (the file is still written).\n",
 };
 
 /* ---- argument parsing -------------------------------------------------- */
@@ -188,7 +201,8 @@ s_set_mode(s_cli_t *cli, s_mode_t m)
     return 0;
 }
 
-enum { O_NODEFILE = 256, O_TIMEOUT, O_TAG, O_START, O_END, O_MAXPTS };
+enum { O_NODEFILE = 256, O_TIMEOUT, O_TAG, O_START, O_END, O_MAXPTS,
+       O_RUNDIR };
 
 static const struct option s_longopts[] = {
     { "nodefile", required_argument, NULL, O_NODEFILE },
@@ -206,6 +220,7 @@ static const struct option s_longopts[] = {
     { "start", required_argument, NULL, O_START },
     { "end", required_argument, NULL, O_END },
     { "max-points", required_argument, NULL, O_MAXPTS },
+    { "rundir", required_argument, NULL, O_RUNDIR },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -216,10 +231,12 @@ s_time_option(s_cli_t *cli, int c, const char *arg)
     int64_t t;
     if (s_parse_time(arg, &t))
         return S_BAD("bad time '%s' (ns since epoch, -60s, -5m, now)", arg);
-    if (c == O_START)
+    if (c == O_START) {
         cli->start_ns = t;
-    else
+    } else {
         cli->end_ns = t;
+        cli->have_end = 1;
+    }
     cli->have_range = 1;
     return 0;
 }
@@ -248,6 +265,7 @@ s_option(void *ctx, int c, char *arg)
     int64_t v;
     switch (c) {
     case O_NODEFILE: cli->o.nodefile = arg; return 0;
+    case O_RUNDIR: cli->rundir = arg; return 0;
     case 'o': cli->out_path = arg; return 0;
     case 'l': return s_set_mode(cli, M_LIST);
     case 'v': return s_set_mode(cli, M_VALUES);
@@ -278,6 +296,7 @@ s_option(void *ctx, int c, char *arg)
             return S_BAD("bad --max-points '%s'", arg);
         cli->max_points = (uint32_t) v;
         cli->have_range = 1;
+        cli->have_end = 1;
         return 0;
     default:
         return telem_cli_hint(S_PROG);
@@ -292,6 +311,7 @@ s_positional(s_cli_t *cli, const char *a)
     static const struct { const char *word; s_mode_t mode; } words[] = {
         { "query", M_QUERY }, { "status", M_STATUS }, { "nodes", M_NODES },
         { "level", M_LEVEL }, { "shutdown", M_SHUTDOWN },
+        { "report", M_REPORT },
     };
     int64_t v;
     if (cli->mode == M_QUERY && !cli->list)
@@ -321,8 +341,13 @@ s_validate(const s_cli_t *cli)
         fputs(s_usage, stderr);
         return 2;
     }
-    if (cli->have_range && m != M_QUERY)
-        return S_BAD("--start, --end and --max-points go with query");
+    if (cli->have_range && m != M_QUERY && (m != M_REPORT || cli->have_end))
+        return S_BAD("--start goes with query and report; --end and "
+                     "--max-points with query");
+    if (cli->rundir && m != M_REPORT)
+        return S_BAD("--rundir goes with report");
+    if (m == M_REPORT && !cli->out_path)
+        return S_BAD("report needs -o FILE");
     if (cli->have_track && m != M_TRACK && m != M_TRACK_ALL)
         return S_BAD("-F and -d go with -t or -T");
     if (cli->o.ntags && m >= M_STATUS)
@@ -650,6 +675,10 @@ s_connect(const telem_client_opts_t *o)
 static int
 s_run(s_cli_t *cli)
 {
+    /* The report reads the run directory even when no node answers. */
+    if (cli->mode == M_REPORT)
+        return telem_client_report(&cli->o, cli->rundir, cli->out_path,
+                                   cli->start_ns ? cli->start_ns : 1);
     ac_t *ac = s_connect(&cli->o);
     if (!ac)
         return 1;
@@ -688,7 +717,8 @@ main(int argc, char **argv)
                            .out = stdout },
                     .level = -1 };
     int code = s_parse(&cli, argc, argv);
-    if (code < 0 && cli.out_path && !(cli.o.out = fopen(cli.out_path, "w"))) {
+    if (code < 0 && cli.out_path && cli.mode != M_REPORT
+        && !(cli.o.out = fopen(cli.out_path, "w"))) {
         fprintf(stderr, S_PROG ": cannot open %s: %s\n", cli.out_path,
                 strerror(errno));
         code = 1;

@@ -12,6 +12,9 @@
  * Files and the order they call in (each calls only those below it):
  *   telem_client.c         main: command line, one-shot modes
  *   telem_client_track.c   telem_client_track(): tracking mode (-t, -T)
+ *   telem_client_report.c  telem_client_report(): the HTML job report
+ *   telem_client_report_files.c  telem_client_report_*: the run
+ *                          directory's job file, restart log and events
  *   telem_client_result.c  telem_client_result_*: missing nodes, exit codes
  *   telem_client_fmt.c     telem_client_fmt_*: the output formats
  * Single-threaded, like the tool.
@@ -22,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <jansson.h>
 
 #include "ac.h"
 
@@ -114,5 +119,29 @@ int telem_client_result_exit_code(int rc);
  * installs handlers for both that only end the loop).  Returns the exit
  * code. */
 int telem_client_track(ac_t *ac, const telem_client_opts_t *o);
+
+/* ---- report (telem_client_report.c, telem_client_report_files.c) ---- */
+
+/* `report`: gathers the job data object of telem_web.h (the run directory
+ * `rundir`, NULL: the default; series since start_ns as ac_query() reads
+ * it, from the node file o->nodefile, else $TELEM_NODEFILE, else
+ * <rundir>/nodes) and writes the HTML report to `path` atomically.  Prints
+ * a summary line on stdout, warnings on stderr.  Returns the exit code: 0,
+ * 3 (written, but some nodes did not answer) or 1 (not written). */
+int telem_client_report(const telem_client_opts_t *o, const char *rundir,
+                        const char *path, int64_t start_ns);
+
+/* The job object {"rundir", "launcher_pid", "restarts", "nodes"} from
+ * <rundir>/launch/job, or NULL when there is no such file (said on
+ * stderr).  Malformed lines are skipped with one warning. */
+json_t *telem_client_report_job(const char *rundir);
+
+/* The "restarts" array from <rundir>/launch/restarts.log and the "events"
+ * array from <rundir>/telem_watch/events.jsonl: empty when the file is
+ * missing (said on stderr); malformed lines are skipped with one warning;
+ * at most the last 10,000 lines or 16 MiB are read.  NULL only when out of
+ * memory. */
+json_t *telem_client_report_restarts(const char *rundir);
+json_t *telem_client_report_events(const char *rundir);
 
 #endif

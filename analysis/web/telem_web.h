@@ -60,9 +60,11 @@ typedef struct {
 
 /* The embedded file served at URL path `path` (without query string):
  * "/" and "/index.html" (the page), "/telem.js", "/telem.css",
- * "/uPlot.min.js", "/uPlot.min.css".  Exact match only: any other path,
- * "/../x" and NULL included, gives NULL.  The result is static; never
- * freed. */
+ * "/uPlot.min.js", "/uPlot.min.css" ("/" gives the "/index.html" entry).
+ * Exact match only: any other path, "/../x" and NULL included, gives NULL.
+ * The page loads the other four by relative URL without credentials, so a
+ * server answers them without asking for any.  The result is static;
+ * never freed. */
 const telem_web_asset_t *telem_web_asset(const char *path);
 
 /* Writes one self-contained HTML report to f: the page with its CSS, its

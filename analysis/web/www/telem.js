@@ -1,8 +1,9 @@
 /* telem.js - telem's job dashboard and job report: one renderer, two modes.
  *
- * Report: the page holds the job data object as JSON in
- * <script type="application/json" id="telem-data">; the script renders it
- * once and fetches nothing.
+ * Report: the page holds the job data object as JSON in a script element
+ * of type application/json with id "telem-data"; this script renders it
+ * once and fetches nothing.  (No tag is spelled out in this file: it is
+ * inlined into that page, inside a script element of its own.)
  * Live (served by telem_agg at /): every REFRESH_MS it fetches, with
  * relative URLs on the page's own server,
  *   GET  telem/job                              the job data object
