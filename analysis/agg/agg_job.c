@@ -75,10 +75,11 @@ agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
         json_int_t t = json_integer_value(json_object_get(e, "time_ms"));
         if (t < start_ms || t > end_ms)
             continue;
+        const char *det = json_string_value(json_object_get(e, "detector"));
+        const char *sev = json_string_value(json_object_get(e, "severity"));
         char desc[512];
-        snprintf(desc, sizeof desc, "%s %s", json_string_value(
-                     json_object_get(e, "detector")), json_string_value(
-                     json_object_get(e, "severity")));
+        snprintf(desc, sizeof desc, "%s %s", det ? det : "event",
+                 sev ? sev : "");
         json_array_append_new(out, s_note(t, desc, json_string_value(
             json_object_get(e, "text")), json_pack("{s:s}", "kind", "event")));
     }

@@ -13,8 +13,6 @@
  *   telem_client.c         main: command line, one-shot modes
  *   telem_client_track.c   telem_client_track(): tracking mode (-t, -T)
  *   telem_client_report.c  telem_client_report(): the HTML job report
- *   telem_client_report_files.c  telem_client_report_*: the run
- *                          directory's job file, restart log and events
  *   telem_client_result.c  telem_client_result_*: missing nodes, exit codes
  *   telem_client_fmt.c     telem_client_fmt_*: the output formats
  * Single-threaded, like the tool.
@@ -120,7 +118,7 @@ int telem_client_result_exit_code(int rc);
  * code. */
 int telem_client_track(ac_t *ac, const telem_client_opts_t *o);
 
-/* ---- report (telem_client_report.c, telem_client_report_files.c) ---- */
+/* ---- report (telem_client_report.c) ----------------------------------- */
 
 /* `report`: gathers the job data object of telem_web.h (the run directory
  * `rundir`, NULL: the default; series since start_ns as ac_query() reads
@@ -131,17 +129,5 @@ int telem_client_track(ac_t *ac, const telem_client_opts_t *o);
 int telem_client_report(const telem_client_opts_t *o, const char *rundir,
                         const char *path, int64_t start_ns);
 
-/* The job object {"rundir", "launcher_pid", "restarts", "nodes"} from
- * <rundir>/launch/job, or NULL when there is no such file (said on
- * stderr).  Malformed lines are skipped with one warning. */
-json_t *telem_client_report_job(const char *rundir);
-
-/* The "restarts" array from <rundir>/launch/restarts.log and the "events"
- * array from <rundir>/telem_watch/events.jsonl: empty when the file is
- * missing (said on stderr); malformed lines are skipped with one warning;
- * at most the last 10,000 lines or 16 MiB are read.  NULL only when out of
- * memory. */
-json_t *telem_client_report_restarts(const char *rundir);
-json_t *telem_client_report_events(const char *rundir);
 
 #endif

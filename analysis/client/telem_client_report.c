@@ -3,7 +3,7 @@
  *
  * Gathers the job data object of analysis/web/telem_web.h: the nodes and
  * their states, the restarts and the detector events from the run
- * directory's files (telem_client_report_files.c), the series of the
+ * directory's files (analysis/web/telem_web_job.h), the series of the
  * collector metrics (cg_*_seconds) and of a few node metrics from every
  * node through the analysis client, the nodes that did not answer, and
  * hands it to telem_web_report_write(), which writes the page with its
@@ -11,9 +11,10 @@
  * renamed, so a reader never sees half a report.
  *
  * Call order: telem_client.c calls this file; it calls
- * telem_client_report_files.c, telem_client_result.c and analysis/web.
+ * telem_client_result.c and analysis/web.
  */
 #include "telem_client.h"
+#include "telem_web_job.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -267,12 +268,13 @@ telem_client_report(const telem_client_opts_t *o, const char *rundir_arg,
         fprintf(stderr, S_PROG ": run directory path too long\n");
         return 1;
     }
-    json_t *job = telem_client_report_job(rundir);
+    json_t *job = telem_web_job_nodes(rundir, S_PROG, NULL);
     json_t *data = json_pack(
         "{s:i, s:I, s:o, s:o, s:[], s:[]}", "version", 1, "generated_ms",
         (json_int_t) (telem_now_ns() / TELEM_NS_PER_MS),
-        "restarts", telem_client_report_restarts(rundir),
-        "events", telem_client_report_events(rundir), "missing", "series");
+        "restarts", telem_web_job_restarts(rundir, S_PROG, NULL),
+        "events", telem_web_job_events(rundir, S_PROG, NULL), "missing",
+        "series");
     if (!data) {
         json_decref(job);
         fprintf(stderr, S_PROG ": out of memory\n");
