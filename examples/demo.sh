@@ -108,15 +108,22 @@ unset TELEM_RUNDIR TELEM_NODEFILE TELEM_DICT_NODEFILE
 
 step "10. A slow device: slowgpu finds it and telem_launch restarts without its node"
 rc=0
+report=$PWD/telem_demo_report.html
 TELEM_BIN=$bin bash "$top/examples/slow_gpu.sh" "$work/slow_gpu.svg" \
-    >"$work/sg.out" 2>"$work/sg.log" || rc=$?
+    "$report" >"$work/sg.out" 2>"$work/sg.log" || rc=$?
 grep -E "^== telem_l" "$work/sg.out" || true
+# While the job ran, telem_agg served its live dashboard; the launcher said
+# where (open it in a browser during a job; docs/grafana.md).
+grep -hE "telem_agg on " "$work/sg.log" | sed 's/^[^]]*] //' | head -n 1 || true
 sed -n '/^== summary/,$p' "$work/sg.out" \
     | grep -E "restart [0-9]+ \(of at most|resumed at|semicircle law" \
     | sed 's/^[^]]*] //' || true
 grep -E "^slow_gpu.sh: " "$work/sg.out" || true
 echo "slow_gpu.sh exit status $rc (0 = n2 named by slowgpu and excluded;" \
      "1 = it was not; 3 = the machine was too busy to tell)"
+if [ -s "$report" ]; then
+    echo "The job's report (open it in a browser, it needs no network): $report"
+fi
 
 if [ "$job_rc" != 0 ] || [ "$rc" != 0 ]; then
     echo "demo finished, but a job failed (logs above)" >&2

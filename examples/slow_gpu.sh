@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # slow_gpu.sh - the slow-device scenario end to end on one machine.
 #
-#   bash examples/slow_gpu.sh [PLOT.svg]
+#   bash examples/slow_gpu.sh [PLOT.svg [REPORT.html]]
 #
 # Three virtual nodes, two active and one in reserve, run the slow_gpu
 # example under telem_launch with collectors (one cpu device per node, 5
@@ -46,6 +46,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${TELEM_BIN:-${TELEM_BUILD_DIR:-$top/build}/bin}
 plot=${1:-$PWD/slow_gpu.svg}
+report=${2:-$PWD/slow_gpu_report.html}
 read -r -a args <<<"${SLOW_GPU_ARGS:---tasks 8 --iterations 600 --size 150}"
 for p in telem_launch telem_watch telem_collect telem_load slow_gpu; do
     [ -x "$bin/$p" ] || { echo "slow_gpu.sh: $bin/$p is not built" >&2; exit 2; }
@@ -128,6 +129,11 @@ if line=$(restart_line); then
     kill -TERM "$load" 2>/dev/null || true
     if [[ $line =~ nodes\ n2([^0-9]|$) ]]; then
         echo "== n2 is out of the job: the load stopped"
+        # The job report, while the nodes still hold the job's data: the
+        # devices' round times with the detector's decision, the restart.
+        echo "== telem_client report -o $report"
+        TELEM_NODEFILE=$TELEM_RUNDIR/nodes "$bin/telem_client" report \
+            -o "$report" --rundir "$TELEM_RUNDIR" --timeout 5000 || true
     else
         verdict=1 why="the launcher took out the wrong node first: ${line##*accepted: }"
     fi
