@@ -163,7 +163,7 @@ s_hosts_of(const char *body, char *out, size_t size)
                  h ? h : "?");
     }
     if (!q)
-        snprintf(out, size, "refused: %s", e.message);
+        snprintf(out, size, "refused: %.200s", e.message);
     json_decref(r);
     tsdb_query_destroy(&q);
 }
