@@ -5,9 +5,10 @@
  *
  * A thin main: it reads the command line and the token, starts the HTTP
  * front-end module (runtime/http) with the aggregator (agg.c) as its
- * handler, writes <rundir>/telem_agg/url, and waits for SIGINT or
- * SIGTERM.  The signals are blocked in every thread and taken with
- * sigwait(), so no handler runs inside the HTTP module's threads. */
+ * handler, writes <rundir>/telem_agg/url, and waits for SIGINT, SIGTERM
+ * or SIGHUP.  The signals are blocked before any thread starts and read
+ * from a signalfd (telem_signals.h), so no handler runs inside the HTTP
+ * module's threads. */
 #include "agg.h"
 
 #include <errno.h>
@@ -15,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_log.h"
+#include "telem_signals.h"
 
 #define S_PROG "telem_agg"
 #define S_PORT_DEFAULT 4242
@@ -189,7 +192,7 @@ s_url_file(const char *rundir, const char *url, char *path, size_t size)
 }
 
 static int
-s_serve(s_args_t *a)
+s_serve(s_args_t *a, int sigfd)
 {
     int err = 0;
     char why[512] = "", url[600], path[TELEM_PATH_MAX + 32] = "";
@@ -211,13 +214,10 @@ s_serve(s_args_t *a)
     printf("telem_agg: serving %s (OpenTSDB API, dashboard at /)%s\n", url,
            a->http.token ? "; a bearer token is required" : "");
     fflush(stdout);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sig = 0;
-    sigwait(&set, &sig);
-    telem_log(TELEM_LOG_INFO, "signal %d: stopping", sig);
+    struct signalfd_siginfo si = { 0 };
+    while (read(sigfd, &si, sizeof si) < 0 && errno == EINTR)
+        ;
+    telem_log(TELEM_LOG_INFO, "signal %u: stopping", si.ssi_signo);
     telem_http_destroy(&http);
     agg_destroy(&agg);
     if (*path)
@@ -237,13 +237,14 @@ main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     telem_log_init(S_PROG, level);
-    /* Blocked before any thread starts, so every thread inherits it and
-       only sigwait() sees the signals. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    int sigfd = telem_signals_open_stop(0);
+    if (sigfd < 0) {
+        telem_log(TELEM_LOG_ERROR, "cannot block the stop signals: %s",
+                  strerror(errno));
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
-    return s_serve(&a);
+    rc = s_serve(&a, sigfd);
+    close(sigfd);
+    return rc;
 }
