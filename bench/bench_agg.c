@@ -449,70 +449,74 @@ s_row(const char *what, const s_lat_t *l)
            (double) l->p99 / 1e6, (double) l->max / 1e6);
 }
 
+typedef struct {
+    s_case_t c[2];
+    s_lat_t http[2], ac[2], exec[2], dump[2], floor;
+    size_t body[2];
+} s_figures_t;
+
+static void
+s_print(const s_figures_t *f)
+{
+    printf("\n%d sequential requests per case, telem_agg over %d nodes "
+           "(4 threads)\n", S_QUERIES, 1 + S_B_NODES);
+    printf("  %-44s %9s %9s %9s\n", "case (milliseconds)", "p50", "p99",
+           "max");
+    for (int k = 0; k < 2; k++) {
+        printf("  %s: answer %zu bytes of JSON\n", f->c[k].name, f->body[k]);
+        s_row("  POST /api/query (HTTP + JSON)", &f->http[k]);
+        s_row("  ac_query, same series", &f->ac[k]);
+        s_row("    alone: parse + tsdb_exec_sub (JSON tree)", &f->exec[k]);
+        s_row("    alone: json_dumps of the tree", &f->dump[k]);
+        printf("  %-44s %9.2f %9.2f\n", "  ratio HTTP+JSON / ac_query",
+               (double) f->http[k].p50 / (double) f->ac[k].p50,
+               (double) f->http[k].p99 / (double) f->ac[k].p99);
+    }
+    s_row("GET /api/version (the HTTP round trip alone)", &f->floor);
+    printf("\ntargets\n");
+    for (int k = 0; k < 2; k++) {
+        double ratio = (double) f->http[k].p50 / (double) f->ac[k].p50;
+        int64_t lim = k == 0 ? 10000000 : 100000000;
+        printf("  %s: p99 <= %d ms        %9.2f ms  %s\n", f->c[k].name,
+               k == 0 ? 10 : 100, (double) f->http[k].p99 / 1e6,
+               bench_verdict(f->http[k].p99 <= lim));
+        printf("  %s: HTTP+JSON adds <= 50 %% %8.0f %%    %s\n",
+               f->c[k].name, (ratio - 1) * 100, bench_verdict(ratio <= 1.5));
+    }
+}
+
 int
 main(void)
 {
     bench_print_machine("bench_agg");
     signal(SIGPIPE, SIG_IGN);
     static s_job_t job;
+    static s_figures_t f;
     s_job_start(&job);
-    int port = 0;
+    int port = 0, err = 0;
     pid_t agg = s_agg_start(&job, &port);
-    int err = 0;
     ac_t *ac = ac_connect(job.nodefile, 5000, &err);
     if (!ac)
         bench_die("ac_connect", "%s", telem_strerror(err));
     s_http_t h = { .fd = -1, .port = port };
     s_http_connect(&h);
-    s_case_t c[2];
-    s_cases(&job, c);
-    s_lat_t http[2], acl[2], exec[2], dump[2];
-    size_t body[2];
+    s_cases(&job, f.c);
     for (int k = 0; k < 2; k++) {
-        s_run_case(&c[k], ac, &h, &http[k], &acl[k], &body[k]);
-        s_parts(&c[k], ac, &exec[k], &dump[k]);
+        s_run_case(&f.c[k], ac, &h, &f.http[k], &f.ac[k], &f.body[k]);
+        s_parts(&f.c[k], ac, &f.exec[k], &f.dump[k]);
     }
-    s_lat_t floor_lat;
     int64_t *lat = malloc(S_QUERIES * sizeof *lat);
-    for (int i = 0; lat && i < S_QUERIES; i++)
-        lat[i] = s_http_once(&h, NULL, NULL);
     if (!lat)
         bench_die("bench_agg", "out of memory");
-    s_summarise(lat, S_QUERIES, &floor_lat);
+    for (int i = 0; i < S_QUERIES; i++)
+        lat[i] = s_http_once(&h, NULL, NULL);
+    s_summarise(lat, S_QUERIES, &f.floor);
     free(lat);
     close(h.fd);
     free(h.buf);
     ac_close(&ac);
     s_agg_stop(agg);
     s_job_stop(&job);
-
-    printf("\n%d sequential requests per case, telem_agg over %d nodes "
-           "(4 threads)\n", S_QUERIES, 1 + S_B_NODES);
-    printf("  %-44s %9s %9s %9s\n", "case (milliseconds)", "p50", "p99",
-           "max");
-    for (int k = 0; k < 2; k++) {
-        char what[96];
-        printf("  %s: answer %zu bytes of JSON\n", c[k].name, body[k]);
-        snprintf(what, sizeof what, "  POST /api/query (HTTP + JSON)");
-        s_row(what, &http[k]);
-        snprintf(what, sizeof what, "  ac_query, same series");
-        s_row(what, &acl[k]);
-        s_row("    alone: parse + tsdb_exec_sub (JSON tree)", &exec[k]);
-        s_row("    alone: json_dumps of the tree", &dump[k]);
-        printf("  %-44s %9.2f %9.2f\n", "  ratio HTTP+JSON / ac_query",
-               (double) http[k].p50 / (double) acl[k].p50,
-               (double) http[k].p99 / (double) acl[k].p99);
-    }
-    s_row("GET /api/version (the HTTP round trip alone)", &floor_lat);
-    printf("\ntargets\n");
-    for (int k = 0; k < 2; k++) {
-        double ratio = (double) http[k].p50 / (double) acl[k].p50;
-        int64_t lim = k == 0 ? 10000000 : 100000000;
-        printf("  %s: p99 <= %d ms        %9.2f ms  %s\n", c[k].name,
-               k == 0 ? 10 : 100, (double) http[k].p99 / 1e6,
-               bench_verdict(http[k].p99 <= lim));
-        printf("  %s: HTTP+JSON adds <= 50 %% %8.0f %%    %s\n", c[k].name,
-               (ratio - 1) * 100, bench_verdict(ratio <= 1.5));
-    }
+    s_print(&f);
     return 0;
 }

@@ -104,6 +104,8 @@ grep -Eq "restart 1 \(of at most [0-9]+\): trigger [^;]*; nodes n2;" \
 [ "$(cat "$LR/telem_agg/url")" = "$URL" ] \
     || fail "telem_agg moved: $(cat "$LR/telem_agg/url")"
 $CLIENT alive "$URL" || fail "telem_agg after the restart"
+pgrep -f "telem_agg --rundir $LR" >/dev/null \
+    || fail "no telem_agg process of the job to look for at its end"
 touch "$OUT/go-1"
 rc=0
 wait "$LPID" || rc=$?
