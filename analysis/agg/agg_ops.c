@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "telem_error.h"
@@ -37,6 +38,7 @@
 #include "telem_time.h"
 
 #define S_POINTS_MAX 65536
+#define S_SYNC_PAUSE_NS 2000000     /* between two SYNC questions: 2 ms */
 
 typedef struct {
     json_t *point;             /* borrowed from the body */
@@ -182,9 +184,35 @@ s_send_node(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, long node,
     return rc;
 }
 
+/* Asks node `node` whether it has seen `token` until it has or the
+ * deadline passes: the batch travels on the node's ingest socket and the
+ * question on its query socket, so the first answer may come before the
+ * batch is filed.  1 when confirmed. */
+static int
+s_synced(ac_t *ac, long node, uint64_t token, int64_t deadline_ns)
+{
+    for (;;) {
+        int64_t left = (deadline_ns - telem_mono_ns()) / TELEM_NS_PER_MS;
+        if (left <= 0)
+            return 0;
+        ac_status_result_t *st = NULL;
+        ac_control(ac, node, TELEM_CTL_SYNC, (int64_t) token, (int) left,
+                   &st);
+        int synced = st && ac_status_result_synced(st, 0);
+        int answered = st && ac_status_result_code(st, 0) == 0;
+        ac_status_result_destroy(&st);
+        if (synced)
+            return 1;
+        if (!answered)
+            return 0;                  /* the node did not answer in time */
+        struct timespec pause = { 0, S_SYNC_PAUSE_NS };
+        nanosleep(&pause, NULL);       /* still filing: ask again */
+    }
+}
+
 /* Sends and confirms the points of every node; marks failures. */
 static void
-s_store(agg_t *self, ac_t *ac, s_point_t *pts, size_t n)
+s_store(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, int64_t deadline_ns)
 {
     for (size_t i = 0; i < n; i++) {
         if (pts[i].error)
@@ -197,11 +225,7 @@ s_store(agg_t *self, ac_t *ac, s_point_t *pts, size_t n)
             continue;                  /* sent with an earlier point */
         uint64_t token = 0;
         int rc = s_send_node(self, ac, pts, n, node, &token);
-        ac_status_result_t *st = NULL;
-        if (!rc)
-            ac_control(ac, node, TELEM_CTL_SYNC, (int64_t) token, 0, &st);
-        int synced = st && ac_status_result_synced(st, 0);
-        ac_status_result_destroy(&st);
+        int synced = !rc && s_synced(ac, node, token, deadline_ns);
         for (size_t j = i; j < n; j++)
             if (!pts[j].error && pts[j].node == node && !synced)
                 pts[j].error = rc ? "The points could not be sent to the node"
@@ -242,6 +266,8 @@ s_put_answer(telem_http_req_t *req, s_point_t *pts, size_t n)
 void
 agg_put(agg_t *self, telem_http_req_t *req)
 {
+    int64_t deadline_ns = telem_mono_ns()
+                          + (int64_t) agg_timeout_ms(self) * TELEM_NS_PER_MS;
     size_t len = 0;
     const char *body = telem_http_req_body(req, &len);
     json_error_t e;
@@ -270,7 +296,7 @@ agg_put(agg_t *self, telem_http_req_t *req)
         s_check(ac, agg_rundir(self), &pts[i]);
     }
     if (pts) {
-        s_store(self, ac, pts, n);
+        s_store(self, ac, pts, n, deadline_ns);
         s_put_answer(req, pts, n);
     }
     if (ac)

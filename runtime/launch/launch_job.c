@@ -368,7 +368,7 @@ s_advance(launch_job_t *self)
         || launch_job_count(self, LAUNCH_ROLE_PROGRAM)
         || launch_job_count(self, LAUNCH_ROLE_WATCH)
         || launch_job_count(self, LAUNCH_ROLE_COLLECT)
-        || launch_job_count(self, LAUNCH_ROLE_AGG))
+        || launch_job_count_stopping(self, LAUNCH_ROLE_AGG))
         return;
     self->rs.t_stopped = telem_mono_ns();
     /* A failed re-form is reported in the restart line; the program is
@@ -489,7 +489,10 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     s_stop(self, LAUNCH_ROLE_PROGRAM, -1);
     s_stop(self, LAUNCH_ROLE_WATCH, -1);
     s_stop(self, LAUNCH_ROLE_COLLECT, -1);
-    s_stop(self, LAUNCH_ROLE_AGG, -1);
+    /* telem_agg stays while its node does (launch_job_start_agg()). */
+    if (launch_job_stop_agg_off(self))
+        zloop_timer(self->loop, s_ms(self->cfg.grace_ns) + 1, 1,
+                    s_on_kill_due, self);
     s_advance(self);
 }
 

@@ -153,14 +153,21 @@ int launch_job_start_dictd(launch_job_t *self, size_t i);
 /* Starts, from node i, what observes the whole active set and so is
  * restarted with the program: telem_collect (which starts a collector per
  * device on every node of the node file) when collectors were asked for,
- * telem_agg (launch_job_start_agg), and telem_watch when detectors
- * were. */
+ * telem_agg (launch_job_start_agg; it alone may outlive a restart), and
+ * telem_watch when detectors were. */
 void launch_job_start_observers(launch_job_t *self, size_t i);
 
 /* Starts telem_agg on node i when the level is 1 or more, it is not
- * turned off (--no-agg) and it is built; prints the SSH tunnel line the
- * first time. */
+ * turned off (--no-agg), it is built and none runs already (one whose node
+ * stayed active keeps serving across a restart: it follows the node file
+ * itself, so its address and its dashboards' connections survive, and an
+ * /api/reboot that asked for the restart gets its answer); prints the SSH
+ * tunnel line the first time. */
 void launch_job_start_agg(launch_job_t *self, size_t i);
+
+/* Stops the telem_agg whose node is no longer active (as launch_job_stop;
+ * returns how many were signalled). */
+size_t launch_job_stop_agg_off(launch_job_t *self);
 
 /* Sends SIGTERM to every process matching the filter (role < 0: any;
  * node < 0: any) and marks it stopping, to be killed when the grace period
@@ -174,6 +181,9 @@ void launch_job_kill_due(launch_job_t *self, int64_t now_ns);
 
 /* Number of processes running in role `role` (< 0: any). */
 size_t launch_job_count(const launch_job_t *self, int role);
+
+/* Number of those the launcher asked to stop. */
+size_t launch_job_count_stopping(const launch_job_t *self, int role);
 
 /* Reaps one exited child without waiting: returns its process, out of the
  * table with its output closed (the caller hands it to launch_job_on_exit()

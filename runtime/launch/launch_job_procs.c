@@ -330,6 +330,7 @@ void
 launch_job_start_agg(launch_job_t *self, size_t i)
 {
     if (self->cfg.agg_port < 0 || self->cfg.level < 1
+        || launch_job_count(self, LAUNCH_ROLE_AGG) > 0
         || access(self->bin_agg, X_OK) != 0)
         return;
     char port[16];
@@ -371,6 +372,19 @@ launch_job_stop(launch_job_t *self, int role, long node)
     return n;
 }
 
+size_t
+launch_job_stop_agg_off(launch_job_t *self)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < self->nprocs; i++) {
+        const launch_job_proc_t *p = self->procs[i];
+        if (p->role == LAUNCH_ROLE_AGG
+            && launch_state_node(self->state, p->node) != LAUNCH_NODE_ACTIVE)
+            n += launch_job_stop(self, LAUNCH_ROLE_AGG, (long) p->node);
+    }
+    return n;
+}
+
 void
 launch_job_kill_due(launch_job_t *self, int64_t now_ns)
 {
@@ -393,6 +407,16 @@ launch_job_count(const launch_job_t *self, int role)
     size_t n = 0;
     for (size_t i = 0; i < self->nprocs; i++)
         n += role < 0 || (int) self->procs[i]->role == role;
+    return n;
+}
+
+size_t
+launch_job_count_stopping(const launch_job_t *self, int role)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < self->nprocs; i++)
+        n += (role < 0 || (int) self->procs[i]->role == role)
+             && self->procs[i]->stopping;
     return n;
 }
 
