@@ -226,27 +226,6 @@ agg_note_missing(agg_t *self, telem_http_req_t *req, const ac_result_t *r)
     pthread_mutex_unlock(&self->mu);
 }
 
-char *
-agg_read_tail(const char *path, size_t max, size_t *len)
-{
-    *len = 0;
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        long from = size > (long) max ? size - (long) max : 0;
-        if (size >= 0 && fseek(f, from, SEEK_SET) == 0
-            && (buf = malloc((size_t) (size - from) + 1))) {
-            *len = fread(buf, 1, (size_t) (size - from), f);
-            buf[*len] = '\0';
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 /* ---- small endpoints --------------------------------------------------- */
 
 static void

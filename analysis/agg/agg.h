@@ -23,7 +23,9 @@
 
 #include <jansson.h>
 
+#include "ac.h"
 #include "telem_http.h"
+#include "telem_paths.h"
 
 typedef struct agg agg_t;
 
@@ -49,9 +51,6 @@ void agg_handle(telem_http_req_t *req, void *arg);
 
 /* ---- shared by the agg_*.c files --------------------------------------- */
 
-#include "ac.h"
-#include "telem_paths.h"
-
 /* Borrows an analysis client connected to the node file's current nodes
  * (waits for a free one).  NULL with a sentence in why when the node file
  * cannot be used. */
@@ -67,10 +66,6 @@ void *agg_zctx(agg_t *self);
  * ms), n3 (...)" when result `r` names missing nodes. */
 void agg_note_missing(agg_t *self, telem_http_req_t *req,
                       const ac_result_t *r);
-
-/* Reads at most the last `max` bytes of `path` (NULL when the file is
- * absent or unreadable; *len set).  The caller frees. */
-char *agg_read_tail(const char *path, size_t max, size_t *len);
 
 /* The job's own series, from the launcher's restart lines (agg_job.c):
  * telem_job_restarts and telem_job_restart_seconds{step}.  NULL when

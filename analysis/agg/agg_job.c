@@ -68,10 +68,11 @@ json_t *
 agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
 {
     json_t *out = json_array();
-    json_t *data = telem_web_job_read(agg_rundir(self));
+    json_t *events = telem_web_job_events(agg_rundir(self), NULL, NULL);
+    json_t *restarts = telem_web_job_restarts(agg_rundir(self), NULL, NULL);
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(data, "events"), i, e) {
+    json_array_foreach(events, i, e) {
         json_int_t t = json_integer_value(json_object_get(e, "time_ms"));
         if (t < start_ms || t > end_ms)
             continue;
@@ -83,14 +84,15 @@ agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
         json_array_append_new(out, s_note(t, desc, json_string_value(
             json_object_get(e, "text")), json_pack("{s:s}", "kind", "event")));
     }
-    json_array_foreach(json_object_get(data, "restarts"), i, e) {
+    json_array_foreach(restarts, i, e) {
         json_int_t t = json_integer_value(json_object_get(e, "time_ms"));
         if (t >= start_ms && t <= end_ms)
             json_array_append_new(out, s_note(t, json_string_value(
                 json_object_get(e, "line")), NULL, json_pack(
                 "{s:s}", "kind", "restart")));
     }
-    json_decref(data);
+    json_decref(events);
+    json_decref(restarts);
     return out;
 }
 
@@ -133,8 +135,7 @@ agg_job_series(agg_t *self, const char *metric, size_t *n)
     int restarts = strcmp(metric, "telem_job_restarts") == 0;
     if (!restarts && strcmp(metric, "telem_job_restart_seconds") != 0)
         return NULL;
-    json_t *data = telem_web_job_read(agg_rundir(self));
-    json_t *list = json_object_get(data, "restarts");
+    json_t *list = telem_web_job_restarts(agg_rundir(self), NULL, NULL);
     size_t cap = json_array_size(list) + 1, k = 0;
     agg_job_series_t *js = calloc(1, sizeof *js);
     if (js) {
@@ -154,7 +155,7 @@ agg_job_series(agg_t *self, const char *metric, size_t *n)
             js->v[s * cap + k] = restarts ? num : fig[s];
         k++;
     }
-    json_decref(data);
+    json_decref(list);
     for (int s = 0; js && s < 4; s++) {
         js->tags[s] = (telem_tag_t) { "step", s_steps[s] };
         js->s[s] = (telem_series_t) { metric, restarts ? NULL : &js->tags[s],

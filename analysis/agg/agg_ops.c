@@ -214,19 +214,16 @@ s_synced(ac_t *ac, long node, uint64_t token, int64_t deadline_ns)
 static void
 s_store(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, int64_t deadline_ns)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (pts[i].error)
+    for (long node = 0; node < (long) ac_node_count(ac); node++) {
+        int any = 0;
+        for (size_t j = 0; j < n && !any; j++)
+            any = !pts[j].error && pts[j].node == node;
+        if (!any)
             continue;
-        long node = pts[i].node;
-        int done = 0;
-        for (size_t j = 0; j < i; j++)
-            done |= !pts[j].error && pts[j].node == node;
-        if (done)
-            continue;                  /* sent with an earlier point */
         uint64_t token = 0;
         int rc = s_send_node(self, ac, pts, n, node, &token);
         int synced = !rc && s_synced(ac, node, token, deadline_ns);
-        for (size_t j = i; j < n; j++)
+        for (size_t j = 0; j < n; j++)
             if (!pts[j].error && pts[j].node == node && !synced)
                 pts[j].error = rc ? "The points could not be sent to the node"
                                   : "The node did not confirm the points "

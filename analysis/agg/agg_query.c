@@ -61,7 +61,7 @@ s_parse(telem_http_req_t *req, int64_t now_ms, tsdb_error_t *err)
  * retention window), 0 when none does, -1 when some node did not answer
  * (it might). */
 static int
-s_known(agg_t *self, ac_t *ac, const char *metric, int timeout_ms)
+s_known(ac_t *ac, const char *metric, int timeout_ms)
 {
     ac_query_t q = { 0 };
     q.metrics = &metric;
@@ -71,7 +71,6 @@ s_known(agg_t *self, ac_t *ac, const char *metric, int timeout_ms)
     ac_result_t *r = NULL;
     int rc = ac_query(ac, &q, &r);
     int known = ac_result_nseries(r) > 0 ? 1 : rc == 0 ? 0 : -1;
-    (void) self;
     ac_result_destroy(&r);
     return known;
 }
@@ -137,7 +136,7 @@ s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
     if (!series) {
         telem_http_reply_error(req, 500, "out of memory", "");
         status = 500;
-    } else if (n == 0 && s_known(self, ac, metric, aq.timeout_ms) == 0) {
+    } else if (n == 0 && s_known(ac, metric, aq.timeout_ms) == 0) {
         char msg[TELEM_NAME_MAX + 64];
         snprintf(msg, sizeof msg, "No such name for 'metrics': '%s'", metric);
         telem_http_reply_error(req, 400, msg, msg);

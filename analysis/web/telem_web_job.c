@@ -50,9 +50,12 @@ s_read_tail(const char *path, size_t *len, int *cut)
               ? st.st_size - (off_t) S_MAX_BYTES : 0;
     if (off && fseeko(f, off, SEEK_SET) != 0)
         goto out;
-    if (!(buf = malloc(S_MAX_BYTES + 1)))
+    /* What the file holds now (a line appended meanwhile waits for the
+       next read). */
+    size_t want = (size_t) (st.st_size - off);
+    if (!(buf = malloc(want + 1)))
         goto out;
-    *len = fread(buf, 1, S_MAX_BYTES, f);
+    *len = fread(buf, 1, want, f);
     buf[*len] = '\0';
     *cut = off > 0;
     if (ferror(f)) {
