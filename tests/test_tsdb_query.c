@@ -87,7 +87,31 @@ s_parse(const char *body, tsdb_error_t *e)
     return tsdb_query_parse_json(body, strlen(body), NOW, e);
 }
 
-/* Runs every sub-query of q over all series; the results array. */
+/* The answer's text (tsdb_exec_run, tsdb_results_dump) parsed: NULL when
+ * it differs from the tree (tsdb_exec_sub). */
+static json_t *
+s_text_as_tree(tsdb_query_t *q, json_t *tree)
+{
+    tsdb_results_t *res = tsdb_results_new();
+    tsdb_error_t e = { 0 };
+    for (size_t i = 0; q && i < tsdb_query_count(q); i++)
+        if (tsdb_exec_run(q, i, s_series, S_NDATA, res, &e))
+            break;
+    char *text = tsdb_results_dump(res, NULL);
+    json_t *got = text ? json_loads(text, 0, NULL) : NULL;
+    if (!got || !json_equal(got, tree)) {
+        fprintf(stderr, "exec: the text differs from the tree: %s\n",
+                text ? text : "(null)");
+        json_decref(got);
+        got = NULL;
+    }
+    free(text);
+    tsdb_results_destroy(&res);
+    return got;
+}
+
+/* Runs every sub-query of q over all series; the results array, checked
+ * to be what the answer's text says too. */
 static json_t *
 s_exec(tsdb_query_t *q)
 {
@@ -99,7 +123,9 @@ s_exec(tsdb_query_t *q)
             json_decref(r);
             return NULL;
         }
-    return r;
+    json_t *same = s_text_as_tree(q, r);
+    json_decref(r);
+    return same;
 }
 
 static int

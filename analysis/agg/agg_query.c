@@ -80,10 +80,10 @@ s_known(ac_t *ac, const char *metric, int timeout_ms)
 /* A sub-query over the job's own series (agg_job.c). */
 static int
 s_sub_job(telem_http_req_t *req, agg_job_series_t *js, size_t n,
-          const tsdb_query_t *q, size_t i, json_t *results)
+          const tsdb_query_t *q, size_t i, tsdb_results_t *results)
 {
     tsdb_error_t err = { 0 };
-    int rc = tsdb_exec_sub(q, i, agg_job_series_get(js), n, results, &err);
+    int rc = tsdb_exec_run(q, i, agg_job_series_get(js), n, results, &err);
     agg_job_series_destroy(&js);
     if (rc == 0)
         return 0;
@@ -94,7 +94,7 @@ s_sub_job(telem_http_req_t *req, agg_job_series_t *js, size_t n,
 
 static int
 s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
-      size_t i, int64_t deadline_ns, json_t *results)
+      size_t i, int64_t deadline_ns, tsdb_results_t *results)
 {
     const char *metric = tsdb_query_metric(q, i);
     size_t njob = 0;
@@ -141,7 +141,7 @@ s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
         snprintf(msg, sizeof msg, "No such name for 'metrics': '%s'", metric);
         telem_http_reply_error(req, 400, msg, msg);
         status = 400;
-    } else if (tsdb_exec_sub(q, i, series, n, results, &err) != 0) {
+    } else if (tsdb_exec_run(q, i, series, n, results, &err) != 0) {
         telem_http_reply_error(req, err.status ? err.status : 500,
                                err.message, err.details);
         status = err.status ? err.status : 500;
@@ -151,16 +151,27 @@ s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
     return status;
 }
 
-static void
-s_annotate(agg_t *self, const tsdb_query_t *q, json_t *results)
+static int
+s_annotate(agg_t *self, const tsdb_query_t *q, tsdb_results_t *results)
 {
     json_t *notes = agg_annotations(self, tsdb_query_start_ms(q),
                                     tsdb_query_end_ms(q));
-    size_t i;
-    json_t *res;
-    json_array_foreach(results, i, res)
-        json_object_set(res, "globalAnnotations", notes);
+    int rc = notes ? tsdb_results_set(results, "globalAnnotations", notes)
+                   : TELEM_ENOMEM;
     json_decref(notes);
+    return rc;
+}
+
+/* The answer's text, handed to the HTTP module without a copy. */
+static void
+s_answer(telem_http_req_t *req, const tsdb_results_t *results)
+{
+    size_t len = 0;
+    char *text = tsdb_results_dump(results, &len);
+    if (!text)
+        telem_http_reply_error(req, 500, "out of memory", "");
+    else
+        telem_http_reply_take(req, 200, "application/json", &text, len);
 }
 
 void
@@ -183,7 +194,7 @@ agg_query(agg_t *self, telem_http_req_t *req)
         tsdb_query_destroy(&q);
         return;
     }
-    json_t *results = json_array();
+    tsdb_results_t *results = tsdb_results_new();
     int status = 0;
     if (!results) {
         telem_http_reply_error(req, 500, "out of memory", "");
@@ -192,11 +203,13 @@ agg_query(agg_t *self, telem_http_req_t *req)
     for (size_t i = 0; status == 0 && i < tsdb_query_count(q); i++)
         status = s_sub(self, req, ac, q, i, deadline_ns, results);
     agg_ac_put(self, ac);
-    if (status == 0 && tsdb_query_global_annotations(q))
-        s_annotate(self, q, results);
+    if (status == 0 && tsdb_query_global_annotations(q)
+        && s_annotate(self, q, results) != 0) {
+        telem_http_reply_error(req, 500, "out of memory", "");
+        status = 500;
+    }
     if (status == 0)
-        telem_http_reply_json(req, 200, results);
-    else
-        json_decref(results);
+        s_answer(req, results);
+    tsdb_results_destroy(&results);
     tsdb_query_destroy(&q);
 }

@@ -47,16 +47,13 @@ s_result(tsdb_agg_t agg, const tsdb_acc_t *a)
     return NAN;
 }
 
-/* What series s gives at time x, its cursor at c (ts[c] >= x, or c == n):
- * 1 and *v when it contributes, 0 when x is outside its span. */
+/* What series s gives at time x, its cursor at c (ts[c] > x, or c == n,
+ * the points at x passed): 1 and *v when it contributes, 0 when x is
+ * outside its span. */
 static int
-s_value(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t c, int64_t x,
-        double *v)
+s_between(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t c, int64_t x,
+          double *v)
 {
-    if (c < s->n && s->ts[c] == x) {
-        *v = s->v[c];
-        return 1;
-    }
     if (c == 0 || c >= s->n)
         return 0;                   /* not started yet, or ended */
     switch (agg) {
@@ -73,6 +70,22 @@ s_value(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t c, int64_t x,
     return 1;
 }
 
+/* Adds v: the running mean and its squares (a division each) only for
+ * dev, which alone needs them. */
+static inline void
+s_acc(tsdb_agg_t agg, tsdb_acc_t *a, double v)
+{
+    if (agg == TSDB_AGG_DEV) {
+        tsdb_acc_add(a, v);
+        return;
+    }
+    if (a->n++ == 0)
+        a->min = a->max = v;
+    a->sum += v;
+    a->min = v < a->min ? v : a->min;
+    a->max = v > a->max ? v : a->max;
+}
+
 long
 tsdb_agg_run(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t ns,
              tsdb_point_t *out, size_t out_cap)
@@ -82,30 +95,40 @@ tsdb_agg_run(tsdb_agg_t agg, const tsdb_series_in_t *s, size_t ns,
     size_t *cur = calloc(ns ? ns : 1, sizeof *cur);
     if (!cur)
         return TELEM_ENOMEM;
+    int64_t x = INT64_MAX;
+    for (size_t i = 0; i < ns; i++)
+        if (s[i].n > 0 && s[i].ts[0] < x)
+            x = s[i].ts[0];
     long k = 0;
-    for (;;) {
-        int64_t x = INT64_MAX;
-        int any = 0;
-        for (size_t i = 0; i < ns; i++)
-            if (cur[i] < s[i].n && s[i].ts[cur[i]] <= x) {
-                x = s[i].ts[cur[i]];
-                any = 1;
-            }
-        if (!any)
-            break;
+    /* One pass per output time: each series gives its point at x (the
+     * first of several at x; the cursor moves past them all) or its value
+     * between its neighbours, and tells the next time under its cursor. */
+    for (int any = x != INT64_MAX; any;) {
         tsdb_acc_t a = { 0 };
-        double v;
-        for (size_t i = 0; i < ns; i++)   /* NaN left out, as OpenTSDB */
-            if (s_value(agg, &s[i], cur[i], x, &v) && !isnan(v))
-                tsdb_acc_add(&a, v);
+        int64_t next = INT64_MAX;
+        for (size_t i = 0; i < ns; i++) {
+            const tsdb_series_in_t *si = &s[i];
+            size_t c = cur[i];
+            double v;
+            if (c < si->n && si->ts[c] == x) {
+                v = si->v[c];
+                while (++c < si->n && si->ts[c] == x)
+                    ;
+                cur[i] = c;
+                if (!isnan(v))          /* NaN left out, as OpenTSDB */
+                    s_acc(agg, &a, v);
+            } else if (s_between(agg, si, c, x, &v) && !isnan(v))
+                s_acc(agg, &a, v);
+            if (c < si->n && si->ts[c] < next)
+                next = si->ts[c];
+        }
         if ((size_t) k >= out_cap) {
             free(cur);
             return TELEM_ETOOBIG;
         }
         out[k++] = (tsdb_point_t) { x, s_result(agg, &a), 0 };
-        for (size_t i = 0; i < ns; i++)
-            while (cur[i] < s[i].n && s[i].ts[cur[i]] == x)
-                cur[i]++;
+        any = next != INT64_MAX;
+        x = next;
     }
     free(cur);
     return k;

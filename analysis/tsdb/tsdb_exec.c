@@ -275,40 +275,32 @@ s_aggregate(const s_ctx_t *c, const s_pts_t *pts, size_t k, s_pts_t *out)
 
 /* ---- writing ---- */
 
-static json_t *
-s_value(const s_ctx_t *c, double v)
-{
-    if (isnan(v))
-        return c->fill_null ? json_null() : json_string("NaN");
-    if (isinf(v))
-        return json_string(v > 0 ? "Infinity" : "-Infinity");
-    return json_real(v);
-}
-
-static json_t *
-s_dps(const s_ctx_t *c, const s_pts_t *p)
+/* The points to write: those in [start, end], in the answer's unit; in
+ * the object form, of several points with one key the last (a JSON
+ * parser would keep the last of equal keys).  Appends the result. */
+static int
+s_add(const s_ctx_t *c, const s_pts_t *p, json_t **head_p,
+      tsdb_results_t *res)
 {
     int arrays = c->q->arrays, ms = c->q->ms_resolution;
-    json_t *d = arrays ? json_array() : json_object();
-    for (size_t i = 0; d && i < p->n; i++) {
+    s_pts_t o;
+    if (s_pts_alloc(&o, p->n)) {
+        json_decref(*head_p);
+        *head_p = NULL;
+        return TELEM_ENOMEM;
+    }
+    for (size_t i = 0; i < p->n; i++) {
         if (p->ts[i] < c->q->start_ms || p->ts[i] > c->q->end_ms)
             continue;
-        long long t = (long long) (ms ? p->ts[i] : p->ts[i] / 1000);
-        json_t *v = s_value(c, p->v[i]);
-        int rc;
-        if (arrays)
-            rc = json_array_append_new(d, json_pack("[I, o]", t, v));
-        else {
-            char key[32];
-            snprintf(key, sizeof key, "%lld", t);
-            rc = json_object_set_new(d, key, v);   /* last one wins */
-        }
-        if (rc) {
-            json_decref(d);
-            return NULL;
-        }
+        int64_t t = ms ? p->ts[i] : p->ts[i] / 1000;
+        if (!arrays && o.n > 0 && o.ts[o.n - 1] == t)
+            o.n--;                                  /* last one wins */
+        o.ts[o.n] = t;
+        o.v[o.n++] = p->v[i];
     }
-    return d;
+    int flags = (arrays ? TSDB_OUT_ARRAYS : 0)
+                | (c->fill_null ? TSDB_OUT_NAN_NULL : 0);
+    return tsdb_results_add(res, head_p, &o.ts, &o.v, o.n, flags);
 }
 
 /* Sorted keys of o as a JSON array, or (as_object) o re-made sorted. */
@@ -367,22 +359,23 @@ s_tags(const s_ctx_t *c, const size_t *idx, size_t k, json_t *res)
 
 static int
 s_emit(const s_ctx_t *c, const size_t *idx, size_t k, const s_pts_t *p,
-       json_t *results)
+       tsdb_results_t *res)
 {
     json_t *r = json_pack("{s:s}", "metric", c->s->metric);
     int rc = !r || s_tags(c, idx, k, r)
              || (c->q->show_query
                  && json_object_set_new(r, "query",
-                                        tsdb_query_to_json(c->q, c->qi)))
-             || json_object_set_new(r, "dps", s_dps(c, p))
-             || json_array_append(results, r);
-    json_decref(r);
-    return rc ? TELEM_ENOMEM : 0;
+                                        tsdb_query_to_json(c->q, c->qi)));
+    if (rc) {
+        json_decref(r);
+        return TELEM_ENOMEM;
+    }
+    return s_add(c, p, &r, res);
 }
 
 /* One group: idx[0..k) its series. */
 static int
-s_group(const s_ctx_t *c, const size_t *idx, size_t k, json_t *results,
+s_group(const s_ctx_t *c, const size_t *idx, size_t k, tsdb_results_t *res,
         tsdb_error_t *err)
 {
     s_pts_t *pts = calloc(k, sizeof *pts), out = { 0 };
@@ -393,10 +386,10 @@ s_group(const s_ctx_t *c, const size_t *idx, size_t k, json_t *results,
         rc = rc ? rc : s_rate(c, &pts[i]);
     }
     if (!rc && c->s->agg == TSDB_AGG_NONE)
-        rc = s_emit(c, idx, k, &pts[0], results);
+        rc = s_emit(c, idx, k, &pts[0], res);
     else if (!rc) {
         rc = s_aggregate(c, pts, k, &out);
-        rc = rc ? rc : s_emit(c, idx, k, &out, results);
+        rc = rc ? rc : s_emit(c, idx, k, &out, res);
     }
     for (size_t i = 0; pts && i < k; i++)
         s_pts_free(&pts[i]);
@@ -406,10 +399,10 @@ s_group(const s_ctx_t *c, const size_t *idx, size_t k, json_t *results,
 }
 
 int
-tsdb_exec_sub(const tsdb_query_t *q, size_t i, const telem_series_t *series,
-              size_t n, json_t *results, tsdb_error_t *err)
+tsdb_exec_run(const tsdb_query_t *q, size_t i, const telem_series_t *series,
+              size_t n, tsdb_results_t *res, tsdb_error_t *err)
 {
-    if (!q || i >= q->nsubs || !json_is_array(results)) {
+    if (!q || i >= q->nsubs || !res) {
         tsdb_error_set(err, 400, "no sub-query %zu", i);
         return TELEM_EINVAL;
     }
@@ -425,11 +418,31 @@ tsdb_exec_sub(const tsdb_query_t *q, size_t i, const telem_series_t *series,
     for (size_t a = 0, b; !rc && a < k; a = b) {
         for (b = a + 1; b < k && s_same_group(&c, idx[a], idx[b]); b++)
             ;
-        rc = s_group(&c, idx + a, b - a, results, err);
+        rc = s_group(&c, idx + a, b - a, res, err);
     }
     if (rc == TELEM_ENOMEM)
         tsdb_error_set(err, 500, "out of memory");
     free(c.gb);
     free(idx);
+    return rc;
+}
+
+int
+tsdb_exec_sub(const tsdb_query_t *q, size_t i, const telem_series_t *series,
+              size_t n, json_t *results, tsdb_error_t *err)
+{
+    if (!json_is_array(results)) {
+        tsdb_error_set(err, 400, "no results array");
+        return TELEM_EINVAL;
+    }
+    tsdb_results_t *res = tsdb_results_new();
+    int rc = res ? tsdb_exec_run(q, i, series, n, res, err) : TELEM_ENOMEM;
+    json_t *a = rc == 0 ? tsdb_results_json(res) : NULL;
+    if (rc == 0 && (!a || json_array_extend(results, a)))
+        rc = TELEM_ENOMEM;
+    if (rc == TELEM_ENOMEM)
+        tsdb_error_set(err, 500, "out of memory");
+    json_decref(a);
+    tsdb_results_destroy(&res);
     return rc;
 }

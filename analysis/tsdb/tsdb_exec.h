@@ -49,6 +49,7 @@
 
 #include "telem_types.h"
 #include "tsdb_error.h"
+#include "tsdb_out.h"
 #include "tsdb_query.h"
 
 #ifdef __cplusplus
@@ -61,11 +62,17 @@ extern "C" {
 #define TSDB_EXEC_MAX_POINTS 10000000
 
 /* Runs sub-query i over series[0..n) (ts in realtime ns, tags including
- * "host") and appends one object per group to `results` (a JSON array).
- * Returns 0; TELEM_ETOOBIG with err 413 when a series would need more
- * than TSDB_EXEC_MAX_POINTS points; TELEM_ENOMEM with err 500;
- * TELEM_EINVAL with err 400 for a bad i.  On failure `results` may hold
- * the groups written before. */
+ * "host") and appends one result per group to `res` (tsdb_out.h, whose
+ * tsdb_results_dump writes the answer's text).  Returns 0; TELEM_ETOOBIG
+ * with err 413 when a series would need more than TSDB_EXEC_MAX_POINTS
+ * points; TELEM_ENOMEM with err 500; TELEM_EINVAL with err 400 for a bad
+ * i.  On failure `res` may hold the groups written before. */
+int tsdb_exec_run(const tsdb_query_t *q, size_t i,
+                  const telem_series_t *series, size_t n,
+                  tsdb_results_t *res, tsdb_error_t *err);
+
+/* The same, appending one JSON object per group to `results` (a JSON
+ * array) instead; on failure `results` is as it was. */
 int tsdb_exec_sub(const tsdb_query_t *q, size_t i,
                   const telem_series_t *series, size_t n, json_t *results,
                   tsdb_error_t *err);

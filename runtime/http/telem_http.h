@@ -150,6 +150,13 @@ int telem_http_reply(telem_http_req_t *r, int status,
                      const char *content_type, const void *body,
                      size_t len);
 
+/* As telem_http_reply, but the body is *body_p[0..len) itself, a malloc'd
+ * block that the reply frees once sent: takes ownership of *body_p and
+ * nulls it, whatever happens (no copy of a large answer). */
+int telem_http_reply_take(telem_http_req_t *r, int status,
+                          const char *content_type, char **body_p,
+                          size_t len);
+
 /* Replies with compact JSON (json_dumps JSON_COMPACT) as
  * "application/json".  Takes ownership of `json` and decrefs it whatever
  * happens.  Returns as telem_http_reply, TELEM_EINVAL for json NULL. */

@@ -263,19 +263,27 @@ s_add_headers(telem_http_req_t *r, struct MHD_Response *resp,
     return 0;
 }
 
-int
-telem_http_reply(telem_http_req_t *r, int status, const char *content_type,
-                 const void *body, size_t len)
+/* The reply for body[0..len), copied or (owned) freed with it once sent;
+ * an owned body is freed here when no reply is made. */
+static int
+s_reply(telem_http_req_t *r, int status, const char *content_type,
+        void *body, size_t len, int owned)
 {
-    if (status < 100 || status > 599 || (!body && len) ||
-        (content_type && !s_is_field_value(content_type)))
-        return TELEM_EINVAL;
-    if (r->replied)
-        return TELEM_ESTATE;
+    int bad = status < 100 || status > 599 || (!body && len) ||
+              (content_type && !s_is_field_value(content_type));
+    if (bad || r->replied) {
+        if (owned)
+            free(body);
+        return bad ? TELEM_EINVAL : TELEM_ESTATE;
+    }
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, (void *) (body ? body : ""), MHD_RESPMEM_MUST_COPY);
-    if (!resp)
+        len, body ? body : (void *) "",
+        owned && body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+    if (!resp) {
+        if (owned)
+            free(body);
         return TELEM_ENOMEM;
+    }
     int rc = s_add_headers(r, resp, content_type);
     if (rc) {
         MHD_destroy_response(resp);
@@ -288,6 +296,22 @@ telem_http_reply(telem_http_req_t *r, int status, const char *content_type,
 }
 
 int
+telem_http_reply(telem_http_req_t *r, int status, const char *content_type,
+                 const void *body, size_t len)
+{
+    return s_reply(r, status, content_type, (void *) body, len, 0);
+}
+
+int
+telem_http_reply_take(telem_http_req_t *r, int status,
+                      const char *content_type, char **body_p, size_t len)
+{
+    char *body = *body_p;
+    *body_p = NULL;
+    return s_reply(r, status, content_type, body, len, 1);
+}
+
+int
 telem_http_reply_json(telem_http_req_t *r, int status, json_t *json)
 {
     if (!json)
@@ -296,10 +320,8 @@ telem_http_reply_json(telem_http_req_t *r, int status, json_t *json)
     json_decref(json);
     if (!text)
         return TELEM_ENOMEM;
-    int rc = telem_http_reply(r, status, "application/json", text,
-                              strlen(text));
-    free(text);
-    return rc;
+    return telem_http_reply_take(r, status, "application/json", &text,
+                                 strlen(text));
 }
 
 /* A JSON string of `s`; bytes that are not UTF-8 (a client's input echoed
