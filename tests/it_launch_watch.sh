@@ -1,7 +1,8 @@
 # it_launch_watch.sh - telem_launch and telem_watch: the watcher started by
 # the launcher asks for a restart without the node a detector flagged, the
 # launcher acknowledges it and restarts on the reserve (the restart line
-# names the detector); without --resilient the watcher only reports and the
+# names the detector), and keeps the flagged node's telemd, with its
+# history, until the job ends; without --resilient the watcher only reports and the
 # job goes on.
 #
 # The detector is a threshold on a metric that the program records on one
@@ -36,6 +37,17 @@ wait_for test -f "$OUT/run-1-n1.env" -a -f "$OUT/run-1-n3.env" \
     || wait_for test -f "$OUT/run-1-n1.env" -a -f "$OUT/run-1-n3.env" \
     || fail "no restart on n1 and n3 after the watcher's request"
 [ ! -e "$OUT/run-1-n2.env" ] || fail "the flagged node ran the program again"
+# n2 is out of the job (the node file) but its telemd stays for its
+# history (launch/telemd_nodes), which still holds what got it flagged.
+NF=$(sed -n 's/^TELEM_NODEFILE=//p' "$OUT/run-1-n1.env")
+TN=$TELEM_RUNDIR/launch/telemd_nodes
+[ "$(grep -v '^#' "$NF" | cut -f1 | tr '\n' ' ')" = "n1 n3 " ] \
+    || fail "node file after the restart: $(cat "$NF")"
+[ "$(grep -v '^#' "$TN" | cut -f1 | tr '\n' ' ')" = "n1 n2 n3 " ] \
+    || fail "telemd_nodes after the restart: $(cat "$TN")"
+"$TELEM_BIN/telem_client" --nodefile "$TN" -f txt -g it_flag >"$T/hist.txt" \
+    2>&1 || fail "telem_client over telemd_nodes: $(cat "$T/hist.txt")"
+grep -q "n2" "$T/hist.txt" || fail "n2's history is gone: $(cat "$T/hist.txt")"
 touch "$OUT/go-1"
 rc=0
 wait "$LPID" || rc=$?

@@ -217,15 +217,25 @@ s_summary(const char *path, const json_t *data)
 
 /* ---- the report ---------------------------------------------------------- */
 
-/* The node file to read: --nodefile, $TELEM_NODEFILE, <--rundir>/nodes,
- * else NULL (ac_connect's default). */
+/* The node file to read: --nodefile; with --rundir the launcher's
+ * <rundir>/launch/telemd_nodes when there is one (every node whose telemd
+ * runs, nodes taken out of the job included, so that the report shows
+ * what got them taken out); $TELEM_NODEFILE; <--rundir>/nodes; else NULL
+ * (ac_connect's default). */
 static const char *
 s_nodefile(const telem_client_opts_t *o, const char *rundir_arg, char *buf,
            size_t size)
 {
     const char *env = getenv("TELEM_NODEFILE");
-    if (o->nodefile || (env && *env) || !rundir_arg)
+    if (o->nodefile)
         return o->nodefile;
+    if (rundir_arg) {
+        snprintf(buf, size, "%s/launch/telemd_nodes", rundir_arg);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    if ((env && *env) || !rundir_arg)
+        return NULL;
     snprintf(buf, size, "%s/nodes", rundir_arg);
     return buf;
 }

@@ -396,12 +396,35 @@ s_list_add(char *buf, size_t size, const char *name)
     snprintf(buf + len, size - len, "%s%s", len ? "," : "", name);
 }
 
+/* Stops the processes of a node taken out of the job.  With keep_telemd
+ * its telemd stays until the job ends, so that the node's history (what
+ * got it taken out) stays readable: launch/telemd_nodes lists it. */
+static void
+s_stop_node(launch_job_t *self, size_t i, int keep_telemd)
+{
+    if (!keep_telemd || !self->nodes[i].telemd) {
+        s_stop(self, -1, (long) i);
+        self->nodes[i].ready = 0;
+    } else
+        for (int role = LAUNCH_ROLE_DICTD; role <= LAUNCH_ROLE_AGG; role++)
+            s_stop(self, role, (long) i);
+    self->nodes[i].dict_ready = 0;
+}
+
+/* Whether a node failed by `trigger` keeps its telemd: not when the
+ * failure is the node's daemons themselves or their start. */
+static int
+s_keeps_telemd(const char *trigger)
+{
+    return strcmp(trigger, "heartbeat") != 0 && strcmp(trigger, "daemon") != 0
+           && strcmp(trigger, "start") != 0;
+}
+
 /* Lists, comparing with the states before the failure, the nodes that
  * went down (whose processes it stops) and the reserves promoted. */
 static void
 s_note_changes(launch_job_t *self, const launch_state_node_t *before,
-               char *down,
-               char *promoted, size_t size)
+               int keep_telemd, char *down, char *promoted, size_t size)
 {
     down[0] = promoted[0] = '\0';
     for (size_t i = 0; i < self->n; i++) {
@@ -409,8 +432,7 @@ s_note_changes(launch_job_t *self, const launch_state_node_t *before,
         const char *name = launch_state_name(self->state, i);
         if (before[i] != LAUNCH_NODE_DOWN && now == LAUNCH_NODE_DOWN) {
             s_list_add(down, size, name);
-            s_stop(self, -1, (long) i);
-            self->nodes[i].ready = self->nodes[i].dict_ready = 0;
+            s_stop_node(self, i, keep_telemd);
         } else if (before[i] == LAUNCH_NODE_IDLE && now == LAUNCH_NODE_ACTIVE) {
             s_list_add(promoted, size, name);
         }
@@ -466,7 +488,8 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     launch_state_outcome_t o;
     char down[256], promoted[256];
     launch_state_fail(self->state, idx, n, &o);
-    s_note_changes(self, before, down, promoted, sizeof down);
+    s_note_changes(self, before, s_keeps_telemd(trigger), down, promoted,
+                   sizeof down);
     if (o.verdict == LAUNCH_VERDICT_NONE) {
         telem_log(TELEM_LOG_WARN, "reserve node %s lost (%s): %s; %zu "
                   "reserve(s) left", down, trigger, why,
@@ -606,6 +629,14 @@ launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status)
         nd->dict_ready = 0;
     }
     if (p->stopping || self->phase == LAUNCH_PHASE_ENDING) {
+        s_advance(self);
+        return;
+    }
+    /* The telemd a node taken out of the job kept: only its history. */
+    if (launch_state_node(self->state, p->node) == LAUNCH_NODE_DOWN) {
+        telem_log(TELEM_LOG_WARN, "%s on %s (taken out of the job) %s",
+                  launch_job_role_name(p->role), node, how);
+        launch_job_files_write(self);
         s_advance(self);
         return;
     }

@@ -7,6 +7,11 @@
  *   <rundir>/launch/job        every node: "<name>\t<state>\t<rank>\t
  *                              <endpoint>", after a '#' header with the
  *                              launcher's pid, restart endpoint and count
+ *   <rundir>/launch/telemd_nodes   every node whose telemd runs, in the
+ *                              node file's form: the active nodes, the
+ *                              reserves, and nodes taken out of the job
+ *                              whose telemd stays for their history (what
+ *                              telem_agg and the job report read)
  *   <rundir>/launch/restarts.log   one line per restart of this job
  *                                  (emptied when a job starts)
  *   <rundir>/launch/launch.lock    flock held while the launcher runs
@@ -111,6 +116,18 @@ s_fill_nodefile(const launch_job_t *self, FILE *f)
 }
 
 static void
+s_fill_telemd_nodes(const launch_job_t *self, FILE *f)
+{
+    fprintf(f, "# nodes whose telemd runs (active, reserve, or taken out of "
+            "the job with their history), written by telem_launch[%ld]\n",
+            (long) getpid());
+    for (size_t i = 0; i < self->n; i++)
+        if (self->nodes[i].telemd && *self->nodes[i].endpoint)
+            fprintf(f, "%s\t%s\n", launch_state_name(self->state, i),
+                    self->nodes[i].endpoint);
+}
+
+static void
 s_fill_jobfile(const launch_job_t *self, FILE *f)
 {
     fprintf(f, "# telem_launch pid %ld restart %s restarts %ld\n",
@@ -126,21 +143,25 @@ s_fill_jobfile(const launch_job_t *self, FILE *f)
 int
 launch_job_files_write(launch_job_t *self)
 {
-    char path[TELEM_PATH_MAX + 8];
+    char path[TELEM_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/job", self->launch_dir);
     int rc = s_write_atomic(self->nodefile, s_fill_nodefile, self);
     int rc2 = s_write_atomic(path, s_fill_jobfile, self);
-    return rc ? rc : rc2;
+    snprintf(path, sizeof path, "%s/telemd_nodes", self->launch_dir);
+    int rc3 = s_write_atomic(path, s_fill_telemd_nodes, self);
+    return rc ? rc : rc2 ? rc2 : rc3;
 }
 
 void
 launch_job_files_close(launch_job_t *self)
 {
-    char path[TELEM_PATH_MAX + 8];
+    char path[TELEM_PATH_MAX + 16];
     if (self->lock_fd >= 0) {
         unlink(self->nodefile);
         unlink(self->dict_nodefile);
         snprintf(path, sizeof path, "%s/job", self->launch_dir);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/telemd_nodes", self->launch_dir);
         unlink(path);
         close(self->lock_fd);
         self->lock_fd = -1;

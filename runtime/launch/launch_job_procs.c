@@ -333,12 +333,15 @@ launch_job_start_agg(launch_job_t *self, size_t i)
         || launch_job_count(self, LAUNCH_ROLE_AGG) > 0
         || access(self->bin_agg, X_OK) != 0)
         return;
-    char port[16];
+    char port[16], nodes[TELEM_PATH_MAX + 16];
     snprintf(port, sizeof port, "%d", self->cfg.agg_port);
+    /* Every node whose telemd runs: a node taken out of the job stays
+       visible with its history (launch_job_files.c). */
+    snprintf(nodes, sizeof nodes, "%s/telemd_nodes", self->launch_dir);
     launch_argv_t argv = { 0 };
     const char *words[] = { self->bin_agg, "--rundir", self->rundir,
-                            "--port", port, "--launch-endpoint",
-                            self->restart_ep, NULL };
+                            "--nodefile", nodes, "--port", port,
+                            "--launch-endpoint", self->restart_ep, NULL };
     int rc = launch_argv_addv(&argv, words);
     if (!rc && self->cfg.agg_bind)
         rc = launch_argv_add(&argv, "--bind")
