@@ -14,6 +14,13 @@ deterministic), in one place so the shell script only manages processes.
     agg_client.py job URL NODES        GET / and /telem/job of a launched job
     agg_client.py reboot URL NODE      /api/reboot: the launcher accepts
     agg_client.py alive URL            still answers /api/version
+    agg_client.py dashboard URL BOARD SOURCE WANT HOSTS
+                                       every panel of the Grafana dashboard
+                                       BOARD names SOURCE's uid and gets an
+                                       answer to the request Grafana sends;
+                                       the metrics WANT (a,b) have results,
+                                       those with a host tag from each of
+                                       HOSTS (a,b)
 
 T0 is a time in seconds on a whole hour, inside the nodes' retention
 window.  Exit status 0 when every check held; failures are listed on
@@ -22,6 +29,7 @@ examples/setup.sh installs).
 """
 import http.client
 import json
+import re
 import socket
 import sys
 import time
@@ -636,6 +644,104 @@ def alive(url):
     check("still answers", (got or {}).get("version"), "2.4.0")
 
 
+# ---- the provisioned dashboard, as Grafana would ask for it ----------------
+
+def grafana_query(target, values, interval):
+    """The query Grafana's OpenTSDB data source makes of a panel's target
+    (convertTargetToQuery), the template variables at "All" in its 'pipe'
+    format (the values joined by '|')."""
+    def subst(text):
+        return re.sub(r"\$(\w+)", lambda m: "|".join(values.get(m.group(1),
+                                                                [])), text)
+    q = {"metric": subst(target["metric"]),
+         "aggregator": target.get("aggregator") or "avg"}
+    if target.get("shouldComputeRate"):
+        q["rate"] = True
+        q["rateOptions"] = {"counter": bool(target.get("isCounter")),
+                            "dropResets": True}
+    if not target.get("disableDownsampling"):
+        q["downsample"] = "%s-%s" % (target.get("downsampleInterval")
+                                     or interval,
+                                     target["downsampleAggregator"])
+        fill = target.get("downsampleFillPolicy")
+        if fill and fill != "none":
+            q["downsample"] += "-" + fill
+    if target.get("filters"):
+        q["filters"] = [dict(f, filter=subst(f["filter"]))
+                        for f in target["filters"]]
+    else:
+        q["tags"] = {k: subst(v) for k, v in target.get("tags", {}).items()}
+    return q
+
+
+def dashboard(url, board, source, want, hosts):
+    agg = Agg(url)
+    with open(source) as f:
+        uid = re.search(r"^\s*uid:\s*(\S+)", f.read(), re.M).group(1)
+    with open(board) as f:
+        d = json.load(f)
+    values, text = {}, {}
+    for v in d["templating"]["list"]:
+        check("variable %s uid" % v["name"], v["datasource"]["uid"], uid)
+        m = re.match(r"tag_values\((.*?),\s?(.*)\)", v["query"])
+        status, _, data = agg.req("GET", "/api/search/lookup?" +
+                                  urllib.parse.urlencode({
+                                      "m": "%s{%s=*}" % (m[1], m[2]),
+                                      "limit": 1000}))
+        # A metric not in this job (no collectors): OpenTSDB's 404, and
+        # the variable has no values but "All".
+        truth("variable %s lookup" % v["name"], status == 200 or (
+            status == 404 and b"No such name" in data), (status, data))
+        got = json.loads(data) if status == 200 else {}
+        values[v["name"]] = sorted({r["tags"][m[2]]
+                                    for r in got.get("results", [])})
+        # "All" is selected: its value, else every value in 'pipe' form.
+        truth("variable %s All" % v["name"], v.get("includeAll"), v)
+        text[v["name"]] = [v["allValue"]] if v.get("allValue") \
+            else values[v["name"]]
+    check("variable host values", values.get("host"), sorted(hosts))
+    for a in d["annotations"]["list"]:
+        if a.get("builtIn"):
+            continue
+        check("annotation uid", a["datasource"]["uid"], uid)
+        got = agg.query({"start": "1h-ago", "queries": [{
+            "aggregator": "sum", "metric": a["target"]}],
+            "globalAnnotations": True})
+        truth("annotation answer", got and all(
+            isinstance(r.get("globalAnnotations"), list) for r in got), got)
+    seen = set()
+    for p in d["panels"]:
+        if p["type"] == "row":
+            continue
+        check("panel %s uid" % p["title"], p["datasource"]["uid"], uid)
+        for t in p["targets"]:
+            check("panel %s target uid" % p["title"], t["datasource"]["uid"],
+                  uid)
+            body = {"start": "1h-ago", "queries": [grafana_query(t, text,
+                                                                 "2s")],
+                    "msResolution": True, "globalAnnotations": True,
+                    "showQuery": True}
+            status, _, data = agg.req("POST", "/api/query", body)
+            name = "panel %s (%s)" % (p["title"], t["metric"])
+            if t["metric"] not in want:
+                # Not in this job (no GPU, no collectors): OpenTSDB's 400.
+                ok = status == 200 or (status == 400 and b"No such name"
+                                       in data)
+                truth(name + " answered", ok, (status, data[:300]))
+                continue
+            check(name + " status (%s)" % data[:300], status, 200)
+            got = json.loads(data) if status == 200 else []
+            truth(name + " results", got, data[:300])
+            truth(name + " ms keys", all(k.isdigit() for r in got
+                                         for k in r["dps"]), data[:300])
+            per_host = sorted(r["tags"]["host"] for r in got
+                              if "host" in r["tags"])
+            if per_host:
+                check(name + " hosts", per_host, sorted(hosts))
+            seen.add(t["metric"])
+    check("wanted metrics answered", sorted(seen), sorted(want))
+
+
 def main(argv):
     cmds = {"golden": lambda a: golden(a[0], int(a[1])),
             "dead": lambda a: dead(a[0], a[1], int(a[2])),
@@ -644,7 +750,10 @@ def main(argv):
             "big": lambda a: big(a[0]),
             "job": lambda a: job(a[0], a[1].split(",")),
             "reboot": lambda a: reboot(a[0], a[1]),
-            "alive": lambda a: alive(a[0])}
+            "alive": lambda a: alive(a[0]),
+            "dashboard": lambda a: dashboard(a[0], a[1], a[2],
+                                             a[3].split(","),
+                                             a[4].split(","))}
     if len(argv) < 2 or argv[0] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2

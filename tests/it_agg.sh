@@ -12,6 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [ -x "$TELEM_BIN/telem_agg" ] || fail "telem_agg is not built"
 command -v python3 >/dev/null || skip "python3 is not installed"
 CLIENT="python3 $(dirname "${BASH_SOURCE[0]}")/agg_client.py"
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 unset TELEM_LEVEL SLURM_JOB_NODELIST TELEM_LAUNCH_ENDPOINT || true
 declare -A AGG_PID=()
 
@@ -104,6 +105,17 @@ grep -Eq "restart 1 \(of at most [0-9]+\): trigger [^;]*; nodes n2;" \
 [ "$(cat "$LR/telem_agg/url")" = "$URL" ] \
     || fail "telem_agg moved: $(cat "$LR/telem_agg/url")"
 $CLIENT alive "$URL" || fail "telem_agg after the restart"
+# The provisioned Grafana dashboard, every panel as Grafana asks for it:
+# the job's series per node, n2 included with its history though it is
+# out of the job (launch/telemd_nodes), and the restart.
+dash() {
+    $CLIENT dashboard "$URL" "$TOP/docs/grafana/telem-job.json" \
+        "$TOP/docs/grafana/datasource.yaml" \
+        cpu_percent,used_ram,load_average,num_running_processes,telem_job_restarts,telem_job_restart_seconds,telem_dict_keys,telem_dict_bytes \
+        n1,n2,n3
+}
+wait_for dash || dash 2>"$T/dash.err" \
+    || fail "the Grafana dashboard: $(cat "$T/dash.err")"
 pgrep -f "telem_agg --rundir $LR" >/dev/null \
     || fail "no telem_agg process of the job to look for at its end"
 touch "$OUT/go-1"

@@ -72,6 +72,7 @@ struct ddict_actor {
     zmq_msg_t *frames;
     size_t capframes;
     zactor_t *actor;
+    int64_t stats_due;        /* monotonic ns of the next on_stats call */
 };
 
 /* ---------------------------------------------------------------- peers */
@@ -268,7 +269,17 @@ static int64_t
 s_next(void *arg)
 {
     ddict_actor_t *self = arg;
-    return ddict_server_tick(self->server, telem_mono_ns());
+    int64_t now = telem_mono_ns();
+    int64_t next = ddict_server_tick(self->server, now);
+    if (!self->cfg.on_stats || self->cfg.stats_period_ns <= 0)
+        return next;
+    if (now >= self->stats_due) {
+        ddict_server_stats_t st;
+        ddict_server_stats(self->server, &st);
+        self->cfg.on_stats(&st, self->cfg.stats_arg);
+        self->stats_due = now + self->cfg.stats_period_ns;
+    }
+    return next < self->stats_due ? next : self->stats_due;
 }
 
 static void

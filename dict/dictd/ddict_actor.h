@@ -24,6 +24,12 @@ typedef struct {
                                    refused (telem_peercap.h); 0 = the
                                    default, TELEM_TCP_PEERS_DEFAULT */
     ddict_server_config_t server;  /* node and log_path are filled in */
+    /* When set, called in the actor's thread every stats_period_ns (and
+       once at start) with the server's counters; how telem_dictd records
+       them as metrics of its node.  It must not block. */
+    void (*on_stats)(const ddict_server_stats_t *st, void *arg);
+    void *stats_arg;
+    int64_t stats_period_ns;
 } ddict_actor_config_t;
 
 /* Frames of one message the server's ROUTER takes: the header and one

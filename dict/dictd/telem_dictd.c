@@ -15,12 +15,14 @@
 
 #include "ddict_actor.h"
 #include "ddict_map.h"
+#include "telem.h"
 #include "telem_cli.h"
 #include "telem_error.h"
 #include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
+#include "telem_time.h"
 
 static const char s_usage[] =
 "Usage: telem_dictd [OPTIONS]\n"
@@ -55,6 +57,7 @@ static const char s_usage[] =
 
 typedef struct {
     ddict_actor_config_t cfg;
+    unsigned long stats_calls;  /* s_on_stats calls so far */
     char node[TELEM_NAME_MAX + 1];
     char rundir[TELEM_PATH_MAX];
     char nodefile[TELEM_PATH_MAX];
@@ -185,6 +188,53 @@ s_parse(s_args_t *a, int argc, char **argv)
     return rc ? rc : s_finish(a);
 }
 
+/* The server's own figures as metrics of its node (level 1, to the
+ * node's telemd through the user API, so they are series like any other:
+ * telem_client, telem_agg and Grafana show them per host).  The
+ * descriptions go with the first calls and then once a minute: telemd may
+ * not listen yet when the server starts, and one that restarts has
+ * forgotten them. */
+static void
+s_describe(void)
+{
+    telem_describe("telem_dict_keys", "gauge", "",
+                   "Keys held by this node's dictionary server (its shards, "
+                   "replicas included).");
+    telem_describe("telem_dict_bytes", "gauge", "bytes",
+                   "Bytes of keys and values held by this node's dictionary "
+                   "server.");
+    telem_describe("telem_dict_log_bytes", "gauge", "bytes",
+                   "Size of this node's dictionary log on disk (compacted "
+                   "past a threshold).");
+    telem_describe("telem_dict_epoch", "gauge", "",
+                   "The dictionary's shard-map epoch (one more per re-form).");
+}
+
+static void
+s_on_stats(const ddict_server_stats_t *st, void *arg)
+{
+    unsigned long *calls = arg;
+    if (*calls < 5 || *calls % 60 == 0)
+        s_describe();
+    ++*calls;
+    telem_add_data("telem_dict_keys", (double) st->keys, 0, 1);
+    telem_add_data("telem_dict_bytes", (double) st->bytes, 0, 1);
+    telem_add_data("telem_dict_log_bytes", (double) st->log_bytes, 0, 1);
+    telem_add_data("telem_dict_epoch", (double) st->epoch, 0, 1);
+}
+
+static void
+s_self_metrics(s_args_t *a)
+{
+    /* The user API finds the node's telemd from these. */
+    if (setenv("TELEM_NODE", a->node, 1) || setenv("TELEM_RUNDIR", a->rundir, 1))
+        return;
+    unsetenv("TELEM_INGEST");
+    a->cfg.on_stats = s_on_stats;
+    a->cfg.stats_arg = &a->stats_calls;
+    a->cfg.stats_period_ns = TELEM_NS_PER_SEC;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -208,6 +258,7 @@ main(int argc, char **argv)
     a.cfg.rundir = a.rundir;
     a.cfg.nodefile = a.nodefile;
     a.cfg.tcp = a.tcp[0] ? a.tcp : NULL;
+    s_self_metrics(&a);
     int err = 0;
     ddict_actor_t *actor = ddict_actor_new(&a.cfg, &err);
     if (!actor) {
