@@ -53,6 +53,8 @@ static const char s_usage[] =
 "\n"
 "On start it prints 'endpoint<TAB>EP' and 'ready'.  The log is\n"
 "RUNDIR/NODE/dict.log.  It stops on SIGINT, SIGTERM or a shutdown request.\n"
+"Every second it records telem_dict_keys, telem_dict_bytes,\n"
+"telem_dict_log_bytes and telem_dict_epoch (level 1) to the node's telemd.\n"
 "Exit status: 0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n";
 
 typedef struct {
