@@ -96,6 +96,15 @@ grep -q "telem_agg on n1: dashboard and OpenTSDB API" "$T/launch.log" \
     || fail "no telem_agg line in the launcher's log"
 URL=$(cat "$LR/telem_agg/url")
 $CLIENT job "$URL" n1,n2,n3 || fail "the job's page and state"
+# n2 has recorded its node figures and its dictionary's before it is
+# taken out (the dashboard check below wants its history).
+n2_has() {
+    "$TELEM_BIN/telem_client" --nodefile "$LR/launch/telemd_nodes" -f txt \
+        -g "$N2_WANT" 2>/dev/null \
+        | awk '$1 == "n2" { print $2 }' | sort -u | wc -l | grep -qx 6
+}
+N2_WANT=telem_dict_keys,telem_dict_bytes,cpu_percent,used_ram,load_average,num_running_processes
+wait_for n2_has || fail "n2 did not record all of $N2_WANT"
 $CLIENT reboot "$URL" n2 || fail "/api/reboot through the launcher"
 wait_for test -e "$OUT/run-1-n1" -a -e "$OUT/run-1-n3" \
     || fail "no restart on n1 and n3 after /api/reboot"
