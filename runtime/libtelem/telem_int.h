@@ -18,7 +18,7 @@
 
 #include "telem_queue.h"
 
-#define TAPI_PCACHE 4      /* pushed names remembered per thread */
+#define TAPI_PCACHE 16     /* pushed names remembered per thread */
 
 typedef struct s_tbuf tapi_tbuf_t;
 
