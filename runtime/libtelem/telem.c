@@ -385,7 +385,7 @@ s_atfork_child(void)
         atomic_store(&tb->ctx, NULL);
         tb->prev = tb->next = NULL;
         tb->dead = 0;
-        tb->pcache.batch = NULL;
+        memset(&tb->pcache, 0, sizeof tb->pcache);
         if (tb->batch)
             tb->batch->n = tb->batch->used = tb->batch->last_len = 0;
     }

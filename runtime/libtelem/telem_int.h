@@ -18,28 +18,26 @@
 
 #include "telem_queue.h"
 
-#define TAPI_PCACHE 16     /* pushed names remembered per thread */
+#define TAPI_PCACHE 256    /* pushed-name slots per thread, power of 2 */
 
 typedef struct s_tbuf tapi_tbuf_t;
 
-/* One pushed name already in the thread's batch: its text (as given to
- * the call) at arena offset `text` of length `len`, and the sample that
- * carries it, whose name and tags offsets a repeat reuses. */
+/* One pushed name in the thread's batch of generation `gen` (0: empty):
+ * its text (as given to the call) at arena offset `text` of length `len`,
+ * and the sample that carries it, whose name and tags a repeat reuses. */
 typedef struct {
+    uint64_t gen;
     uint32_t text;
     uint32_t len;
     uint32_t sample;
 } tapi_pname_t;
 
-/* The names of the batch `batch` (valid while batch->gen == gen), most
- * recent at (next - 1) % TAPI_PCACHE.  Written only by the owner thread
- * under its buffer's mutex. */
+/* Direct-mapped by a hash of the text; an entry counts only while its
+ * gen is the thread's batch's (a batch's gen is new at each hand-out, so
+ * a queued batch leaves every entry stale at once).  Written only by the
+ * owner thread under its buffer's mutex. */
 typedef struct {
-    telem_qbatch_t *batch;
-    uint32_t gen;
-    uint32_t n;
-    uint32_t next;
-    tapi_pname_t names[TAPI_PCACHE];
+    tapi_pname_t slots[TAPI_PCACHE];
 } tapi_pcache_t;
 
 /* Starts a call at `level` (1-4): initialises on first use and finds the
