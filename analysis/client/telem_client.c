@@ -162,49 +162,6 @@ s_parse_time(const char *s, int64_t *ns)
     return -1;
 }
 
-/* Next element of a list "a,b{k=\"x,y\"},c" at *p: ends at a ',' outside
- * braces and quotes.  NUL-terminates it in place; NULL at the end. */
-static char *
-s_next_item(char **p)
-{
-    char *start = *p, *c = start;
-    int depth = 0, quoted = 0;
-    if (!start)
-        return NULL;
-    for (; *c && (depth || quoted || *c != ','); c++) {
-        if (quoted && *c == '\\' && c[1])
-            c++;
-        else if (*c == '"' && depth)
-            quoted = !quoted;
-        else if (!quoted)
-            depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
-    }
-    *p = *c ? c + 1 : NULL;
-    *c = '\0';
-    return start;
-}
-
-/* One element: a metric name (any telem name), optionally followed by
- * labels in Prometheus syntax, values quoted or not. */
-static int
-s_parse_selector(char *item, telem_promname_t *sel)
-{
-    char *brace = strchr(item, '{');
-    char text[TELEM_PROMNAME_TEXT_MAX + 2] = "m";
-    if (brace) {
-        if (strlen(brace) + 1 >= sizeof text
-            || telem_promname_parse(strcat(text, brace),
-                                    TELEM_PROMNAME_BARE | TELEM_PROMNAME_OWN,
-                                    sel, NULL, 0) != 0)
-            return -1;
-        *brace = '\0';
-    } else {
-        sel->nlabels = 0;
-    }
-    sel->metric = item;
-    return *item && strlen(item) <= TELEM_NAME_MAX ? 0 : -1;
-}
-
 /* Splits "a,b,c" (kept in cli->list) into cli->sels, and their metrics,
  * each once, into cli->o.metrics. */
 static int
@@ -224,9 +181,9 @@ s_parse_metrics(s_cli_t *cli, const char *arg)
     if (!cli->list || !cli->o.metrics || !cli->sels)
         return -1;
     char *p = cli->list, *item;
-    while ((item = s_next_item(&p)) != NULL) {
+    while ((item = telem_client_result_next_item(&p)) != NULL) {
         telem_promname_t *sel = &cli->sels[cli->o.nsels++];
-        if (s_parse_selector(item, sel) != 0)
+        if (telem_client_result_selector(item, sel) != 0)
             return -1;
         size_t m = 0;
         while (m < cli->o.nmetrics && strcmp(cli->o.metrics[m], item) != 0)

@@ -121,6 +121,17 @@ typedef struct {
 
 /* ---- results (telem_client_result.c) ---- */
 
+/* The next element of a list "a,b{k=\"x,y\"},c" at *p: it ends at a ','
+ * outside braces and quotes.  NUL-terminates it in place and moves *p
+ * past it; NULL at the end. */
+char *telem_client_result_next_item(char **p);
+
+/* Parses one element, a metric name (any telem name) optionally followed
+ * by labels in Prometheus syntax (values quoted or not, host and pid
+ * allowed), into *sel, whose metric then points into item (cut at its
+ * '{').  Returns 0 or -1. */
+int telem_client_result_selector(char *item, telem_promname_t *sel);
+
 /* 1 if series s is one that o's selectors ask for (always, without
  * selectors): its metric is a selector's and it has every label that
  * selector names, with the same value. */

@@ -108,3 +108,46 @@ telem_client_result_absent(const telem_client_opts_t *o, const ac_result_t *r,
     }
     return absent;
 }
+
+/* Next element of a list "a,b{k=\"x,y\"},c" at *p: ends at a ',' outside
+ * braces and quotes.  NUL-terminates it in place; NULL at the end. */
+char *
+telem_client_result_next_item(char **p)
+{
+    char *start = *p, *c = start;
+    int depth = 0, quoted = 0;
+    if (!start)
+        return NULL;
+    for (; *c && (depth || quoted || *c != ','); c++) {
+        if (quoted && *c == '\\' && c[1])
+            c++;
+        else if (*c == '"' && depth)
+            quoted = !quoted;
+        else if (!quoted)
+            depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
+    }
+    *p = *c ? c + 1 : NULL;
+    *c = '\0';
+    return start;
+}
+
+/* One element: a metric name (any telem name), optionally followed by
+ * labels in Prometheus syntax, values quoted or not. */
+int
+telem_client_result_selector(char *item, telem_promname_t *sel)
+{
+    char *brace = strchr(item, '{');
+    char text[TELEM_PROMNAME_TEXT_MAX + 2] = "m";
+    if (brace) {
+        if (strlen(brace) + 1 >= sizeof text
+            || telem_promname_parse(strcat(text, brace),
+                                    TELEM_PROMNAME_BARE | TELEM_PROMNAME_OWN,
+                                    sel, NULL, 0) != 0)
+            return -1;
+        *brace = '\0';
+    } else {
+        sel->nlabels = 0;
+    }
+    sel->metric = item;
+    return *item && strlen(item) <= TELEM_NAME_MAX ? 0 : -1;
+}

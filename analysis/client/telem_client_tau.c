@@ -273,16 +273,15 @@ telem_client_tau_destroy(telem_client_tau_t **t_p)
 
 /* ---- one-shot modes ---------------------------------------------------- */
 
-/* Ends the document, reports what was missing; returns the exit code. */
+/* Ends the document; returns the exit code for rc. */
 static int
-s_finish(telem_client_tau_t *t, const ac_result_t *r, int rc)
+s_finish(telem_client_tau_t *t, int rc)
 {
     int code = telem_client_result_exit_code(rc);
     if (!t || telem_client_tau_flush(t, 1) != 0) {
         fprintf(stderr, "telem_client: writing the output failed\n");
         code = 1;
     }
-    (void) r;
     return code;
 }
 
@@ -303,7 +302,7 @@ telem_client_tau_list(ac_t *ac, const telem_client_opts_t *o)
         telem_client_tau_name(name, S_NAME_MAX, s, keep_host);
         s_list_row(t, name, s->doc, s->type);
     }
-    int code = name ? s_finish(t, r, rc) : 1;
+    int code = name ? s_finish(t, rc) : 1;
     free(name);
     telem_client_tau_destroy(&t);
     ac_result_destroy(&r);
@@ -332,7 +331,7 @@ telem_client_tau_values(ac_t *ac, const telem_client_opts_t *o)
                                s->values[s->npoints - 1]);
     }
     size_t absent = telem_client_result_absent(o, r, 1);
-    int code = name ? s_finish(t, r, rc) : 1;
+    int code = name ? s_finish(t, rc) : 1;
     if (absent)
         code = 1;
     free(name);

@@ -2,8 +2,10 @@
  *
  * telem.c keeps the process-wide state, the per-thread buffers and the
  * path of telem_add_data(); telem_push.c builds the push calls
- * (telem_counter_add(), telem_gauge_set()) on the pieces below.  The
- * order is one way: telem_push.c calls telem.c, never the reverse.
+ * (telem_counter_add(), telem_gauge_set()) on the pieces below;
+ * telem_env.c reads the environment.  The order is one way:
+ * telem_push.c calls telem.c, which calls telem_env.c, never the
+ * reverse.
  *
  * Thread safety: a thread only ever uses its own buffer (tapi_tbuf_t);
  * between tapi_lock() and tapi_unlock() (or a failed tapi_room()) it
@@ -72,5 +74,16 @@ void tapi_count_invalid(void);
 /* Copies len bytes and a NUL into the batch's arena; returns the offset.
  * The caller has checked the room. */
 uint32_t tapi_put(telem_qbatch_t *b, const char *s, size_t len);
+
+/* ---- telem_env.c ---- */
+
+/* The integer in environment variable `name` when it is one within
+ * [lo, hi], else dflt. */
+int tapi_env_int(const char *name, int lo, int hi, int dflt);
+
+/* Fills the node name (TELEM_NAME_MAX + 1 bytes) and the ingest and
+ * control endpoints (TELEM_PATH_MAX bytes each) from the environment
+ * (telem.h); "" where none can be made. */
+void tapi_endpoints(char *node, char *ingest, char *ctl);
 
 #endif
