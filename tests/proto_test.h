@@ -63,6 +63,7 @@ s_same_batch(const telem_batch_t *a, const telem_batch_t *b)
         const telem_sample_t *x = &a->samples[i], *y = &b->samples[i];
         if (!s_same_str(x->metric, y->metric) || x->ts_ns != y->ts_ns ||
             !s_same_f64(x->value, y->value) || x->level != y->level ||
+            x->kind != y->kind ||
             !s_same_tags(x->tags, x->ntags, y->tags, y->ntags))
             return false;
     }
@@ -119,7 +120,8 @@ s_same_status(const telem_status_t *a, const telem_status_t *b)
            a->uptime_ns == b->uptime_ns && a->nseries == b->nseries &&
            a->npoints == b->npoints && a->mem_bytes == b->mem_bytes &&
            a->mem_cap_bytes == b->mem_cap_bytes && a->ingested == b->ingested &&
-           a->dropped == b->dropped && a->bad_messages == b->bad_messages;
+           a->dropped == b->dropped && a->bad_messages == b->bad_messages &&
+           a->push_refused == b->push_refused;
 }
 
 static inline bool
@@ -281,7 +283,9 @@ s_make_batch(telem_sample_t *s, uint32_t n)
             .value = i * 0.25 - 3,
             .level = (uint8_t) (i % 5),
             .tags = i % 4 == 1 ? s_tags3 : NULL,
-            .ntags = i % 4 == 1 ? 3 : 0 };
+            .ntags = i % 4 == 1 ? 3 : 0,
+            /* kinds with and without tags (elements 4 and 5) */
+            .kind = (uint8_t) (i % 7 == 3 ? 1 : i % 7 == 5 ? 255 : 0) };
     }
     if (n > 2) {
         s[1].value = -0.0;
@@ -325,7 +329,7 @@ static const telem_status_t s_status = {
     .node = "n1", .pid = -1, .level = 4, .window_ns = INT64_MAX,
     .interval_ns = 100000000, .uptime_ns = INT64_MIN, .nseries = UINT64_MAX,
     .npoints = 2, .mem_bytes = 3, .mem_cap_bytes = 4, .ingested = 5,
-    .dropped = 6, .bad_messages = 7 };
+    .dropped = 6, .bad_messages = 7, .push_refused = 8 };
 
 /* One valid message of each type, for truncation and mutation. */
 typedef struct {

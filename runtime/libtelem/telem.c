@@ -38,6 +38,8 @@
  * confirmation (the end-of-stream handshake in telem_sender.c).
  *
  * Process-wide state is kept in one struct, s_api, as the API is global.
+ * The push calls are telem_push.c's, over the pieces telem_int.h names;
+ * the environment is read by telem_env.c.
  */
 #include "telem.h"
 
@@ -51,7 +53,9 @@
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_int.h"
 #include "telem_paths.h"
+#include "telem_promname.h"
 #include "telem_proto.h"
 #include "telem_queue.h"
 #include "telem_sender.h"
@@ -83,6 +87,7 @@ typedef struct s_tbuf {
     _Atomic uint64_t queued;      /* counters written by the owner only */
     _Atomic uint64_t filtered;
     _Atomic uint64_t dropped;
+    tapi_pcache_t pcache;         /* pushed names (telem_push.c), under mu */
 } s_tbuf_t;
 
 struct s_ctx {
@@ -112,6 +117,7 @@ static struct {
     s_ctx_t *orphans;
     _Atomic int state;
     _Atomic int level;
+    _Atomic uint64_t invalid;     /* calls refused with TELEM_EINVAL */
     pthread_once_t once;
     pthread_key_t key;
     int key_ok;
@@ -123,71 +129,6 @@ static struct {
 };
 
 static _Thread_local s_tbuf_t *s_my __attribute__((tls_model("initial-exec")));
-
-/* ---- configuration ---------------------------------------------------- */
-
-static int
-s_env_int(const char *name, int lo, int hi, int dflt)
-{
-    const char *env = getenv(name);
-    if (!env || !*env)
-        return dflt;
-    char *end;
-    long v = strtol(env, &end, 10);
-    return (*end || v < lo || v > hi) ? dflt : (int) v;
-}
-
-static int
-s_copy(char *dst, size_t size, const char *src)
-{
-    int n = snprintf(dst, size, "%s", src);
-    return n < 0 || (size_t) n >= size ? TELEM_ETOOBIG : 0;
-}
-
-/* TELEM_CTL, else the ctl.sock beside an ipc TELEM_INGEST ending in
- * "/ingest.sock", else <rundir>/<node>/ctl.sock. */
-static void
-s_ctl_endpoint(char *ctl, size_t size, const char *rundir, const char *node)
-{
-    const char *env = getenv("TELEM_CTL");
-    const char *ingest = getenv("TELEM_INGEST");
-    static const char tail[] = "/ingest.sock";
-    size_t n = ingest ? strlen(ingest) : 0;
-    if (env && *env) {
-        if (!s_copy(ctl, size, env))
-            return;
-    } else if (n > sizeof tail && strncmp(ingest, "ipc://", 6) == 0
-               && strcmp(ingest + n - (sizeof tail - 1), tail) == 0) {
-        if (snprintf(ctl, size, "%.*s/ctl.sock",
-                     (int) (n - (sizeof tail - 1)), ingest) < (int) size)
-            return;
-    } else if (*rundir && *node
-               && !telem_node_endpoint(ctl, size, rundir, node, "ctl.sock")) {
-        return;
-    }
-    ctl[0] = '\0';
-}
-
-/* Fills the node name and both endpoints; "" where none can be made. */
-static void
-s_endpoints(char *node, char *ingest, char *ctl)
-{
-    char rundir[TELEM_PATH_MAX];
-    if (telem_node_default(node, TELEM_NAME_MAX + 1) || !telem_node_valid(node))
-        node[0] = '\0';
-    if (telem_rundir_default(rundir, sizeof rundir))
-        rundir[0] = '\0';
-    const char *env = getenv("TELEM_INGEST");
-    if (env && *env) {
-        if (s_copy(ingest, TELEM_PATH_MAX, env))
-            ingest[0] = '\0';
-    } else if (!*rundir || !*node
-               || telem_node_endpoint(ingest, TELEM_PATH_MAX, rundir, node,
-                                      "ingest.sock")) {
-        ingest[0] = '\0';
-    }
-    s_ctl_endpoint(ctl, TELEM_PATH_MAX, rundir, node);
-}
 
 /* ---- thread buffers ---------------------------------------------------- */
 
@@ -348,7 +289,7 @@ s_ctx_new(int *rc_p)
     ctx->queue = telem_queue_new(S_QUEUE_BATCHES);
     if (!ctx->queue)
         goto out;
-    s_endpoints(node, ingest, ctl);
+    tapi_endpoints(node, ingest, ctl);
     snprintf(pid, sizeof pid, "%ld", (long) getpid());
     telem_tag_t tags[2] = { { "pid", pid }, { "rank", getenv("TELEM_RANK") } };
     uint32_t ntags = tags[1].value && *tags[1].value
@@ -381,6 +322,7 @@ s_atfork_child(void)
         atomic_store(&tb->ctx, NULL);
         tb->prev = tb->next = NULL;
         tb->dead = 0;
+        memset(&tb->pcache, 0, sizeof tb->pcache);
         if (tb->batch)
             tb->batch->n = tb->batch->used = tb->batch->last_len = 0;
     }
@@ -404,8 +346,9 @@ telem_init(void)
         if (ctx) {
             s_api.ctx = ctx;
             memset(&s_api.last, 0, sizeof s_api.last);
+            atomic_store(&s_api.invalid, 0);
             atomic_store(&s_api.level,
-                         s_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1));
+                         tapi_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1));
             atomic_store_explicit(&s_api.state, S_LIVE, memory_order_release);
         }
     }
@@ -539,6 +482,7 @@ s_append(s_tbuf_t *tb, const char *metric, size_t len, double value,
     s->ts_ns = ts_ns;
     s->value = value;
     s->level = (uint8_t) level;
+    s->kind = 0;
     if (len == b->last_len && memcmp(b->arena + b->last_name, metric, len) == 0) {
         s->name = b->last_name;
     } else {
@@ -591,6 +535,13 @@ s_tags_check(s_tags_t *t)
 }
 
 static int
+s_invalid(void)
+{
+    atomic_fetch_add_explicit(&s_api.invalid, 1, memory_order_relaxed);
+    return TELEM_EINVAL;
+}
+
+static int
 s_add(const char *metric, double value, int64_t ts_ns, int level,
       s_tags_t *tags)
 {
@@ -603,9 +554,9 @@ s_add(const char *metric, double value, int64_t ts_ns, int level,
     size_t len;
     if (level < 1 || level > S_LEVEL_MAX || !isfinite(value) || ts_ns < 0
         || !s_name_ok(metric, TELEM_NAME_MAX, &len))
-        return TELEM_EINVAL;
+        return s_invalid();
     if (tags && (rc = s_tags_check(tags)) != 0)
-        return rc;
+        return s_invalid();
     s_tbuf_t *tb;
     if (S_UNLIKELY((rc = s_tbuf(&tb)) != 0))
         return rc;
@@ -650,11 +601,17 @@ telem_describe(const char *metric, const char *type, const char *unit,
     size_t len, ulen = 0, dlen = 0;
     unit = unit ? unit : "";
     doc = doc ? doc : "";
+    telem_promname_t pn;            /* a pushed name: its metric part */
+    if (metric && strchr(metric, '{')) {
+        if (telem_promname_parse(metric, 0, &pn, NULL, 0) != 0)
+            return s_invalid();
+        metric = pn.metric;
+    }
     if (!s_name_ok(metric, TELEM_NAME_MAX, &len) || !type
         || (strcmp(type, "gauge") != 0 && strcmp(type, "counter") != 0)
         || (*unit && !s_name_ok(unit, TELEM_NAME_MAX, &ulen))
         || (*doc && !s_name_ok(doc, TELEM_TEXT_MAX, &dlen)))
-        return TELEM_EINVAL;
+        return s_invalid();
     s_tbuf_t *tb;
     if ((rc = s_tbuf(&tb)) != 0)
         return rc;
@@ -710,7 +667,7 @@ telem_finalize(void)
         return 0;
     s_detach_all(ctx);
     int rc = telem_queue_flush(ctx->queue,
-                               s_env_int("TELEM_FINALIZE_MS", 0, INT32_MAX,
+                               tapi_env_int("TELEM_FINALIZE_MS", 0, INT32_MAX,
                                          S_FINALIZE_MS));
     telem_sender_stop(ctx->sender);
     telem_stats_t st;
@@ -728,7 +685,7 @@ int
 telem_level(void)
 {
     if (atomic_load(&s_api.state) == S_UNINIT)
-        return s_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1);
+        return tapi_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1);
     return atomic_load_explicit(&s_api.level, memory_order_relaxed);
 }
 
@@ -756,5 +713,80 @@ telem_stats(telem_stats_t *out)
         s_ctx_stats(s_api.ctx, out);
     else
         *out = s_api.last;
+    out->invalid = atomic_load_explicit(&s_api.invalid, memory_order_relaxed);
     pthread_mutex_unlock(&s_api.life);
+}
+
+/* ---- for telem_push.c (telem_int.h) ------------------------------------- */
+
+int
+tapi_begin(int level, tapi_tbuf_t **tb)
+{
+    int rc = s_live();
+    if (S_UNLIKELY(rc))
+        return rc;
+    int current = atomic_load_explicit(&s_api.level, memory_order_relaxed);
+    if (current == 0)
+        return 1;
+    if (S_UNLIKELY((rc = s_tbuf(tb)) != 0))
+        return rc;
+    if (level > current) {
+        s_count(&(*tb)->filtered, 1);
+        return 1;
+    }
+    return 0;
+}
+
+int
+tapi_lock(tapi_tbuf_t *tb)
+{
+    int rc = 0;
+    return s_lock(tb, &rc) ? 0 : rc;
+}
+
+telem_qbatch_t *
+tapi_room(tapi_tbuf_t *tb, size_t need, int *rc)
+{
+    telem_qbatch_t *b = tb->batch;
+    s_ctx_t *ctx = atomic_load_explicit(&tb->ctx, memory_order_relaxed);
+    if (!b || b->n == TELEM_Q_SAMPLES || b->used + need > TELEM_Q_ARENA) {
+        if ((*rc = s_rotate(ctx, tb)) != 0) {
+            s_count(&tb->dropped, 1);
+            pthread_mutex_unlock(&tb->mu);
+            return NULL;
+        }
+    }
+    return tb->batch;
+}
+
+telem_qbatch_t *
+tapi_batch(tapi_tbuf_t *tb)
+{
+    return tb->batch;
+}
+
+void
+tapi_unlock(tapi_tbuf_t *tb, int queued)
+{
+    if (queued)
+        s_count(&tb->queued, 1);
+    pthread_mutex_unlock(&tb->mu);
+}
+
+tapi_pcache_t *
+tapi_pcache(tapi_tbuf_t *tb)
+{
+    return &tb->pcache;
+}
+
+void
+tapi_count_invalid(void)
+{
+    s_invalid();
+}
+
+uint32_t
+tapi_put(telem_qbatch_t *b, const char *s, size_t len)
+{
+    return s_put(b, s, len);
 }

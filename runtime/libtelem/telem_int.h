@@ -1,0 +1,89 @@
+/* telem_int.h - PRIVATE to libtelem's user API (telem.c, telem_push.c).
+ *
+ * telem.c keeps the process-wide state, the per-thread buffers and the
+ * path of telem_add_data(); telem_push.c builds the push calls
+ * (telem_counter_add(), telem_gauge_set()) on the pieces below;
+ * telem_env.c reads the environment.  The order is one way:
+ * telem_push.c calls telem.c, which calls telem_env.c, never the
+ * reverse.
+ *
+ * Thread safety: a thread only ever uses its own buffer (tapi_tbuf_t);
+ * between tapi_lock() and tapi_unlock() (or a failed tapi_room()) it
+ * holds that buffer's mutex, which the sender thread also takes to
+ * collect partial batches.
+ */
+#ifndef TELEM_INT_H
+#define TELEM_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "telem_queue.h"
+
+#define TAPI_PCACHE 256    /* pushed-name slots per thread, power of 2 */
+
+typedef struct s_tbuf tapi_tbuf_t;
+
+/* One pushed name in the thread's batch of generation `gen` (0: empty):
+ * its text (as given to the call) at arena offset `text` of length `len`,
+ * and the sample that carries it, whose name and tags a repeat reuses. */
+typedef struct {
+    uint64_t gen;
+    uint32_t text;
+    uint32_t len;
+    uint32_t sample;
+} tapi_pname_t;
+
+/* Direct-mapped by a hash of the text; an entry counts only while its
+ * gen is the thread's batch's (a batch's gen is new at each hand-out, so
+ * a queued batch leaves every entry stale at once).  Written only by the
+ * owner thread under its buffer's mutex. */
+typedef struct {
+    tapi_pname_t slots[TAPI_PCACHE];
+} tapi_pcache_t;
+
+/* Starts a call at `level` (1-4): initialises on first use and finds the
+ * calling thread's buffer.  Returns 0 (go on, *tb set), 1 (filtered by the
+ * level, counted), or a negative code (TELEM_ESTATE after finalize,
+ * TELEM_ENOMEM). */
+int tapi_begin(int level, tapi_tbuf_t **tb);
+
+/* Locks the thread's buffer (attaching it again if a finalize detached
+ * it).  Returns 0, or a negative code (then it is not locked). */
+int tapi_lock(tapi_tbuf_t *tb);
+
+/* With the buffer locked: returns its batch with room for one more sample
+ * and `need` arena bytes, queueing a full batch for an empty one when
+ * there is no room.  NULL when there is none (the buffer is then
+ * unlocked, the sample counted as dropped) with *rc = TELEM_EFULL or
+ * TELEM_ENOMEM. */
+telem_qbatch_t *tapi_room(tapi_tbuf_t *tb, size_t need, int *rc);
+
+/* The batch of a locked buffer as it is (may be NULL), without room. */
+telem_qbatch_t *tapi_batch(tapi_tbuf_t *tb);
+
+/* Counts one accepted call (queued) and unlocks. */
+void tapi_unlock(tapi_tbuf_t *tb, int queued);
+
+/* The thread's pushed-name cache; use it only while locked. */
+tapi_pcache_t *tapi_pcache(tapi_tbuf_t *tb);
+
+/* Counts a call refused with TELEM_EINVAL (telem_stats()'s `invalid`). */
+void tapi_count_invalid(void);
+
+/* Copies len bytes and a NUL into the batch's arena; returns the offset.
+ * The caller has checked the room. */
+uint32_t tapi_put(telem_qbatch_t *b, const char *s, size_t len);
+
+/* ---- telem_env.c ---- */
+
+/* The integer in environment variable `name` when it is one within
+ * [lo, hi], else dflt. */
+int tapi_env_int(const char *name, int lo, int hi, int dflt);
+
+/* Fills the node name (TELEM_NAME_MAX + 1 bytes) and the ingest and
+ * control endpoints (TELEM_PATH_MAX bytes each) from the environment
+ * (telem.h); "" where none can be made. */
+void tapi_endpoints(char *node, char *ingest, char *ctl);
+
+#endif
