@@ -63,6 +63,7 @@ s_same_batch(const telem_batch_t *a, const telem_batch_t *b)
         const telem_sample_t *x = &a->samples[i], *y = &b->samples[i];
         if (!s_same_str(x->metric, y->metric) || x->ts_ns != y->ts_ns ||
             !s_same_f64(x->value, y->value) || x->level != y->level ||
+            x->kind != y->kind ||
             !s_same_tags(x->tags, x->ntags, y->tags, y->ntags))
             return false;
     }
@@ -281,7 +282,9 @@ s_make_batch(telem_sample_t *s, uint32_t n)
             .value = i * 0.25 - 3,
             .level = (uint8_t) (i % 5),
             .tags = i % 4 == 1 ? s_tags3 : NULL,
-            .ntags = i % 4 == 1 ? 3 : 0 };
+            .ntags = i % 4 == 1 ? 3 : 0,
+            /* kinds with and without tags (elements 4 and 5) */
+            .kind = (uint8_t) (i % 7 == 3 ? 1 : i % 7 == 5 ? 255 : 0) };
     }
     if (n > 2) {
         s[1].value = -0.0;

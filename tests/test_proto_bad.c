@@ -187,6 +187,25 @@ test_field_refusals(telem_proto_decoder_t *d)
                  "batch: sample 3: value is not a number")
           == 0);
 
+    /* a sample's kind (element 5) that is not an integer 0-255 */
+    for (int k = 0; k < 3; k++) {
+        s_raw_head(&w, 3, 1, TELEM_MSG_BATCH);
+        s_raw_str(&w, "s");
+        msgpack_pack_array(&w.pk, 1);
+        msgpack_pack_array(&w.pk, 6);
+        s_raw_str(&w, "m");
+        msgpack_pack_int(&w.pk, 1);
+        msgpack_pack_double(&w.pk, 1.0);
+        msgpack_pack_int(&w.pk, 1);
+        msgpack_pack_nil(&w.pk);
+        if (k == 0)
+            s_raw_str(&w, "1");
+        else
+            msgpack_pack_int(&w.pk, k == 1 ? -1 : 256);
+        CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);
+        CHECK(strstr(telem_proto_decoder_error(d), "sample 0: kind") != NULL);
+    }
+
     /* too many tags, an over-long tag value, a duplicate tag, an empty value */
     for (int k = 0; k < 4; k++) {
         s_raw_head(&w, 3, 1, TELEM_MSG_BATCH);
@@ -373,7 +392,7 @@ s_build_lenient(s_raw_t *w)
     msgpack_pack_float(&w->pk, 0.5f);
     msgpack_pack_int(&w->pk, 4);
     msgpack_pack_nil(&w->pk);                   /* no tags */
-    msgpack_pack_array(&w->pk, 6);
+    msgpack_pack_array(&w->pk, 7);
     s_raw_str(w, "m2");
     msgpack_pack_uint64(&w->pk, 7);
     msgpack_pack_uint64(&w->pk, UINT64_MAX);
@@ -381,6 +400,7 @@ s_build_lenient(s_raw_t *w)
     msgpack_pack_map(&w->pk, 1);
     s_raw_str(w, "k");
     s_raw_str(w, "v");
+    msgpack_pack_uint64(&w->pk, 1);           /* kind: a counter increment */
     s_raw_str(w, "later");                    /* a field of a later version */
     s_raw_int(w, "t", TELEM_MSG_BATCH);
     s_raw_str(w, "fin");
@@ -409,6 +429,8 @@ test_lenient_forms(telem_proto_decoder_t *d)
         CHECK(b->samples[2].value == 18446744073709551615.0);
         CHECK(b->samples[2].ntags == 1 && strcmp(b->samples[2].tags[0].value, "v") == 0);
         CHECK(strcmp(b->samples[2].metric, "m2") == 0 && strcmp(b->samples[0].metric, "m") == 0);
+        CHECK(b->samples[0].kind == 0 && b->samples[1].kind == 0);
+        CHECK(b->samples[2].kind == TELEM_SAMPLE_COUNTER_ADD);
     }
     s_raw_head(&w, 6, 1, TELEM_MSG_CONTROL_REPLY);   /* int synced, op 99 */
     s_raw_int(&w, "id", 1);

@@ -148,8 +148,9 @@ s_send_node(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, long node,
             continue;
         json_t *p = pts[i].point, *v;
         const char *key;
-        sm[j] = (telem_sample_t) { json_string_value(json_object_get(p,
-            "metric")), tg + t, 0, 1, s_ts_ns(p), 0 };
+        sm[j] = (telem_sample_t) { .metric = json_string_value(
+            json_object_get(p, "metric")), .tags = tg + t, .level = 1,
+            .ts_ns = s_ts_ns(p) };
         s_value(json_object_get(p, "value"), &sm[j].value);
         json_object_foreach(json_object_get(p, "tags"), key, v)
             if (strcmp(key, "host") != 0) {

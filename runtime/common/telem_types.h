@@ -87,6 +87,8 @@ typedef struct {
     uint64_t ingested;         /* samples accepted since start */
     uint64_t dropped;          /* samples refused (caps, level) */
     uint64_t bad_messages;     /* frames rejected by the decoder */
+    uint64_t push_refused;     /* pushed samples refused (counters: bad
+                                  names or values, series cap) */
 } telem_status_t;
 
 #ifdef __cplusplus

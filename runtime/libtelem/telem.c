@@ -51,7 +51,9 @@
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_int.h"
 #include "telem_paths.h"
+#include "telem_promname.h"
 #include "telem_proto.h"
 #include "telem_queue.h"
 #include "telem_sender.h"
@@ -83,6 +85,7 @@ typedef struct s_tbuf {
     _Atomic uint64_t queued;      /* counters written by the owner only */
     _Atomic uint64_t filtered;
     _Atomic uint64_t dropped;
+    tapi_pcache_t pcache;         /* pushed names (telem_push.c), under mu */
 } s_tbuf_t;
 
 struct s_ctx {
@@ -112,6 +115,7 @@ static struct {
     s_ctx_t *orphans;
     _Atomic int state;
     _Atomic int level;
+    _Atomic uint64_t invalid;     /* calls refused with TELEM_EINVAL */
     pthread_once_t once;
     pthread_key_t key;
     int key_ok;
@@ -381,6 +385,7 @@ s_atfork_child(void)
         atomic_store(&tb->ctx, NULL);
         tb->prev = tb->next = NULL;
         tb->dead = 0;
+        tb->pcache.batch = NULL;
         if (tb->batch)
             tb->batch->n = tb->batch->used = tb->batch->last_len = 0;
     }
@@ -404,6 +409,7 @@ telem_init(void)
         if (ctx) {
             s_api.ctx = ctx;
             memset(&s_api.last, 0, sizeof s_api.last);
+            atomic_store(&s_api.invalid, 0);
             atomic_store(&s_api.level,
                          s_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1));
             atomic_store_explicit(&s_api.state, S_LIVE, memory_order_release);
@@ -539,6 +545,7 @@ s_append(s_tbuf_t *tb, const char *metric, size_t len, double value,
     s->ts_ns = ts_ns;
     s->value = value;
     s->level = (uint8_t) level;
+    s->kind = 0;
     if (len == b->last_len && memcmp(b->arena + b->last_name, metric, len) == 0) {
         s->name = b->last_name;
     } else {
@@ -591,6 +598,13 @@ s_tags_check(s_tags_t *t)
 }
 
 static int
+s_invalid(void)
+{
+    atomic_fetch_add_explicit(&s_api.invalid, 1, memory_order_relaxed);
+    return TELEM_EINVAL;
+}
+
+static int
 s_add(const char *metric, double value, int64_t ts_ns, int level,
       s_tags_t *tags)
 {
@@ -603,9 +617,9 @@ s_add(const char *metric, double value, int64_t ts_ns, int level,
     size_t len;
     if (level < 1 || level > S_LEVEL_MAX || !isfinite(value) || ts_ns < 0
         || !s_name_ok(metric, TELEM_NAME_MAX, &len))
-        return TELEM_EINVAL;
+        return s_invalid();
     if (tags && (rc = s_tags_check(tags)) != 0)
-        return rc;
+        return s_invalid();
     s_tbuf_t *tb;
     if (S_UNLIKELY((rc = s_tbuf(&tb)) != 0))
         return rc;
@@ -650,11 +664,17 @@ telem_describe(const char *metric, const char *type, const char *unit,
     size_t len, ulen = 0, dlen = 0;
     unit = unit ? unit : "";
     doc = doc ? doc : "";
+    telem_promname_t pn;            /* a pushed name: its metric part */
+    if (metric && strchr(metric, '{')) {
+        if (telem_promname_parse(metric, 0, &pn, NULL, 0) != 0)
+            return s_invalid();
+        metric = pn.metric;
+    }
     if (!s_name_ok(metric, TELEM_NAME_MAX, &len) || !type
         || (strcmp(type, "gauge") != 0 && strcmp(type, "counter") != 0)
         || (*unit && !s_name_ok(unit, TELEM_NAME_MAX, &ulen))
         || (*doc && !s_name_ok(doc, TELEM_TEXT_MAX, &dlen)))
-        return TELEM_EINVAL;
+        return s_invalid();
     s_tbuf_t *tb;
     if ((rc = s_tbuf(&tb)) != 0)
         return rc;
@@ -756,5 +776,80 @@ telem_stats(telem_stats_t *out)
         s_ctx_stats(s_api.ctx, out);
     else
         *out = s_api.last;
+    out->invalid = atomic_load_explicit(&s_api.invalid, memory_order_relaxed);
     pthread_mutex_unlock(&s_api.life);
+}
+
+/* ---- for telem_push.c (telem_int.h) ------------------------------------- */
+
+int
+tapi_begin(int level, tapi_tbuf_t **tb)
+{
+    int rc = s_live();
+    if (S_UNLIKELY(rc))
+        return rc;
+    int current = atomic_load_explicit(&s_api.level, memory_order_relaxed);
+    if (current == 0)
+        return 1;
+    if (S_UNLIKELY((rc = s_tbuf(tb)) != 0))
+        return rc;
+    if (level > current) {
+        s_count(&(*tb)->filtered, 1);
+        return 1;
+    }
+    return 0;
+}
+
+int
+tapi_lock(tapi_tbuf_t *tb)
+{
+    int rc = 0;
+    return s_lock(tb, &rc) ? 0 : rc;
+}
+
+telem_qbatch_t *
+tapi_room(tapi_tbuf_t *tb, size_t need, int *rc)
+{
+    telem_qbatch_t *b = tb->batch;
+    s_ctx_t *ctx = atomic_load_explicit(&tb->ctx, memory_order_relaxed);
+    if (!b || b->n == TELEM_Q_SAMPLES || b->used + need > TELEM_Q_ARENA) {
+        if ((*rc = s_rotate(ctx, tb)) != 0) {
+            s_count(&tb->dropped, 1);
+            pthread_mutex_unlock(&tb->mu);
+            return NULL;
+        }
+    }
+    return tb->batch;
+}
+
+telem_qbatch_t *
+tapi_batch(tapi_tbuf_t *tb)
+{
+    return tb->batch;
+}
+
+void
+tapi_unlock(tapi_tbuf_t *tb, int queued)
+{
+    if (queued)
+        s_count(&tb->queued, 1);
+    pthread_mutex_unlock(&tb->mu);
+}
+
+tapi_pcache_t *
+tapi_pcache(tapi_tbuf_t *tb)
+{
+    return &tb->pcache;
+}
+
+void
+tapi_count_invalid(void)
+{
+    s_invalid();
+}
+
+uint32_t
+tapi_put(telem_qbatch_t *b, const char *s, size_t len)
+{
+    return s_put(b, s, len);
 }

@@ -3,6 +3,8 @@
  *   #include <telem/telem.h>
  *   telem_add_data("loss", loss, 0, 1);          // 0 = now, level 1
  *   telem_add_data_tags("step_time", dt, 0, 2, 2, "phase", "fwd", "rank", "3");
+ *   telem_counter_add("bytes_read_total{file=\"a\"}", n);  // node-wide sum
+ *   telem_gauge_set("queue_depth{queue=\"in\"}", depth);   // per process
  *   telem_finalize();                            // at exit: flush, confirmed
  *
  * Calls never block and never fail the application: samples are batched in
@@ -43,9 +45,41 @@ int telem_add_data(const char *metric, double value, int64_t ts_ns, int level);
 int telem_add_data_tags(const char *metric, double value, int64_t ts_ns,
                         int level, int ntags, ...);
 
+/* Adds delta (finite, >= 0) to a counter of this node.  `name` is a
+ * Prometheus-style metric name, optionally followed by labels as tau
+ * writes them: strace_hits_total{scall="read"}.  Increments from every
+ * process of the node are summed by telemd into one node series (no
+ * pid tag).  Non-blocking, batched, thread-safe like telem_add_data.
+ * Returns 0, 1 (level-filtered), or a negative telem_err_t
+ * (TELEM_EINVAL for a bad name or labels, TELEM_EFULL). */
+int telem_counter_add(const char *name, double delta);
+/* Sets a gauge of this process (a per-process series, pid tag kept). */
+int telem_gauge_set(const char *name, double value);
+/*
+ * Both push calls, in detail:
+ *  - name: metric [a-zA-Z_:][a-zA-Z0-9_:]* (1-255 bytes), then optionally
+ *    {key="value",...}: keys [a-zA-Z_][a-zA-Z0-9_]* not starting with
+ *    "__" and not "host" or "pid", each once, at most 8; values UTF-8 of
+ *    at most 255 bytes with \ " and 
+ escaped; no blanks; at most 4096
+ *    bytes in all.  A label with an empty value is left out.  The
+ *    string is copied; it is parsed once per batch, so pushing the same
+ *    string again is cheap.
+ *  - Pushes are level-1 user metrics: with TELEM_LEVEL=0 they return 1.
+ *  - A counter's node series carries host and the labels only; its
+ *    value is the node's running total since telemd started.  Increments
+ *    of one counter within a batch are merged before they are sent.
+ *  - A gauge's series carries host, pid, rank (when set) and the labels,
+ *    exactly as telem_add_data_tags() would record it.
+ *  - TELEM_ESTATE after telem_finalize(); a value that is not finite, a
+ *    negative delta, a NULL or malformed name: TELEM_EINVAL, counted in
+ *    telem_stats()'s `invalid`. */
+
 /* Describes a metric for listings (telem_client -l): type is "gauge" or
  * "counter", unit may be "" and doc is a sentence.  Sent once, not per
- * sample.  Same return values as telem_add_data(). */
+ * sample.  A name with labels (as the push calls take) describes its
+ * metric: every label set of a metric shares one description.  Same
+ * return values as telem_add_data(). */
 int telem_describe(const char *metric, const char *type, const char *unit,
                    const char *doc);
 
@@ -73,6 +107,8 @@ typedef struct {
     uint64_t sent;         /* samples handed to ZeroMQ */
     uint64_t dropped;      /* samples lost: queue full, no telemd, errors */
     uint64_t filtered;     /* samples skipped by the level */
+    uint64_t invalid;      /* calls refused with TELEM_EINVAL: bad names,
+                              labels, tags, values or levels */
 } telem_stats_t;
 
 /* Counters since telem_init(); thread-safe snapshot. */

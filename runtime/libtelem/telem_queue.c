@@ -38,6 +38,7 @@ struct telem_queue {
     int64_t flush_deadline;
     int stop;
     int sender_gone;
+    _Atomic uint32_t gens;          /* batch generations handed out */
 };
 
 static void
@@ -113,6 +114,7 @@ telem_queue_take_free(telem_queue_t *q)
     b->used = 0;
     b->last_name = 0;
     b->last_len = 0;
+    b->gen = atomic_fetch_add_explicit(&q->gens, 1, memory_order_relaxed) + 1;
     return b;
 }
 

@@ -174,6 +174,7 @@ s_encode_samples(telem_sender_t *self, const telem_qbatch_t *b,
         telem_sample_t *s = &self->samples[i];
         s->metric = b->arena + q->name;
         s->level = q->level;
+        s->kind = q->kind;
         s->ts_ns = q->ts_ns;
         s->value = q->value;
         s->ntags = q->ntags;

@@ -62,7 +62,21 @@ typedef enum {
     TELEM_MSG_ERROR = 7         /* error reply to any request */
 } telem_msg_type_t;
 
-/* One measurement.  level is the telemetry level it was recorded at (1-4). */
+/* What a sample's value means (docs/protocol.md, "batch"). */
+typedef enum {
+    /* A measurement of the sending process: stored as it is, with the
+     * batch's tags (pid, rank) and the sample's own. */
+    TELEM_SAMPLE_VALUE = 0,
+    /* An increment (finite, >= 0) of a counter of the node: telemd adds it
+     * to the running total of the node series named by the metric and the
+     * sample's own tags only (the batch's per-process tags are not used)
+     * and stores the new total. */
+    TELEM_SAMPLE_COUNTER_ADD = 1
+} telem_sample_kind_t;
+
+/* One measurement.  level is the telemetry level it was recorded at (1-4).
+ * kind is a telem_sample_kind_t; a decoder passes on any value 0-255 and
+ * leaves refusing an unknown one to the receiver. */
 typedef struct {
     const char *metric;
     const telem_tag_t *tags;   /* tags of this sample only; may be NULL */
@@ -70,6 +84,7 @@ typedef struct {
     uint8_t level;
     int64_t ts_ns;             /* realtime nanoseconds */
     double value;
+    uint8_t kind;              /* 0 (TELEM_SAMPLE_VALUE) unless set */
 } telem_sample_t;
 
 /* Samples from one source.  `tags` apply to every sample (pid, rank, ...).

@@ -73,11 +73,21 @@ s_dec_sample(telem_proto_decoder_t *d, telem_rd_t *r, telem_sample_t *s)
     s->level = (uint8_t) level;
     s->ntags = 0;
     s->tags = NULL;
+    s->kind = TELEM_SAMPLE_VALUE;
     if (n >= 5 && r->p < r->end && *r->p == 0xc0)
         r->p++;
     else if (n >= 5 && (rc = tp_dec_tags(d, r, &s->ntags)) != 0)
         return rc;
-    for (uint32_t k = 5; k < n; k++)   /* fields of later versions */
+    if (n >= 6) {
+        int64_t kind;
+        if ((rc = tp_rd_i64(r, &kind)) != 0)
+            return tp_fail(d, rc, "kind %s", r->why);
+        if (kind < 0 || kind > 255)
+            return tp_fail(d, TELEM_EPROTO, "kind %lld is not 0-255",
+                           (long long) kind);
+        s->kind = (uint8_t) kind;
+    }
+    for (uint32_t k = 6; k < n; k++)   /* fields of later versions */
         if ((rc = tp_rd_skip(r)) != 0)
             return tp_fail(d, rc, "element %u %s", k, r->why);
     return 0;
@@ -147,14 +157,22 @@ s_enc_sample(telem_proto_encoder_t *e, const telem_sample_t *s)
 {
     if (s->level > 4)
         return TELEM_EINVAL;
-    e->fail |= msgpack_pack_array(&e->pk, s->ntags ? 5 : 4);
+    /* Trailing elements only when needed: a plain sample without tags
+     * stays 4 elements, as version 1 first sent it. */
+    e->fail |= msgpack_pack_array(&e->pk, s->kind ? 6 : s->ntags ? 5 : 4);
     int rc = tp_put_name(e, s->metric);
     if (rc)
         return rc;
     e->fail |= msgpack_pack_int64(&e->pk, s->ts_ns);
     e->fail |= msgpack_pack_double(&e->pk, s->value);
     e->fail |= msgpack_pack_uint8(&e->pk, s->level);
-    return s->ntags ? tp_enc_tags(e, s->tags, s->ntags) : 0;
+    if (s->ntags)
+        rc = tp_enc_tags(e, s->tags, s->ntags);
+    else if (s->kind)
+        e->fail |= msgpack_pack_nil(&e->pk);
+    if (s->kind)
+        e->fail |= msgpack_pack_uint8(&e->pk, s->kind);
+    return rc;
 }
 
 int

@@ -64,7 +64,8 @@ static const tp_field_t s_status_tab[] = {
     TP_F("cap", TP_K_U64, 0, telem_status_t, mem_cap_bytes, 0, 0),
     TP_F("in", TP_K_U64, 0, telem_status_t, ingested, 0, 0),
     TP_F("dr", TP_K_U64, 0, telem_status_t, dropped, 0, 0),
-    TP_F("bad", TP_K_U64, 0, telem_status_t, bad_messages, 0, 0) };
+    TP_F("bad", TP_K_U64, 0, telem_status_t, bad_messages, 0, 0),
+    TP_F("pr", TP_K_U64, 0, telem_status_t, push_refused, 0, 0) };
 
 static const tp_field_t s_error_tab[] = { TP_FV,
     TP_F("id", TP_K_U64, 1, telem_error_msg_t, id, 0, 0),

@@ -33,6 +33,7 @@
  */
 #include "telem_store.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,7 @@ s_series_free(telem_store_t *self, tstore_series_t *s)
         s->next->prev = s->prev;
     m->nseries--;
     self->nseries--;
+    self->ncounters -= s->counter;
     self->npoints -= s->ring.count;
     self->mem -= s->bytes + (uint64_t) s->ring.cap * TELEM_SERIES_POINT_BYTES;
     telem_series_ring_release(&s->ring);
@@ -223,6 +225,7 @@ telem_store_config_default(telem_store_config_t *cfg)
     cfg->mem_cap_bytes = (size_t) 256 << 20;
     cfg->max_series = 100000;
     cfg->max_points_per_series = 1048576;
+    cfg->max_counter_series = 10000;
 }
 
 telem_store_t *
@@ -365,6 +368,28 @@ s_series_get(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
     return 0;
 }
 
+/* Appends one point to series s (expiring its old points first). */
+static int
+s_point(telem_store_t *self, tstore_series_t *s, int64_t ts_ns, double value,
+        int64_t horizon)
+{
+    s_series_expire(self, s, horizon);
+    bool discard;
+    int rc = s_series_room(self, s, ts_ns, &discard);
+    if (rc) {
+        self->dropped++;
+        return rc;
+    }
+    self->appended++;
+    if (discard)
+        return 0;
+    telem_series_ring_add(&s->ring, ts_ns, value);
+    self->npoints++;
+    if (ts_ns > s->last_ts)
+        s->last_ts = ts_ns;
+    return 0;
+}
+
 /* Appends one point to the series of metric and the canonical `tags`;
  * `s` is that series when the caller found it already, else NULL. */
 static int
@@ -383,18 +408,7 @@ s_append_to(telem_store_t *self, const char *metric,
     }
     if (!s && (rc = s_series_get(self, &l, &s)))
         goto refused;
-    s_series_expire(self, s, horizon);
-    bool discard;
-    if ((rc = s_series_room(self, s, ts_ns, &discard)))
-        goto refused;
-    self->appended++;
-    if (discard)
-        return 0;
-    telem_series_ring_add(&s->ring, ts_ns, value);
-    self->npoints++;
-    if (ts_ns > s->last_ts)
-        s->last_ts = ts_ns;
-    return 0;
+    return s_point(self, s, ts_ns, value, horizon);
 refused:
     self->dropped++;
     return rc;
@@ -527,6 +541,75 @@ telem_store_append_tags(telem_store_t *self, const char *metric,
     return s_append(self, metric, &tags->set, ts_ns, value, now_ns);
 }
 
+/* --- counter series ------------------------------------------------------ */
+
+/* Makes metric entry m's meta say counter: a new meta without unit or
+ * doc, or the type of the one it has (its strings kept). */
+static void
+s_counter_meta(telem_store_t *self, tstore_metric_t *m)
+{
+    if (m->has_meta) {
+        m->meta.type = TELEM_METRIC_COUNTER;
+        return;
+    }
+    telem_meta_t meta = { m->name, TELEM_METRIC_COUNTER, "", "" };
+    telem_store_describe(self, &meta);  /* at the cap: listed as a gauge */
+}
+
+/* Finds the series `l` names, or makes it while counter series are under
+ * their cap, and marks it a counter series. */
+static int
+s_counter_series(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
+{
+    const telem_series_tags_t *tags = l->tags;
+    tstore_series_t *s = self->hot;
+    if (!s || !telem_series_key_is(&s->key, l->metric, l->mlen + 1,
+                                   tags->bytes, tags->len)) {
+        l->mhash = tstore_metric_hash(l->metric, l->mlen);
+        l->hash = telem_series_hash_pair(l->mhash, tags->hash);
+        s = (tstore_series_t *) telem_series_index_find(
+            &self->series_tab, l->hash, l->metric, l->mlen + 1, tags->bytes,
+            tags->len);
+        if (!s && self->ncounters >= self->cfg.max_counter_series)
+            return TELEM_EFULL;
+        int rc = s ? 0 : s_series_create(self, l, &s);
+        if (rc)
+            return rc;
+        self->hot = s;
+    }
+    if (!s->counter) {
+        s->counter = true;
+        s->total = 0;
+        self->ncounters++;
+        s_counter_meta(self, s->metric);
+    }
+    *out = s;
+    return 0;
+}
+
+int
+telem_store_counter_add(telem_store_t *self, const char *metric,
+                        const telem_tag_t *tags, uint32_t ntags,
+                        int64_t ts_ns, double delta, int64_t now_ns)
+{
+    if (!self)
+        return TELEM_EINVAL;
+    telem_series_tags_set(&self->scratch, tags, ntags);
+    s_lookup_t l = { .metric = metric, .tags = &self->scratch };
+    tstore_series_t *s;
+    int rc = TELEM_EINVAL;
+    if (!isfinite(delta) || delta < 0 || self->scratch.rc
+        || !telem_series_name_ok(metric, 0, &l.mlen)
+        || (rc = s_counter_series(self, &l, &s)) != 0) {
+        self->dropped++;
+        return rc;
+    }
+    s->total += delta;
+    int64_t horizon = tstore_horizon(self, now_ns);
+    int64_t ts = ts_ns > s->last_ts ? ts_ns : s->last_ts;
+    return s_point(self, s, ts < horizon ? now_ns : ts, s->total, horizon);
+}
+
 /* After expiry: frees an empty ring, or halves a mostly empty one. */
 static void
 s_series_shrink(telem_store_t *self, tstore_series_t *s)
@@ -552,11 +635,15 @@ telem_store_expire(telem_store_t *self, int64_t now_ns)
     /* A series is freed once it has been empty for a whole window, i.e.
      * when its newest point fell out of the window a window ago. */
     int64_t free_before = tstore_sub_sat(horizon, self->cfg.window_ns);
+    /* Counter series get their total again before it gets that old. */
+    int64_t refresh_before = tstore_sub_sat(now_ns, self->cfg.window_ns / 2);
     uint64_t removed = 0;
     for (tstore_metric_t *m = self->metrics, *mnext; m; m = mnext) {
         mnext = m->next;
         for (tstore_series_t *s = m->series, *snext; s; s = snext) {
             snext = s->next;
+            if (s->counter && s->last_ts < refresh_before)
+                s_point(self, s, now_ns, s->total, horizon);
             removed += s_series_expire(self, s, horizon);
             if (s->ring.count == 0 && s->last_ts < free_before)
                 s_series_free(self, s);
@@ -645,6 +732,7 @@ void
 telem_store_stats(const telem_store_t *self, telem_store_stats_t *out)
 {
     out->nseries = self->nseries;
+    out->ncounters = self->ncounters;
     out->npoints = self->npoints;
     out->mem_bytes = self->mem;
     out->mem_cap_bytes = self->cfg.mem_cap_bytes;

@@ -46,10 +46,12 @@ typedef struct {
     size_t mem_cap_bytes;            /* default 256 MiB */
     uint32_t max_series;             /* default 100000 */
     uint32_t max_points_per_series;  /* default 1048576 */
+    uint32_t max_counter_series;     /* default 10000; 0: none */
 } telem_store_config_t;
 
 typedef struct {
     uint64_t nseries;
+    uint64_t ncounters;       /* counter series among nseries */
     uint64_t npoints;
     uint64_t mem_bytes;       /* bytes accounted against the cap */
     uint64_t mem_cap_bytes;
@@ -94,6 +96,33 @@ int64_t telem_store_window(const telem_store_t *self);
 int telem_store_append(telem_store_t *self, const char *metric,
                        const telem_tag_t *tags, uint32_t ntags,
                        int64_t ts_ns, double value, int64_t now_ns);
+
+/* Adds `delta` (finite, >= 0) to the running total of the counter series
+ * of metric and tags (tags as for telem_store_append()) and appends the
+ * new total as a point: the series' value is the sum of every increment
+ * it was given since it was made.  The series is made, as a counter
+ * series, by its first increment (a series already made by appends
+ * becomes one, its total starting at 0 there); its metric is described
+ * as a counter unless it was described otherwise, and is then made a
+ * counter keeping its unit and doc.
+ *
+ * Time: points of a counter stay in increment order, so a point is
+ * stamped max(ts_ns, the series' newest time), or now_ns when that is
+ * older than the window: an increment is never dropped as late.
+ * Lifetime: the total lasts as long as the store.  A counter series is
+ * never freed by expiry: telem_store_expire() appends its total again at
+ * now_ns once its newest point is older than half the window, so the
+ * series always has points in the window (a counter is always listed).
+ * Bound: at most max_counter_series counter series (and max_series
+ * series of every kind, and the memory cap): an increment that would
+ * make one more is refused with TELEM_EFULL.  The total is kept even
+ * when its point cannot be (memory cap): the next point carries it.
+ * Returns 0, TELEM_EINVAL (bad metric or tags as for
+ * telem_store_append(), a negative or non-finite delta), TELEM_EFULL or
+ * TELEM_ENOMEM; every refusal is counted in dropped. */
+int telem_store_counter_add(telem_store_t *self, const char *metric,
+                            const telem_tag_t *tags, uint32_t ntags,
+                            int64_t ts_ns, double delta, int64_t now_ns);
 
 /* A prepared tag set: tags put once into the canonical form a series key
  * uses (validated, sorted by key, a repeated key keeping its last value,
@@ -160,6 +189,8 @@ const telem_meta_t *telem_store_meta(const telem_store_t *self,
 
 /* Removes every point older than now_ns - window, and series left empty
  * for a whole window; shrinks rings and indexes that became sparse.
+ * Appends the total of each counter series whose newest point is older
+ * than half the window again, at now_ns (telem_store_counter_add()).
  * O(number of series).  Returns the number of points removed. */
 uint64_t telem_store_expire(telem_store_t *self, int64_t now_ns);
 

@@ -3,8 +3,8 @@
  *
  * The store is split by responsibility:
  *   telem_store.c        life cycle, metric entries and series, appends
- *                        (one by one and many at a time), expiry, metas,
- *                        counters
+ *                        (one by one and many at a time), counter series,
+ *                        expiry, metas, counters
  *   telem_store_query.c  walking the series that match a query
  *   telem_series.c       the building blocks: key index, tag sets, rings
  * Internal names carry the tstore_ prefix (s_ stays for file statics).
@@ -33,6 +33,8 @@ struct tstore_series {
     tstore_metric_t *metric;
     telem_series_ring_t ring;
     int64_t last_ts;        /* newest timestamp ever stored */
+    double total;           /* counter series: the running total */
+    bool counter;           /* made by telem_store_counter_add() */
     size_t bytes;           /* this allocation, as accounted */
     uint32_t ntags;
     telem_tag_t tags[];     /* then the key bytes */
@@ -61,6 +63,7 @@ struct telem_store {
     telem_series_index_t metric_tab;
     tstore_metric_t *metrics;
     uint64_t nseries, npoints, mem;
+    uint64_t ncounters;     /* counter series among nseries */
     uint64_t appended, dropped, expired, evicted;
     int64_t *q_ts;          /* query scratch for ranges that wrap */
     double *q_val;

@@ -7,6 +7,8 @@
  * time, so the common case pays for sorting and copying tags once per
  * batch and the store can overlap the lookups of many series; a sample
  * with tags of its own has them merged with the batch's, per sample.
+ * Counter increments (pushed by telem_counter_add()) go to the node's
+ * counter series (telemd_push.c).
  * Requests: queries walk the store and are answered with one reply frame
  * (cut, and marked truncated, before the protocol's size limit); control
  * requests read or change the agent's state.  End-of-stream tokens from
@@ -27,6 +29,7 @@
 #include "telem_sampler.h"
 #include "telem_store.h"
 #include "telem_time.h"
+#include "telemd_push.h"
 
 #define S_TOKENS 1024                  /* remembered end-of-stream tokens */
 #define S_REPLY_BUDGET (TELEM_PROTO_MAX_MSG - (1u << 20))
@@ -69,6 +72,7 @@ struct telemd_agent {
     void *sampler_state[S_NSAMPLERS];
     int64_t sample_now;                /* timestamp for emitted samples */
     uint64_t bad_messages;
+    telemd_push_t *push;               /* counter increments, refusals */
     uint64_t queue_depth;
     uint64_t tokens[S_TOKENS];
     uint32_t token_next;
@@ -143,10 +147,12 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     self->dec = telem_proto_decoder_new();
     self->enc = telem_proto_encoder_new();
     self->batch_tags = telem_store_tags_new();
+    if (self->store && self->node)
+        self->push = telemd_push_new(self->store, self->node);
     if (self->store)
         rc = TELEM_ENOMEM;     /* whatever else is missing */
     if (!self->node || !self->store || !self->dec || !self->enc
-        || !self->batch_tags) {
+        || !self->batch_tags || !self->push) {
         telemd_agent_destroy(&self);
         goto out;
     }
@@ -191,6 +197,7 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     telem_proto_decoder_destroy(&self->dec);
     telem_proto_encoder_destroy(&self->enc);
     telem_store_tags_destroy(&self->batch_tags);
+    telemd_push_destroy(&self->push);
     free(self->node);
     free(self);
     *self_p = NULL;
@@ -266,6 +273,11 @@ s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
         const telem_sample_t *s = &b->samples[i];
         if (self->level == 0 || s->level > self->level) {
             dropped++;
+            continue;
+        }
+        if (s->kind != TELEM_SAMPLE_VALUE) {
+            s_flush_pending(self, now);
+            telemd_push_sample(self->push, s, now);
             continue;
         }
         if (s->ntags > 0) {
@@ -512,6 +524,7 @@ s_status(telemd_agent_t *self, telem_status_t *st)
         .ingested = ss.appended,
         .dropped = ss.dropped,
         .bad_messages = self->bad_messages,
+        .push_refused = telemd_push_refused(self->push),
     };
 }
 
