@@ -31,7 +31,7 @@
 #include "telem_error.h"
 #include "telem_prom.h"
 
-/* --- building snapshots ----------------------------------------------------- */
+/* --- building snapshots --------------------------------------------------- */
 
 typedef struct {
     const char *metric;
@@ -90,7 +90,7 @@ s_render(const s_def_t *defs, size_t n, telem_prom_format_t format,
     return out;
 }
 
-/* --- golden output ---------------------------------------------------------- */
+/* --- golden output -------------------------------------------------------- */
 
 #define S_TS INT64_C(1700000000123456789)
 
@@ -211,7 +211,7 @@ s_test_timestamps(void)
     free(t);
 }
 
-/* --- names and escaping ------------------------------------------------------ */
+/* --- names and escaping --------------------------------------------------- */
 
 static void
 s_check_name(bool label, const char *in, const char *want)
@@ -270,7 +270,7 @@ s_test_escaping(void)
     free(t);
 }
 
-/* --- what is left out ---------------------------------------------------------- */
+/* --- what is left out ----------------------------------------------------- */
 
 static void
 s_test_conflicts(void)
@@ -338,7 +338,7 @@ s_test_snap_edges(void)
     telem_prom_snap_destroy(&snap);       /* NULL is fine */
 }
 
-/* --- a strict reader of the output ------------------------------------------ */
+/* --- a strict reader of the output ---------------------------------------- */
 
 static bool
 s_valid_utf8(const unsigned char *p, size_t n)
@@ -510,7 +510,7 @@ s_test_bad_blocks(void)
     free(block);
 }
 
-/* --- HTTP ---------------------------------------------------------------------- */
+/* --- HTTP ----------------------------------------------------------------- */
 
 static void
 s_test_negotiate(void)
@@ -539,7 +539,8 @@ s_test_negotiate(void)
         { "application/openmetrics-text;q=0.5, text/plain", TELEM_PROM_TEXT },
         { "application/openmetrics-text;q=abc", TELEM_PROM_TEXT },
         { "application/openmetrics-text;q=1.5", TELEM_PROM_TEXT },
-        { ";;;,,,=,;q=,application/openmetrics-text;;q", TELEM_PROM_OPENMETRICS },
+        { ";;;,,,=,;q=,application/openmetrics-text;;q",
+          TELEM_PROM_OPENMETRICS },
         { ",,,,;;;;====\"\"\"", TELEM_PROM_TEXT },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -100,7 +100,7 @@ s_resp_free(s_resp_t *r)
     r->body = NULL;
 }
 
-/* --- a telemd and its ingest ------------------------------------------------ */
+/* --- a telemd and its ingest ---------------------------------------------- */
 
 typedef struct {
     telemd_t *d;
@@ -167,7 +167,8 @@ test_answers(s_node_t *nd)
     CHECK_INT(r.body_len, 0);
     s_resp_free(&r);
     s_http(nd->port, "GET", "/metrics?timestamps=1", "", &r);
-    CHECK(strstr(r.body, "http_test{host=\"h1\",where=\"a\\\"b\\\\c\"} 42.5 1"));
+    CHECK(strstr(r.body,
+                 "http_test{host=\"h1\",where=\"a\\\"b\\\\c\"} 42.5 1"));
     s_resp_free(&r);
     s_http(nd->port, "POST", "/metrics", "", &r);
     CHECK_INT(r.status, 405);

@@ -327,8 +327,9 @@ s_metrics_target(launch_job_node_t *nd, const char *node, const char *url)
     size_t hlen = (size_t) (port - host);
     int any = (hlen == 7 && strncmp(host, "0.0.0.0", 7) == 0)
               || (hlen == 4 && strncmp(host, "[::]", 4) == 0);
-    snprintf(nd->metrics, sizeof nd->metrics, "%.*s%.*s", any ? 255 : (int) hlen,
-             any ? node : host, (int) (len - hlen), port);
+    snprintf(nd->metrics, sizeof nd->metrics, "%.*s%.*s",
+             any ? 255 : (int) hlen, any ? node : host, (int) (len - hlen),
+             port);
 }
 
 /* One line of telemd's start-up output. */

@@ -74,6 +74,20 @@ s_prom_paths(launch_job_t *self, char *why, size_t why_size)
     return 0;
 }
 
+/* The Prometheus files' paths, and a first writing of both (no target
+ * yet), so a path that cannot be written fails the start. */
+static int
+s_prom_open(launch_job_t *self, char *why, size_t why_size)
+{
+    int rc = s_prom_paths(self, why, why_size);
+    if (rc == 0 && (rc = launch_job_files_write_prometheus(self)) != 0)
+        snprintf(why, why_size, "cannot write %s: %s", self->prom_config,
+                 strerror(errno));
+    if (rc)
+        self->prom_config[0] = '\0';     /* nothing to write at the end */
+    return rc;
+}
+
 int
 launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
 {
@@ -99,13 +113,8 @@ launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
         return rc;
     }
     if (self->cfg.prometheus_config &&
-        ((rc = s_prom_paths(self, why, why_size)) != 0 ||
-         (rc = launch_job_files_write_prometheus(self)) != 0)) {
-        if (rc == TELEM_EIO)
-            snprintf(why, why_size, "cannot write %s: %s", self->prom_config,
-                     strerror(errno));
+        (rc = s_prom_open(self, why, why_size)) != 0)
         return rc;
-    }
     /* Endpoints of an earlier job's servers are stale: the servers of
        this one register afresh (their data stays in their logs). */
     if (unlink(self->dict_nodefile) != 0 && errno != ENOENT)

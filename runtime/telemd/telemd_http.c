@@ -100,7 +100,7 @@ s_true_arg(const char *v)
 
 /* Renders the block of `msg` and replies with it, gzip'd if allowed. */
 static void
-s_reply_metrics(telem_http_req_t *r, zmq_msg_t *msg)
+s_reply_metrics(telemd_http_t *self, telem_http_req_t *r, zmq_msg_t *msg)
 {
     telem_prom_opts_t o = {
         .format = telem_prom_negotiate(telem_http_req_header(r, "Accept")),
@@ -108,12 +108,20 @@ s_reply_metrics(telem_http_req_t *r, zmq_msg_t *msg)
     };
     char *text = NULL, *gz = NULL;
     size_t len = 0, gz_len = 0;
+    telem_prom_stats_t st;
     int rc = telem_prom_render(zmq_msg_data(msg), zmq_msg_size(msg), &o,
-                               &text, &len, NULL);
+                               &text, &len, &st);
     if (rc) {
         telem_http_reply_error(r, 500, "Internal Server Error",
                                telem_strerror(rc));
         return;
+    }
+    if (st.skipped) {
+        char what[128];
+        snprintf(what, sizeof what, "%zu series left out: their names "
+                 "or labels collide once mapped (docs/prometheus.md)",
+                 st.skipped);
+        s_warn(self, what);
     }
     telem_http_req_add_header(r, "Vary", "Accept, Accept-Encoding");
     const char *type = telem_prom_content_type(o.format);
@@ -158,7 +166,7 @@ s_handle(telem_http_req_t *r, void *arg)
                                    : telem_strerror(rc));
         return;
     }
-    s_reply_metrics(r, &msg);
+    s_reply_metrics(self, r, &msg);
     zmq_msg_close(&msg);
 }
 
