@@ -274,7 +274,10 @@ void
 launch_job_on_ready(launch_job_t *self, size_t i)
 {
     self->ac_stale = 1;
-    launch_job_files_write_prometheus(self);     /* a new /metrics port */
+    /* A telemd ready after the start (a reserve's, a restarted one's) has
+       a new /metrics port; the start itself writes every file once. */
+    if (self->phase != LAUNCH_PHASE_STARTING)
+        launch_job_files_write_prometheus(self);
     telem_log(TELEM_LOG_DEBUG, "%s: telemd %s, telem_dictd %s",
               launch_state_name(self->state, i),
               self->nodes[i].ready ? self->nodes[i].endpoint : "not ready",
