@@ -60,7 +60,9 @@ telemd_pid() {
 reset_out() { rm -rf "$OUT"; mkdir "$OUT"; }
 
 # --- command line --------------------------------------------------------
-"$L" --help | grep -q "Exit status" || fail "--help does not list exit codes"
+# (read whole: grep -q would leave the longer help's last write to SIGPIPE)
+"$L" --help >"$T/help.txt" && grep -q "Exit status" "$T/help.txt" \
+    || fail "--help does not list exit codes"
 expect_rc 2 "$L" --local 4 --nodes 3 --idle 2 -- true 2>"$T/usage.err"
 grep -q "plus --idle 2 needs 5 nodes, the allocation has 4" "$T/usage.err" \
     || fail "no clear message for N + K > allocation"

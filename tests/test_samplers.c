@@ -264,16 +264,16 @@ s_check_first_call(const recorder_t *r, int chowned)
     CHECK_EQ(s_value(r, "load_average", NULL), 0.5);
     CHECK_EQ(s_value(r, "load_average_5", NULL), 1.25);
     CHECK_EQ(s_value(r, "load_average_15", NULL), 2.75);
-    CHECK_EQ(s_value(r, "uptime_s", NULL), 12345.67);
+    CHECK_EQ(s_value(r, "uptime_seconds", NULL), 12345.67);
     CHECK_EQ(s_value(r, "procs_running", NULL), 3.0);
     CHECK_EQ(s_value(r, "num_running_processes", NULL), chowned ? 2.0 : 3.0);
     /* The first call has no rates. */
     CHECK(!s_find(r, "cpu_percent", NULL));
-    CHECK(!s_find(r, "context_switches_per_s", NULL));
-    CHECK(!s_find(r, "net_rx_bytes_per_s", NULL));
-    CHECK(!s_find(r, "net_tx_bytes_per_s", NULL));
-    CHECK(!s_find(r, "disk_read_bytes_per_s", NULL));
-    CHECK(!s_find(r, "disk_write_bytes_per_s", NULL));
+    CHECK(!s_find(r, "context_switches_per_second", NULL));
+    CHECK(!s_find(r, "net_rx_bytes_per_second", NULL));
+    CHECK(!s_find(r, "net_tx_bytes_per_second", NULL));
+    CHECK(!s_find(r, "disk_read_bytes_per_second", NULL));
+    CHECK(!s_find(r, "disk_write_bytes_per_second", NULL));
 }
 
 static void
@@ -308,16 +308,16 @@ s_check_second_call(const recorder_t *r)
 {
     /* 25 % busy: 50 of 200 jiffies; guest time (already in user) ignored. */
     CHECK_EQ(s_value(r, "cpu_percent", NULL), 25.0);
-    CHECK_EQ(s_value(r, "context_switches_per_s", NULL), 1000.0);
-    CHECK_EQ(s_value(r, "net_rx_bytes_per_s", "eth0"), 1000.0);
-    CHECK_EQ(s_value(r, "net_tx_bytes_per_s", "eth0"), 250.0);
+    CHECK_EQ(s_value(r, "context_switches_per_second", NULL), 1000.0);
+    CHECK_EQ(s_value(r, "net_rx_bytes_per_second", "eth0"), 1000.0);
+    CHECK_EQ(s_value(r, "net_tx_bytes_per_second", "eth0"), 250.0);
     /* ib0's rx counter went down: no rx rate; tx still has one. */
-    CHECK(!s_find(r, "net_rx_bytes_per_s", "ib0"));
-    CHECK_EQ(s_value(r, "net_tx_bytes_per_s", "ib0"), 50.0);
-    CHECK(!s_find(r, "net_rx_bytes_per_s", "lo"));
-    CHECK_EQ(s_count(r, "net_rx_bytes_per_s"), 1);
-    CHECK_EQ(s_count(r, "net_tx_bytes_per_s"), 2);
-    const rec_t *e = s_find(r, "net_tx_bytes_per_s", "ib0");
+    CHECK(!s_find(r, "net_rx_bytes_per_second", "ib0"));
+    CHECK_EQ(s_value(r, "net_tx_bytes_per_second", "ib0"), 50.0);
+    CHECK(!s_find(r, "net_rx_bytes_per_second", "lo"));
+    CHECK_EQ(s_count(r, "net_rx_bytes_per_second"), 1);
+    CHECK_EQ(s_count(r, "net_tx_bytes_per_second"), 2);
+    const rec_t *e = s_find(r, "net_tx_bytes_per_second", "ib0");
     CHECK(e && strcmp(e->tag_key, "iface") == 0 && e->ntags == 1);
 }
 
@@ -330,19 +330,19 @@ s_check_disks(const recorder_t *r, const char *const *whole, size_t nwhole)
         "sda", "sda1", "loop0", "ram0", "zram0", "nvme0n1", "nvme0n1p1",
         "nvme0n10", "dm-0", "mmcblk0", "mmcblk0p1", "sdp", "sdp2"
     };
-    CHECK_EQ(s_count(r, "disk_read_bytes_per_s"), nwhole);
-    CHECK_EQ(s_count(r, "disk_write_bytes_per_s"), nwhole);
+    CHECK_EQ(s_count(r, "disk_read_bytes_per_second"), nwhole);
+    CHECK_EQ(s_count(r, "disk_write_bytes_per_second"), nwhole);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         int expected = 0;
         for (size_t j = 0; j < nwhole; j++)
             expected |= strcmp(all[i], whole[j]) == 0;
-        const rec_t *rd = s_find(r, "disk_read_bytes_per_s", all[i]);
+        const rec_t *rd = s_find(r, "disk_read_bytes_per_second", all[i]);
         CHECK((rd != NULL) == expected);
         if (!rd || !expected)
             continue;
         CHECK(strcmp(rd->tag_key, "disk") == 0);
         CHECK_EQ(rd->value, 2000.0 * (double) (i + 1) * 512 / 2);
-        CHECK_EQ(s_value(r, "disk_write_bytes_per_s", all[i]),
+        CHECK_EQ(s_value(r, "disk_write_bytes_per_second", all[i]),
                  4000.0 * (double) (i + 1) * 512 / 2);
     }
 }
@@ -355,22 +355,22 @@ s_check_later_calls(void *st, recorder_t *r, const char *proc, int64_t t0)
     /* Interfaces come and go: a new one has no rate on first sight. */
     s_write_netdev(proc, 3);
     CHECK(s_sample(&telem_sampler_proc, st, t0 + 3 * NS_S, r) == 0);
-    CHECK_EQ(s_value(r, "net_rx_bytes_per_s", "eth0"), 500.0);
-    CHECK_EQ(s_value(r, "net_tx_bytes_per_s", "eth0"), 100.0);
-    CHECK(!s_find(r, "net_rx_bytes_per_s", "eth1"));
-    CHECK(!s_find(r, "net_tx_bytes_per_s", "ib0"));
+    CHECK_EQ(s_value(r, "net_rx_bytes_per_second", "eth0"), 500.0);
+    CHECK_EQ(s_value(r, "net_tx_bytes_per_second", "eth0"), 100.0);
+    CHECK(!s_find(r, "net_rx_bytes_per_second", "eth1"));
+    CHECK(!s_find(r, "net_tx_bytes_per_second", "ib0"));
     CHECK(!s_find(r, "cpu_percent", NULL));     /* no jiffies passed */
-    CHECK_EQ(s_value(r, "disk_read_bytes_per_s", "sda"), 0.0);
+    CHECK_EQ(s_value(r, "disk_read_bytes_per_second", "sda"), 0.0);
 
     /* A clock step backwards gives no rates, and the next call measures
      * from the step. */
     CHECK(s_sample(&telem_sampler_proc, st, t0 + 1 * NS_S, r) == 0);
-    CHECK(!s_find(r, "net_rx_bytes_per_s", NULL));
-    CHECK(!s_find(r, "context_switches_per_s", NULL));
+    CHECK(!s_find(r, "net_rx_bytes_per_second", NULL));
+    CHECK(!s_find(r, "context_switches_per_second", NULL));
     s_write_netdev(proc, 3);
     CHECK(s_sample(&telem_sampler_proc, st, t0 + 5 * NS_S, r) == 0);
-    CHECK_EQ(s_value(r, "net_rx_bytes_per_s", "eth1"), 0.0);
-    CHECK_EQ(s_value(r, "context_switches_per_s", NULL), 0.0);
+    CHECK_EQ(s_value(r, "net_rx_bytes_per_second", "eth1"), 0.0);
+    CHECK_EQ(s_value(r, "context_switches_per_second", NULL), 0.0);
 }
 
 static void
@@ -530,8 +530,8 @@ test_proc_real(void)
     CHECK(s_value(r, "num_running_processes", NULL) >= 1.0);
     CHECK(s_value(r, "load_average", NULL) >= 0.0);
     CHECK(s_value(r, "procs_running", NULL) >= 1.0);   /* this test runs */
-    CHECK(s_value(r, "uptime_s", NULL) > 0.0);
-    CHECK(s_value(r, "context_switches_per_s", NULL) >= 0.0);
+    CHECK(s_value(r, "uptime_seconds", NULL) > 0.0);
+    CHECK(s_value(r, "context_switches_per_second", NULL) >= 0.0);
     for (size_t i = 0; i < r->n; i++) {
         CHECK(r->v[i].value >= 0.0);
         CHECK(strcmp(r->v[i].tag_value, "lo") != 0);

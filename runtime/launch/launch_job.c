@@ -39,6 +39,7 @@ launch_job_config_defaults(launch_job_config_t *cfg)
     cfg->heartbeat_misses = 3;
     cfg->start_timeout_ns = 30 * TELEM_NS_PER_SEC;
     cfg->agg_port = 4242;
+    cfg->metrics_port = -1;
 }
 
 static size_t
@@ -273,6 +274,10 @@ void
 launch_job_on_ready(launch_job_t *self, size_t i)
 {
     self->ac_stale = 1;
+    /* A telemd ready after the start (a reserve's, a restarted one's) has
+       a new /metrics port; the start itself writes every file once. */
+    if (self->phase != LAUNCH_PHASE_STARTING)
+        launch_job_files_write_prometheus(self);
     telem_log(TELEM_LOG_DEBUG, "%s: telemd %s, telem_dictd %s",
               launch_state_name(self->state, i),
               self->nodes[i].ready ? self->nodes[i].endpoint : "not ready",
@@ -307,6 +312,29 @@ s_dictd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
     launch_job_on_ready(self, p->node);
 }
 
+/* Keeps telemd's /metrics URL ("http://HOST:PORT/metrics") as the
+ * Prometheus target HOST:PORT; one bound to every address is reached
+ * through the node's name. */
+static void
+s_metrics_target(launch_job_node_t *nd, const char *node, const char *url)
+{
+    static const char scheme[] = "http://";
+    if (strncmp(url, scheme, sizeof scheme - 1) != 0)
+        return;
+    const char *host = url + sizeof scheme - 1;
+    const char *end = strchr(host, '/');
+    size_t len = end ? (size_t) (end - host) : strlen(host);
+    const char *port = memrchr(host, ':', len);
+    if (!port)
+        return;
+    size_t hlen = (size_t) (port - host);
+    int any = (hlen == 7 && strncmp(host, "0.0.0.0", 7) == 0)
+              || (hlen == 4 && strncmp(host, "[::]", 4) == 0);
+    snprintf(nd->metrics, sizeof nd->metrics, "%.*s%.*s",
+             any ? 255 : (int) hlen, any ? node : host, (int) (len - hlen),
+             port);
+}
+
 /* One line of telemd's start-up output. */
 static void
 s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
@@ -336,6 +364,9 @@ s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
         s_query_endpoint(nd, launch_state_name(self->state, p->node), tab + 1);
     else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
         snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
+    else if (klen == 7 && strncmp(line, "metrics", 7) == 0)
+        s_metrics_target(nd, launch_state_name(self->state, p->node),
+                         tab + 1);
 }
 
 void

@@ -82,6 +82,17 @@ typedef struct {
                                    any free one); -1: no telem_agg */
     const char *agg_bind;       /* telem_agg --bind; NULL: its default */
     const char *agg_token_file; /* telem_agg --token-file, or NULL */
+    int metrics_port;           /* telemd --http-port on every node, GET
+                                   /metrics for Prometheus (0: a free port
+                                   per node); -1: none, the default, which
+                                   launch_job_new() turns into 0 when
+                                   prometheus_config is set */
+    const char *metrics_bind;   /* telemd --http-bind; NULL: its default,
+                                   127.0.0.1 */
+    const char *prometheus_config;  /* a Prometheus configuration scraping
+                                   every node's telemd is written there, its
+                                   targets beside it (launch_job_files.c);
+                                   NULL: none */
     int64_t grace_ns;           /* SIGTERM to SIGKILL */
     int64_t heartbeat_ns;       /* period of status requests; 0: none */
     int64_t heartbeat_timeout_ns;  /* deadline of one status request */

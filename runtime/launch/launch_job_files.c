@@ -20,12 +20,22 @@
  *   <dict node file>           telem_dictd's endpoints ($TELEM_DICT_NODEFILE,
  *                              else <rundir>/dict_nodes): the servers
  *                              register there; removed at start and end
- * The node file and the job file are replaced atomically (write a temporary
- * file, rename), so a reader never sees half of one.
+ *   <prometheus config>        with --prometheus-config FILE: FILE, a
+ *                              Prometheus configuration with one scrape
+ *                              job reading its targets (file_sd) from
+ *   <its targets file>         FILE less ".yml"/".yaml", plus
+ *                              ".targets.yml": every node whose telemd
+ *                              serves /metrics, rewritten whenever one
+ *                              starts or the job changes; left with no
+ *                              target when the job ends
+ * Every file is replaced atomically (write a temporary file, rename), so a
+ * reader (Prometheus watching its targets file too) never sees half of
+ * one.
  */
 #include "launch_job_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +44,49 @@
 
 #include "telem_error.h"
 #include "telem_log.h"
+
+/* The Prometheus files' absolute paths (Prometheus resolves a relative
+ * file_sd path against its configuration's directory, not ours). */
+static int
+s_prom_paths(launch_job_t *self, char *why, size_t why_size)
+{
+    const char *file = self->cfg.prometheus_config;
+    char cwd[PATH_MAX] = "";
+    if (file[0] != '/' && !getcwd(cwd, sizeof cwd)) {
+        snprintf(why, why_size, "cannot resolve %s: %s", file,
+                 strerror(errno));
+        return TELEM_EIO;
+    }
+    int n = snprintf(self->prom_config, sizeof self->prom_config, "%s%s%s",
+                     cwd, *cwd ? "/" : "", file);
+    size_t len = strlen(self->prom_config), stem = len;
+    if (len > 4 && strcmp(self->prom_config + len - 4, ".yml") == 0)
+        stem = len - 4;
+    else if (len > 5 && strcmp(self->prom_config + len - 5, ".yaml") == 0)
+        stem = len - 5;
+    if (n >= (int) sizeof self->prom_config ||
+        snprintf(self->prom_targets, sizeof self->prom_targets,
+                 "%.*s.targets.yml", (int) stem, self->prom_config) >=
+            (int) sizeof self->prom_targets) {
+        snprintf(why, why_size, "--prometheus-config: path too long");
+        return TELEM_EINVAL;
+    }
+    return 0;
+}
+
+/* The Prometheus files' paths, and a first writing of both (no target
+ * yet), so a path that cannot be written fails the start. */
+static int
+s_prom_open(launch_job_t *self, char *why, size_t why_size)
+{
+    int rc = s_prom_paths(self, why, why_size);
+    if (rc == 0 && (rc = launch_job_files_write_prometheus(self)) != 0)
+        snprintf(why, why_size, "cannot write %s: %s", self->prom_config,
+                 strerror(errno));
+    if (rc)
+        self->prom_config[0] = '\0';     /* nothing to write at the end */
+    return rc;
+}
 
 int
 launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
@@ -59,6 +112,9 @@ launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
         self->lock_fd = -1;
         return rc;
     }
+    if (self->cfg.prometheus_config &&
+        (rc = s_prom_open(self, why, why_size)) != 0)
+        return rc;
     /* Endpoints of an earlier job's servers are stale: the servers of
        this one register afresh (their data stays in their logs). */
     if (unlink(self->dict_nodefile) != 0 && errno != ENOENT)
@@ -140,6 +196,83 @@ s_fill_jobfile(const launch_job_t *self, FILE *f)
                 *self->nodes[i].endpoint ? self->nodes[i].endpoint : "-");
 }
 
+/* A YAML double-quoted scalar: quotes, backslashes and control bytes
+ * escaped. */
+static void
+s_yaml_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* A path in a comment line: control bytes shown as '?'. */
+static void
+s_comment_str(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+        fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+}
+
+static void
+s_fill_prom_config(const launch_job_t *self, FILE *f)
+{
+    fprintf(f, "# Prometheus configuration for the telem job of "
+            "telem_launch[%ld]: every\n# node's telemd serves /metrics.  "
+            "Run\n#   prometheus --config.file=", (long) getpid());
+    s_comment_str(f, self->prom_config);
+    fprintf(f, "\n# The targets are in the file named below, which "
+            "telem_launch rewrites\n# whenever a node's telemd starts; "
+            "Prometheus re-reads it by itself.\n# The scrape job can be "
+            "copied into a configuration of your own as it\n# is "
+            "(docs/prometheus.md).\n");
+    fprintf(f, "scrape_configs:\n  - job_name: \"telem\"\n"
+            "    scrape_interval: 1s\n    scrape_timeout: 1s\n"
+            "    file_sd_configs:\n      - files:\n          - ");
+    s_yaml_str(f, self->prom_targets);
+    fprintf(f, "\n");
+}
+
+/* Every node whose telemd serves /metrics; none once the job has ended
+ * (the lock is given back first). */
+static void
+s_fill_prom_targets(const launch_job_t *self, FILE *f)
+{
+    size_t n = 0;
+    fprintf(f, "# targets of the telem job of telem_launch[%ld], rewritten "
+            "as its nodes change\n", (long) getpid());
+    for (size_t i = 0; self->lock_fd >= 0 && i < self->n; i++) {
+        if (!self->nodes[i].telemd || !*self->nodes[i].metrics)
+            continue;
+        fprintf(f, "- targets: [");
+        s_yaml_str(f, self->nodes[i].metrics);
+        fprintf(f, "]\n  labels:\n    node: ");
+        s_yaml_str(f, launch_state_name(self->state, i));
+        fprintf(f, "\n    telem_state: \"%s\"\n", launch_state_node_name(
+                    launch_state_node(self->state, i)));
+        n++;
+    }
+    if (n == 0)
+        fprintf(f, "[]\n");
+}
+
+int
+launch_job_files_write_prometheus(launch_job_t *self)
+{
+    if (!*self->prom_config)
+        return 0;
+    int rc = s_write_atomic(self->prom_config, s_fill_prom_config, self);
+    int rc2 = s_write_atomic(self->prom_targets, s_fill_prom_targets, self);
+    return rc ? rc : rc2;
+}
+
 int
 launch_job_files_write(launch_job_t *self)
 {
@@ -149,7 +282,8 @@ launch_job_files_write(launch_job_t *self)
     int rc2 = s_write_atomic(path, s_fill_jobfile, self);
     snprintf(path, sizeof path, "%s/telemd_nodes", self->launch_dir);
     int rc3 = s_write_atomic(path, s_fill_telemd_nodes, self);
-    return rc ? rc : rc2 ? rc2 : rc3;
+    int rc4 = launch_job_files_write_prometheus(self);
+    return rc ? rc : rc2 ? rc2 : rc3 ? rc3 : rc4;
 }
 
 void
@@ -165,6 +299,7 @@ launch_job_files_close(launch_job_t *self)
         unlink(path);
         close(self->lock_fd);
         self->lock_fd = -1;
+        launch_job_files_write_prometheus(self);    /* no target left */
     }
     if (self->restart_log)
         fclose(self->restart_log);

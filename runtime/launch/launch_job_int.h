@@ -61,6 +61,7 @@ typedef struct {
     int misses;                 /* heartbeat misses in a row */
     int64_t started_ns;         /* when telemd was started (monotonic) */
     char endpoint[TELEM_PATH_MAX];  /* query endpoint */
+    char metrics[TELEM_NAME_MAX + 16]; /* /metrics as HOST:PORT; "" none */
     char reported[TELEM_NAME_MAX + 1]; /* node name telemd printed */
 } launch_job_node_t;
 
@@ -115,6 +116,8 @@ struct launch_job {
     char nodefile[TELEM_PATH_MAX];
     char dict_nodefile[TELEM_PATH_MAX];    /* telem_dictd registers here */
     char restart_ep[TELEM_PATH_MAX + 32];
+    char prom_config[TELEM_PATH_MAX];      /* absolute; "" when none */
+    char prom_targets[TELEM_PATH_MAX + 16];
     char bin_telemd[TELEM_PATH_MAX];
     char bin_dictd[TELEM_PATH_MAX];
     char bin_collect[TELEM_PATH_MAX];
@@ -202,11 +205,21 @@ const char *launch_job_role_name(launch_job_role_t role);
  * Returns 0, or TELEM_ESTATE/TELEM_EIO with a sentence in why. */
 int launch_job_files_open(launch_job_t *self, char *why, size_t why_size);
 
-/* Writes the node file (active nodes) and <launch_dir>/job (all nodes),
- * each atomically.  Returns 0 or TELEM_EIO (logged). */
+/* Writes the node file (active nodes), <launch_dir>/job (all nodes),
+ * <launch_dir>/telemd_nodes and the Prometheus files, each atomically.
+ * Returns 0 or TELEM_EIO (logged). */
 int launch_job_files_write(launch_job_t *self);
 
-/* Removes the node file, the job file and the lock; closes the log. */
+/* With a Prometheus configuration asked for: writes it (one scrape job,
+ * "telem", reading its targets from a file beside it) and the targets
+ * file (every node whose telemd serves /metrics, labels node and
+ * telem_state), each atomically; Prometheus re-reads the targets by
+ * itself.  Returns 0 (also when none is asked for) or TELEM_EIO
+ * (logged). */
+int launch_job_files_write_prometheus(launch_job_t *self);
+
+/* Removes the node file, the job file and the lock; closes the log; leaves
+ * the Prometheus configuration with no target. */
 void launch_job_files_close(launch_job_t *self);
 
 /* Appends one line to the restart log. */

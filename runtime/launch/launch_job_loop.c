@@ -291,6 +291,8 @@ launch_job_new(const launch_job_config_t *cfg, launch_source_t **source_p,
         return NULL;
     }
     self->cfg = *cfg;
+    if (cfg->prometheus_config && cfg->metrics_port < 0)
+        self->cfg.metrics_port = 0;     /* Prometheus needs /metrics */
     self->source = source;
     self->timer = -1;
     self->on_line = launch_job_on_line;

@@ -203,7 +203,9 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
 {
     char level[16];
     snprintf(level, sizeof level, "%d", self->cfg.level);
-    const char *argv[12];
+    char http_port[16];
+    snprintf(http_port, sizeof http_port, "%d", self->cfg.metrics_port);
+    const char *argv[16];
     size_t k = 0;
     argv[k++] = self->bin_telemd;
     if (!launch_source_daemon_names_itself(self->source)) {
@@ -218,11 +220,19 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
         argv[k++] = "--bind";
         argv[k++] = self->cfg.bind_addr;
     }
+    if (self->cfg.metrics_port >= 0) {
+        argv[k++] = "--http-port";
+        argv[k++] = http_port;
+        if (self->cfg.metrics_bind) {
+            argv[k++] = "--http-bind";
+            argv[k++] = self->cfg.metrics_bind;
+        }
+    }
     argv[k] = NULL;
     launch_job_node_t *nd = &self->nodes[i];
     nd->ready = 0;
     nd->misses = 0;
-    nd->endpoint[0] = nd->reported[0] = '\0';
+    nd->endpoint[0] = nd->reported[0] = nd->metrics[0] = '\0';
     nd->started_ns = telem_mono_ns();
     nd->telemd = s_spawn_role(self, i, LAUNCH_ROLE_TELEMD, argv);
     return nd->telemd ? 0 : TELEM_EIO;

@@ -74,6 +74,13 @@ static const char s_usage[] =
 "      --agg-token-file F   telem_agg requires the bearer token in F\n"
 "      --no-agg             do not start telem_agg\n"
 "      --bind ADDR          telemd's TCP query address (default 127.0.0.1)\n"
+"      --metrics-port N     every telemd serves GET /metrics for Prometheus\n"
+"                           on port N (0: a free port per node; default:\n"
+"                           none, or 0 with --prometheus-config)\n"
+"      --metrics-bind ADDR  address of /metrics (default 127.0.0.1)\n"
+"      --prometheus-config FILE  write a Prometheus configuration scraping\n"
+"                           every node's /metrics to FILE, its targets to\n"
+"                           FILE.targets.yml (rewritten as nodes change)\n"
 "      --rundir DIR         run directory (default: $TELEM_RUNDIR,\n"
 "                           $XDG_RUNTIME_DIR/telem or /tmp/telem-UID)\n"
 "      --bindir DIR         where telemd and friends are (default: the\n"
@@ -149,7 +156,8 @@ s_seconds(const char *flag, const char *v, double lo, int64_t *out)
 enum {
     O_SLURM = 256, O_HOSTS, O_BACKOFF, O_GRACE, O_HB, O_HB_TIMEOUT,
     O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_AGG_PORT, O_AGG_BIND,
-    O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL
+    O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL, O_METRICS_PORT,
+    O_METRICS_BIND, O_PROM_CONFIG
 };
 
 static int
@@ -231,6 +239,12 @@ s_option(void *arg, int c, char *v)
     case O_AGG_TOKEN: j->agg_token_file = v; return 0;
     case O_NO_AGG: j->agg_port = -1; return 0;
     case O_BIND: j->bind_addr = v; return 0;
+    case O_METRICS_PORT:
+        if ((rc = s_count("--metrics-port", v, 0, 65535, &n)) == 0)
+            j->metrics_port = (int) n;
+        return rc;
+    case O_METRICS_BIND: j->metrics_bind = v; return 0;
+    case O_PROM_CONFIG: j->prometheus_config = v; return 0;
     case O_RUNDIR: j->rundir = v; return 0;
     case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
     default: return LAUNCH_EXIT_USAGE;
@@ -251,6 +265,9 @@ static const struct option s_opts[] = {
     { "collect", 1, 0, O_COLLECT }, { "bind", 1, 0, O_BIND },
     { "agg-port", 1, 0, O_AGG_PORT }, { "agg-bind", 1, 0, O_AGG_BIND },
     { "agg-token-file", 1, 0, O_AGG_TOKEN }, { "no-agg", 0, 0, O_NO_AGG },
+    { "metrics-port", 1, 0, O_METRICS_PORT },
+    { "metrics-bind", 1, 0, O_METRICS_BIND },
+    { "prometheus-config", 1, 0, O_PROM_CONFIG },
     { "rundir", 1, 0, O_RUNDIR }, { "bindir", 1, 0, O_BINDIR },
     { "log-level", 1, 0, O_LOGLEVEL }, { "help", 0, 0, 'h' },
     { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
@@ -368,6 +385,14 @@ main(int argc, char **argv)
     launch_source_t *src = s_source(&a, &rc);
     if (!src)
         return rc;
+    /* Local nodes share this host: one port cannot serve them all. */
+    if (a.job.metrics_port > 0 && launch_source_count(src) > 1
+        && launch_source_kind(src) == LAUNCH_SOURCE_LOCAL) {
+        launch_source_destroy(&src);
+        return telem_cli_error(S_PROG, "--metrics-port: local nodes share "
+                               "this host; use --metrics-port 0 (a free "
+                               "port per node)");
+    }
     char why[1024] = "";
     int err = 0;
     launch_job_t *job = launch_job_new(&a.job, &src, why, sizeof why, &err);

@@ -116,20 +116,20 @@ static const telem_meta_t s_metrics[] = {
      "job's user, i.e. whose effective uid is the job's."},
     {"procs_running", TELEM_METRIC_GAUGE, "",
      "Runnable tasks on the node, all users (procs_running in /proc/stat)."},
-    {"context_switches_per_s", TELEM_METRIC_GAUGE, "1/s",
+    {"context_switches_per_second", TELEM_METRIC_GAUGE, "1/s",
      "Context switches per second on the node since the previous sample."},
-    {"uptime_s", TELEM_METRIC_GAUGE, "seconds",
+    {"uptime_seconds", TELEM_METRIC_GAUGE, "seconds",
      "Time since the node booted."},
-    {"net_rx_bytes_per_s", TELEM_METRIC_GAUGE, "bytes/s",
+    {"net_rx_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
      "Bytes received per second on a network interface (tag iface; "
      "loopback not reported)."},
-    {"net_tx_bytes_per_s", TELEM_METRIC_GAUGE, "bytes/s",
+    {"net_tx_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
      "Bytes sent per second on a network interface (tag iface; loopback "
      "not reported)."},
-    {"disk_read_bytes_per_s", TELEM_METRIC_GAUGE, "bytes/s",
+    {"disk_read_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
      "Bytes read per second from a whole disk (tag disk; partitions, loop "
      "and ram devices not reported)."},
-    {"disk_write_bytes_per_s", TELEM_METRIC_GAUGE, "bytes/s",
+    {"disk_write_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
      "Bytes written per second to a whole disk (tag disk; partitions, loop "
      "and ram devices not reported)."},
     {NULL, TELEM_METRIC_GAUGE, NULL, NULL}
@@ -260,7 +260,7 @@ s_emit_ctxt(s_proc_t *self, uint64_t ctxt, telem_sampler_emit_fn emit,
             void *arg)
 {
     if (self->have_ctxt && self->dt_s > 0.0 && ctxt >= self->prev_ctxt)
-        emit(arg, "context_switches_per_s", NULL, 0,
+        emit(arg, "context_switches_per_second", NULL, 0,
              (double) (ctxt - self->prev_ctxt) / self->dt_s);
     self->prev_ctxt = ctxt;
     self->have_ctxt = true;
@@ -395,7 +395,7 @@ s_do_uptime(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
     double up;
     if (s_parse_doubles(self->buf, &up, 1) != 1)
         return TELEM_EPROTO;
-    emit(arg, "uptime_s", NULL, 0, up);
+    emit(arg, "uptime_seconds", NULL, 0, up);
     return 0;
 }
 
@@ -490,7 +490,7 @@ static int
 s_do_netdev(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     static const char *const metrics[2] = {
-        "net_rx_bytes_per_s", "net_tx_bytes_per_s"
+        "net_rx_bytes_per_second", "net_tx_bytes_per_second"
     };
     int rc = s_read(self, S_F_NETDEV);
     if (rc != 0)
@@ -564,7 +564,7 @@ static int
 s_do_diskstats(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     static const char *const metrics[2] = {
-        "disk_read_bytes_per_s", "disk_write_bytes_per_s"
+        "disk_read_bytes_per_second", "disk_write_bytes_per_second"
     };
     int rc = s_read(self, S_F_DISKSTATS);
     if (rc != 0)

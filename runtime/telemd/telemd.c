@@ -42,6 +42,11 @@ static const char s_usage[] =
 "  -p, --port PORT        TCP port (default 0: an ephemeral port)\n"
 "      --max-tcp-peers N  TCP connections held at once; more are refused\n"
 "                         (default 512; at most half the open-file limit)\n"
+"      --http-port PORT   serve GET /metrics for Prometheus on this port\n"
+"                         (default: no HTTP server; 0: an ephemeral port,\n"
+"                         printed as 'metrics<TAB>URL')\n"
+"      --http-bind ADDR   numeric address of /metrics (default 127.0.0.1;\n"
+"                         0.0.0.0 or :: for every address)\n"
 "  -m, --mem-cap MIB      memory cap of the store in MiB (default 256)\n"
 "  -N, --nodefile FILE    add this node and its query endpoint to FILE\n"
 "  -u, --job-user USER    user whose processes num_running_processes counts\n"
@@ -52,8 +57,9 @@ static const char s_usage[] =
 "  -h, --help             show this help\n"
 "  -V, --version          show the version\n"
 "\n"
-"On start telemd prints its endpoints, one 'kind<TAB>endpoint' a line, then\n"
-"'ready', and writes the same to RUNDIR/NODE/endpoints.  It stops on\n"
+"On start telemd prints its endpoints, one 'kind<TAB>endpoint' a line (node,\n"
+"ingest, ctl, query, metrics), then 'ready', and writes the same (with its\n"
+"pid) to RUNDIR/NODE/endpoints.  It stops on\n"
 "SIGINT, SIGTERM or a shutdown request (telem_client shutdown).\n"
 "Exit status: 0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n";
 
@@ -65,6 +71,8 @@ typedef struct {
     const char *bind_addr;
     long port;
     const char *nodefile;
+    long http_port;             /* -1: no HTTP server */
+    const char *http_bind;
 } s_args_t;
 
 #define S_PROG "telemd"
@@ -154,6 +162,13 @@ s_option(void *arg, int c, char *v)
                                  "an integer from 1 to 1048576");
         a->cfg.max_tcp_peers = (int) i;
         return 0;
+    case 'H':
+        if (telem_cli_int64(v, 0, 65535, &i))
+            return telem_cli_bad(S_PROG, "--http-port", v,
+                                 "an integer from 0 to 65535");
+        a->http_port = (long) i;
+        return 0;
+    case 'B': a->http_bind = v; return 0;
     case 'P': a->cfg.proc_root = v; return 0;
     case 'G': a->cfg.nvml_library = v; return 0;
     default: return 2;
@@ -170,6 +185,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "nodefile", 1, 0, 'N' }, { "job-user", 1, 0, 'u' },
         { "proc-root", 1, 0, 'P' }, { "nvml-lib", 1, 0, 'G' },
         { "max-tcp-peers", 1, 0, 'M' },
+        { "http-port", 1, 0, 'H' }, { "http-bind", 1, 0, 'B' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
     };
@@ -192,6 +208,8 @@ s_defaults(s_args_t *a)
     a->cfg.job_uid = getuid();
     a->cfg.max_tcp_peers = TELEM_TCP_PEERS_DEFAULT;
     a->bind_addr = "127.0.0.1";
+    a->http_port = -1;
+    a->http_bind = "127.0.0.1";
 }
 
 static int
@@ -223,6 +241,10 @@ s_finish_config(s_args_t *a)
                      a->bind_addr);
         a->cfg.tcp_bind = a->tcp_bind;
     }
+    if (a->http_port >= 0) {
+        a->cfg.http_bind = a->http_bind;
+        a->cfg.http_port = (int) a->http_port;
+    }
     a->cfg.node = a->node;
     a->cfg.rundir = a->rundir;
     return 0;
@@ -237,12 +259,16 @@ s_announce(telemd_t *d, const s_args_t *a)
            telemd_ingest_endpoint(d), telemd_ctl_endpoint(d));
     if (*telemd_tcp_endpoint(d))
         printf("query\t%s\n", telemd_tcp_endpoint(d));
+    if (*telemd_metrics_url(d))
+        printf("metrics\t%s\n", telemd_metrics_url(d));
     printf("ready\n");
     fflush(stdout);
     telem_log(TELEM_LOG_INFO, "node %s ready at level %d, window %.0f s, "
-              "query %s", a->node, a->cfg.level, a->cfg.window_ns / 1e9,
+              "query %s%s%s", a->node, a->cfg.level, a->cfg.window_ns / 1e9,
               *telemd_tcp_endpoint(d) ? telemd_tcp_endpoint(d)
-                                      : telemd_ctl_endpoint(d));
+                                      : telemd_ctl_endpoint(d),
+              *telemd_metrics_url(d) ? ", metrics " : "",
+              telemd_metrics_url(d));
 }
 
 int

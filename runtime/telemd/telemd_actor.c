@@ -6,7 +6,9 @@
  * to an actor thread.  The loop polls the sockets with a timeout that ends
  * at the next sampling tick; ingest is drained in bounded bursts so control
  * requests are answered promptly under load.  Everything a frame means is
- * decided in telemd_agent.c.
+ * decided in telemd_agent.c.  With an HTTP port, telemd_http.c serves
+ * /metrics on its own threads and asks this loop for snapshots of the
+ * store on an inproc ROUTER, the only way those threads reach the store.
  */
 #include "telemd_actor.h"
 
@@ -29,6 +31,7 @@
 #include "telem_sock.h"
 #include "telem_time.h"
 #include "telemd_agent.h"
+#include "telemd_http.h"
 
 #define S_INGEST_BURST 512        /* frames per wake before polling again */
 #define S_POLL_CAP_MS 250         /* longest sleep, to notice interrupts */
@@ -50,6 +53,9 @@ struct telemd {
     zsock_t *pull;
     zsock_t *ctl;
     zsock_t *tcp;
+    zsock_t *snap;                /* inproc ROUTER: /metrics snapshots */
+    char snap_ep[64];
+    telemd_http_t *http;          /* NULL without an HTTP port */
     telem_peercap_t *cap;         /* caps self->tcp's connections */
     size_t big_bytes;             /* large-message bytes freed since a trim */
     int64_t stop_at;              /* end of the drain after a stop; 0: none */
@@ -149,6 +155,41 @@ s_serve_request(telemd_t *self, zsock_t *sock)
         self->big_bytes += bytes;
 }
 
+static void
+s_free_block(void *data, void *hint)
+{
+    (void) hint;
+    free(data);
+}
+
+/* A snapshot request from telemd_http.c ([identity, one frame]): the
+ * reply is the block itself, handed to ZeroMQ without a copy and freed
+ * with the message (also when the requester has gone and it is dropped);
+ * an empty frame when no snapshot could be made. */
+static void
+s_serve_snapshot(telemd_t *self)
+{
+    void *raw = zsock_resolve(self->snap);
+    zmq_msg_t part[S_REQ_FRAMES], reply;
+    size_t bytes;
+    size_t n = s_recv_request(raw, part, &bytes);
+    if (n == 2) {
+        void *block = NULL;
+        size_t len = 0;
+        if (telemd_agent_snapshot(self->agent, &block, &len) != 0 ||
+            zmq_msg_init_data(&reply, block, len, s_free_block, NULL) != 0) {
+            free(block);
+            zmq_msg_init(&reply);
+        }
+        if (zmq_msg_send(&part[0], raw, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+            zmq_msg_send(&reply, raw, ZMQ_DONTWAIT) < 0)
+            zmq_msg_close(&reply);
+        self->big_bytes += len;
+    }
+    for (size_t i = 0; i < n && i < S_REQ_FRAMES; i++)
+        zmq_msg_close(&part[i]);
+}
+
 /* Drains up to S_INGEST_BURST frames without blocking. */
 static void
 s_drain_ingest(telemd_t *self)
@@ -215,13 +256,21 @@ s_on_request(void *sock, void *arg)
 }
 
 static void
+s_on_snapshot(void *sock, void *arg)
+{
+    (void) sock;
+    s_serve_snapshot(arg);
+}
+
+static void
 s_on_peercap(void *sock, void *arg)
 {
     (void) sock;
     telem_peercap_handle(arg);
 }
 
-/* Polled in this order: pipe, ingest, control, TCP queries, peer cap. */
+/* Polled in this order: pipe, ingest, control, TCP queries, snapshots,
+ * peer cap. */
 static int
 s_loop_add(telemd_t *self, telem_actor_loop_t *loop, zsock_t *pipe)
 {
@@ -232,6 +281,8 @@ s_loop_add(telemd_t *self, telem_actor_loop_t *loop, zsock_t *pipe)
         rc = telem_actor_loop_add(loop, self->ctl, s_on_request, self);
     if (!rc && self->tcp)
         rc = telem_actor_loop_add(loop, self->tcp, s_on_request, self);
+    if (!rc && self->snap)
+        rc = telem_actor_loop_add(loop, self->snap, s_on_snapshot, self);
     if (!rc && self->cap)
         rc = telem_actor_loop_add(loop, telem_peercap_sock(self->cap),
                                   s_on_peercap, self->cap);
@@ -254,10 +305,12 @@ s_actor(zsock_t *pipe, void *arg)
     else
         zsock_signal(pipe, 0);
     telem_actor_loop_destroy(&loop);
+    telemd_http_gone(self->http);     /* no snapshot after this */
     telem_peercap_destroy(&self->cap);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->tcp);
+    zsock_destroy(&self->snap);
     if (!by_pipe)
         zstr_send(pipe, "DONE");
 }
@@ -287,10 +340,29 @@ s_write_endpoints(telemd_t *self)
             (int) getpid(), self->ingest_ep, self->ctl_ep);
     if (*self->tcp_ep)
         fprintf(f, "query\t%s\n", self->tcp_ep);
+    if (self->http)
+        fprintf(f, "metrics\t%s\n", telemd_http_url(self->http));
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0)
         return TELEM_EIO;
     return 0;
+}
+
+/* The inproc ROUTER telemd_http.c asks for snapshots on (one name per
+ * telemd of the process), and the HTTP server. */
+static int
+s_bind_snapshots(telemd_t *self)
+{
+    int rc = 0;
+    snprintf(self->snap_ep, sizeof self->snap_ep, "inproc://telemd-snap-%p",
+             (void *) self);
+    self->snap = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts, self->snap_ep,
+                                     NULL, 0, &rc);
+    if (rc)
+        return rc;
+    self->http = telemd_http_new(self->cfg.http_bind, self->cfg.http_port,
+                                 self->snap_ep, &rc, NULL, 0);
+    return rc;
 }
 
 static int
@@ -311,6 +383,8 @@ s_bind_all(telemd_t *self)
         return TELEM_ETOOBIG;
     self->ctl = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts, ep, self->ctl_ep,
                                     sizeof self->ctl_ep, &rc);
+    if (!rc && self->cfg.http_bind)
+        rc = s_bind_snapshots(self);
     if (rc || !self->cfg.tcp_bind || !*self->cfg.tcp_bind)
         return rc;
     self->tcp = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts,
@@ -390,6 +464,12 @@ telemd_tcp_endpoint(const telemd_t *self)
     return self->tcp_ep;
 }
 
+const char *
+telemd_metrics_url(const telemd_t *self)
+{
+    return self->http ? telemd_http_url(self->http) : "";
+}
+
 int
 telemd_wait(telemd_t *self, int timeout_ms)
 {
@@ -435,12 +515,16 @@ telemd_destroy(telemd_t **self_p)
     if (!self_p || !*self_p)
         return;
     telemd_t *self = *self_p;
+    /* HTTP first: its requests are answered by a live actor, then it
+       takes none that would wait for one. */
+    telemd_http_destroy(&self->http);
     if (self->actor)
         zactor_destroy(&self->actor);
     telem_peercap_destroy(&self->cap);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->tcp);
+    zsock_destroy(&self->snap);
     telemd_agent_destroy(&self->agent);
     if (self->locked)
         s_remove_node_files(self);

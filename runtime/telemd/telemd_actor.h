@@ -3,9 +3,10 @@
  * telemd owns one node's store.  It pulls samples from the node's processes
  * on an ipc PULL socket, samples /proc, NVML and itself by telemetry level,
  * and answers queries and control requests on a ROUTER bound both on ipc
- * (<rundir>/<node>/ctl.sock) and on TCP for other nodes.  All its sockets
- * are created and bound by telemd_new() in the caller's thread, so bind
- * errors come back as codes; then a czmq actor thread runs the loop.
+ * (<rundir>/<node>/ctl.sock) and on TCP for other nodes; with http_bind
+ * set it also serves GET /metrics for Prometheus (telemd_http.h).  All its
+ * sockets are created and bound by telemd_new() in the caller's thread, so
+ * bind errors come back as codes; then a czmq actor thread runs the loop.
  *
  * The actor stops on $TERM from its pipe (telemd_destroy), on a
  * TELEM_CTL_SHUTDOWN request, or when the process is interrupted
@@ -32,6 +33,10 @@ typedef struct {
     int max_tcp_peers;          /* TCP connections held at once; more are
                                    refused (telem_peercap.h); 0 = the
                                    default, TELEM_TCP_PEERS_DEFAULT */
+    const char *http_bind;      /* NULL = no HTTP server; else the numeric
+                                   address GET /metrics is served on
+                                   (telemd_http.h, docs/prometheus.md) */
+    int http_port;              /* its port; 0 = ephemeral */
 } telemd_config_t;
 
 /* Largest request frame (query, control) the request sockets take; a
@@ -58,6 +63,9 @@ telemd_t *telemd_new(const telemd_config_t *cfg, int *err);
 const char *telemd_ingest_endpoint(const telemd_t *self);
 const char *telemd_ctl_endpoint(const telemd_t *self);
 const char *telemd_tcp_endpoint(const telemd_t *self);
+/* The URL of GET /metrics ("http://127.0.0.1:PORT/metrics"), "" when no
+ * HTTP server runs. */
+const char *telemd_metrics_url(const telemd_t *self);
 
 /* Blocks until the actor ends by itself (shutdown request or interrupt) or
  * timeout_ms passes (-1 waits forever).  Returns 1 if it ended, 0 if not. */

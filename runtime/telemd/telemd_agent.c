@@ -24,6 +24,7 @@
 
 #include "telem_grow.h"
 #include "telem_log.h"
+#include "telem_prom.h"
 #include "telem_proto.h"
 #include "telem_sampler.h"
 #include "telem_store.h"
@@ -466,6 +467,42 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
         return s_encode_error(self, q->id, rc, "reply could not be encoded",
                               reply, size);
     return 0;
+}
+
+/* ---- snapshots for /metrics -------------------------------------------- */
+
+typedef struct {
+    telemd_agent_t *agent;
+    telem_prom_snap_t *snap;
+    char metric[TELEM_NAME_MAX + 1];    /* the last metric looked up */
+    bool described;                     /* whether it has a meta */
+} s_snap_walk_t;
+
+static int
+s_snap_series(void *arg, const telem_series_t *s)
+{
+    s_snap_walk_t *w = arg;
+    if (strcmp(w->metric, s->metric) != 0) {    /* a metric's series come
+                                                   together: one lookup */
+        snprintf(w->metric, sizeof w->metric, "%s", s->metric);
+        w->described = telem_store_meta(w->agent->store, s->metric) != NULL;
+    }
+    return telem_prom_snap_add(w->snap, s, w->described);
+}
+
+int
+telemd_agent_snapshot(telemd_agent_t *self, void **block_p, size_t *len)
+{
+    s_snap_walk_t w = { .agent = self, .snap = telem_prom_snap_new() };
+    if (!w.snap)
+        return TELEM_ENOMEM;
+    telem_store_query_t q = { .flags = TELEM_QUERY_LATEST };
+    int rc = telem_store_query(self->store, &q, telem_now_ns(),
+                               s_snap_series, &w);
+    if (rc == 0)
+        rc = telem_prom_snap_take(w.snap, block_p, len);
+    telem_prom_snap_destroy(&w.snap);
+    return rc < 0 ? rc : rc ? TELEM_ENOMEM : 0;
 }
 
 /* ---- control ---------------------------------------------------------- */

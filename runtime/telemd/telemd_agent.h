@@ -45,6 +45,13 @@ int telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
 int telemd_agent_refuse(telemd_agent_t *self, int code, const char *why,
                         const void **reply, size_t *reply_size);
 
+/* Copies the newest point of every series in the retention window, with
+ * its metric's type, unit and doc, into one snapshot block for
+ * telem_prom_render() (telem_prom.h): *block_p is malloc'd and the
+ * caller's, *len its size.  Returns 0 or TELEM_ENOMEM (nothing handed
+ * over). */
+int telemd_agent_snapshot(telemd_agent_t *self, void **block_p, size_t *len);
+
 /* Runs the samplers due at now (realtime) and expires old points.  Returns
  * the monotonic time at which it wants to run next. */
 int64_t telemd_agent_tick(telemd_agent_t *self);
