@@ -614,7 +614,7 @@ test_self(void)
     CHECK_EQ(s_value(r, "telemd_bad_messages_total", NULL), 2);
     CHECK_EQ(s_value(r, "telemd_expired_total", NULL), 99);
     CHECK_EQ(s_value(r, "telemd_ingest_queue", NULL), 3);
-    CHECK_EQ(s_value(r, "telemd_counter_series", NULL), 4);
+    CHECK_EQ(s_value(r, "telemd_pushed_series", NULL), 4);
     CHECK_EQ(s_value(r, "telemd_push_refused_total", NULL), 5);
     CHECK(!s_find(r, "telemd_ingest_rate", NULL));
 
