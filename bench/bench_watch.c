@@ -148,8 +148,10 @@ s_push_round(s_cluster_t *c, const s_data_t *d, int r, uint64_t token)
             int i = k * S_PER + j;
             snprintf(gname[j], sizeof gname[j], "%d", j);
             tg[j] = (telem_tag_t) { "gpu", gname[j] };
-            s[j] = (telem_sample_t) { S_METRIC, &tg[j], 1, 1, d->ts[i][r],
-                                      d->val[i][r] };
+            s[j] = (telem_sample_t) { .metric = S_METRIC, .tags = &tg[j],
+                                      .ntags = 1, .level = 1,
+                                      .ts_ns = d->ts[i][r],
+                                      .value = d->val[i][r] };
         }
         telem_batch_t b = { "bench", btags, 2, s, S_PER, 0 };
         const void *data;
