@@ -116,7 +116,7 @@ run_env_mpi(double rate_hz, int verbose, char *why, size_t why_size)
     if (rc)
         return rc;
     const char *old = getenv("LD_PRELOAD");
-    int n = old && *old ? snprintf(pre, sizeof pre, "%s:%s", lib, old)
+    int n = old && *old ? snprintf(pre, sizeof pre, "%s:%s", old, lib)
                         : snprintf(pre, sizeof pre, "%s", lib);
     if (n < 0 || (size_t) n >= sizeof pre) {
         telem_why(why, why_size, "LD_PRELOAD would be too long");

@@ -27,7 +27,9 @@ int run_env_ingest(const char *where, char *why, size_t why_size);
  * messages ("(unknown)" when none can be made). */
 void run_env_ingest_shown(char *buf, size_t size);
 
-/* Puts libtelem_mpi.so first in LD_PRELOAD and sets TELEM_RUN_RATE (the
+/* Adds libtelem_mpi.so to LD_PRELOAD (after what is there: it only has to
+ * come before the MPI library, which the program loads after every
+ * preloaded one, and a sanitizer's runtime must stay first) and sets TELEM_RUN_RATE (the
  * pushes per second) and TELEM_RUN_VERBOSE (1 when verbose) for it.  The
  * library is $TELEM_MPI_LIB when set, else found beside this program:
  * BINDIR/../LIBDIR (the installed layout) or BINDIR/../lib (a build

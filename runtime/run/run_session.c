@@ -88,10 +88,10 @@ s_push(s_session_t *s)
         run_counts_flush(s->counts, s_sink, NULL);
 }
 
-/* Counts the launch and learns whether a telemd answers; says so once
- * when none does. */
+/* Describes the metrics and learns whether a telemd answers (the
+ * acknowledged flush of the descriptions); says so once when none does. */
 static void
-s_launch(s_session_t *s)
+s_probe(s_session_t *s)
 {
     const run_session_config_t *cfg = s->cfg;
     telem_describe("telem_run_total", "counter", "",
@@ -105,9 +105,6 @@ s_launch(s_session_t *s)
                        "Bytes moved by the I/O system calls of programs run"
                        " under telem_run -s, by name (scall)");
     }
-    telem_counter_add(cfg->attach ? "telem_run_total{operation=\"attach\"}"
-                                  : "telem_run_total{operation=\"exec\"}",
-                      1);
     int rc = telem_flush(S_PROBE_MS);
     s->connected = rc == 0;
     char where[512];
@@ -117,6 +114,18 @@ s_launch(s_session_t *s)
                         " counted%s\n",
                 S_PROG, where, telem_strerror(rc),
                 cfg->verbose ? "; counts are printed at the end" : "");
+}
+
+/* Counts the launch, once the program runs or is attached to; pushed with
+ * the first push or at the end. */
+static void
+s_count_launch(s_session_t *s)
+{
+    if (s->connected)
+        telem_counter_add(s->cfg->attach
+                              ? "telem_run_total{operation=\"attach\"}"
+                              : "telem_run_total{operation=\"exec\"}",
+                          1);
 }
 
 /* A stop signal read from the signalfd: passed on, or a detach. */
@@ -228,6 +237,7 @@ s_traced(s_session_t *s)
         rc = s_fail("cannot start '%s'", cfg->argv[0], strerror(errno));
         goto out;
     }
+    s_count_launch(s);
     s->next_push = s_mono_ns() + s->period_ns;
     if (run_trace_loop(s->trace) != 0)
         rc = s_fail("waiting for the traced program%s", "", strerror(errno));
@@ -262,6 +272,7 @@ s_plain(s_session_t *s)
                 e == ENOENT ? "command not found" : strerror(e));
         return e == ENOENT ? 127 : 126;
     }
+    s_count_launch(s);
     int pidfd = (int) syscall(SYS_pidfd_open, s->child, 0);
     int st;
     for (;;) {
@@ -298,11 +309,12 @@ run_session(const run_session_config_t *cfg)
     s.sigfd = telem_signals_open(sigs, sizeof sigs / sizeof *sigs, 1);
     if (s.sigfd < 0)
         return s_fail("cannot read signals%s", "", strerror(errno));
-    s_launch(&s);
+    s_probe(&s);
     int counting = s.connected || cfg->verbose;
     int rc;
     if (cfg->attach && !counting) {
-        rc = RUN_SESSION_EFAIL;
+        rc = s_fail("-S: nothing to count without telemd (-v prints the"
+                    " counts instead)%s", "", NULL);
     } else if (cfg->mpi && counting
                && run_env_mpi(cfg->rate_hz, cfg->verbose, why, sizeof why)) {
         rc = s_fail("-m: %s", why, NULL);

@@ -5,17 +5,18 @@
  * telem_run.c reads the command line into a run_session_config_t and
  * hands it here.  What a session does:
  *   1. Points the push client at the node: TELEM_INGEST for telem_run and
- *      the program when an endpoint is given; for MPI counting, puts
- *      libtelem_mpi.so first in LD_PRELOAD and passes the push rate and
+ *      the program when an endpoint is given; for MPI counting, adds
+ *      libtelem_mpi.so to LD_PRELOAD and passes the push rate and
  *      verbosity on (TELEM_RUN_RATE, TELEM_RUN_VERBOSE).
- *   2. Counts the launch (telem_run_total{operation="exec"}, or
- *      operation="attach" for -S) and waits for telemd's acknowledgement.
+ *   2. Describes the metrics and waits for telemd's acknowledgement.
  *      With no telemd it says so once on stderr and counts nothing: the
  *      program runs untraced and without the MPI library (unless verbose,
  *      where the counts are still taken and printed at the end); an attach
  *      has then nothing to do and fails.
- *   3. Runs the program: traced (run_trace.h) for system-call counts or an
- *      attach, else started with posix_spawn and waited for.  SIGINT,
+ *   3. Runs the program and counts the launch once it runs
+ *      (telem_run_total{operation="exec"}, or operation="attach" for -S):
+ *      traced (run_trace.h) for system-call counts or an attach, else
+ *      started with posix_spawn and waited for.  SIGINT,
  *      SIGTERM, SIGHUP and SIGQUIT sent to telem_run by another process
  *      are passed on to the program it started (those a terminal sends
  *      reach the program directly, in its process group); for an attach
