@@ -18,8 +18,15 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 R=$TELEM_BIN/telem_run
 C=$TELEM_BIN/telem_client
-P=$TELEM_BIN/test_run_trace
-for f in "$R" "$C" "$P"; do [ -x "$f" ] || fail "$f is not built"; done
+for f in "$R" "$C" "$TELEM_BIN/test_run_trace"; do
+    [ -x "$f" ] || fail "$f is not built"
+done
+P=("$TELEM_BIN/test_run_trace")
+# A sanitizer build's programs cannot check for leaks while traced (the
+# leak checker uses ptrace itself): the traced workloads run without it.
+if [ "$(build_cache TELEM_SANITIZE)" = ON ]; then
+    P=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "${P[@]}")
+fi
 unset TELEM_INGEST TELEM_CTL TELEM_LEVEL || true
 
 # value METRIC TAG=V: the node total of one counter series ("" if none).
@@ -46,37 +53,37 @@ start_node n1
 export TELEM_NODE=n1
 
 # ---- exact counts --------------------------------------------------------
-"$R" -s -- "$P" child write 1000 100 || fail "telem_run -s write failed"
+"$R" -s -- "${P[@]}" child write 1000 100 || fail "telem_run -s write failed"
 expect_value strace_hits_total scall=write 1000
 expect_value strace_size_total scall=write 100000
 expect_value telem_run_total operation=exec 1
-"$R" -s -- "$P" child threads 4 250 64 || fail "telem_run -s threads failed"
+"$R" -s -- "${P[@]}" child threads 4 250 64 || fail "telem_run -s threads failed"
 expect_value strace_hits_total scall=write 2000
 expect_value strace_size_total scall=write 164000
-"$R" -s -- "$P" child fork 3 100 10 || fail "telem_run -s fork failed"
-"$R" -s -F 1000 -- "$P" child vfork 2 50 10 || fail "telem_run -s vfork failed"
+"$R" -s -- "${P[@]}" child fork 3 100 10 || fail "telem_run -s fork failed"
+"$R" -s -F 1000 -- "${P[@]}" child vfork 2 50 10 || fail "telem_run -s vfork failed"
 expect_value strace_hits_total scall=write 2400
 expect_value strace_size_total scall=write 168000
 expect_value telem_run_total operation=exec 4
 # Every process ends with one exit_group: 1 + 1 + (1 + 3) + (1 + 2).
 expect_value strace_hits_total scall=exit_group 9
 # Without -s the launch is counted and nothing else.
-"$R" -- "$P" child write 10 1 || fail "telem_run without -s failed"
+"$R" -- "${P[@]}" child write 10 1 || fail "telem_run without -s failed"
 expect_value strace_hits_total scall=write 2400
 expect_value telem_run_total operation=exec 5
 
 # ---- exit statuses ----------------------------------------------------------
-expect_rc 7 "$R" -- "$P" child exit 7
-expect_rc 7 "$R" -s -- "$P" child exit 7
-expect_rc 143 "$R" -- "$P" child kill 15
-expect_rc 143 "$R" -s -- "$P" child kill 15
+expect_rc 7 "$R" -- "${P[@]}" child exit 7
+expect_rc 7 "$R" -s -- "${P[@]}" child exit 7
+expect_rc 143 "$R" -- "${P[@]}" child kill 15
+expect_rc 143 "$R" -s -- "${P[@]}" child kill 15
 expect_rc 127 "$R" -- no-such-program-anywhere
 expect_rc 127 "$R" -s -- no-such-program-anywhere
 printf 'not a program\n' >"$T/plain.txt"
 chmod +x "$T/plain.txt"
 expect_rc 126 "$R" -- "$T/plain.txt"
 expect_rc 126 "$R" -s -- "$T/plain.txt"
-expect_rc 0 "$R" -s -- "$P" child signals 100
+expect_rc 0 "$R" -s -- "${P[@]}" child signals 100
 expect_rc 2 "$R"
 expect_rc 2 "$R" -S 1 -- true
 expect_rc 2 "$R" -m -S 1
@@ -99,7 +106,7 @@ for mode in "" -s; do
 done
 
 # ---- -S: attach, detach with SIGINT, the program goes on unchanged ----------
-"$P" child ticker 3 1 >"$T/ticker.out" &
+"${P[@]}" child ticker 3 1 >"$T/ticker.out" &
 tick=$!
 EXTRA_PIDS+=("$tick")
 before=$(value strace_hits_total scall=write)
@@ -142,7 +149,7 @@ expect_rc 125 "$R" -S 999999999
 # ---- -u: the node by directory and by endpoint ------------------------------
 start_node n2
 for where in "$TELEM_RUNDIR/n2" "ipc://$TELEM_RUNDIR/n2/ingest.sock"; do
-    TELEM_NODE=n1 "$R" -s -u "$where" -- "$P" child write 5 2 \
+    TELEM_NODE=n1 "$R" -s -u "$where" -- "${P[@]}" child write 5 2 \
         || fail "telem_run -u $where failed"
 done
 TELEM_NODEFILE=$T/n2only
@@ -153,13 +160,13 @@ expect_value telem_run_total operation=exec 2
 export TELEM_NODEFILE=$T/nodes
 
 # ---- no telemd: the program runs, telem_run says so once --------------------
-TELEM_NODE=nowhere "$R" -s -- "$P" child write 10 1 2>"$T/none.err" \
+TELEM_NODE=nowhere "$R" -s -- "${P[@]}" child write 10 1 2>"$T/none.err" \
     || fail "telem_run without telemd failed: $(cat "$T/none.err")"
 [ "$(grep -c 'no telemd' "$T/none.err")" = 1 ] \
     || fail "expected one 'no telemd' line: $(cat "$T/none.err")"
 [ "$(wc -l <"$T/none.err")" = 1 ] || fail "more than one line: $(cat "$T/none.err")"
-TELEM_NODE=nowhere "$R" -s -v -- "$P" child write 10 1 2>"$T/none.err" \
+TELEM_NODE=nowhere "$R" -s -v -- "${P[@]}" child write 10 1 2>"$T/none.err" \
     || fail "telem_run -v without telemd failed"
 grep -Eq 'write +10 +10$' "$T/none.err" || fail "no totals with -v: $(cat "$T/none.err")"
-expect_rc 3 env TELEM_NODE=nowhere "$R" -- "$P" child exit 3
+expect_rc 3 env TELEM_NODE=nowhere "$R" -- "${P[@]}" child exit 3
 echo "it_run: ok"

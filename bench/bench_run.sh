@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# bench_run.sh - what telem_run costs the program it runs, as ratios from
+# one run:
+#   1. telem_run -s on a system-call-heavy program (bench_run_sys: N rounds
+#      of a 64-byte write to /dev/null and read from /dev/zero) against
+#      `strace -f -c` on the same program and against the program alone:
+#      the wall time each adds, and telem_run's added time over strace's
+#      (target <= 1.0).
+#   2. telem_run -m on an 8-byte MPI ping-pong between two ranks
+#      (bench_run_pingpong, timed inside the program): the time per round
+#      trip with the library against without (target <= 2 %).
+# Each figure is the median of R runs, the variants interleaved run by run
+# so a change in the machine's load touches all of them alike.  A telemd
+# runs as the node's agent, so the counts really are pushed.
+#
+# Usage: bench/bench_run.sh [BUILD]   (default: bench/build, as run.sh
+#                                      builds it)
+# Environment: BENCH_RUN_RUNS (R, default 5), BENCH_RUN_CALLS (N, default
+# 100000), BENCH_RUN_TRIPS (round trips, default 200000).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build=${1:-$here/build}
+bin=$build/bin
+runs=${BENCH_RUN_RUNS:-5}
+calls=${BENCH_RUN_CALLS:-100000}
+trips=${BENCH_RUN_TRIPS:-200000}
+for p in telem_run telemd bench_run_sys; do
+    [ -x "$bin/$p" ] || { echo "bench_run: $bin/$p is not built" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d)
+export TELEM_RUNDIR=$tmp/run TELEM_NODEFILE=$tmp/nodes TELEM_NODE=bench
+mkdir -m 700 "$TELEM_RUNDIR"
+"$bin/telemd" --node bench --nodefile "$TELEM_NODEFILE" >"$tmp/telemd.out" \
+    2>"$tmp/telemd.log" &
+telemd=$!
+trap 'kill $telemd 2>/dev/null; wait $telemd 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 200); do grep -qx ready "$tmp/telemd.out" && break; sleep 0.05; done
+grep -qx ready "$tmp/telemd.out" || { echo "bench_run: telemd did not start" >&2; exit 1; }
+
+# wall_ns CMD...: the command's wall time in ns (output discarded).
+wall_ns() {
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" >/dev/null 2>&1
+    t1=$(date +%s%N)
+    echo $((t1 - t0))
+}
+
+median() {
+    printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 }
+        END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ---- 1. system calls ---------------------------------------------------------
+have_strace=0
+command -v strace >/dev/null && have_strace=1
+plain=() traced=() straced=()
+for _ in $(seq "$runs"); do
+    plain+=("$(wall_ns "$bin/bench_run_sys" "$calls")")
+    traced+=("$(wall_ns "$bin/telem_run" -s -- "$bin/bench_run_sys" "$calls")")
+    if ((have_strace)); then
+        straced+=("$(wall_ns strace -f -c -o /dev/null "$bin/bench_run_sys" "$calls")")
+    fi
+done
+p=$(median "${plain[@]}")
+t=$(median "${traced[@]}")
+echo "telem_run -s: $((2 * calls)) system calls (bench_run_sys $calls), median of $runs runs"
+awk -v p="$p" -v t="$t" -v n=$((2 * calls)) 'BEGIN {
+    printf "  %-28s %10.1f ms\n", "untraced", p / 1e6
+    printf "  %-28s %10.1f ms   %.2f us added per call   %.1fx untraced\n",
+           "telem_run -s", t / 1e6, (t - p) / n / 1e3, t / p }'
+if ((have_strace)); then
+    s=$(median "${straced[@]}")
+    awk -v p="$p" -v t="$t" -v s="$s" -v n=$((2 * calls)) 'BEGIN {
+        printf "  %-28s %10.1f ms   %.2f us added per call   %.1fx untraced\n",
+               "strace -f -c", s / 1e6, (s - p) / n / 1e3, s / p
+        printf "  telem_run -s overhead / strace overhead: %.2f (target <= 1.0)\n",
+               (t - p) / (s - p) }'
+else
+    echo "  strace is not installed: no comparison (apt-get install strace)"
+fi
+
+# ---- 2. MPI ------------------------------------------------------------------
+echo
+if [ ! -x "$bin/bench_run_pingpong" ] || ! command -v mpirun >/dev/null; then
+    echo "telem_run -m: skipped (no MPI: bench_run_pingpong or mpirun missing)"
+    exit 0
+fi
+mpi=(mpirun --oversubscribe -np 2)
+if [ "$(id -u)" = 0 ]; then
+    mpi+=(--allow-run-as-root)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# per_trip CMD...: the ping-pong's own ns per round trip.
+per_trip() {
+    "$@" 2>/dev/null | sed -nE 's/.* ([0-9.]+) ns per round trip/\1/p'
+}
+bare=() with=()
+for _ in $(seq "$runs"); do
+    bare+=("$(per_trip "${mpi[@]}" "$bin/bench_run_pingpong" "$trips")")
+    with+=("$(per_trip "${mpi[@]}" "$bin/telem_run" -m -- \
+        "$bin/bench_run_pingpong" "$trips")")
+done
+b=$(median "${bare[@]}")
+w=$(median "${with[@]}")
+echo "telem_run -m: 8-byte ping-pong, $trips round trips, median of $runs runs"
+awk -v b="$b" -v w="$w" 'BEGIN {
+    printf "  %-28s %10.1f ns per round trip\n", "without", b
+    printf "  %-28s %10.1f ns per round trip\n", "telem_run -m", w
+    printf "  slowdown: %+.2f %% (target <= 2 %%)\n", (w / b - 1) * 100 }'
