@@ -6,6 +6,10 @@
  * After 1,000 warm-up round trips and a barrier, rank 0 times ROUND_TRIPS
  * round trips of one 8-byte MPI_Send and MPI_Recv each way with MPI_Wtime
  * and prints "pingpong: 8 bytes, N round trips, X ns per round trip".
+ * Then it times 20 million sends to MPI_PROC_NULL, which MPI
+ * returns from at once: the cost of one call with nothing to move, where
+ * an interposition library's own cost shows best ("null send: X ns per
+ * call").
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -48,9 +52,16 @@ main(int argc, char **argv)
     double t0 = MPI_Wtime();
     s_trips(rank, n, &msg);
     double t = MPI_Wtime() - t0;
-    if (rank == 0)
+    if (rank == 0) {
         printf("pingpong: 8 bytes, %ld round trips, %.1f ns per round"
                " trip\n", n, t * 1e9 / (double) n);
+        long calls = 20000000;
+        t0 = MPI_Wtime();
+        for (long i = 0; i < calls; i++)
+            MPI_Send(&msg, 1, MPI_DOUBLE, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
+        t = MPI_Wtime() - t0;
+        printf("null send: %.2f ns per call\n", t * 1e9 / (double) calls);
+    }
     MPI_Finalize();
     return 0;
 }

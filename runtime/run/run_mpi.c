@@ -19,11 +19,13 @@
  * the program may use telem itself after MPI is gone.
  *
  * State.  An interposition library has no context to hand around: the MPI
- * functions are the interface.  Its state is one struct, s_mpi, written
- * by MPI_Init and MPI_Finalize (which MPI calls once each, from one
- * thread), read by the push thread under its mutex and by the counting
- * functions through one atomic pointer to the cells (NULL outside
- * MPI_Init..MPI_Finalize, so nothing is counted there).
+ * functions are the interface.  Its state is two structs written by
+ * MPI_Init and MPI_Finalize (which MPI calls once each, from one thread):
+ * s_mpi, the push thread's (read under its mutex), and run_mpi_hot, what
+ * every wrapper reads: one atomic pointer to the cells (NULL outside
+ * MPI_Init..MPI_Finalize, so nothing is counted there), the thread level,
+ * and the sizes of the predefined datatypes, so that counting a call
+ * costs a few loads and stores and no call into MPI.
  */
 #include "run_mpi.h"
 
@@ -36,7 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run_counts.h"
 #include <telem/telem.h>
 
 #define S_FLUSH_MS 2000
@@ -47,9 +48,9 @@ static const char *const s_names[RUN_MPI_NCALLS] = {
 #undef S_NAME
 };
 
+run_mpi_hot_t run_mpi_hot = { .mt = 1 };
+
 static struct {
-    _Atomic(run_counts_cell_t *) cells;
-    _Atomic int mt;                  /* several threads call MPI */
     run_counts_t *counts;
     int64_t period_ns;
     int verbose;
@@ -60,20 +61,41 @@ static struct {
     pthread_t thread;
 } s_mpi = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
-    .mt = 1,
 };
 
-void
-run_mpi_count(int call, uint64_t bytes)
+uint64_t
+run_mpi_type_size_slow(MPI_Datatype type)
 {
-    run_counts_cell_t *cells
-        = atomic_load_explicit(&s_mpi.cells, memory_order_acquire);
-    if (!cells)
-        return;
-    if (atomic_load_explicit(&s_mpi.mt, memory_order_relaxed))
-        run_counts_add_mt(&cells[call], bytes);
-    else
-        run_counts_add(&cells[call], bytes);
+    int size = 0;
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0)
+        return 0;
+    return (uint64_t) size;
+}
+
+/* Fills the size cache with MPI's predefined datatypes (first come in a
+ * slot keeps it; the others are asked of PMPI_Type_size). */
+static void
+s_cache_types(void)
+{
+    const MPI_Datatype types[] = {
+        MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_SHORT,
+        MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG,
+        MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE,
+        MPI_LONG_DOUBLE, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T,
+        MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_C_BOOL,
+        MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_AINT, MPI_OFFSET,
+        MPI_COUNT, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT,
+        MPI_SHORT_INT, MPI_WCHAR, MPI_PACKED,
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int size = 0;
+        size_t slot = run_mpi_type_slot(types[i]);
+        if (types[i] == MPI_DATATYPE_NULL || run_mpi_hot.sizes[slot]
+            || PMPI_Type_size(types[i], &size) != MPI_SUCCESS || size <= 0)
+            continue;
+        run_mpi_hot.types[slot] = types[i];
+        run_mpi_hot.sizes[slot] = (uint32_t) size;
+    }
 }
 
 static int
@@ -148,8 +170,9 @@ s_start(int provided)
     double rate = s_env_double("TELEM_RUN_RATE", 0.01, 1000, 1);
     s_mpi.period_ns = (int64_t) (1e9 / rate);
     s_mpi.verbose = s_env_double("TELEM_RUN_VERBOSE", 0, 1, 0) == 1;
-    atomic_store(&s_mpi.mt, provided == MPI_THREAD_MULTIPLE);
-    atomic_store_explicit(&s_mpi.cells, run_counts_cells(s_mpi.counts),
+    s_cache_types();
+    atomic_store(&run_mpi_hot.mt, provided == MPI_THREAD_MULTIPLE);
+    atomic_store_explicit(&run_mpi_hot.cells, run_counts_cells(s_mpi.counts),
                           memory_order_release);
     s_describe();
     pthread_condattr_t ca;
@@ -192,7 +215,7 @@ s_stop(void)
         pthread_join(s_mpi.thread, NULL);
         s_mpi.thread_ok = 0;
     }
-    atomic_store_explicit(&s_mpi.cells, NULL, memory_order_release);
+    atomic_store_explicit(&run_mpi_hot.cells, NULL, memory_order_release);
     run_counts_flush(s_mpi.counts, s_sink, NULL);
     int ms = (int) s_env_double("TELEM_FINALIZE_MS", 0, 3600000, S_FLUSH_MS);
     telem_flush(ms);

@@ -10,8 +10,8 @@
  *   run_mpi_coll.c  collectives, blocking and not
  *   run_mpi_rma.c   one-sided calls and windows
  *   run_mpi_io.c    MPI-IO
- * The four wrapper files call run_mpi_count() and run_mpi_bytes() here,
- * nothing else of run_mpi.c.
+ * The four wrapper files use the inline functions here (over
+ * run_mpi_hot, which run_mpi.c fills), nothing else of run_mpi.c.
  *
  * Bytes are count x PMPI_Type_size(datatype) of the data the call moves
  * out of (or, for a receive, into) this process's buffers; docs/telem_run.md
@@ -21,7 +21,11 @@
 #define RUN_MPI_H
 
 #include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "run_counts.h"
 
 /* Every function counted, in slot order. */
 #define RUN_MPI_CALLS(X)                                                    \
@@ -66,20 +70,57 @@
 enum { RUN_MPI_CALLS(RUN_MPI_ENUM) RUN_MPI_NCALLS };
 #undef RUN_MPI_ENUM
 
+/* What the wrappers read on every call, kept together on one cache line
+ * or two.  run_mpi.c owns it and fills it in MPI_Init: the cells are
+ * published last (release), so a wrapper that sees them sees the rest. */
+#define RUN_MPI_TYPE_CACHE 64           /* a power of two */
+typedef struct {
+    _Atomic(run_counts_cell_t *) cells; /* NULL outside Init..Finalize */
+    _Atomic int mt;                     /* MPI_THREAD_MULTIPLE: atomic adds */
+    /* The sizes of MPI's predefined datatypes, direct-mapped by handle:
+       predefined handles never change, so the cache is never stale. */
+    MPI_Datatype types[RUN_MPI_TYPE_CACHE];
+    uint32_t sizes[RUN_MPI_TYPE_CACHE];
+} run_mpi_hot_t;
+
+extern run_mpi_hot_t run_mpi_hot __attribute__((visibility("hidden")));
+
 /* Counts one call of `call` (a RUN_MPI_* slot) moving `bytes`; nothing
  * before MPI_Init or after MPI_Finalize.  Thread-safe as the program's
  * thread level asks (atomic adds under MPI_THREAD_MULTIPLE). */
-void run_mpi_count(int call, uint64_t bytes)
-    __attribute__((visibility("hidden")));
+static inline void
+run_mpi_count(int call, uint64_t bytes)
+{
+    run_counts_cell_t *cells
+        = atomic_load_explicit(&run_mpi_hot.cells, memory_order_acquire);
+    if (__builtin_expect(cells == NULL, 0))
+        return;
+    if (atomic_load_explicit(&run_mpi_hot.mt, memory_order_relaxed))
+        run_counts_add_mt(&cells[call], bytes);
+    else
+        run_counts_add(&cells[call], bytes);
+}
 
-/* The size of `type` in bytes (0 for a bad type). */
+static inline size_t
+run_mpi_type_slot(MPI_Datatype type)
+{
+    uintptr_t h = (uintptr_t) type;
+    return (size_t) ((h ^ (h >> 6) ^ (h >> 12)) & (RUN_MPI_TYPE_CACHE - 1));
+}
+
+/* PMPI_Type_size(type) (0 for a bad type), off the wrappers' fast path. */
+uint64_t run_mpi_type_size_slow(MPI_Datatype type)
+    __attribute__((visibility("hidden"), noinline, cold));
+
+/* The size of `type` in bytes (0 for a bad type): from the cache for a
+ * predefined type, else PMPI_Type_size. */
 static inline uint64_t
 run_mpi_type_size(MPI_Datatype type)
 {
-    int size = 0;
-    if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0)
-        return 0;
-    return (uint64_t) size;
+    size_t i = run_mpi_type_slot(type);
+    if (__builtin_expect(run_mpi_hot.types[i] == type, 1))
+        return run_mpi_hot.sizes[i];
+    return run_mpi_type_size_slow(type);
 }
 
 /* count x the size of `type` (0 for a count <= 0). */
