@@ -45,7 +45,8 @@ run_env_ingest(const char *where, char *why, size_t why_size)
     else
         n = snprintf(ep, sizeof ep, "ipc://%s", where);
     if (n < 0 || (size_t) n >= sizeof ep) {
-        telem_why(why, why_size, "'%s' is too long", where);
+        telem_why(why, why_size, "the endpoint is too long (%zu bytes, at"
+                  " most %d)", strlen(where), TELEM_PATH_MAX - 16);
         return TELEM_ETOOBIG;
     }
     if (setenv("TELEM_INGEST", ep, 1) != 0) {

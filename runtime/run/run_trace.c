@@ -11,7 +11,8 @@
  *                                call goes with it), exit: resumed;
  *                                PTRACE_EVENT_STOP with a stop signal is a
  *                                group stop: PTRACE_LISTEN, so the program
- *                                stays stopped until SIGCONT; any other
+ *                                stays stopped until SIGCONT (unless a
+ *                                SIGCONT is already pending); any other
  *                                PTRACE_EVENT_STOP (a new thread's first
  *                                stop, an interrupt) is resumed
  *   otherwise                    signal delivery: resumed with the signal
@@ -188,6 +189,30 @@ s_is_stop_signal(int sig)
            || sig == SIGTTOU;
 }
 
+/* 1 when SIGCONT waits in the thread's or its process's pending set.  A
+ * group stop the thread enters with a SIGCONT already queued behind the
+ * stop signal (sent while the tracer held the stop signal, as when a
+ * terminal's Ctrl-Z stopped telem_run too and fg continued both) must not
+ * last: untraced, that SIGCONT would have ended it. */
+static int
+s_sigcont_pending(pid_t tid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int) tid);
+    FILE *f = fopen(path, "r");
+    int pending = 0;
+    while (f && !pending && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "SigPnd:", 7) && strncmp(line, "ShdPnd:", 7))
+            continue;
+        char *end;
+        unsigned long long mask = strtoull(line + 7, &end, 16);
+        pending = end != line + 7 && (mask >> (SIGCONT - 1)) & 1;
+    }
+    if (f)
+        fclose(f);
+    return pending;
+}
+
 /* An event stop (status >> 16 != 0). */
 static void
 s_event(run_trace_t *t, pid_t tid, int event, int sig)
@@ -214,7 +239,7 @@ s_event(run_trace_t *t, pid_t tid, int event, int sig)
         }
         break;
     case PTRACE_EVENT_STOP:
-        if (s_is_stop_signal(sig)) {
+        if (s_is_stop_signal(sig) && !s_sigcont_pending(tid)) {
             ptrace(PTRACE_LISTEN, tid, NULL, NULL);
             return;
         }
