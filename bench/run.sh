@@ -38,8 +38,8 @@ fi
 
 {
     echo "# bench/run.sh -d $cpu_seconds   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-    for b in bench_add_data bench_ingest bench_query bench_agg bench_watch \
-             bench_restart; do
+    for b in bench_add_data bench_push bench_ingest bench_query bench_agg \
+             bench_watch bench_restart; do
         echo
         "$build/bin/$b"
     done

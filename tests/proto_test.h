@@ -120,7 +120,8 @@ s_same_status(const telem_status_t *a, const telem_status_t *b)
            a->uptime_ns == b->uptime_ns && a->nseries == b->nseries &&
            a->npoints == b->npoints && a->mem_bytes == b->mem_bytes &&
            a->mem_cap_bytes == b->mem_cap_bytes && a->ingested == b->ingested &&
-           a->dropped == b->dropped && a->bad_messages == b->bad_messages;
+           a->dropped == b->dropped && a->bad_messages == b->bad_messages &&
+           a->push_refused == b->push_refused;
 }
 
 static inline bool
@@ -328,7 +329,7 @@ static const telem_status_t s_status = {
     .node = "n1", .pid = -1, .level = 4, .window_ns = INT64_MAX,
     .interval_ns = 100000000, .uptime_ns = INT64_MIN, .nseries = UINT64_MAX,
     .npoints = 2, .mem_bytes = 3, .mem_cap_bytes = 4, .ingested = 5,
-    .dropped = 6, .bad_messages = 7 };
+    .dropped = 6, .bad_messages = 7, .push_refused = 8 };
 
 /* One valid message of each type, for truncation and mutation. */
 typedef struct {

@@ -223,6 +223,12 @@ s_test_bare(void)
     CHECK_RC(telem_promname_parse("m{a=b", TELEM_PROMNAME_BARE, &s_pn,
                                   NULL, 0), TELEM_EINVAL);
     CHECK_RC(s_parse("m{scall=read}"), TELEM_EINVAL);
+    /* Selectors may name telem's own tags. */
+    CHECK_RC(telem_promname_parse("m{pid=\"7\",host=n1}",
+                                  TELEM_PROMNAME_BARE | TELEM_PROMNAME_OWN,
+                                  &s_pn, NULL, 0), 0);
+    CHECK_INT(s_pn.nlabels, 2);
+    CHECK_RC(s_parse("m{pid=\"7\"}"), TELEM_EINVAL);
 }
 
 static void

@@ -262,8 +262,11 @@ s_test_sums(ac_t *ac)
 
 /* ---- refusals on the wire --------------------------------------------- */
 
+/* Sends, on a PUSH socket of its own, one batch of two good counter
+ * increments of wire_total{scall="read"} (2 and 3), a gauge wire_gauge
+ * (5, pid 1) and 7 samples telemd must refuse; its fin token is `token`. */
 static void
-s_test_refusals(ac_t *ac, const char *ingest)
+s_send_bad(const char *ingest, uint64_t token)
 {
     static const telem_tag_t ok_tag[] = { { "scall", "read" } };
     static const telem_tag_t bad_key[] = { { "a-b", "1" } };
@@ -293,15 +296,26 @@ s_test_refusals(ac_t *ac, const char *ingest)
     };
     telem_tag_t btags[] = { { "pid", "1" } };
     telem_batch_t b = { .source = "hand", .tags = btags, .ntags = 1,
-                        .samples = s, .nsamples = 10, .fin_token = 424242 };
+                        .samples = s, .nsamples = 10, .fin_token = token };
     telem_proto_encoder_t *enc = telem_proto_encoder_new();
     const void *data;
     size_t size;
     REQUIRE(telem_proto_encode_batch(enc, &b, &data, &size) == 0);
     void *zctx = zmq_ctx_new();
     void *push = zmq_socket(zctx, ZMQ_PUSH);
+    int linger = 10000;
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
     REQUIRE(zmq_connect(push, ingest) == 0);
     REQUIRE(zmq_send(push, data, size, 0) == (int) size);
+    zmq_close(push);
+    zmq_ctx_term(zctx);
+    telem_proto_encoder_destroy(&enc);
+}
+
+static void
+s_test_refusals(ac_t *ac, const char *ingest)
+{
+    s_send_bad(ingest, 424242);
     /* Wait for the batch: its fin token. */
     int synced = 0;
     for (int i = 0; i < 1000 && !synced; i++) {
@@ -327,14 +341,16 @@ s_test_refusals(ac_t *ac, const char *ingest)
     CHECK_EQ(s_latest(s_find(r, "wire_total", "scall", "read")), 5);
     CHECK_EQ(s_latest(s_find(r, "wire_gauge", "pid", "1")), 5);
     ac_result_destroy(&r);
-    zmq_close(push);
-    zmq_ctx_term(zctx);
-    telem_proto_encoder_destroy(&enc);
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+    /* tests/it_push.sh: the refused samples, to a telemd of its own. */
+    if (argc == 3 && strcmp(argv[1], "--send-bad") == 0) {
+        s_send_bad(argv[2], 0);
+        return check_report("test_push --send-bad");
+    }
     telem_log_init("test_push", TELEM_LOG_ERROR);
     char dir[TELEM_PATH_MAX];
     REQUIRE(test_tmpdir(dir, sizeof dir, "test_push") == 0);

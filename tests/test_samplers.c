@@ -596,7 +596,8 @@ test_self(void)
     telem_sampler_self_stats_t stats = {
         .nseries = 12, .npoints = 3400, .mem_bytes = 56000,
         .mem_cap_bytes = 1 << 20, .ingested = 5000, .dropped = 7,
-        .bad_messages = 2, .expired = 99, .ingest_queue = 3
+        .bad_messages = 2, .expired = 99, .ingest_queue = 3,
+        .counter_series = 4, .push_refused = 5
     };
     env.self_stats = s_fake_stats;
     env.self_stats_arg = &stats;
@@ -613,6 +614,8 @@ test_self(void)
     CHECK_EQ(s_value(r, "telemd_bad_messages_total", NULL), 2);
     CHECK_EQ(s_value(r, "telemd_expired_total", NULL), 99);
     CHECK_EQ(s_value(r, "telemd_ingest_queue", NULL), 3);
+    CHECK_EQ(s_value(r, "telemd_counter_series", NULL), 4);
+    CHECK_EQ(s_value(r, "telemd_push_refused_total", NULL), 5);
     CHECK(!s_find(r, "telemd_ingest_rate", NULL));
 
     stats.ingested += 1000;

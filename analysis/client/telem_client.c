@@ -1,12 +1,15 @@
 /* telem_client.c - command line access to every node of a job.
  *
- *   telem_client [--nodefile F] [--timeout MS] [-f md|json|yaml|txt] [-o FILE] MODE
+ *   telem_client [--nodefile F | -u PATH] [--timeout MS] [-f md|json|yaml|txt]
+ *                [-o FILE] [--tau] MODE
  *
  * Modes: -l (metric catalog), -v (all latest values), -g a,b (latest values
  * of some metrics), -t / -T a,b (track changes, telem_client_track.c), query
  * (series with points), status (per-node agent state), nodes (the node
  * list), level and shutdown (control requests), report (the job as one
- * HTML file, telem_client_report.c).  Exit codes: 0 success, 1
+ * HTML file, telem_client_report.c).  --tau writes -l, -v, -g, -t and -T
+ * as tau_metric_proxy's client does (telem_client_tau.c).  Exit codes:
+ * 0 success, 1
  * error, 2 bad command line, 3 some nodes did not answer (what came is still
  * printed; the missing nodes are always named on stderr).  Parsing and
  * checking of every argument happens here, once, before any socket is
@@ -18,12 +21,15 @@
  */
 #include "telem_client.h"
 #include "telem_cli.h"
+#include "telem_nodesock.h"
+#include "telem_paths.h"
 #include "telem_time.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define S_PROG "telem_client"
 /* A usage error: the message, the --help hint, exit status 2. */
@@ -39,6 +45,7 @@ typedef struct {
     s_mode_t mode;
     const char *out_path;
     char *list;              /* -g / -T / query: copy that metrics point into */
+    telem_promname_t *sels;  /* and what each element selects */
     int64_t start_ns, end_ns;
     uint32_t max_points;
     int have_range;          /* --start/--end/--max-points given */
@@ -52,14 +59,15 @@ typedef struct {
 /* ---- help -------------------------------------------------------------- */
 
 static const char s_usage[] =
-    "usage: telem_client [--nodefile F] [--timeout MS] [-f md|json|yaml|txt]\n"
-    "                    [-o FILE] MODE\n"
+    "usage: telem_client [--nodefile F | -u PATH] [--timeout MS]\n"
+    "                    [-f md|json|yaml|txt] [-o FILE] [--tau] MODE\n"
     "modes:\n"
     "  -l, --list           list metrics (name, type, unit, doc, series, nodes)\n"
     "  -v, --values         latest value of every series\n"
-    "  -g, --get a,b        latest values of the named metrics\n"
+    "  -g, --get a,b        latest values of the named metrics; a name may\n"
+    "                       carry labels: 'hits_total{scall=\"read\"}'\n"
     "  -t, --track-all      track every metric whose value changes\n"
-    "  -T, --track a,b      track the named metrics\n"
+    "  -T, --track a,b      track the named metrics (names as for -g)\n"
     "  query [METRIC[,METRIC]]  series with their points\n"
     "  status               per-node agent status\n"
     "  nodes                the node list\n"
@@ -68,6 +76,10 @@ static const char s_usage[] =
     "  report -o FILE       the job as one self-contained HTML file\n"
     "options:\n"
     "  --nodefile F         node file (default $TELEM_NODEFILE, else <rundir>/nodes)\n"
+    "  -u, --unix PATH      ask one node: its directory <rundir>/<node> or a\n"
+    "                       socket in it (ctl.sock, ingest.sock), or a node file\n"
+    "  --tau                -l, -v, -g, -t, -T as tau_metric_proxy's client\n"
+    "                       writes them: {name, doc, type}, {name, ts, value}\n"
     "  --timeout MS         deadline for each call (default 2000)\n"
     "  -f, --format FMT     md (default), json, yaml or txt\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
@@ -150,33 +162,36 @@ s_parse_time(const char *s, int64_t *ns)
     return -1;
 }
 
-/* Splits "a,b,c" (kept in cli->list) into cli->o.metrics. */
+/* Splits "a,b,c" (kept in cli->list) into cli->sels, and their metrics,
+ * each once, into cli->o.metrics. */
 static int
 s_parse_metrics(s_cli_t *cli, const char *arg)
 {
     free(cli->list);
     free(cli->o.metrics);
+    free(cli->sels);
     cli->o.metrics = NULL;
-    cli->o.nmetrics = 0;
+    cli->o.nmetrics = cli->o.nsels = 0;
     cli->list = strdup(arg);
     size_t n = 1;
     for (const char *p = arg; *p; p++)
         n += *p == ',';
     cli->o.metrics = calloc(n, sizeof *cli->o.metrics);
-    if (!cli->list || !cli->o.metrics)
+    cli->o.sels = cli->sels = calloc(n, sizeof *cli->sels);
+    if (!cli->list || !cli->o.metrics || !cli->sels)
         return -1;
-    if (n > TELEM_QUERY_METRICS_MAX)
-        return -1;
-    char *save = NULL;
-    for (char *p = cli->list;; p = NULL) {
-        char *tok = strtok_r(p, ",", &save);
-        if (!tok)
-            break;
-        if (strlen(tok) > TELEM_NAME_MAX)
+    char *p = cli->list, *item;
+    while ((item = telem_client_result_next_item(&p)) != NULL) {
+        telem_promname_t *sel = &cli->sels[cli->o.nsels++];
+        if (telem_client_result_selector(item, sel) != 0)
             return -1;
-        cli->o.metrics[cli->o.nmetrics++] = tok;
+        size_t m = 0;
+        while (m < cli->o.nmetrics && strcmp(cli->o.metrics[m], item) != 0)
+            m++;
+        if (m == cli->o.nmetrics)
+            cli->o.metrics[cli->o.nmetrics++] = item;
     }
-    return cli->o.nmetrics == n ? 0 : -1;  /* no empty names */
+    return cli->o.nmetrics <= TELEM_QUERY_METRICS_MAX ? 0 : -1;
 }
 
 static int
@@ -202,7 +217,7 @@ s_set_mode(s_cli_t *cli, s_mode_t m)
 }
 
 enum { O_NODEFILE = 256, O_TIMEOUT, O_TAG, O_START, O_END, O_MAXPTS,
-       O_RUNDIR };
+       O_RUNDIR, O_TAU };
 
 static const struct option s_longopts[] = {
     { "nodefile", required_argument, NULL, O_NODEFILE },
@@ -221,6 +236,8 @@ static const struct option s_longopts[] = {
     { "end", required_argument, NULL, O_END },
     { "max-points", required_argument, NULL, O_MAXPTS },
     { "rundir", required_argument, NULL, O_RUNDIR },
+    { "unix", required_argument, NULL, 'u' },
+    { "tau", no_argument, NULL, O_TAU },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -266,6 +283,8 @@ s_option(void *ctx, int c, char *arg)
     switch (c) {
     case O_NODEFILE: cli->o.nodefile = arg; return 0;
     case O_RUNDIR: cli->rundir = arg; return 0;
+    case 'u': cli->o.unix_path = arg; return 0;
+    case O_TAU: cli->o.tau = 1; return 0;
     case 'o': cli->out_path = arg; return 0;
     case 'l': return s_set_mode(cli, M_LIST);
     case 'v': return s_set_mode(cli, M_VALUES);
@@ -284,7 +303,8 @@ s_option(void *ctx, int c, char *arg)
         if (s_set_mode(cli, c == 'g' ? M_GET : M_TRACK))
             return 2;
         if (s_parse_metrics(cli, arg))
-            return S_BAD("bad metric list '%s' (a,b,...)", arg);
+            return S_BAD("bad metric list '%s' (a,b,... each a name, "
+                         "optionally with labels: m{k=\"v\"})", arg);
         return 0;
     case 'F': case 'd': return s_track_option(cli, c, arg);
     case O_TAG:
@@ -352,6 +372,12 @@ s_validate(const s_cli_t *cli)
         return S_BAD("-F and -d go with -t or -T");
     if (cli->o.ntags && m >= M_STATUS)
         return S_BAD("--tag goes with -l, -v, -g, -t, -T and query");
+    if (cli->o.tau && m > M_TRACK)
+        return S_BAD("--tau goes with -l, -v, -g, -t and -T");
+    if (cli->o.unix_path && cli->o.nodefile)
+        return S_BAD("give -u or --nodefile, not both");
+    if (cli->o.unix_path && m == M_REPORT)
+        return S_BAD("report reads a job's node file: --nodefile, not -u");
     if (m == M_LEVEL && cli->level < 0)
         return S_BAD("level needs a level, 0 to 4");
     /* The range as the query will see it, defaults included, so that an
@@ -394,7 +420,7 @@ static int
 s_parse(s_cli_t *cli, int argc, char **argv)
 {
     static const telem_cli_spec_t spec = {
-        .prog = S_PROG, .usage = s_usage, .shortopts = "f:o:lvg:tT:F:d:h",
+        .prog = S_PROG, .usage = s_usage, .shortopts = "f:o:lvg:tT:F:d:u:h",
         .longopts = s_longopts, .option = s_option, .operands = s_operands,
         .help = s_help,
     };
@@ -421,28 +447,6 @@ s_query(ac_t *ac, const ac_query_t *q, ac_result_t **r)
     if (*r)
         telem_client_result_missing_report(*r);
     return rc;
-}
-
-/* Names asked-for metrics that no node has (in the range, for a query
- * with points); returns how many. */
-static size_t
-s_absent(const telem_client_opts_t *o, const ac_result_t *r, int latest)
-{
-    size_t absent = 0;
-    for (size_t m = 0; r && m < o->nmetrics; m++) {
-        size_t i = 0;
-        while (i < ac_result_nseries(r)
-               && strcmp(ac_result_series(r, i)->metric, o->metrics[m]) != 0)
-            i++;
-        if (i == ac_result_nseries(r)) {
-            fprintf(stderr, latest
-                    ? S_PROG ": no series for metric '%s'\n"
-                    : S_PROG ": no points of metric '%s' in the time range\n",
-                    o->metrics[m]);
-            absent++;
-        }
-    }
-    return absent;
 }
 
 /* Ends the document with r's missing nodes and maps rc to the exit code;
@@ -475,6 +479,8 @@ s_run_series(ac_t *ac, const telem_client_opts_t *o, const ac_query_t *q)
                                                  cols, 6, 5);
     for (size_t i = 0; f && i < ac_result_nseries(r); i++) {
         const telem_series_t *s = ac_result_series(r, i);
+        if (!telem_client_result_selected(o, s))
+            continue;
         telem_client_fmt_str(f, ac_result_series_node(r, i));
         telem_client_fmt_str(f, s->metric);
         telem_client_fmt_tags(f, s->tags, s->ntags);
@@ -486,7 +492,7 @@ s_run_series(ac_t *ac, const telem_client_opts_t *o, const ac_query_t *q)
     /* A get (-g) of a metric nobody has is an error; an empty window of a
      * query is an answer. */
     int latest = (q->flags & TELEM_QUERY_LATEST) != 0;
-    size_t absent = s_absent(o, r, latest);
+    size_t absent = telem_client_result_absent(o, r, latest);
     int code = s_finish(f, r, rc);
     if (absent && latest)
         code = 1;
@@ -586,6 +592,7 @@ s_status_row(telem_client_fmt_t *f, const ac_status_result_t *r, size_t i)
     telem_client_fmt_u64(f, st->mem_bytes);
     telem_client_fmt_u64(f, st->ingested);
     telem_client_fmt_u64(f, st->dropped);
+    telem_client_fmt_u64(f, st->push_refused);
     telem_client_fmt_i64(f, st->uptime_ns / TELEM_NS_PER_SEC);
     telem_client_fmt_i64(f, st->pid);
     telem_client_fmt_row_end(f);
@@ -598,14 +605,14 @@ s_run_control(ac_t *ac, const telem_client_opts_t *o, long node,
 {
     static const char *const cols[] = {
         "node", "state", "level", "series", "points", "mem_bytes",
-        "ingested", "dropped", "uptime_s", "pid"
+        "ingested", "dropped", "refused", "uptime_s", "pid"
     };
     ac_status_result_t *r = NULL;
     int rc = ac_control(ac, node, op, arg, 0, &r);
     size_t n = ac_status_result_count(r), nm = 0;
     const char **missing = calloc(n + 1, sizeof *missing);
     telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "nodes",
-                                                 cols, 10, -1);
+                                                 cols, 11, -1);
     for (size_t i = 0; f && missing && i < n; i++) {
         s_status_row(f, r, i);
         if (ac_status_result_code(r, i))
@@ -657,15 +664,40 @@ s_control(ac_t *ac, const s_cli_t *cli)
 
 /* ---- main -------------------------------------------------------------- */
 
+/* -u PATH naming a node (its directory or a socket in it): that node. */
+static ac_t *
+s_connect_node(const telem_client_opts_t *o)
+{
+    char node[TELEM_NAME_MAX + 1], ep[TELEM_PATH_MAX], why[TELEM_PATH_MAX];
+    int err = telem_nodesock_resolve(o->unix_path, "ctl.sock", ep, sizeof ep,
+                                     node, sizeof node, why, sizeof why);
+    if (err) {
+        fprintf(stderr, S_PROG ": -u %s\n", why);
+        return NULL;
+    }
+    const char *name = node, *endpoint = ep;
+    ac_t *ac = ac_connect_nodes(&name, &endpoint, 1, o->timeout_ms, &err);
+    if (!ac)
+        fprintf(stderr, S_PROG ": cannot connect: %s\n", ac_strerror(err));
+    return ac;
+}
+
 static ac_t *
 s_connect(const telem_client_opts_t *o)
 {
+    struct stat st;
+    const char *nodefile = o->nodefile;
+    if (o->unix_path) {
+        if (stat(o->unix_path, &st) != 0 || !S_ISREG(st.st_mode))
+            return s_connect_node(o);
+        nodefile = o->unix_path;            /* -u naming a node file */
+    }
     int err = 0;
-    ac_t *ac = ac_connect(o->nodefile, o->timeout_ms, &err);
+    ac_t *ac = ac_connect(nodefile, o->timeout_ms, &err);
     if (ac)
         return ac;
     char why[512];
-    if (ac_nodefile_check(o->nodefile, NULL, why, sizeof why) != 0)
+    if (ac_nodefile_check(nodefile, NULL, why, sizeof why) != 0)
         fprintf(stderr, S_PROG ": %s\n", why);
     else
         fprintf(stderr, S_PROG ": cannot connect: %s\n", ac_strerror(err));
@@ -685,11 +717,13 @@ s_run(s_cli_t *cli)
     int code;
     switch (cli->mode) {
     case M_LIST:
-        code = s_run_list(ac, &cli->o);
+        code = cli->o.tau ? telem_client_tau_list(ac, &cli->o)
+                          : s_run_list(ac, &cli->o);
         break;
     case M_VALUES:
     case M_GET:
-        code = s_run_values(ac, &cli->o);
+        code = cli->o.tau ? telem_client_tau_values(ac, &cli->o)
+                          : s_run_values(ac, &cli->o);
         break;
     case M_QUERY:
         code = s_run_query(ac, cli);
@@ -729,5 +763,6 @@ main(int argc, char **argv)
         code = 1;
     free(cli.list);
     free(cli.o.metrics);
+    free(cli.sels);
     return code;
 }

@@ -9,11 +9,17 @@
  * and telem_client_fmt_end() closes the document, so output stopped by a
  * signal is still a valid document.
  *
+ * With --tau, -l, -v, -g, -t and -T write tau_metric_proxy's documents
+ * instead (telem_client_tau.c): lists of {name, doc, type} and
+ * {name, ts, value} with names in Prometheus syntax.
+ *
  * Files and the order they call in (each calls only those below it):
  *   telem_client.c         main: command line, one-shot modes
  *   telem_client_track.c   telem_client_track(): tracking mode (-t, -T)
  *   telem_client_report.c  telem_client_report(): the HTML job report
- *   telem_client_result.c  telem_client_result_*: missing nodes, exit codes
+ *   telem_client_tau.c     telem_client_tau_*: tau_metric_proxy's shapes
+ *   telem_client_result.c  telem_client_result_*: selectors, missing
+ *                          nodes, exit codes
  *   telem_client_fmt.c     telem_client_fmt_*: the output formats
  * Single-threaded, like the tool.
  */
@@ -27,6 +33,7 @@
 #include <jansson.h>
 
 #include "ac.h"
+#include "telem_promname.h"
 
 /* ---- formats (telem_client_fmt.c) ---- */
 
@@ -82,6 +89,13 @@ int telem_client_fmt_end(telem_client_fmt_t *f, const char *const *missing,
 
 void telem_client_fmt_destroy(telem_client_fmt_t **f_p);
 
+/* s as valid UTF-8 (a bad byte becomes U+FFFD), for JSON; the caller
+ * frees it.  NULL when out of memory. */
+char *telem_client_fmt_utf8(const char *s);
+
+/* Writes s to out as a YAML double-quoted scalar. */
+void telem_client_fmt_yaml_quote(FILE *out, const char *s);
+
 /* ---- options (filled by telem_client.c, read by the modes) ---- */
 
 /* What the command line asked for. */
@@ -90,8 +104,15 @@ typedef struct {
     int timeout_ms;          /* 0: not given */
     telem_client_fmt_kind_t fmt;
     FILE *out;
-    const char **metrics;    /* -g, -T, query */
+    const char **metrics;    /* -g, -T, query: the metric names to ask */
     size_t nmetrics;
+    /* -g, -T: what was asked, metric{labels} parsed (telem_promname.h);
+     * a series is shown when it matches one (telem_client_result_
+     * selected()).  NULL for query. */
+    const telem_promname_t *sels;
+    size_t nsels;
+    int tau;                 /* --tau: tau_metric_proxy's documents */
+    const char *unix_path;   /* -u: the node's directory or socket */
     telem_tag_t tags[TELEM_TAGS_MAX];
     size_t ntags;
     double hz;               /* -F */
@@ -99,6 +120,29 @@ typedef struct {
 } telem_client_opts_t;
 
 /* ---- results (telem_client_result.c) ---- */
+
+/* The next element of a list "a,b{k=\"x,y\"},c" at *p: it ends at a ','
+ * outside braces and quotes.  NUL-terminates it in place and moves *p
+ * past it; NULL at the end. */
+char *telem_client_result_next_item(char **p);
+
+/* Parses one element, a metric name (any telem name) optionally followed
+ * by labels in Prometheus syntax (values quoted or not, host and pid
+ * allowed), into *sel, whose metric then points into item (cut at its
+ * '{').  Returns 0 or -1. */
+int telem_client_result_selector(char *item, telem_promname_t *sel);
+
+/* 1 if series s is one that o's selectors ask for (always, without
+ * selectors): its metric is a selector's and it has every label that
+ * selector names, with the same value. */
+int telem_client_result_selected(const telem_client_opts_t *o,
+                                 const telem_series_t *s);
+
+/* Names on stderr every selector of o that no series of r matches
+ * (`latest`: "no series for", else "no points of ... in the time range")
+ * and returns how many. */
+size_t telem_client_result_absent(const telem_client_opts_t *o,
+                                  const ac_result_t *r, int latest);
 
 /* Prints the nodes of a query result that are missing to stderr. */
 void telem_client_result_missing_report(const ac_result_t *r);
@@ -117,6 +161,42 @@ int telem_client_result_exit_code(int rc);
  * installs handlers for both that only end the loop).  Returns the exit
  * code. */
 int telem_client_track(ac_t *ac, const telem_client_opts_t *o);
+
+/* ---- tau_metric_proxy's shapes (telem_client_tau.c) ------------------- */
+
+typedef struct telem_client_tau telem_client_tau_t;
+
+/* Writes s's name in tau's syntax, metric{label="value",...}, into buf:
+ * every tag but host (and but host only when keep_host is 0).  Returns
+ * the length or TELEM_ETOOBIG (then a truncated name). */
+int telem_client_tau_name(char *buf, size_t size, const telem_series_t *s,
+                          int keep_host);
+
+/* A document of {name, ts, value} rows in tau's tracking shape: JSON, a
+ * list of ticks, each the list of the rows of one tick with changes; md,
+ * txt and yaml, one row after the other.  NULL when out of memory. */
+telem_client_tau_t *telem_client_tau_track_new(telem_client_fmt_kind_t kind,
+                                               FILE *out);
+
+/* One row of the current tick: the series' name, ts (ns, written as
+ * fractional seconds), value. */
+void telem_client_tau_value(telem_client_tau_t *t, const char *name,
+                            int64_t ts_ns, double value);
+
+/* Ends the current tick (nothing is written for a tick without rows). */
+void telem_client_tau_tick_end(telem_client_tau_t *t);
+
+/* Flushes; closes the document first when `end`.  Returns 0 or
+ * TELEM_EIO if a write failed. */
+int telem_client_tau_flush(telem_client_tau_t *t, int end);
+
+void telem_client_tau_destroy(telem_client_tau_t **t_p);
+
+/* --tau -l: one {name, doc, type} row per series; -v / -g: one
+ * {name, ts, value} row per series (newest point).  Return the exit
+ * code. */
+int telem_client_tau_list(ac_t *ac, const telem_client_opts_t *o);
+int telem_client_tau_values(ac_t *ac, const telem_client_opts_t *o);
 
 /* ---- report (telem_client_report.c) ----------------------------------- */
 

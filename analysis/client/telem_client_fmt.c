@@ -739,3 +739,15 @@ telem_client_fmt_destroy(telem_client_fmt_t **f_p)
     free(f);
     *f_p = NULL;
 }
+
+char *
+telem_client_fmt_utf8(const char *s)
+{
+    return s_clean(s, 0, 0);
+}
+
+void
+telem_client_fmt_yaml_quote(FILE *out, const char *s)
+{
+    s_yaml_quote(out, s);
+}

@@ -10,10 +10,13 @@
  * series ever shows the same value twice in a row.  SIGINT
  * and SIGTERM only set s_stop; the loop ends, the document is closed and
  * flushed, so a stopped run still leaves valid JSON/YAML.  Missing nodes
- * are reported on stderr when the set of missing nodes changes.
+ * are reported on stderr when the set of missing nodes changes.  With
+ * --tau the rows go to tau's document instead (telem_client_tau.c), one
+ * list per tick that had changes.
  *
  * Call order: telem_client.c calls telem_client_track(); this file calls
- * telem_client_result.c and telem_client_fmt.c, never telem_client.c.
+ * telem_client_tau.c, telem_client_result.c and telem_client_fmt.c, never
+ * telem_client.c.
  */
 #include "telem_client.h"
 #include "telem_time.h"
@@ -37,6 +40,8 @@ typedef struct {
     ac_t *ac;
     const telem_client_opts_t *o;
     telem_client_fmt_t *f;
+    telem_client_tau_t *tau; /* --tau: instead of f */
+    int keep_host;           /* --tau: more than one node asked */
     zhashx_t *last;          /* series key -> s_last_t */
     int timeout_ms;
     uint64_t tick;
@@ -169,6 +174,13 @@ s_missing(s_track_t *t, const ac_result_t *r)
 static void
 s_row(s_track_t *t, const char *node, const telem_series_t *s)
 {
+    if (t->tau) {
+        /* The key buffer is free again once the change is known. */
+        telem_client_tau_name(t->key, sizeof t->key, s, t->keep_host);
+        telem_client_tau_value(t->tau, t->key, s->ts[s->npoints - 1],
+                               s->values[s->npoints - 1]);
+        return;
+    }
     telem_client_fmt_str(t->f, node);
     telem_client_fmt_str(t->f, s->metric);
     telem_client_fmt_tags(t->f, s->tags, s->ntags);
@@ -193,8 +205,9 @@ s_tick(s_track_t *t)
     s_missing(t, r);
     for (size_t i = 0; i < ac_result_nseries(r); i++) {
         const telem_series_t *s = ac_result_series(r, i);
-        if (s->npoints == 0 || isnan(s->values[s->npoints - 1]))
-            continue;   /* null: nothing to track */
+        if (s->npoints == 0 || isnan(s->values[s->npoints - 1])
+            || !telem_client_result_selected(o, s))
+            continue;   /* null: nothing to track; or not asked for */
         const char *node = ac_result_series_node(r, i);
         s_key(t->key, sizeof t->key, node, s);
         int ch = s_changed(t, t->key, s->values[s->npoints - 1]);
@@ -207,6 +220,8 @@ s_tick(s_track_t *t)
     }
     if (rc == 0)
         s_prune(t);
+    if (t->tau)
+        telem_client_tau_tick_end(t->tau);
     ac_result_destroy(&r);
     return rc;
 }
@@ -252,7 +267,8 @@ s_loop(s_track_t *t)
             && rc != TELEM_ECONN)
             /* refused or out of memory */
             return telem_client_result_exit_code(rc);
-        if (telem_client_fmt_flush(t->f) != 0) {
+        if ((t->tau ? telem_client_tau_flush(t->tau, 0)
+                    : telem_client_fmt_flush(t->f)) != 0) {
             fprintf(stderr, "telem_client: writing the output failed\n");
             return 1;
         }
@@ -282,18 +298,27 @@ telem_client_track(ac_t *ac, const telem_client_opts_t *o)
                     : (int) period_ms,
     };
     t.last = zhashx_new();
-    t.f = telem_client_fmt_new(o->fmt, o->out, "changes", cols, 5, -1);
+    if (o->tau) {
+        t.tau = telem_client_tau_track_new(o->fmt, o->out);
+        t.keep_host = ac_node_count(ac) > 1;
+    } else {
+        t.f = telem_client_fmt_new(o->fmt, o->out, "changes", cols, 5, -1);
+    }
     int code = 1;
-    if (t.last && t.f) {
+    if (t.last && (t.f || t.tau)) {
         zhashx_set_destructor(t.last, s_last_free);
         code = s_loop(&t);
     }
-    if (!t.f || telem_client_fmt_end(t.f, (const char *const *) t.ever,
-                                     t.never) != 0) {
+    int wrc = t.tau ? telem_client_tau_flush(t.tau, 1)
+            : !t.f ? TELEM_ENOMEM
+            : telem_client_fmt_end(t.f, (const char *const *) t.ever,
+                                   t.never);
+    if (wrc != 0) {
         fprintf(stderr, "telem_client: writing the output failed\n");
         code = 1;
     }
     telem_client_fmt_destroy(&t.f);
+    telem_client_tau_destroy(&t.tau);
     zhashx_destroy(&t.last);
     free(t.missing);
     for (size_t i = 0; i < t.never; i++)

@@ -162,8 +162,9 @@ s_key_check(s_cur_t *c, const char *key, size_t klen, uint32_t label,
     if (klen >= 2 && key[0] == '_' && key[1] == '_')
         return s_fail(c, "label names starting with \"__\" are reserved",
                       label);
-    if ((klen == 4 && memcmp(key, "host", 4) == 0)
-        || (klen == 3 && memcmp(key, "pid", 3) == 0))
+    if (!(c->flags & TELEM_PROMNAME_OWN)
+        && ((klen == 4 && memcmp(key, "host", 4) == 0)
+            || (klen == 3 && memcmp(key, "pid", 3) == 0)))
         return s_fail(c, "labels \"host\" and \"pid\" are telem's own",
                       label);
     for (uint32_t i = 0; i < nkeys; i++)

@@ -25,7 +25,9 @@
  *
  * With TELEM_PROMNAME_BARE (command lines only) a value may also be
  * written without quotes, up to the next ',' or '}': shells eat the
- * quotes of `-g strace_hits_total{scall="read"}` typed unquoted.
+ * quotes of `-g strace_hits_total{scall="read"}` typed unquoted.  With
+ * TELEM_PROMNAME_OWN the labels host and pid are accepted (to select
+ * series by them, not to push).
  *
  * Thread safety: every function works on its arguments only.
  */
@@ -41,7 +43,8 @@
 #define TELEM_PROMNAME_TEXT_MAX 4096   /* bytes of one name with labels */
 
 enum {
-    TELEM_PROMNAME_BARE = 1u << 0      /* accept unquoted label values */
+    TELEM_PROMNAME_BARE = 1u << 0,     /* accept unquoted label values */
+    TELEM_PROMNAME_OWN = 1u << 1       /* accept labels host and pid */
 };
 
 /* A parsed name: `metric` and `labels` point into `buf` (keys and values

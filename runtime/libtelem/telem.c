@@ -38,6 +38,8 @@
  * confirmation (the end-of-stream handshake in telem_sender.c).
  *
  * Process-wide state is kept in one struct, s_api, as the API is global.
+ * The push calls are telem_push.c's, over the pieces telem_int.h names;
+ * the environment is read by telem_env.c.
  */
 #include "telem.h"
 
@@ -127,71 +129,6 @@ static struct {
 };
 
 static _Thread_local s_tbuf_t *s_my __attribute__((tls_model("initial-exec")));
-
-/* ---- configuration ---------------------------------------------------- */
-
-static int
-s_env_int(const char *name, int lo, int hi, int dflt)
-{
-    const char *env = getenv(name);
-    if (!env || !*env)
-        return dflt;
-    char *end;
-    long v = strtol(env, &end, 10);
-    return (*end || v < lo || v > hi) ? dflt : (int) v;
-}
-
-static int
-s_copy(char *dst, size_t size, const char *src)
-{
-    int n = snprintf(dst, size, "%s", src);
-    return n < 0 || (size_t) n >= size ? TELEM_ETOOBIG : 0;
-}
-
-/* TELEM_CTL, else the ctl.sock beside an ipc TELEM_INGEST ending in
- * "/ingest.sock", else <rundir>/<node>/ctl.sock. */
-static void
-s_ctl_endpoint(char *ctl, size_t size, const char *rundir, const char *node)
-{
-    const char *env = getenv("TELEM_CTL");
-    const char *ingest = getenv("TELEM_INGEST");
-    static const char tail[] = "/ingest.sock";
-    size_t n = ingest ? strlen(ingest) : 0;
-    if (env && *env) {
-        if (!s_copy(ctl, size, env))
-            return;
-    } else if (n > sizeof tail && strncmp(ingest, "ipc://", 6) == 0
-               && strcmp(ingest + n - (sizeof tail - 1), tail) == 0) {
-        if (snprintf(ctl, size, "%.*s/ctl.sock",
-                     (int) (n - (sizeof tail - 1)), ingest) < (int) size)
-            return;
-    } else if (*rundir && *node
-               && !telem_node_endpoint(ctl, size, rundir, node, "ctl.sock")) {
-        return;
-    }
-    ctl[0] = '\0';
-}
-
-/* Fills the node name and both endpoints; "" where none can be made. */
-static void
-s_endpoints(char *node, char *ingest, char *ctl)
-{
-    char rundir[TELEM_PATH_MAX];
-    if (telem_node_default(node, TELEM_NAME_MAX + 1) || !telem_node_valid(node))
-        node[0] = '\0';
-    if (telem_rundir_default(rundir, sizeof rundir))
-        rundir[0] = '\0';
-    const char *env = getenv("TELEM_INGEST");
-    if (env && *env) {
-        if (s_copy(ingest, TELEM_PATH_MAX, env))
-            ingest[0] = '\0';
-    } else if (!*rundir || !*node
-               || telem_node_endpoint(ingest, TELEM_PATH_MAX, rundir, node,
-                                      "ingest.sock")) {
-        ingest[0] = '\0';
-    }
-    s_ctl_endpoint(ctl, TELEM_PATH_MAX, rundir, node);
-}
 
 /* ---- thread buffers ---------------------------------------------------- */
 
@@ -352,7 +289,7 @@ s_ctx_new(int *rc_p)
     ctx->queue = telem_queue_new(S_QUEUE_BATCHES);
     if (!ctx->queue)
         goto out;
-    s_endpoints(node, ingest, ctl);
+    tapi_endpoints(node, ingest, ctl);
     snprintf(pid, sizeof pid, "%ld", (long) getpid());
     telem_tag_t tags[2] = { { "pid", pid }, { "rank", getenv("TELEM_RANK") } };
     uint32_t ntags = tags[1].value && *tags[1].value
@@ -385,7 +322,7 @@ s_atfork_child(void)
         atomic_store(&tb->ctx, NULL);
         tb->prev = tb->next = NULL;
         tb->dead = 0;
-        tb->pcache.batch = NULL;
+        memset(&tb->pcache, 0, sizeof tb->pcache);
         if (tb->batch)
             tb->batch->n = tb->batch->used = tb->batch->last_len = 0;
     }
@@ -411,7 +348,7 @@ telem_init(void)
             memset(&s_api.last, 0, sizeof s_api.last);
             atomic_store(&s_api.invalid, 0);
             atomic_store(&s_api.level,
-                         s_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1));
+                         tapi_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1));
             atomic_store_explicit(&s_api.state, S_LIVE, memory_order_release);
         }
     }
@@ -730,7 +667,7 @@ telem_finalize(void)
         return 0;
     s_detach_all(ctx);
     int rc = telem_queue_flush(ctx->queue,
-                               s_env_int("TELEM_FINALIZE_MS", 0, INT32_MAX,
+                               tapi_env_int("TELEM_FINALIZE_MS", 0, INT32_MAX,
                                          S_FINALIZE_MS));
     telem_sender_stop(ctx->sender);
     telem_stats_t st;
@@ -748,7 +685,7 @@ int
 telem_level(void)
 {
     if (atomic_load(&s_api.state) == S_UNINIT)
-        return s_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1);
+        return tapi_env_int("TELEM_LEVEL", 0, S_LEVEL_MAX, 1);
     return atomic_load_explicit(&s_api.level, memory_order_relaxed);
 }
 

@@ -2,8 +2,10 @@
  *
  * telem.c keeps the process-wide state, the per-thread buffers and the
  * path of telem_add_data(); telem_push.c builds the push calls
- * (telem_counter_add(), telem_gauge_set()) on the pieces below.  The
- * order is one way: telem_push.c calls telem.c, never the reverse.
+ * (telem_counter_add(), telem_gauge_set()) on the pieces below;
+ * telem_env.c reads the environment.  The order is one way:
+ * telem_push.c calls telem.c, which calls telem_env.c, never the
+ * reverse.
  *
  * Thread safety: a thread only ever uses its own buffer (tapi_tbuf_t);
  * between tapi_lock() and tapi_unlock() (or a failed tapi_room()) it
@@ -18,28 +20,26 @@
 
 #include "telem_queue.h"
 
-#define TAPI_PCACHE 16     /* pushed names remembered per thread */
+#define TAPI_PCACHE 256    /* pushed-name slots per thread, power of 2 */
 
 typedef struct s_tbuf tapi_tbuf_t;
 
-/* One pushed name already in the thread's batch: its text (as given to
- * the call) at arena offset `text` of length `len`, and the sample that
- * carries it, whose name and tags offsets a repeat reuses. */
+/* One pushed name in the thread's batch of generation `gen` (0: empty):
+ * its text (as given to the call) at arena offset `text` of length `len`,
+ * and the sample that carries it, whose name and tags a repeat reuses. */
 typedef struct {
+    uint64_t gen;
     uint32_t text;
     uint32_t len;
     uint32_t sample;
 } tapi_pname_t;
 
-/* The names of the batch `batch` (valid while batch->gen == gen), most
- * recent at (next - 1) % TAPI_PCACHE.  Written only by the owner thread
- * under its buffer's mutex. */
+/* Direct-mapped by a hash of the text; an entry counts only while its
+ * gen is the thread's batch's (a batch's gen is new at each hand-out, so
+ * a queued batch leaves every entry stale at once).  Written only by the
+ * owner thread under its buffer's mutex. */
 typedef struct {
-    telem_qbatch_t *batch;
-    uint32_t gen;
-    uint32_t n;
-    uint32_t next;
-    tapi_pname_t names[TAPI_PCACHE];
+    tapi_pname_t slots[TAPI_PCACHE];
 } tapi_pcache_t;
 
 /* Starts a call at `level` (1-4): initialises on first use and finds the
@@ -74,5 +74,16 @@ void tapi_count_invalid(void);
 /* Copies len bytes and a NUL into the batch's arena; returns the offset.
  * The caller has checked the room. */
 uint32_t tapi_put(telem_qbatch_t *b, const char *s, size_t len);
+
+/* ---- telem_env.c ---- */
+
+/* The integer in environment variable `name` when it is one within
+ * [lo, hi], else dflt. */
+int tapi_env_int(const char *name, int lo, int hi, int dflt);
+
+/* Fills the node name (TELEM_NAME_MAX + 1 bytes) and the ingest and
+ * control endpoints (TELEM_PATH_MAX bytes each) from the environment
+ * (telem.h); "" where none can be made. */
+void tapi_endpoints(char *node, char *ingest, char *ctl);
 
 #endif

@@ -38,8 +38,11 @@ struct telem_queue {
     int64_t flush_deadline;
     int stop;
     int sender_gone;
-    _Atomic uint32_t gens;          /* batch generations handed out */
 };
+
+/* Batch generations handed out, process-wide: a gen names one hand-out
+ * of one batch, across queues and contexts. */
+static _Atomic uint64_t s_gens;
 
 static void
 s_free_list(telem_qbatch_t *b)
@@ -114,7 +117,7 @@ telem_queue_take_free(telem_queue_t *q)
     b->used = 0;
     b->last_name = 0;
     b->last_len = 0;
-    b->gen = atomic_fetch_add_explicit(&q->gens, 1, memory_order_relaxed) + 1;
+    b->gen = atomic_fetch_add_explicit(&s_gens, 1, memory_order_relaxed) + 1;
     return b;
 }
 

@@ -51,7 +51,7 @@ typedef struct telem_qbatch {
     uint32_t used;               /* arena bytes used */
     uint32_t last_name;          /* arena offset of the newest metric name */
     uint32_t last_len;           /* and its length, to reuse repeated names */
-    uint32_t gen;                /* new each time the pool hands it out */
+    uint64_t gen;                /* new each time the pool hands it out */
     telem_qsample_t s[TELEM_Q_SAMPLES];
     char arena[TELEM_Q_ARENA];   /* TELEM_QB_META: metric, unit, doc */
 } telem_qbatch_t;
@@ -75,8 +75,8 @@ telem_queue_t *telem_queue_new(uint32_t cap);
 void telem_queue_destroy(telem_queue_t **q_p);
 
 /* Returns an empty batch of kind TELEM_QB_SAMPLES from the pool, or a new
- * one, with a `gen` that differs from the one it had when last handed
- * out; NULL when out of memory.  The caller owns it. */
+ * one, with a `gen` no batch of this process had before (never 0); NULL
+ * when out of memory.  The caller owns it. */
 telem_qbatch_t *telem_queue_take_free(telem_queue_t *q);
 
 /* Returns a batch to the pool (or frees it when the pool is full); accepts

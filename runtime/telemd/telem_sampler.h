@@ -31,6 +31,8 @@ typedef struct {
     uint64_t nseries, npoints, mem_bytes, mem_cap_bytes;
     uint64_t ingested, dropped, bad_messages, expired;
     uint64_t ingest_queue;      /* messages waiting on the ingest socket */
+    uint64_t counter_series;    /* pushed counters' node series */
+    uint64_t push_refused;      /* pushed samples refused */
 } telem_sampler_self_stats_t;
 
 typedef struct {

@@ -42,6 +42,11 @@ static const telem_meta_t s_metrics[] = {
      "Samples per second telemd accepted since the previous sample."},
     {"telemd_ingest_queue", TELEM_METRIC_GAUGE, "",
      "Messages waiting on telemd's ingest socket."},
+    {"telemd_counter_series", TELEM_METRIC_GAUGE, "",
+     "Node series of pushed counters (at most 10,000)."},
+    {"telemd_push_refused_total", TELEM_METRIC_COUNTER, "",
+     "Pushed samples telemd refused since it started (malformed counter "
+     "increments, counters past their cap)."},
     {NULL, TELEM_METRIC_GAUGE, NULL, NULL}
 };
 
@@ -91,6 +96,9 @@ s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
          (double) st.bad_messages);
     emit(arg, "telemd_expired_total", NULL, 0, (double) st.expired);
     emit(arg, "telemd_ingest_queue", NULL, 0, (double) st.ingest_queue);
+    emit(arg, "telemd_counter_series", NULL, 0, (double) st.counter_series);
+    emit(arg, "telemd_push_refused_total", NULL, 0,
+         (double) st.push_refused);
     /* No rate across a clock step backwards or a counter reset. */
     if (self->have_prev && now_ns > self->prev_ns
         && st.ingested >= self->prev_ingested)

@@ -96,6 +96,8 @@ s_self_stats(void *arg, telem_sampler_self_stats_t *out)
     out->bad_messages = self->bad_messages;
     out->expired = st.expired;
     out->ingest_queue = self->queue_depth;
+    out->counter_series = st.ncounters;
+    out->push_refused = telemd_push_refused(self->push);
 }
 
 static void
