@@ -1,6 +1,7 @@
 /* test_run_env.c - telem_run's environment (run_env.h): -u's forms (an
- * endpoint as it is, a node directory, a socket path) become TELEM_INGEST;
- * an empty or over-long value is refused with a sentence and leaves the
+ * endpoint as it is, a node's directory) become TELEM_INGEST (and the
+ * node's name TELEM_NODE); an empty or over-long value, a missing path and
+ * a file that is no socket are refused with a sentence and leave the
  * environment alone; the endpoint shown in messages follows TELEM_INGEST
  * or the run directory and node; the MPI library is found from
  * TELEM_MPI_LIB, and a missing one is named, with LD_PRELOAD untouched; a
@@ -34,16 +35,23 @@ test_ingest(const char *dir)
     snprintf(path, sizeof path, "%s/", dir);
     CHECK_RC(run_env_ingest(path, why, sizeof why), 0);
     CHECK_STR(getenv("TELEM_INGEST"), want);
+    const char *base = strrchr(dir, '/') + 1;
+    CHECK_STR(getenv("TELEM_NODE"), base);        /* the directory's name */
     snprintf(path, sizeof path, "%s/other.sock", dir);
-    snprintf(want, sizeof want, "ipc://%s", path);
-    CHECK_RC(run_env_ingest(path, why, sizeof why), 0);
-    CHECK_STR(getenv("TELEM_INGEST"), want);
+    CHECK_RC(run_env_ingest(path, why, sizeof why), TELEM_ENOTFOUND);
+    FILE *f = fopen(path, "w");                   /* a file, not a socket */
+    REQUIRE(f);
+    fclose(f);
+    CHECK_RC(run_env_ingest(path, why, sizeof why), TELEM_EINVAL);
+    CHECK(strstr(why, "not a node") != NULL);
+    remove(path);
 
     CHECK_RC(run_env_ingest("", why, sizeof why), TELEM_EINVAL);
     CHECK(why[0] != '\0');
     char *huge = malloc(5000);
     REQUIRE(huge);
-    memset(huge, 'x', 4999);
+    memcpy(huge, "ipc://", 6);
+    memset(huge + 6, 'x', 4993);
     huge[4999] = '\0';
     why[0] = '\0';
     CHECK_RC(run_env_ingest(huge, why, sizeof why), TELEM_ETOOBIG);

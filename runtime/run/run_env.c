@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "telem_error.h"
+#include "telem_nodesock.h"
 #include "telem_paths.h"
 #include "telem_types.h"
 #include "telem_why.h"
@@ -30,26 +30,24 @@ run_env_ingest(const char *where, char *why, size_t why_size)
 {
     if (!where)
         return 0;
-    char ep[TELEM_PATH_MAX];
-    struct stat sb;
-    int n;
+    char ep[TELEM_PATH_MAX], node[TELEM_NAME_MAX + 1] = "";
     if (!*where) {
         telem_why(why, why_size, "an empty endpoint");
         return TELEM_EINVAL;
     }
-    if (strstr(where, "://"))
-        n = snprintf(ep, sizeof ep, "%s", where);
-    else if (stat(where, &sb) == 0 && S_ISDIR(sb.st_mode))
-        n = snprintf(ep, sizeof ep, "ipc://%s%singest.sock", where,
-                     where[strlen(where) - 1] == '/' ? "" : "/");
-    else
-        n = snprintf(ep, sizeof ep, "ipc://%s", where);
-    if (n < 0 || (size_t) n >= sizeof ep) {
+    int rc = 0;
+    if (!strstr(where, "://"))
+        rc = telem_nodesock_resolve(where, "ingest.sock", ep, sizeof ep, node,
+                                    sizeof node, why, why_size);
+    else if (snprintf(ep, sizeof ep, "%s", where) >= (int) sizeof ep)
+        rc = TELEM_ETOOBIG;
+    if (rc == TELEM_ETOOBIG)
         telem_why(why, why_size, "the endpoint is too long (%zu bytes, at"
                   " most %d)", strlen(where), TELEM_PATH_MAX - 16);
-        return TELEM_ETOOBIG;
-    }
-    if (setenv("TELEM_INGEST", ep, 1) != 0) {
+    if (rc)
+        return rc;
+    if (setenv("TELEM_INGEST", ep, 1) != 0
+        || (*node && setenv("TELEM_NODE", node, 1) != 0)) {
         telem_why(why, why_size, "%s", strerror(errno));
         return TELEM_EIO;
     }

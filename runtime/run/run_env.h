@@ -15,12 +15,16 @@
 #include <stddef.h>
 
 /* Points the push client at `where` (NULL: leaves the environment alone):
- *   "ipc://...", "tcp://..."   an endpoint, used as it is;
- *   a directory                the node directory: DIR/ingest.sock;
- *   anything else              the path of the ingest socket itself.
+ *   "ipc://...", "tcp://..."   an endpoint, used as it is (TELEM_INGEST);
+ *   a path                     a node, as every telem tool's -u names one
+ *                              (telem_nodesock.h): its directory
+ *                              <rundir>/<node> or any socket in it; sets
+ *                              TELEM_INGEST to its ingest.sock and
+ *                              TELEM_NODE to its name.
  * libtelem finds the control socket beside an ingest socket called
- * ingest.sock.  Returns 0, or TELEM_ETOOBIG / TELEM_EINVAL (an empty
- * string) / TELEM_EIO with a sentence in `why`. */
+ * ingest.sock.  Returns 0, or TELEM_EINVAL (an empty string, a path that
+ * is no node's), TELEM_ENOTFOUND (no such path), TELEM_ETOOBIG or
+ * TELEM_EIO, with a sentence in `why`. */
 int run_env_ingest(const char *where, char *why, size_t why_size);
 
 /* Writes the ingest endpoint the push client will use into buf, for
