@@ -145,18 +145,21 @@ after=$(value strace_hits_total scall=write)
 [ "$after" -gt "$before" ] || fail "-S counted no write ($before -> $after)"
 expect_value telem_run_total operation=attach 1
 expect_rc 125 "$R" -S 999999999
+expect_rc 125 "$R" -u "$T/no-such-node" -- true
+expect_rc 125 "$R" -u "$T/plain.txt" -- true
 
 # ---- -u: the node by directory and by endpoint ------------------------------
 start_node n2
-for where in "$TELEM_RUNDIR/n2" "ipc://$TELEM_RUNDIR/n2/ingest.sock"; do
+for where in "$TELEM_RUNDIR/n2" "$TELEM_RUNDIR/n2/ctl.sock" \
+             "ipc://$TELEM_RUNDIR/n2/ingest.sock"; do
     TELEM_NODE=n1 "$R" -s -u "$where" -- "${P[@]}" child write 5 2 \
         || fail "telem_run -u $where failed"
 done
 TELEM_NODEFILE=$T/n2only
 grep "^n2	" "$T/nodes" >"$TELEM_NODEFILE"
 export TELEM_NODEFILE
-expect_value strace_hits_total scall=write 10
-expect_value telem_run_total operation=exec 2
+expect_value strace_hits_total scall=write 15
+expect_value telem_run_total operation=exec 3
 export TELEM_NODEFILE=$T/nodes
 
 # ---- no telemd: the program runs, telem_run says so once --------------------
