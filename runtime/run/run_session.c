@@ -243,6 +243,11 @@ s_traced(s_session_t *s)
         rc = s_fail("waiting for the traced program%s", "", strerror(errno));
     else if (run_trace_status(s->trace, &st) == 0)
         rc = cfg->attach ? 0 : s_exit_status(st);
+    if (run_trace_unread(s->trace))
+        fprintf(stderr, "%s: %llu system calls could not be read and are not"
+                        " counted (PTRACE_GET_SYSCALL_INFO needs Linux 5.3 or"
+                        " later)\n",
+                S_PROG, (unsigned long long) run_trace_unread(s->trace));
     run_trace_destroy(&s->trace);
     s_push(s);
     if (cfg->verbose)

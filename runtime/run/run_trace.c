@@ -165,8 +165,10 @@ s_syscall(run_trace_t *t, pid_t tid, run_tid_t *th)
 {
     struct __ptrace_syscall_info info;
     if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *) sizeof info, &info)
-        <= 0)
+        <= 0) {
+        t->unread += errno != ESRCH;     /* ESRCH: killed meanwhile */
         return;
+    }
     if (info.op == PTRACE_SYSCALL_INFO_ENTRY) {
         size_t slot = run_scall_slot(info.arch, info.entry.nr);
         run_counts_add(&t->cells[slot], 0);
@@ -314,6 +316,12 @@ run_trace_status(const run_trace_t *trace, int *status)
         return TELEM_ESTATE;
     *status = trace->status;
     return 0;
+}
+
+uint64_t
+run_trace_unread(const run_trace_t *trace)
+{
+    return trace->unread;
 }
 
 int

@@ -106,6 +106,10 @@ int run_trace_loop(run_trace_t *trace);
  * (it was detached, or never started). */
 int run_trace_status(const run_trace_t *trace, int *status);
 
+/* System-call stops that could not be read (PTRACE_GET_SYSCALL_INFO
+ * failed: a kernel older than 5.3); their calls are not counted. */
+uint64_t run_trace_unread(const run_trace_t *trace);
+
 /* Sends `sig` to the started or attached process.  Returns 0 or TELEM_EIO. */
 int run_trace_kill(const run_trace_t *trace, int sig);
 

@@ -35,6 +35,7 @@ struct run_trace {
     int started;                /* 1: run_trace_spawn(), 0: attached */
     int ended;                  /* `status` holds pid's exit */
     int status;
+    uint64_t unread;            /* stops PTRACE_GET_SYSCALL_INFO refused */
 };
 
 /* run_trace_start.c */
