@@ -212,7 +212,7 @@ s_traced(s_session_t *s)
 {
     const run_session_config_t *cfg = s->cfg;
     char why[256] = "", path[4096];
-    int rc = 0, st;
+    int rc = TELEM_ENOMEM, st;
     run_scall_t *scall = run_scall_new();
     s->counts = run_counts_new(RUN_SCALL_SLOTS, "strace_hits_total",
                                "strace_size_total", "scall", run_scall_name,
@@ -237,6 +237,7 @@ s_traced(s_session_t *s)
         rc = s_fail("cannot start '%s'", cfg->argv[0], strerror(errno));
         goto out;
     }
+    rc = 0;
     s_count_launch(s);
     s->next_push = s_mono_ns() + s->period_ns;
     if (run_trace_loop(s->trace) != 0)
@@ -315,7 +316,8 @@ run_session(const run_session_config_t *cfg)
     if (s.sigfd < 0)
         return s_fail("cannot read signals%s", "", strerror(errno));
     s_probe(&s);
-    int counting = s.connected || cfg->verbose;
+    /* TELEM_LEVEL=0 records nothing: nothing to trace for either. */
+    int counting = (s.connected && telem_level() > 0) || cfg->verbose;
     int rc;
     if (cfg->attach && !counting) {
         rc = s_fail("-S: nothing to count without telemd (-v prints the"
