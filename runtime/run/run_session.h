@@ -12,7 +12,8 @@
  *      With no telemd it says so once on stderr and counts nothing: the
  *      program runs untraced and without the MPI library (unless verbose,
  *      where the counts are still taken and printed at the end); an attach
- *      has then nothing to do and fails.
+ *      has then nothing to do and fails.  TELEM_LEVEL=0 (nothing is
+ *      recorded) runs the program untraced too.
  *   3. Runs the program and counts the launch once it runs
  *      (telem_run_total{operation="exec"}, or operation="attach" for -S):
  *      traced (run_trace.h) for system-call counts or an attach, else
