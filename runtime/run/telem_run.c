@@ -30,9 +30,10 @@ static const char s_usage[] =
 "                       (mpi_calls_total{call=NAME},\n"
 "                       mpi_bytes_total{call=NAME}) with libtelem_mpi.so\n"
 "                       preloaded into COMMAND\n"
-"  -u, --endpoint PATH  the node to push to: its directory <rundir>/<node>\n"
-"                       or a socket in it (as telem_client -u), or an\n"
-"                       ipc:// or tcp:// endpoint of its ingest socket\n"
+"  -u, --endpoint PATH  the node to push to (also --unix): its directory\n"
+"                       <rundir>/<node> or a socket in it (as telem_client\n"
+"                       -u), or an ipc:// or tcp:// endpoint of its ingest\n"
+"                       socket\n"
 "                       (default: from TELEM_INGEST, else TELEM_RUNDIR and\n"
 "                       TELEM_NODE, as every telem program finds it)\n"
 "  -F, --rate HZ        pushes per second while COMMAND runs, 0.01-1000\n"
@@ -53,6 +54,7 @@ static const struct option s_opts[] = {
     { "attach", required_argument, NULL, 'S' },
     { "mpi", no_argument, NULL, 'm' },
     { "endpoint", required_argument, NULL, 'u' },
+    { "unix", required_argument, NULL, 'u' },        /* as telem_client's */
     { "rate", required_argument, NULL, 'F' },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
