@@ -2,7 +2,7 @@
 #
 #   mpirun --oversubscribe -np 4 telem_run -m -- ring 10 100
 #
-# examples/ring.c makes, on each of its 4 ranks, exactly 10 MPI_Send and
+# examples/mpi/ring.c makes, on each of its 4 ranks, exactly 10 MPI_Send and
 # 10 MPI_Recv of 100 ints, one MPI_Allreduce of one double and one
 # MPI_Barrier.  The node totals must be exactly: MPI_Send and MPI_Recv 40
 # calls and 16000 bytes each, MPI_Allreduce 4 calls and 32 bytes,
@@ -51,7 +51,7 @@ if [ ! -f "$lib" ] || [ ! -x "$ring" ]; then
         -L"$build/lib" -Wl,-rpath,"$build/lib" -ltelem -pthread \
         -o "$T/libtelem_mpi.so" >"$T/mpicc.out" 2>&1 \
         || fail "building libtelem_mpi.so with mpicc failed: $(tail -n 5 "$T/mpicc.out")"
-    mpicc -O2 "$TELEM_SRC/examples/ring.c" -o "$T/ring" >>"$T/mpicc.out" 2>&1 \
+    mpicc -O2 "$TELEM_SRC/examples/mpi/ring.c" -o "$T/ring" >>"$T/mpicc.out" 2>&1 \
         || fail "building the ring with mpicc failed: $(tail -n 5 "$T/mpicc.out")"
     export TELEM_MPI_LIB=$T/libtelem_mpi.so
     ring=$T/ring
