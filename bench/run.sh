@@ -50,6 +50,8 @@ fi
     echo
     "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
     echo
+    "$here/bench_run.sh" "$build"
+    echo
     if [ "$dict" = 1 ]; then
         BENCH_BUILD="$build" "$here/dict_vs_redis.sh"
         echo
