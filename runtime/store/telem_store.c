@@ -344,11 +344,14 @@ s_series_room(telem_store_t *self, tstore_series_t *s, int64_t ts,
     return rc;
 }
 
-/* Finds or creates the series `l` names (l->mlen set).  The series of the
- * previous append is checked first: runs of samples of one series (one
- * metric from one process) then skip the hashing and the index. */
+/* Finds or (max_new permitting) creates the series `l` names (l->mlen
+ * set).  The series of the previous append is checked first: runs of
+ * samples of one series (one metric from one process) then skip the
+ * hashing and the index.  TELEM_EFULL when it would be new and max_new
+ * is 0. */
 static int
-s_series_get(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
+s_series_find(telem_store_t *self, s_lookup_t *l, int max_new,
+              tstore_series_t **out)
 {
     const telem_series_tags_t *tags = l->tags;
     tstore_series_t *s = self->hot;
@@ -359,6 +362,8 @@ s_series_get(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
         s = (tstore_series_t *) telem_series_index_find(
             &self->series_tab, l->hash, l->metric, l->mlen + 1, tags->bytes,
             tags->len);
+        if (!s && !max_new)
+            return TELEM_EFULL;
         int rc = s ? 0 : s_series_create(self, l, &s);
         if (rc)
             return rc;
@@ -366,6 +371,12 @@ s_series_get(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
     }
     *out = s;
     return 0;
+}
+
+static int
+s_series_get(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
+{
+    return s_series_find(self, l, 1, out);
 }
 
 /* Appends one point to series s (expiring its old points first). */
@@ -561,22 +572,11 @@ s_counter_meta(telem_store_t *self, tstore_metric_t *m)
 static int
 s_counter_series(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
 {
-    const telem_series_tags_t *tags = l->tags;
-    tstore_series_t *s = self->hot;
-    if (!s || !telem_series_key_is(&s->key, l->metric, l->mlen + 1,
-                                   tags->bytes, tags->len)) {
-        l->mhash = tstore_metric_hash(l->metric, l->mlen);
-        l->hash = telem_series_hash_pair(l->mhash, tags->hash);
-        s = (tstore_series_t *) telem_series_index_find(
-            &self->series_tab, l->hash, l->metric, l->mlen + 1, tags->bytes,
-            tags->len);
-        if (!s && self->ncounters >= self->cfg.max_counter_series)
-            return TELEM_EFULL;
-        int rc = s ? 0 : s_series_create(self, l, &s);
-        if (rc)
-            return rc;
-        self->hot = s;
-    }
+    tstore_series_t *s = NULL;
+    int rc = s_series_find(self, l,
+                           self->ncounters < self->cfg.max_counter_series, &s);
+    if (rc)
+        return rc;
     if (!s->counter) {
         s->counter = true;
         s->total = 0;
