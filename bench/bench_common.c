@@ -280,6 +280,25 @@ bench_fin_and_sync(void *zctx, void *push, telem_proto_encoder_t *enc,
     return bench_sync(zctx, ctl_ep, token, timeout_ms);
 }
 
+void
+bench_fill_telemd(telemd_t *td, char *const *frames, const size_t *sizes,
+                  int n, uint64_t token, int timeout_ms)
+{
+    void *zctx = zmq_ctx_new();
+    void *push = zmq_socket(zctx, ZMQ_PUSH);
+    zmq_connect(push, telemd_ingest_endpoint(td));
+    for (int i = 0; i < n; i++)
+        zmq_send(push, frames[i], sizes[i], 0);
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    int rc = bench_fin_and_sync(zctx, push, enc, telemd_ctl_endpoint(td),
+                                token, timeout_ms);
+    if (rc)
+        bench_die("fill", "sync: %s", telem_strerror(rc));
+    telem_proto_encoder_destroy(&enc);
+    zmq_close(push);
+    zmq_ctx_term(zctx);
+}
+
 int64_t
 bench_ingested(void *zctx, const char *ctl_ep)
 {

@@ -55,6 +55,12 @@ int bench_control(void *zctx, const char *ctl_ep, telem_proto_decoder_t *dec,
  * or TELEM_ETIMEDOUT. */
 int bench_sync(void *zctx, const char *ctl_ep, uint64_t token, int timeout_ms);
 
+/* Sends the encoded batches frames[0..n) to td's ingest socket, then a fin
+ * with `token`, and waits (timeout_ms) until telemd has taken them all;
+ * exits through bench_die() when it does not. */
+void bench_fill_telemd(telemd_t *td, char *const *frames, const size_t *sizes,
+                       int n, uint64_t token, int timeout_ms);
+
 /* Sends an empty batch carrying `token` on the connected PUSH socket
  * `push`, then waits with bench_sync().  Returns 0 or an error. */
 int bench_fin_and_sync(void *zctx, void *push, telem_proto_encoder_t *enc,

@@ -299,19 +299,7 @@ s_time_ac(const char *endpoint, int64_t *lat, s_e2e_t *o)
 static void
 s_fill_telemd(telemd_t *td, const s_fill_t *f)
 {
-    void *zctx = zmq_ctx_new();
-    void *push = zmq_socket(zctx, ZMQ_PUSH);
-    zmq_connect(push, telemd_ingest_endpoint(td));
-    for (int i = 0; i < f->n; i++)
-        zmq_send(push, f->frames[i], f->sizes[i], 0);
-    telem_proto_encoder_t *enc = telem_proto_encoder_new();
-    int rc = bench_fin_and_sync(zctx, push, enc, telemd_ctl_endpoint(td),
-                                77, 20000);
-    if (rc)
-        bench_die("fill", "sync: %s", telem_strerror(rc));
-    telem_proto_encoder_destroy(&enc);
-    zmq_close(push);
-    zmq_ctx_term(zctx);
+    bench_fill_telemd(td, f->frames, f->sizes, f->n, 77, 20000);
 }
 
 static void

@@ -20,7 +20,7 @@
  */
 #include "ddict_log.h"
 
-#include "ddict_crc.h"
+#include "telem_crc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +97,7 @@ s_get64(const uint8_t *p)
 uint32_t
 ddict_log_crc(const void *data, size_t size)
 {
-    return ddict_crc32c(0, data, size);
+    return telem_crc32c(0, data, size);
 }
 
 /* Fills the 32-byte header of `rec`, CRC included. */
@@ -113,9 +113,9 @@ s_header(uint8_t *h, const ddict_log_rec_t *rec)
     s_put64(h + 16, rec->vlen);
     s_put64(h + 24, rec->version);
     uint32_t crc = ddict_log_crc(h + 8, DDICT_LOG_HDR - 8);
-    crc = ddict_crc32c(crc, rec->ns, rec->nslen);
-    crc = ddict_crc32c(crc, rec->key, rec->klen);
-    crc = ddict_crc32c(crc, rec->val, rec->vlen);
+    crc = telem_crc32c(crc, rec->ns, rec->nslen);
+    crc = telem_crc32c(crc, rec->key, rec->klen);
+    crc = telem_crc32c(crc, rec->val, rec->vlen);
     s_put32(h + 4, crc);
 }
 

@@ -3,7 +3,7 @@
  * Every change a server applies (put, delete, checkpoint copy, restore,
  * dropped shard, new shard map) is appended as one record; a restarted
  * server rebuilds its memory by replaying the file.  Records are framed
- * with a magic number, their lengths and a CRC-32C (ddict_crc.h) over everything
+ * with a magic number, their lengths and a CRC-32C (telem_crc.h) over everything
  * after the CRC, so a record cut short by a crash (a torn tail) or damaged
  * on disk is detected: replay stops at the first bad record, truncates the
  * file there and reports how many bytes it dropped.  Nothing past a bad

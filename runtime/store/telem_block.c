@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "telem_block_int.h"
+#include "telem_crc.h"
 
 /* --- header --------------------------------------------------------------- */
 
@@ -99,7 +100,7 @@ s_parse(const void *buf, size_t len, telem_block_info_t *info,
     if (rc)
         return rc;
     size_t body = info->size - TELEM_BLOCK_CRC_BYTES;
-    if (tblock_crc32c(0, p, body) != s_get32le(p + body))
+    if (telem_crc32c(0, p, body) != s_get32le(p + body))
         return TELEM_EPROTO;
     *ts_sec = p + hlen;
     return 0;

@@ -121,50 +121,6 @@ s_uvar_len(uint64_t v)
     return n;
 }
 
-/* --- CRC-32C ------------------------------------------------------------ */
-
-#define S_CRC_POLY 0x82f63b78u      /* Castagnoli, bit-reversed */
-
-static uint32_t
-s_crc_soft(uint32_t c, const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (S_CRC_POLY & -(c & 1u));
-    }
-    return c;
-}
-
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-__attribute__((target("sse4.2"))) static uint32_t
-s_crc_hw(uint32_t c, const uint8_t *p, size_t n)
-{
-    uint64_t c64 = c;
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c64 = _mm_crc32_u64(c64, v);
-    }
-    c = (uint32_t) c64;
-    for (; n; n--)
-        c = _mm_crc32_u8(c, *p++);
-    return c;
-}
-#endif
-
-uint32_t
-tblock_crc32c(uint32_t crc, const void *data, size_t n)
-{
-    uint32_t c = ~crc;
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("sse4.2"))
-        return ~s_crc_hw(c, data, n);
-#endif
-    return ~s_crc_soft(c, data, n);
-}
-
 /* --- choosing widths ---------------------------------------------------- */
 
 #define S_CAND_MAX 8

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "telem_block_int.h"
+#include "telem_crc.h"
 
 void
 telem_block_opts_default(telem_block_opts_t *opts)
@@ -330,7 +331,7 @@ tblock_assemble(const telem_block_info_t *hdr, const tblock_bw_t *tsw,
     memcpy(p, head, hl);
     memcpy(p + hl, tsw->buf, h.ts_bytes);
     memcpy(p + hl + h.ts_bytes, vw->buf, h.value_bytes);
-    uint32_t crc = tblock_crc32c(0, p, total - TELEM_BLOCK_CRC_BYTES);
+    uint32_t crc = telem_crc32c(0, p, total - TELEM_BLOCK_CRC_BYTES);
     for (int i = 0; i < 4; i++)
         p[total - 4 + i] = (uint8_t) (crc >> (8 * i));
     *out = p;

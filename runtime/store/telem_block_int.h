@@ -190,8 +190,6 @@ size_t tblock_uvar_put(uint8_t *p, uint64_t v);
  * runs past end or is longer than 10 bytes or overflows 64 bits. */
 bool tblock_uvar_get(const uint8_t **p, const uint8_t *end, uint64_t *v);
 
-/* CRC-32C (Castagnoli), initial 0; "123456789" gives 0xe3069283. */
-uint32_t tblock_crc32c(uint32_t crc, const void *data, size_t n);
 
 /* --- integer residual streams ------------------------------------------ *
  *

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "telem_block_int.h"
+#include "telem_crc.h"
 
 struct telem_block_writer {
     telem_block_opts_t opts;
@@ -317,7 +318,7 @@ telem_block_writer_snapshot(const telem_block_writer_t *self, void *buf,
     tblock_bw_bytes(&out, tail, tblock_bw_tail(&self->tsw, tail));
     tblock_bw_bytes(&out, self->vw.buf, self->vw.len);
     tblock_bw_bytes(&out, tail, tblock_bw_tail(&self->vw, tail));
-    uint32_t crc = tblock_crc32c(0, buf, out.len);
+    uint32_t crc = telem_crc32c(0, buf, out.len);
     for (int i = 0; i < 4; i++)
         tail[i] = (uint8_t) (crc >> (8 * i));
     tblock_bw_bytes(&out, tail, 4);

@@ -1,5 +1,5 @@
-/* ddict_crc.c - CRC-32C with the CPU's instruction where there is one
- * (see ddict_crc.h).
+/* telem_crc.c - CRC-32C with the CPU's instruction where there is one
+ * (see telem_crc.h).
  *
  * The raw CRC register is linear: running it over A then B gives
  * crc(B from 0) xor shift(crc(A), |B|), where shift multiplies by
@@ -9,7 +9,7 @@
  * with two multiplications modulo P.  Polynomials are in the reflected
  * bit order the instruction uses: bit 31 is x^0.
  */
-#include "ddict_crc.h"
+#include "telem_crc.h"
 
 #include <string.h>
 
@@ -111,7 +111,7 @@ s_hw(uint32_t crc, const uint8_t *p, size_t n)
 #endif
 
 uint32_t
-ddict_crc32c(uint32_t crc, const void *data, size_t size)
+telem_crc32c(uint32_t crc, const void *data, size_t size)
 {
     uint32_t c = ~crc;
 #ifdef S_HW_STEP64
