@@ -275,32 +275,28 @@ s_aggregate(const s_ctx_t *c, const s_pts_t *pts, size_t k, s_pts_t *out)
 
 /* ---- writing ---- */
 
-/* The points to write: those in [start, end], in the answer's unit; in
- * the object form, of several points with one key the last (a JSON
- * parser would keep the last of equal keys).  Appends the result. */
+/* The points to write, kept in p's own arrays, which the result takes
+ * over: those in [start, end], in the answer's unit; in the object form,
+ * of several points with one key the last (a JSON parser would keep the
+ * last of equal keys).  Appends the result. */
 static int
-s_add(const s_ctx_t *c, const s_pts_t *p, json_t **head_p,
-      tsdb_results_t *res)
+s_add(const s_ctx_t *c, s_pts_t *p, json_t **head_p, tsdb_results_t *res)
 {
     int arrays = c->q->arrays, ms = c->q->ms_resolution;
-    s_pts_t o;
-    if (s_pts_alloc(&o, p->n)) {
-        json_decref(*head_p);
-        *head_p = NULL;
-        return TELEM_ENOMEM;
-    }
+    size_t n = 0;
     for (size_t i = 0; i < p->n; i++) {
         if (p->ts[i] < c->q->start_ms || p->ts[i] > c->q->end_ms)
             continue;
         int64_t t = ms ? p->ts[i] : p->ts[i] / 1000;
-        if (!arrays && o.n > 0 && o.ts[o.n - 1] == t)
-            o.n--;                                  /* last one wins */
-        o.ts[o.n] = t;
-        o.v[o.n++] = p->v[i];
+        if (!arrays && n > 0 && p->ts[n - 1] == t)
+            n--;                                    /* last one wins */
+        p->ts[n] = t;
+        p->v[n++] = p->v[i];
     }
     int flags = (arrays ? TSDB_OUT_ARRAYS : 0)
                 | (c->fill_null ? TSDB_OUT_NAN_NULL : 0);
-    return tsdb_results_add(res, head_p, &o.ts, &o.v, o.n, flags);
+    p->n = 0;
+    return tsdb_results_add(res, head_p, &p->ts, &p->v, n, flags);
 }
 
 /* Sorted keys of o as a JSON array, or (as_object) o re-made sorted. */
@@ -358,7 +354,7 @@ s_tags(const s_ctx_t *c, const size_t *idx, size_t k, json_t *res)
 }
 
 static int
-s_emit(const s_ctx_t *c, const size_t *idx, size_t k, const s_pts_t *p,
+s_emit(const s_ctx_t *c, const size_t *idx, size_t k, s_pts_t *p,
        tsdb_results_t *res)
 {
     json_t *r = json_pack("{s:s}", "metric", c->s->metric);
