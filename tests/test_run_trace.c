@@ -510,7 +510,11 @@ test_attach_detach(void)
     CHECK_RC(run_trace_loop(rig.trace), 0);
     uint64_t bytes, hits = s_hits(&rig, "write", &bytes);
     CHECK(hits >= 60);
-    CHECK_INT(bytes, hits * 8);
+    /* A hit counts at the call's entry, its bytes at its return: a thread
+       detached at a write's entry stop has that write's hit and not its
+       bytes (docs/telem_run.md), so each thread may lack one write's. */
+    CHECK(bytes % 8 == 0 && bytes <= hits * 8
+          && hits * 8 - bytes <= 8 * (uint64_t) S_TICKERS);
     int st;
     CHECK_RC(run_trace_status(rig.trace, &st), TELEM_ESTATE);   /* running */
     s_rig_close(&rig);
