@@ -93,6 +93,24 @@ s_prom_open(launch_job_t *self, char *why, size_t why_size)
     return rc;
 }
 
+/* Opens (empties) launch/restarts.log and launch/daemons.log. */
+static int
+s_open_logs(launch_job_t *self, char *why, size_t why_size)
+{
+    char path[TELEM_PATH_MAX + 32];
+    FILE **logs[] = { &self->restart_log, &self->daemon_log };
+    const char *names[] = { "restarts.log", "daemons.log" };
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", self->launch_dir, names[k]);
+        if (!(*logs[k] = fopen(path, "we"))) {
+            snprintf(why, why_size, "cannot open %s: %s", path,
+                     strerror(errno));
+            return TELEM_EIO;
+        }
+    }
+    return 0;
+}
+
 int
 launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
 {
@@ -135,19 +153,7 @@ launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
             telem_log(TELEM_LOG_WARN, "cannot remove %s: %s", path,
                       strerror(errno));
     }
-    snprintf(path, sizeof path, "%s/daemons.log", self->launch_dir);
-    self->daemon_log = fopen(path, "we");
-    if (!self->daemon_log) {
-        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
-        return TELEM_EIO;
-    }
-    snprintf(path, sizeof path, "%s/restarts.log", self->launch_dir);
-    self->restart_log = fopen(path, "we");
-    if (!self->restart_log) {
-        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
-        return TELEM_EIO;
-    }
-    return 0;
+    return s_open_logs(self, why, why_size);
 }
 
 /* Writes `path` atomically from the lines fill() prints into a FILE. */

@@ -336,11 +336,9 @@ launch_job_sup_on_ready(launch_job_t *self, size_t i, launch_job_role_t role)
     s->state = LAUNCH_SUP_RUNNING;
     s->up_once = 1;
     if (restarted) {
-        long pid = 0;
-        for (size_t k = 0; k < self->nprocs; k++)
-            if (self->procs[k] == (role == LAUNCH_ROLE_TELEMD ? nd->telemd
-                                                               : nd->dictd))
-                pid = (long) self->procs[k]->pid;
+        const launch_job_proc_t *p = role == LAUNCH_ROLE_TELEMD ? nd->telemd
+                                                                 : nd->dictd;
+        long pid = p ? (long) p->pid : 0;
         int moved = role == LAUNCH_ROLE_TELEMD
                     && strcmp(nd->prev_endpoint, nd->endpoint) != 0;
         s_report(self, TELEM_LOG_WARN, "daemon %s on %s restarted (pid %ld, "
