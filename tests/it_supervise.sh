@@ -4,7 +4,8 @@
 #
 #   job A  kill -9 of n2's telemd: restarted on n2 (new pid, same query
 #          endpoint, node file entry valid, it answers telem_client and
-#          telem_agg; telem_watch keeps running); then its port taken while
+#          telem_agg, a client holding its connection finds it again,
+#          telem_watch keeps running); then its port taken while
 #          it is down: the next try takes a new port, the node files are
 #          rewritten, telem_client and telem_agg find it there and
 #          telem_watch is started again; kill -9 of n2's telem_dictd:
@@ -111,11 +112,22 @@ grep -q "^n1	collect	paused	" "$TELEM_RUNDIR/launch/daemons" \
 grep -q "daemon telem_collect on n1 exited 2: paused for" \
     "$TELEM_RUNDIR/launch/daemons.log" || fail "pause not in daemons.log"
 
-# kill -9 of n2's telemd: restarted on n2 with the same endpoint.
+# kill -9 of n2's telemd: restarted on n2 with the same endpoint.  A
+# client holding one connection all along (telem_client -T) sees n2 go and
+# come back (the launcher is held while n2 is down, so the client's ticks
+# see it missing whatever their timing).
 old=$(ep n2 pid)
 oldq=$(ep n2 query)
 [ -n "$oldq" ] && [ "$(nodefile_ep n2)" = "$oldq" ] || fail "node file before: $(cat "$TELEM_NODEFILE")"
+"$C" --timeout 500 -f txt -T cpu_percent -F 5 -d 3600 >"$T/track.out" 2>"$T/track.err" &
+TRACK=$!
+EXTRA_PIDS+=("$TRACK")
+wait_for grep -q n2 "$T/track.out" || fail "the tracking client sees no n2"
+kill -STOP "$LPID"
 kill -9 "$old"
+wait_for grep -q "node 'n2' did not answer" "$T/track.err" \
+    || fail "the tracking client did not miss n2: $(cat "$T/track.err")"
+kill -CONT "$LPID"
 wait_for has a "daemon telemd on n2 restarted (pid [0-9]*, restart 1); same query endpoint $oldq" \
     || fail "telemd not restarted: $(grep daemon "$T/a.log")"
 has a "daemon telemd on n2 killed by signal 9 (Killed); restarting it in" \
@@ -127,6 +139,9 @@ grep -q "^n2	" "$TELEM_RUNDIR/launch/telemd_nodes" || fail "telemd_nodes lost n2
 wait_for node_answers n2 "$new" || fail "n2 does not answer: $(cat "$T/status.txt")"
 wait_for agg_answers || fail "telem_agg does not find n2 again"
 [ "$(watch_pid)" = "$watch0" ] || fail "telem_watch restarted though the endpoint stayed"
+wait_for grep -q "every node answers again" "$T/track.err" \
+    || fail "the tracking client did not find n2 again: $(cat "$T/track.err")"
+kill "$TRACK"
 
 # Its port taken while it is down: a new port, the files follow.
 kill -STOP "$LPID"
