@@ -84,8 +84,12 @@ pids=()
 export TELEM_RUNDIR=$work/job TELEM_NODEFILE=$work/job/nodes
 export TELEM_DICT_NODEFILE=$TELEM_RUNDIR/dict_nodes
 mkdir -m 700 "$TELEM_RUNDIR"
+# The node's death is played by killing its daemons: --daemon-failure
+# exclude makes that a node failure (by default a daemon that dies is only
+# restarted on its node).
 "$bin/telem_launch" --rundir "$TELEM_RUNDIR" --grace 2 --local 3 --nodes 2 \
-    --resilient --exhaust-resources -- "$bin/slow_gpu" --tasks 4 \
+    --resilient --exhaust-resources --daemon-failure exclude -- \
+    "$bin/slow_gpu" --tasks 4 \
     --iterations 40 --size 120 --bins 40 >"$work/job.out" 2>"$work/job.log" &
 launcher=$!
 pids+=("$launcher")

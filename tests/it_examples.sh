@@ -99,7 +99,7 @@ ref=$(sed -n 's/.*histogram checksum //p' "$T/ref.out")
 [ -n "$ref" ] || fail "no checksum"
 
 "$L" --rundir "$TELEM_RUNDIR" --grace 2 --local 3 --nodes 2 --resilient \
-    --exhaust-resources --telemetry-level 3 -- "$TELEM_BIN/slow_gpu" \
+    --exhaust-resources --daemon-failure exclude --telemetry-level 3 -- "$TELEM_BIN/slow_gpu" \
     "${SG[@]}" >"$T/sg.out" 2>"$T/sg.log" &
 LPID=$!
 EXTRA_PIDS+=("$LPID")

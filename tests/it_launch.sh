@@ -99,8 +99,10 @@ finish 0
 [ "$(envval 0 'h 2' TELEM_RANK)" = 1 ] || fail "template: rank of 'h 2'"
 
 # --- kill -9 one node's telemd mid-run: restart on the reserve ------------
+# (--daemon-failure exclude: a dead daemon fails its node; by default it is
+# restarted in place, tests/it_supervise.sh)
 reset_out
-MODE=wait launch kill --local 3 --nodes 2 --resilient
+MODE=wait launch kill --local 3 --nodes 2 --resilient --daemon-failure exclude
 wait_for test -f "$OUT/run-0-n2.env" -a -f "$OUT/run-0-n1.env" \
     || fail "first run did not start"
 # The node file lists the active nodes, and they answer.
@@ -142,7 +144,7 @@ grep -q "trigger heartbeat; nodes n1; promoted n3" "$T/hb.log" \
 
 # --- without --resilient a node failure ends the job ---------------------
 reset_out
-MODE=wait launch nores --local 2 --nodes 2
+MODE=wait launch nores --local 2 --nodes 2 --daemon-failure exclude
 wait_for test -f "$OUT/run-0-n2.env" || fail "did not start"
 kill -9 "$(telemd_pid n2)"
 finish 3

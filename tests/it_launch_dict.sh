@@ -53,7 +53,7 @@ acked() { [ -f "$OUT/acked-$1" ] && [ "$(wc -l <"$OUT/acked-$1")" -ge "$2" ]; }
 
 # --- write, kill -9 node n2's daemons, restart, read back ----------------
 MODE=write "$L" --rundir "$TELEM_RUNDIR" --grace 2 --local 3 --nodes 2 \
-    --resilient -- "$T/prog.sh" >"$T/write.out" 2>"$T/write.log" &
+    --resilient --daemon-failure exclude -- "$T/prog.sh" >"$T/write.out" 2>"$T/write.log" &
 LPID=$!
 EXTRA_PIDS+=("$LPID")
 wait_for acked n1 30 || fail "n1 acknowledged no keys"

@@ -262,8 +262,8 @@ export PUSH JOB=$T/job
 JR=$T/jobrun
 mkdir -m 700 "$JR"
 TELEM_NODEFILE=$JR/nodes "$TELEM_BIN/telem_launch" --rundir "$JR" --local 3 \
-    --nodes 2 --resilient --no-agg --grace 2 --telemetry-level 1 \
-    --prometheus-config "$T/job/prom.yml" -- "$T/job/prog.sh" \
+    --nodes 2 --resilient --daemon-failure exclude --no-agg --grace 2 \
+    --telemetry-level 1 --prometheus-config "$T/job/prom.yml" -- "$T/job/prog.sh" \
     >"$T/launch.out" 2>"$T/launch.log" &
 LPID=$!
 EXTRA_PIDS+=("$LPID")

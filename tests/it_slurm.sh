@@ -44,7 +44,7 @@ envval() { sed -n "s/^$3=//p" "$OUT/run-$1-$2.env"; }
 
 # --- every daemon and program runs as its Slurm node ----------------------
 MODE=wait salloc -N 3 "$TELEM_BIN/telem_launch" --rundir "$TELEM_RUNDIR" \
-    --nodes 2 --resilient --grace 2 -- "$T/prog.sh" \
+    --nodes 2 --resilient --daemon-failure exclude --grace 2 -- "$T/prog.sh" \
     >"$T/launch.out" 2>"$T/launch.log" &
 LPID=$!
 EXTRA_PIDS+=("$LPID")

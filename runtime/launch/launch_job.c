@@ -40,6 +40,11 @@ launch_job_config_defaults(launch_job_config_t *cfg)
     cfg->start_timeout_ns = 30 * TELEM_NS_PER_SEC;
     cfg->agg_port = 4242;
     cfg->metrics_port = -1;
+    cfg->daemon_restarts = 5;
+    cfg->daemon_window_ns = 300 * TELEM_NS_PER_SEC;
+    cfg->daemon_pause_ns = 300 * TELEM_NS_PER_SEC;
+    cfg->daemon_backoff_ns = TELEM_NS_PER_SEC;
+    cfg->daemon_backoff_max_ns = 60 * TELEM_NS_PER_SEC;
 }
 
 static size_t
@@ -309,7 +314,9 @@ s_dictd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
     if (strcmp(line, "ready") != 0 || nd->dictd != p)
         return;
     nd->dict_ready = 1;
-    launch_job_on_ready(self, p->node);
+    launch_job_sup_on_ready(self, p->node, LAUNCH_ROLE_DICTD);
+    if (launch_state_node(self->state, p->node) != LAUNCH_NODE_DOWN)
+        launch_job_on_ready(self, p->node);
 }
 
 /* Keeps telemd's /metrics URL ("http://HOST:PORT/metrics") as the
@@ -352,6 +359,7 @@ s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
             return;
         }
         nd->ready = 1;
+        launch_job_sup_on_ready(self, p->node, LAUNCH_ROLE_TELEMD);
         launch_job_on_ready(self, p->node);
         return;
     }
@@ -433,6 +441,7 @@ s_list_add(char *buf, size_t size, const char *name)
 static void
 s_stop_node(launch_job_t *self, size_t i, int keep_telemd)
 {
+    launch_job_sup_forget_node(self, i);
     if (!keep_telemd || !self->nodes[i].telemd) {
         s_stop(self, -1, (long) i);
         self->nodes[i].ready = 0;
@@ -543,6 +552,7 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     s_stop(self, LAUNCH_ROLE_PROGRAM, -1);
     s_stop(self, LAUNCH_ROLE_WATCH, -1);
     s_stop(self, LAUNCH_ROLE_COLLECT, -1);
+    launch_job_sup_reset_observers(self);
     /* telem_agg stays while its node does (launch_job_start_agg()). */
     if (launch_job_stop_agg_off(self))
         zloop_timer(self->loop, s_ms(self->cfg.grace_ns) + 1, 1,
@@ -660,6 +670,8 @@ launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status)
         nd->dict_ready = 0;
     }
     if (p->stopping || self->phase == LAUNCH_PHASE_ENDING) {
+        if (p->respawn)
+            launch_job_sup_respawn(self, p);
         s_advance(self);
         return;
     }
@@ -671,7 +683,13 @@ launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status)
         s_advance(self);
         return;
     }
-    /* The node's daemons are the node: losing either fails it. */
+    /* A daemon is restarted on its node (launch_job_sup.c)... */
+    if (launch_job_sup_on_death(self, p, how)) {
+        s_advance(self);
+        return;
+    }
+    /* ... unless asked not to (--daemon-failure exclude) or it never came
+       up: then the node's daemons are the node, losing either fails it. */
     if (p->role == LAUNCH_ROLE_TELEMD || p->role == LAUNCH_ROLE_DICTD) {
         char why[256];
         snprintf(why, sizeof why, "%s %s", p->role == LAUNCH_ROLE_TELEMD

@@ -18,9 +18,15 @@
  *   ddict_open() reads) when the job has a dictionary.
  *
  * Failures and what they lead to (launch_state.h has the node rules):
- *   - a node's telemd or telem_dictd exits, or its telemd misses
- *     `heartbeat_misses` status requests in a row (each with its own
- *     deadline): the node failed;
+ *   - a daemon that dies (telemd, telem_dictd, telem_collect, telem_watch,
+ *     telem_agg) after it was up is started again on its node, with a
+ *     back-off, and paused after too many deaths (launch_job_sup.c): the
+ *     node stays and the program is not touched; with daemon_exclude, and
+ *     for a telemd or telem_dictd that never came up, the node failed;
+ *   - a node's telemd misses `heartbeat_misses` status requests in a row
+ *     (each with its own deadline), or a daemon cannot be (re)started on
+ *     it (the command fails, it is not ready in time, or through srun or a
+ *     remote shell it ends before it is ready): the node failed;
  *   - the program exits non-zero on a node: with restart_on_failure the
  *     node failed, otherwise the job ends with LAUNCH_EXIT_PROGRAM;
  *   - launch_job_request_restart(), or a restart request on the socket
@@ -98,6 +104,19 @@ typedef struct {
     int64_t heartbeat_timeout_ns;  /* deadline of one status request */
     int heartbeat_misses;       /* misses in a row that fail a node */
     int64_t start_timeout_ns;   /* a telemd not ready by then failed */
+    /* Supervision of the node daemons (launch_job_sup.c): a daemon that
+     * dies is started again on its node after daemon_backoff_ns, doubling
+     * per death up to daemon_backoff_max_ns; the death that makes
+     * daemon_restarts within daemon_window_ns (counted from the first of
+     * them) pauses it for daemon_pause_ns instead.  daemon_exclude: a
+     * telemd or telem_dictd that dies fails its node and the other
+     * daemons are not restarted (the rule before supervision). */
+    int daemon_exclude;
+    int daemon_restarts;
+    int64_t daemon_window_ns;
+    int64_t daemon_pause_ns;
+    int64_t daemon_backoff_ns;
+    int64_t daemon_backoff_max_ns;
     const char *const *program; /* argv, NULL-terminated */
 } launch_job_config_t;
 
@@ -105,7 +124,8 @@ typedef struct launch_job launch_job_t;
 
 /* Fills the defaults: level 2, grace 5 s, heartbeat every 1 s with a
  * 1 s deadline and 3 misses, start timeout 30 s, node defaults of
- * launch_state_config_defaults(). */
+ * launch_state_config_defaults(); daemons restarted after 1 s doubling up
+ * to 60 s, paused 300 s at the 5th death within 300 s. */
 void launch_job_config_defaults(launch_job_config_t *cfg);
 
 /* Prepares a job: checks the node configuration against the source,

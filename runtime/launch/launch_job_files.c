@@ -14,6 +14,11 @@
  *                              telem_agg and the job report read)
  *   <rundir>/launch/restarts.log   one line per restart of this job
  *                                  (emptied when a job starts)
+ *   <rundir>/launch/daemons.log    one line per death, restart and pause
+ *                                  of a node daemon (emptied when a job
+ *                                  starts)
+ *   <rundir>/launch/daemons    every supervised daemon: node, daemon,
+ *                              state, pid, deaths, restarts, until
  *   <rundir>/launch/launch.lock    flock held while the launcher runs
  *                                  (telem_node_lock: it holds the pid)
  *   <rundir>/launch/<node>.<role>.log   a daemon's standard error
@@ -88,6 +93,24 @@ s_prom_open(launch_job_t *self, char *why, size_t why_size)
     return rc;
 }
 
+/* Opens (empties) launch/restarts.log and launch/daemons.log. */
+static int
+s_open_logs(launch_job_t *self, char *why, size_t why_size)
+{
+    char path[TELEM_PATH_MAX + 32];
+    FILE **logs[] = { &self->restart_log, &self->daemon_log };
+    const char *names[] = { "restarts.log", "daemons.log" };
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", self->launch_dir, names[k]);
+        if (!(*logs[k] = fopen(path, "we"))) {
+            snprintf(why, why_size, "cannot open %s: %s", path,
+                     strerror(errno));
+            return TELEM_EIO;
+        }
+    }
+    return 0;
+}
+
 int
 launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
 {
@@ -130,13 +153,7 @@ launch_job_files_open(launch_job_t *self, char *why, size_t why_size)
             telem_log(TELEM_LOG_WARN, "cannot remove %s: %s", path,
                       strerror(errno));
     }
-    snprintf(path, sizeof path, "%s/restarts.log", self->launch_dir);
-    self->restart_log = fopen(path, "we");
-    if (!self->restart_log) {
-        snprintf(why, why_size, "cannot open %s: %s", path, strerror(errno));
-        return TELEM_EIO;
-    }
-    return 0;
+    return s_open_logs(self, why, why_size);
 }
 
 /* Writes `path` atomically from the lines fill() prints into a FILE. */
@@ -297,6 +314,8 @@ launch_job_files_close(launch_job_t *self)
         unlink(path);
         snprintf(path, sizeof path, "%s/telemd_nodes", self->launch_dir);
         unlink(path);
+        snprintf(path, sizeof path, "%s/daemons", self->launch_dir);
+        unlink(path);
         close(self->lock_fd);
         self->lock_fd = -1;
         launch_job_files_write_prometheus(self);    /* no target left */
@@ -304,19 +323,91 @@ launch_job_files_close(launch_job_t *self)
     if (self->restart_log)
         fclose(self->restart_log);
     self->restart_log = NULL;
+    if (self->daemon_log)
+        fclose(self->daemon_log);
+    self->daemon_log = NULL;
 }
 
-void
-launch_job_files_log_restart(launch_job_t *self, const char *line)
+/* Appends "<UTC time> <line>" to f. */
+static void
+s_log_line(FILE *f, const char *line)
 {
-    if (!self->restart_log)
+    if (!f)
         return;
     char ts[40];
     time_t now = time(NULL);
     struct tm tm;
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    fprintf(self->restart_log, "%s %s\n", ts, line);
-    fflush(self->restart_log);
+    fprintf(f, "%s %s\n", ts, line);
+    fflush(f);
+}
+
+void
+launch_job_files_log_restart(launch_job_t *self, const char *line)
+{
+    s_log_line(self->restart_log, line);
+}
+
+void
+launch_job_files_log_daemon(launch_job_t *self, const char *line)
+{
+    s_log_line(self->daemon_log, line);
+}
+
+static const char *
+s_sup_state_name(launch_sup_state_t st)
+{
+    static const char *const names[] = { "stopped", "running", "starting",
+                                         "waiting", "paused" };
+    return (unsigned) st < 5 ? names[st] : "?";
+}
+
+/* The pid of node i's process in `role`, or 0. */
+static long
+s_role_pid(const launch_job_t *self, size_t i, launch_job_role_t role)
+{
+    for (size_t k = 0; k < self->nprocs; k++)
+        if (self->procs[k]->node == i && self->procs[k]->role == role
+            && !self->procs[k]->stopping)
+            return (long) self->procs[k]->pid;
+    return 0;
+}
+
+static void
+s_fill_daemons(const launch_job_t *self, FILE *f)
+{
+    fprintf(f, "# node\tdaemon\tstate\tpid\tdeaths\trestarts\tuntil; "
+            "written by telem_launch[%ld]\n", (long) getpid());
+    for (size_t i = 0; i < self->n; i++)
+        for (int r = 0; r < LAUNCH_SUP_ROLES; r++) {
+            const launch_job_sup_t *s = &self->nodes[i].sup[r];
+            if (r == LAUNCH_ROLE_PROGRAM || (!s->up_once && !s->restarts))
+                continue;
+            char until[40] = "-";
+            if (s->state == LAUNCH_SUP_WAITING
+                || s->state == LAUNCH_SUP_PAUSED) {
+                time_t t = (time_t) (s->until_rt_ns / 1000000000);
+                struct tm tm;
+                strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ",
+                         gmtime_r(&t, &tm));
+            }
+            long pid = s_role_pid(self, i, (launch_job_role_t) r);
+            fprintf(f, "%s\t%s\t%s\t%ld\t%d\t%ld\t%s\n",
+                    launch_state_name(self->state, i),
+                    launch_job_role_name((launch_job_role_t) r),
+                    s_sup_state_name(s->state), pid, s->deaths, s->restarts,
+                    until);
+        }
+}
+
+int
+launch_job_files_write_daemons(launch_job_t *self)
+{
+    char path[TELEM_PATH_MAX + 16];
+    if (self->lock_fd < 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/daemons", self->launch_dir);
+    return s_write_atomic(path, s_fill_daemons, self);
 }
 
 /* Sets KEY=value in env and records "KEY=value" in kv. */

@@ -2,6 +2,8 @@
  * structure, its processes and nodes.  Not a public header.
  *
  *   launch_job.c        life cycle, phases, failures and restarts
+ *   launch_job_sup.c    supervision of the node daemons: restart with
+ *                       back-off, pause, report
  *   launch_job_loop.c   creation, the loop, signals, heartbeat, requests
  *   launch_job_procs.c  the process table: spawn, exit, stop, telemd output
  *   launch_job_files.c  run directory files and the program's environment
@@ -10,9 +12,11 @@
  *   launch_job_req.c    restart requests from the watcher's socket
  * Every file exports the launch_job_ prefix of launch_job.h.  Calls go one
  * way, down this order: launch_job_loop.c, launch_job_req.c,
- * launch_job.c, launch_job_procs.c, then launch_job_dict.c and
- * launch_job_files.c; no file calls one above it (the process table hands
- * exits and output lines up as return values and through self->on_line).
+ * launch_job.c, launch_job_sup.c, launch_job_procs.c, then launch_job_dict.c
+ * and launch_job_files.c; no file calls one above it (the process table
+ * hands exits and output lines up as return values and through
+ * self->on_line; supervision reports a node it finds lost through
+ * self->on_node_lost).
  */
 #ifndef LAUNCH_JOB_INT_H
 #define LAUNCH_JOB_INT_H
@@ -46,10 +50,37 @@ typedef struct {
     int stopping;               /* the launcher asked it to stop */
     int killed;                 /* ... and then sent SIGKILL */
     int64_t kill_at_ns;         /* SIGKILL when still running by then */
+    int respawn;                /* started again on its node once it has
+                                   stopped (launch_job_sup_respawn()) */
     int out_fd;                 /* telemd's stdout pipe, -1 when none */
     char line[1024];            /* partial output line */
     size_t len;
 } launch_job_proc_t;
+
+/* What supervision knows of one daemon of one node (launch_job_sup.c). */
+typedef enum {
+    LAUNCH_SUP_STOPPED = 0,     /* not started, or not supervised now */
+    LAUNCH_SUP_RUNNING = 1,     /* up (telemd, telem_dictd: ready) */
+    LAUNCH_SUP_STARTING = 2,    /* restarted, not ready yet */
+    LAUNCH_SUP_WAITING = 3,     /* dead, restarted when the back-off ends */
+    LAUNCH_SUP_PAUSED = 4       /* dead too often, tried again later */
+} launch_sup_state_t;
+
+#define LAUNCH_SUP_ROLES 6      /* indexed by launch_job_role_t */
+
+typedef struct {
+    struct launch_job *job;     /* for the timers */
+    size_t node;
+    launch_job_role_t role;
+    launch_sup_state_t state;
+    int up_once;                /* was up once in this job */
+    int timer;                  /* back-off, pause or start deadline; -1 */
+    int deaths;                 /* in the window that started at ... */
+    int64_t window_start_ns;    /* ... this time (monotonic) */
+    long restarts;              /* restarts in this job */
+    int64_t until_rt_ns;        /* WAITING, PAUSED: when (realtime) */
+    char last[128];             /* how it last ended */
+} launch_job_sup_t;
 
 typedef struct {
     launch_job_proc_t *telemd;          /* NULL when not running */
@@ -63,6 +94,10 @@ typedef struct {
     char endpoint[TELEM_PATH_MAX];  /* query endpoint */
     char metrics[TELEM_NAME_MAX + 16]; /* /metrics as HOST:PORT; "" none */
     char reported[TELEM_NAME_MAX + 1]; /* node name telemd printed */
+    long keep_port;             /* a restarted telemd binds this TCP port
+                                   again (its last one), 0: any */
+    char prev_endpoint[TELEM_PATH_MAX]; /* before telemd's restart */
+    launch_job_sup_t sup[LAUNCH_SUP_ROLES];
 } launch_job_node_t;
 
 typedef enum {
@@ -110,6 +145,7 @@ struct launch_job {
     int dict_formed;            /* the first map was formed */
     launch_job_restart_t rs;
     FILE *restart_log;
+    FILE *daemon_log;           /* launch/daemons.log */
     telem_ratelimit_t rl;       /* bad restart requests */
     char rundir[TELEM_PATH_MAX];
     char launch_dir[TELEM_PATH_MAX];
@@ -128,6 +164,10 @@ struct launch_job {
      * (launch_job_on_line), so that the process table never calls up. */
     void (*on_line)(launch_job_t *self, launch_job_proc_t *p,
                     const char *line);
+    /* A node supervision finds lost (a daemon that cannot be started
+     * again there): launch_job_node_failed(), installed the same way. */
+    void (*on_node_lost)(launch_job_t *self, size_t i, const char *trigger,
+                         const char *why);
 };
 
 /* ---- launch_job_procs.c -------------------------------------------------- */
@@ -152,6 +192,12 @@ int launch_job_start_telemd(launch_job_t *self, size_t i);
  * "ready") is piped into the loop.  Returns 0 or a negative error
  * (logged). */
 int launch_job_start_dictd(launch_job_t *self, size_t i);
+
+/* Starts one daemon of `role` (telemd, telem_dictd, telem_collect,
+ * telem_watch or telem_agg) on node i, as the functions below do; for the
+ * observers only what they would start.  Returns 0 or a negative error
+ * (logged): TELEM_EIO when the command could not be started. */
+int launch_job_start_role(launch_job_t *self, size_t i, launch_job_role_t role);
 
 /* Starts, from node i, what observes the whole active set and so is
  * restarted with the program: telem_collect (which starts a collector per
@@ -199,6 +245,39 @@ launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
  * "agg". */
 const char *launch_job_role_name(launch_job_role_t role);
 
+/* ---- launch_job_sup.c ---------------------------------------------------- */
+
+/* Prepares the supervision records of every node (no timer). */
+void launch_job_sup_init(launch_job_t *self);
+
+/* Daemon p (not asked to stop, its node not DOWN) died, `how` as
+ * launch_proc_status_describe() says.  Returns 1 when supervision took it
+ * (a restart after a back-off or a pause is due, or its node was reported
+ * lost through self->on_node_lost), 0 when the caller applies the rule
+ * without supervision (daemon_exclude; a telemd or telem_dictd that never
+ * came up; the program). */
+int launch_job_sup_on_death(launch_job_t *self, const launch_job_proc_t *p,
+                            const char *how);
+
+/* telemd or telem_dictd (role) of node i printed "ready".  After a
+ * restart: prints the restart's line, rewrites the node files (telemd),
+ * starts telem_watch again when telemd's endpoint changed, and lets a
+ * telem_dictd rejoin the dictionary by a re-form (its failure fails the
+ * node). */
+void launch_job_sup_on_ready(launch_job_t *self, size_t i,
+                             launch_job_role_t role);
+
+/* A process stopped for a respawn ended: starts it again on its node. */
+void launch_job_sup_respawn(launch_job_t *self, const launch_job_proc_t *p);
+
+/* Forgets the observers' (telem_collect, telem_watch) deaths and pending
+ * restarts: a restart of the job starts them afresh.  telem_agg, which
+ * outlives restarts, is forgotten only with its node. */
+void launch_job_sup_reset_observers(launch_job_t *self);
+
+/* Forgets node i's daemons (it went DOWN): no restart is due there. */
+void launch_job_sup_forget_node(launch_job_t *self, size_t i);
+
 /* ---- launch_job_files.c -------------------------------------------------- */
 
 /* Creates <rundir>/launch, takes its lock and opens the restart log.
@@ -224,6 +303,15 @@ void launch_job_files_close(launch_job_t *self);
 
 /* Appends one line to the restart log. */
 void launch_job_files_log_restart(launch_job_t *self, const char *line);
+
+/* Appends one line to launch/daemons.log (the daemons' deaths, restarts
+ * and pauses), after its UTC time. */
+void launch_job_files_log_daemon(launch_job_t *self, const char *line);
+
+/* Writes launch/daemons atomically: every supervised daemon, its state,
+ * pid, deaths in the window, restarts and when it is tried again.
+ * Returns 0 or TELEM_EIO (logged). */
+int launch_job_files_write_daemons(launch_job_t *self);
 
 /* A base environment for node i and role: the launcher's own, plus
  * TELEM_RUNDIR, TELEM_LEVEL, TELEM_NODEFILE, TELEM_LAUNCH_ENDPOINT and, for

@@ -257,6 +257,7 @@ s_setup(launch_job_t *self, char *why, size_t why_size)
     self->n = launch_state_size(self->state);
     if (!(self->nodes = calloc(self->n, sizeof *self->nodes)))
         return TELEM_ENOMEM;
+    launch_job_sup_init(self);
     if ((rc = s_paths(self, why, why_size)) != 0
         || (rc = s_binaries(self, why, why_size)) != 0
         || (rc = launch_job_files_open(self, why, why_size)) != 0)
@@ -296,6 +297,7 @@ launch_job_new(const launch_job_config_t *cfg, launch_source_t **source_p,
     self->source = source;
     self->timer = -1;
     self->on_line = launch_job_on_line;
+    self->on_node_lost = launch_job_node_failed;
     self->sigfd = self->lock_fd = -1;
     self->rl = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     if ((*err = s_setup(self, why, why_size)) != 0)

@@ -195,6 +195,12 @@ s_spawn_role(launch_job_t *self, size_t i, launch_job_role_t role,
                        : NULL;
     launch_env_destroy(&env);
     launch_argv_clear(&kv);
+    /* An observer is up once started (the node daemons once "ready"). */
+    if (p && (role == LAUNCH_ROLE_COLLECT || role == LAUNCH_ROLE_WATCH
+              || role == LAUNCH_ROLE_AGG)) {
+        self->nodes[i].sup[role].state = LAUNCH_SUP_RUNNING;
+        self->nodes[i].sup[role].up_once = 1;
+    }
     return p;
 }
 
@@ -203,9 +209,11 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
 {
     char level[16];
     snprintf(level, sizeof level, "%d", self->cfg.level);
-    char http_port[16];
+    char http_port[16], port[16];
     snprintf(http_port, sizeof http_port, "%d", self->cfg.metrics_port);
-    const char *argv[16];
+    launch_job_node_t *nd = &self->nodes[i];
+    snprintf(port, sizeof port, "%ld", nd->keep_port);
+    const char *argv[18];
     size_t k = 0;
     argv[k++] = self->bin_telemd;
     if (!launch_source_daemon_names_itself(self->source)) {
@@ -220,6 +228,10 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
         argv[k++] = "--bind";
         argv[k++] = self->cfg.bind_addr;
     }
+    if (nd->keep_port > 0) {    /* a restart: clients keep their endpoint */
+        argv[k++] = "--port";
+        argv[k++] = port;
+    }
     if (self->cfg.metrics_port >= 0) {
         argv[k++] = "--http-port";
         argv[k++] = http_port;
@@ -229,10 +241,13 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
         }
     }
     argv[k] = NULL;
-    launch_job_node_t *nd = &self->nodes[i];
     nd->ready = 0;
     nd->misses = 0;
-    nd->endpoint[0] = nd->reported[0] = nd->metrics[0] = '\0';
+    /* A restarted telemd's node keeps its last endpoint in the node files
+       until the new one prints its own. */
+    if (nd->sup[LAUNCH_ROLE_TELEMD].restarts == 0)
+        nd->endpoint[0] = '\0';
+    nd->reported[0] = nd->metrics[0] = '\0';
     nd->started_ns = telem_mono_ns();
     nd->telemd = s_spawn_role(self, i, LAUNCH_ROLE_TELEMD, argv);
     return nd->telemd ? 0 : TELEM_EIO;
@@ -283,18 +298,25 @@ launch_job_start_dictd(launch_job_t *self, size_t i)
     return rc;
 }
 
-void
-launch_job_start_observers(launch_job_t *self, size_t i)
+static int
+s_start_collect(launch_job_t *self, size_t i)
 {
     launch_argv_t argv = { 0 };
+    int rc = 0;
     if (self->cfg.collect && launch_argv_add(&argv, self->bin_collect) == 0
         && launch_argv_split(&argv, self->cfg.collect, NULL) == 0)
-        s_spawn_role(self, i, LAUNCH_ROLE_COLLECT,
-                     (const char *const *) argv.v);
+        rc = s_spawn_role(self, i, LAUNCH_ROLE_COLLECT,
+                          (const char *const *) argv.v) ? 0 : TELEM_EIO;
     launch_argv_clear(&argv);
-    launch_job_start_agg(self, i);
+    return rc;
+}
+
+static int
+s_start_watch(launch_job_t *self, size_t i)
+{
+    launch_argv_t argv = { 0 };
     if (self->cfg.ndetectors == 0 || access(self->bin_watch, X_OK) != 0)
-        return;
+        return 0;
     int rc = launch_argv_add(&argv, self->bin_watch);
     for (size_t d = 0; !rc && d < self->cfg.ndetectors; d++)
         rc = launch_argv_add(&argv, "--detector")
@@ -305,8 +327,33 @@ launch_job_start_observers(launch_job_t *self, size_t i)
         rc = launch_argv_add(&argv, "--restart-endpoint")
              || launch_argv_add(&argv, self->restart_ep);
     if (!rc)
-        s_spawn_role(self, i, LAUNCH_ROLE_WATCH, (const char *const *) argv.v);
+        rc = s_spawn_role(self, i, LAUNCH_ROLE_WATCH,
+                          (const char *const *) argv.v) ? 0 : TELEM_EIO;
     launch_argv_clear(&argv);
+    return rc;
+}
+
+void
+launch_job_start_observers(launch_job_t *self, size_t i)
+{
+    s_start_collect(self, i);
+    launch_job_start_agg(self, i);
+    s_start_watch(self, i);
+}
+
+int
+launch_job_start_role(launch_job_t *self, size_t i, launch_job_role_t role)
+{
+    switch (role) {
+    case LAUNCH_ROLE_TELEMD: return launch_job_start_telemd(self, i);
+    case LAUNCH_ROLE_DICTD: return launch_job_start_dictd(self, i);
+    case LAUNCH_ROLE_COLLECT: return s_start_collect(self, i);
+    case LAUNCH_ROLE_WATCH: return s_start_watch(self, i);
+    case LAUNCH_ROLE_AGG:
+        launch_job_start_agg(self, i);
+        return 0;
+    default: return TELEM_EINVAL;
+    }
 }
 
 /* Prints, once per job, where telem_agg serves and the tunnel a user runs

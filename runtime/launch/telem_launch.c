@@ -62,6 +62,19 @@ static const char s_usage[] =
 "      --heartbeat-misses M misses in a row that fail a node (default 3)\n"
 "      --start-timeout SECONDS  for telemd to be ready (default 30)\n"
 "\n"
+"Node daemons (telemd, telem_dictd, telem_collect, telem_watch, telem_agg):\n"
+"      --daemon-failure restart|exclude  a daemon that dies is started again\n"
+"                           on its node, the program goes on (restart, the\n"
+"                           default); exclude: a dead telemd or telem_dictd\n"
+"                           fails its node, nothing is restarted\n"
+"      --daemon-backoff SECONDS  delay before the first restart, doubling\n"
+"                           per death (default 1)\n"
+"      --daemon-backoff-max SECONDS  cap of that delay (default 60)\n"
+"      --daemon-restarts N  the Nth death within --daemon-window pauses the\n"
+"                           daemon (default 5)\n"
+"      --daemon-window SECONDS  counted from the first death (default 300)\n"
+"      --daemon-pause SECONDS  pause before it is tried again (default 300)\n"
+"\n"
 "Telemetry:\n"
 "  -L, --telemetry-level L  0-4 (default: $TELEM_LEVEL, else 2)\n"
 "  -d, --detector NAME      run telem_watch with this detector on the first\n"
@@ -157,8 +170,40 @@ enum {
     O_SLURM = 256, O_HOSTS, O_BACKOFF, O_GRACE, O_HB, O_HB_TIMEOUT,
     O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_AGG_PORT, O_AGG_BIND,
     O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL, O_METRICS_PORT,
-    O_METRICS_BIND, O_PROM_CONFIG
+    O_METRICS_BIND, O_PROM_CONFIG, O_DAEMON_FAILURE, O_DAEMON_BACKOFF,
+    O_DAEMON_BACKOFF_MAX, O_DAEMON_RESTARTS, O_DAEMON_WINDOW, O_DAEMON_PAUSE
 };
+
+/* The --daemon-* flags (launch_job_sup.c). */
+static int
+s_option_daemons(s_args_t *a, int c, const char *v)
+{
+    launch_job_config_t *j = &a->job;
+    long n = 0;
+    int rc;
+    switch (c) {
+    case O_DAEMON_FAILURE:
+        if (strcmp(v, "restart") != 0 && strcmp(v, "exclude") != 0)
+            return telem_cli_bad(S_PROG, "--daemon-failure", v,
+                                 "restart or exclude");
+        j->daemon_exclude = strcmp(v, "exclude") == 0;
+        return 0;
+    case O_DAEMON_BACKOFF:
+        return s_seconds("--daemon-backoff", v, 0.001, &j->daemon_backoff_ns);
+    case O_DAEMON_BACKOFF_MAX:
+        return s_seconds("--daemon-backoff-max", v, 0.001,
+                         &j->daemon_backoff_max_ns);
+    case O_DAEMON_RESTARTS:
+        if ((rc = s_count("--daemon-restarts", v, 1, 1000000, &n)) == 0)
+            j->daemon_restarts = (int) n;
+        return rc;
+    case O_DAEMON_WINDOW:
+        return s_seconds("--daemon-window", v, 0.001, &j->daemon_window_ns);
+    case O_DAEMON_PAUSE:
+        return s_seconds("--daemon-pause", v, 0.001, &j->daemon_pause_ns);
+    default: return -1;
+    }
+}
 
 static int
 s_option_nodes(s_args_t *a, int c, const char *v)
@@ -203,6 +248,8 @@ s_option(void *arg, int c, char *v)
     launch_job_config_t *j = &a->job;
     long n = 0;
     int rc = s_option_nodes(a, c, v);
+    if (rc < 0)
+        rc = s_option_daemons(a, c, v);
     if (rc >= 0)
         return rc;
     switch (c) {
@@ -268,6 +315,12 @@ static const struct option s_opts[] = {
     { "metrics-port", 1, 0, O_METRICS_PORT },
     { "metrics-bind", 1, 0, O_METRICS_BIND },
     { "prometheus-config", 1, 0, O_PROM_CONFIG },
+    { "daemon-failure", 1, 0, O_DAEMON_FAILURE },
+    { "daemon-backoff", 1, 0, O_DAEMON_BACKOFF },
+    { "daemon-backoff-max", 1, 0, O_DAEMON_BACKOFF_MAX },
+    { "daemon-restarts", 1, 0, O_DAEMON_RESTARTS },
+    { "daemon-window", 1, 0, O_DAEMON_WINDOW },
+    { "daemon-pause", 1, 0, O_DAEMON_PAUSE },
     { "rundir", 1, 0, O_RUNDIR }, { "bindir", 1, 0, O_BINDIR },
     { "log-level", 1, 0, O_LOGLEVEL }, { "help", 0, 0, 'h' },
     { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
