@@ -350,7 +350,7 @@ s_check_query(telem_store_t *st, const mpt_t *m, uint32_t n, int64_t now,
 static void
 test_differential(void)
 {
-    enum { STEPS = 30000, MAXM = STEPS };
+    enum { STEPS = 12000, MAXM = STEPS };
     const int64_t window = 5000;
     uint32_t blocks[] = { 1, 7, 120 };
     for (int b = 0; b < 3; b++) {
