@@ -50,6 +50,8 @@ fi
         "$build/bin/bench_detect"     # about 4 minutes of real collector rounds
     fi
     echo
+    "$build/bin/bench_seg"            # the flush log: ~15 s, ~330 MB of disk
+    echo
     "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
     echo
     "$here/bench_run.sh" "$build"
