@@ -94,7 +94,7 @@ seg_keys_add(seg_keys_t *s, const void *key, size_t len)
         return TELEM_ENOMEM;
     memcpy(copy, key, len);
     uint64_t h = seg_hash(key, len);
-    size_t slot;
+    size_t slot = 0;
     (void) s_probe(s, key, len, h, &slot);
     s->keys[s->n] = copy;
     s->lens[s->n] = (uint32_t) len;

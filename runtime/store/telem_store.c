@@ -44,6 +44,7 @@
 /* Points a closed block holds by default (telem_store_config_t): see
  * docs/store.md and bench_store_mem for why. */
 #define S_BLOCK_POINTS 120u
+#define S_MERGE_POINTS 960u
 /* Points telem_store_expire() seals (re-codes) at most per call: about
  * 10-30 ms of CPU; a node's usual rate (10,000 series at 1 Hz) is sealed
  * in full at each call. */
@@ -227,6 +228,7 @@ telem_store_config_default(telem_store_config_t *cfg)
     cfg->max_points_per_series = 1048576;
     cfg->max_counter_series = 10000;
     cfg->block_points = S_BLOCK_POINTS;
+    cfg->merge_points = S_MERGE_POINTS;
 }
 
 /* Options of the open blocks, and the bytes of an empty writer. */
@@ -238,6 +240,12 @@ s_writer_setup(telem_store_t *self)
     if (max > self->cfg.max_points_per_series)
         max = self->cfg.max_points_per_series;
     self->wopts.max_points = max;
+    uint32_t merge = self->cfg.merge_points;
+    if (merge > self->cfg.max_points_per_series / 4)
+        merge = self->cfg.max_points_per_series / 4;
+    if (merge > TELEM_BLOCK_MAX_POINTS)
+        merge = TELEM_BLOCK_MAX_POINTS;
+    self->merge_points = merge;
     int err = 0;
     telem_block_writer_t *w = telem_block_writer_new(&self->wopts, &err);
     if (!w)
@@ -617,7 +625,10 @@ telem_store_expire(telem_store_t *self, int64_t now_ns)
                 s_series_free(self, s);
                 continue;
             }
-            seal -= tstore_points_seal(self, s, seal);
+            uint64_t done = tstore_points_seal(self, s, seal);
+            seal = done < seal ? seal - done : 0;
+            done = tstore_points_merge(self, s, seal);
+            seal = done < seal ? seal - done : 0;
             tstore_points_shrink(self, s);
         }
         s_metric_release_if_unused(self, m);

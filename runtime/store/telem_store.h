@@ -69,6 +69,12 @@ typedef struct {
     uint32_t max_counter_series;     /* default 10000; 0: none */
     uint32_t block_points;           /* points per closed block,
                                         1..65535; default 120 */
+    uint32_t merge_points;           /* closed blocks already flushed are
+                                        merged in memory into blocks of up
+                                        to this many points (at most 65535
+                                        and max_points_per_series / 4);
+                                        default 960; <= block_points:
+                                        never */
 } telem_store_config_t;
 
 typedef struct {

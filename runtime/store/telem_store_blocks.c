@@ -609,6 +609,85 @@ s_seal_one(telem_store_t *self, tstore_points_t *p, uint32_t i)
     return 0;
 }
 
+/* Merges closed blocks [i, j) (sealed, flushed, numbered without a gap,
+ * in time order) into one block in the best encodings. */
+static int
+s_merge(telem_store_t *self, tstore_points_t *p, uint32_t i, uint32_t j)
+{
+    uint32_t n = 0;
+    for (uint32_t k = i; k < j; k++)
+        n += p->blk[k].npoints;
+    int rc = tstore_scratch_room(self, n);
+    uint32_t at = 0;
+    for (uint32_t k = i; k < j && !rc; k++) {
+        rc = telem_block_decode(p->buf + p->blk[k].off,
+                                tstore_block_size(p, k), self->o_ts + at,
+                                self->o_val + at, n - at, NULL);
+        at += p->blk[k].npoints;
+    }
+    unsigned char *out = NULL;
+    size_t len = 0;
+    if (!rc)
+        rc = telem_block_encode(self->o_ts, self->o_val, n, &self->wopts,
+                                &out, &len);
+    if (rc)
+        return rc;
+    size_t off = p->blk[i].off;
+    size_t end = j < p->nblk ? p->blk[j].off : p->len;
+    if (len < end - off) {      /* else (never seen) keep them apart */
+        memcpy(p->buf + off, out, len);
+        memmove(p->buf + off + len, p->buf + end, p->len - end);
+        p->len -= end - off - len;
+        p->blk[i].npoints = (uint16_t) n;
+        memmove(p->blk + i + 1, p->blk + j, (p->nblk - j) * sizeof *p->blk);
+        p->nblk -= j - i - 1;
+        for (uint32_t k = i + 1; k < p->nblk; k++)
+            p->blk[k].off -= (uint32_t) (end - off - len);
+        s_recompute(p);
+    }
+    free(out);
+    return 0;
+}
+
+/* True when closed block i + 1 goes on where block i ends: the next
+ * sequence number, and no older time. */
+static bool
+s_follows(const tstore_points_t *p, uint32_t i)
+{
+    int64_t f0, l0, f1, l1;
+    tstore_block_times(p, i, &f0, &l0);
+    tstore_block_times(p, i + 1, &f1, &l1);
+    return p->blk[i].first_seq + p->blk[i].npoints == p->blk[i + 1].first_seq
+           && f1 >= l0;
+}
+
+/* Merges the newest run of small closed blocks once it holds merge_points
+ * points: history in memory in large blocks (less header, better codes),
+ * while the open block, and what the log gets, stays small.  Only blocks
+ * already flushed and sealed, so the log and reloads see each block of
+ * block_points as it was made.  Returns the points re-coded. */
+static uint64_t
+s_merge_tail(telem_store_t *self, tstore_points_t *p)
+{
+    uint32_t target = self->merge_points;
+    if (target <= self->wopts.max_points || p->nblk < 2)
+        return 0;
+    uint32_t j = p->nblk;
+    while (j > 0 && !(p->blk[j - 1].flushed && p->blk[j - 1].sealed))
+        j--;
+    uint32_t i = j, n = 0;
+    while (i > 0 && p->blk[i - 1].flushed && p->blk[i - 1].sealed
+           && p->blk[i - 1].npoints < target
+           && n + p->blk[i - 1].npoints <= target
+           && (i == j || s_follows(p, i - 1))) {
+        n += p->blk[i - 1].npoints;
+        i--;
+    }
+    if (j - i < 2 || n < target - self->wopts.max_points + 1)
+        return 0;
+    return s_merge(self, p, i, j) == 0 ? n : 0;
+}
+
 uint64_t
 tstore_points_seal(telem_store_t *self, tstore_series_t *s, uint64_t budget)
 {
@@ -628,6 +707,12 @@ tstore_points_seal(telem_store_t *self, tstore_series_t *s, uint64_t budget)
     }
     p->unsealed = left;
     return done;
+}
+
+uint64_t
+tstore_points_merge(telem_store_t *self, tstore_series_t *s, uint64_t budget)
+{
+    return budget > 0 ? s_merge_tail(self, &s->pts) : 0;
 }
 
 /* --- memory ------------------------------------------------------------------ */

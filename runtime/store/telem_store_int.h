@@ -107,6 +107,7 @@ struct telem_store {
     uint64_t loaded, stale;
     telem_block_opts_t wopts;       /* of the open blocks */
     size_t w_base;                  /* bytes of an empty writer */
+    uint32_t merge_points;          /* cfg.merge_points, bounded */
     int64_t *q_ts;          /* query scratch: decoded points */
     double *q_val;
     size_t q_cap;
@@ -169,6 +170,13 @@ uint64_t tstore_points_expire(telem_store_t *self, tstore_series_t *s,
  * encodings; returns the points sealed. */
 uint64_t tstore_points_seal(telem_store_t *self, tstore_series_t *s,
                             uint64_t budget);
+
+/* Merges the newest run of small closed blocks that were flushed and
+ * sealed into one block once it holds about merge_points points (see
+ * telem_store_blocks.c); returns the points re-coded (0 when budget is 0
+ * or nothing is due).  Called by expiry, never by a flush. */
+uint64_t tstore_points_merge(telem_store_t *self, tstore_series_t *s,
+                             uint64_t budget);
 
 /* Gives back spare buffer capacity. */
 void tstore_points_shrink(telem_store_t *self, tstore_series_t *s);
