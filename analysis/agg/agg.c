@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "telem_error.h"
@@ -231,6 +232,36 @@ agg_note_missing(agg_t *self, telem_http_req_t *req, const agg_rows_t *r)
                       "missing %s", telem_http_req_method(req),
                       telem_http_req_path(req), line);
     pthread_mutex_unlock(&self->mu);
+}
+
+/* ---- the mains' shared option --------------------------------------- */
+
+int
+agg_read_token(const char *prog, const char *path, char *token, size_t size)
+{
+    struct stat st;
+    FILE *f = fopen(path, "re");
+    if (!f || fstat(fileno(f), &st) != 0) {
+        fprintf(stderr, "%s: cannot read --token-file %s: %s\n", prog, path,
+                strerror(errno));
+        if (f)
+            fclose(f);
+        return 2;
+    }
+    int bad = (st.st_mode & 077) || st.st_uid != geteuid();
+    int ok = !bad && fgets(token, (int) size, f) != NULL;
+    fclose(f);
+    token[strcspn(token, "\r\n")] = '\0';
+    if (bad)
+        fprintf(stderr, "%s: --token-file %s must be owned by you and not "
+                "readable by group or others (chmod 600 %s)\n", prog, path,
+                path);
+    else if (!ok || strlen(token) < 8 || strchr(token, ' '))
+        fprintf(stderr, "%s: --token-file %s must hold a token of 8 to 510 "
+                "characters without spaces on its first line\n", prog, path);
+    else
+        return 0;
+    return 2;
 }
 
 /* ---- small endpoints --------------------------------------------------- */

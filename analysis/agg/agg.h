@@ -96,6 +96,12 @@ json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
  * do not answer a status request (agg_job.c). */
 json_t *agg_job_data(agg_t *self);
 
+/* --token-file for both mains: reads the token (the first line of a file
+ * only its owner may read, 8 to 510 characters without spaces) into
+ * token[size].  0, or 2 after saying why on stderr. */
+int agg_read_token(const char *prog, const char *path, char *token,
+                   size_t size);
+
 /* The endpoints (agg_query.c, agg_meta.c, agg_job.c, agg_ops.c). */
 void agg_query(agg_t *self, telem_http_req_t *req);
 void agg_suggest(agg_t *self, telem_http_req_t *req);
