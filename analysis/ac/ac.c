@@ -284,7 +284,9 @@ s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
     }
     uint64_t id = m.type == TELEM_MSG_ERROR ? m.u.error.id
                 : m.type == TELEM_MSG_QUERY_REPLY ? m.u.query_reply.id
-                : m.type == TELEM_MSG_CONTROL_REPLY ? m.u.control_reply.id : 0;
+                : m.type == TELEM_MSG_CONTROL_REPLY ? m.u.control_reply.id
+                : (int) m.type == TELEM_MSG_SYSINFO_REPLY ? m.u.sysinfo_reply.id
+                : 0;
     /* A node that could not even decode our request answers with id 0. */
     if (id != c->id && !(m.type == TELEM_MSG_ERROR && id == 0))
         return;  /* stale reply to an earlier call */
@@ -308,6 +310,8 @@ s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
     /* Ephemeral ports are reused: the endpoint of a dead node may now
        belong to another agent, whose answer must not pass for this node. */
     const char *who = m.type == TELEM_MSG_QUERY_REPLY ? m.u.query_reply.node
+                    : (int) m.type == TELEM_MSG_SYSINFO_REPLY
+                    ? m.u.sysinfo_reply.node
                     : m.u.control_reply.status.node;
     if (who && *who && strcmp(who, nd->name) != 0) {
         snprintf(why, sizeof why, "endpoint now belongs to node '%.200s'",

@@ -210,6 +210,39 @@ size_t ac_status_result_nmissing(const ac_status_result_t *r);
 /* Frees the result; accepts NULL or a pointer to NULL; nulls the pointer. */
 void ac_status_result_destroy(ac_status_result_t **r_p);
 
+/* ---- system snapshots -------------------------------------------------- */
+
+typedef struct ac_snapshot_result ac_snapshot_result_t;
+
+/* Asks node `node` (an index), or every node when node < 0, for the
+ * one-time system snapshot its telemd took at start: a JSON object whose
+ * shape docs/protocol.md ("sysinfo") gives.  Waits and returns as
+ * ac_query() does: 0, TELEM_EPARTIAL (some nodes missing, named in the
+ * result), TELEM_ETIMEDOUT, or the nodes' common error (a node holding no
+ * snapshot answers TELEM_ENOTFOUND); a bad node index gives TELEM_EINVAL
+ * and *out NULL.  `timeout_ms` <= 0 uses the client's deadline. */
+int ac_snapshot(ac_t *self, long node, int timeout_ms,
+                ac_snapshot_result_t **out);
+
+/* Entries: one per node asked, in node order. */
+size_t ac_snapshot_result_count(const ac_snapshot_result_t *r);
+const char *ac_snapshot_result_node(const ac_snapshot_result_t *r, size_t i);
+
+/* Node i's snapshot, NUL-terminated JSON owned by the result, its length
+ * in *len (may be NULL); NULL (*len 0) when the node did not answer. */
+const char *ac_snapshot_result_json(const ac_snapshot_result_t *r, size_t i,
+                                    size_t *len);
+
+/* 0 if node i answered, else its code and sentence as for the missing
+ * nodes of a query result. */
+int ac_snapshot_result_code(const ac_snapshot_result_t *r, size_t i);
+const char *ac_snapshot_result_message(const ac_snapshot_result_t *r,
+                                       size_t i);
+size_t ac_snapshot_result_nmissing(const ac_snapshot_result_t *r);
+
+/* Frees the result; accepts NULL or a pointer to NULL; nulls the pointer. */
+void ac_snapshot_result_destroy(ac_snapshot_result_t **r_p);
+
 /* ---- misc -------------------------------------------------------------- */
 
 /* Same as telem_strerror(). */

@@ -9,8 +9,7 @@
  * by node and canonical key; memory is bounded by one metric's series
  * times one block, not by the range.
  *
- * Snapshots: written from ac_dump_snapshots() (ac_dump_snap.c) once the
- * series are in. */
+ * The catalog, metas and snapshots are ac_dump_main.c's. */
 #include "ac_dump.h"
 
 #include <stdio.h>

@@ -87,16 +87,29 @@ s_metas(ac__dump_t *d, const ac_result_t *cat, const char ***names,
     return rc ? ac__dump_fail(d, rc, "writing the metas") : 0;
 }
 
-/* Each node's system snapshot.  The snapshot request (ac_snapshot) is
- * another part of this work and not in the client yet: when it is, ask
- * every node here and write telem_dump_put_snapshot(d->dump, node, json,
- * len, created_ns) for each that answers.  Until then a dump holds no
- * SNAPSHOT record. */
+/* Each selected node's system snapshot (ac_snapshot()), as a SNAPSHOT
+ * record stamped with the time it was fetched.  A node without one (an
+ * older telemd: TELEM_ENOTFOUND) or that does not answer is left out: a
+ * dump without a snapshot is still a dump, so this never fails the dump. */
 static int
 s_snapshots(ac__dump_t *d)
 {
-    (void) d;
-    return 0;
+    ac_snapshot_result_t *r = NULL;
+    ac_snapshot(d->ac, -1, d->o.timeout_ms, &r);
+    int64_t now = telem_now_ns();
+    int rc = 0;
+    for (size_t i = 0; r && i < ac_snapshot_result_count(r) && !rc; i++) {
+        const char *node = ac_snapshot_result_node(r, i);
+        size_t len = 0;
+        const char *json = ac_snapshot_result_json(r, i, &len);
+        int want = !d->o.nodes;
+        for (size_t k = 0; !want && k < d->o.nnodes; k++)
+            want = strcmp(d->o.nodes[k], node) == 0;
+        if (json && want)
+            rc = telem_dump_put_snapshot(d->dump, node, json, len, now);
+    }
+    ac_snapshot_result_destroy(&r);
+    return rc ? ac__dump_fail(d, rc, "writing the snapshots") : 0;
 }
 
 static int

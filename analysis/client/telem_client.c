@@ -7,7 +7,8 @@
  * of some metrics), -t / -T a,b (track changes, telem_client_track.c), query
  * (series with points), status (per-node agent state), nodes (the node
  * list), level and shutdown (control requests), report (the job as one
- * HTML file, telem_client_report.c).  --tau writes -l, -v, -g, -t and -T
+ * HTML file, telem_client_report.c), snapshot (each node's system
+ * snapshot, telem_client_snapshot.c).  --tau writes -l, -v, -g, -t and -T
  * as tau_metric_proxy's client does (telem_client_tau.c).  Exit codes:
  * 0 success, 1
  * error, 2 bad command line, 3 some nodes did not answer (what came is still
@@ -37,7 +38,8 @@
 
 typedef enum {
     M_NONE = 0, M_LIST, M_VALUES, M_GET, M_TRACK_ALL, M_TRACK, M_QUERY,
-    M_STATUS, M_NODES, M_LEVEL, M_SHUTDOWN, M_REPORT, M_DUMP
+    M_STATUS, M_NODES, M_LEVEL, M_SHUTDOWN, M_REPORT,
+    M_SNAPSHOT, M_DUMP
 } s_mode_t;
 
 typedef struct {
@@ -76,6 +78,7 @@ static const char s_usage[] =
     "  level L [NODE]       set the telemetry level (0-4) of all nodes or one\n"
     "  shutdown [NODE]      stop the agents of all nodes or one\n"
     "  report -o FILE       the job as one self-contained HTML file\n"
+    "  snapshot [NODE]      each node's one-time system snapshot\n"
     "  dump -o FILE [METRIC[,METRIC]]  the job's history into a dump file\n"
     "options:\n"
     "  --nodefile F         node file (default $TELEM_NODEFILE, else <rundir>/nodes)\n"
@@ -140,6 +143,11 @@ static const char *const s_mode_help[] = {
         "takes long.  Exit 3 if some node did not answer (the dump holds the\n"
         "others), 1 if none did or the file cannot be written (an existing\n"
         "FILE is never overwritten).\n",
+    [M_SNAPSHOT] = "telem_client snapshot [NODE]: the system snapshot each node's\n"
+        "telemd took at start (CPU, caches, NUMA, memory, boot time, kernel,\n"
+        "OS, disks, network, GPUs, telem's configuration).  txt: an lscpu-like\n"
+        "summary per node; md: node, field, value rows; json and yaml: each\n"
+        "node's whole document.  Exit 3 if some node did not answer.\n",
 };
 
 /* ---- argument parsing -------------------------------------------------- */
@@ -353,7 +361,8 @@ s_positional(s_cli_t *cli, const char *a)
     static const struct { const char *word; s_mode_t mode; } words[] = {
         { "query", M_QUERY }, { "status", M_STATUS }, { "nodes", M_NODES },
         { "level", M_LEVEL }, { "shutdown", M_SHUTDOWN },
-        { "report", M_REPORT }, { "dump", M_DUMP },
+        { "report", M_REPORT }, { "snapshot", M_SNAPSHOT },
+        { "dump", M_DUMP },
     };
     int64_t v;
     if ((cli->mode == M_QUERY || cli->mode == M_DUMP) && !cli->list)
@@ -364,7 +373,8 @@ s_positional(s_cli_t *cli, const char *a)
         cli->level = v;
         return 0;
     }
-    if ((cli->mode == M_LEVEL || cli->mode == M_SHUTDOWN) && !cli->node) {
+    if ((cli->mode == M_LEVEL || cli->mode == M_SHUTDOWN
+         || cli->mode == M_SNAPSHOT) && !cli->node) {
         cli->node = a;
         return 0;
     }
@@ -694,6 +704,17 @@ s_control(ac_t *ac, const s_cli_t *cli)
                          cli->mode == M_LEVEL ? cli->level : 0);
 }
 
+static int
+s_snapshot(ac_t *ac, const s_cli_t *cli)
+{
+    long node = -1;
+    if (cli->node && (node = ac_node_find(ac, cli->node)) < 0) {
+        fprintf(stderr, S_PROG ": no node '%s' in the node file\n", cli->node);
+        return 1;
+    }
+    return telem_client_snapshot(ac, &cli->o, node);
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 /* -u PATH naming a node (its directory or a socket in it): that node. */
@@ -770,6 +791,9 @@ s_run(s_cli_t *cli)
         break;
     case M_NODES:
         code = s_run_nodes(ac, &cli->o);
+        break;
+    case M_SNAPSHOT:
+        code = s_snapshot(ac, cli);
         break;
     case M_DUMP:
         code = telem_client_dump(ac, &cli->o, cli->out_path, cli->start_ns,

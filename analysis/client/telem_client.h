@@ -20,6 +20,7 @@
  *   telem_client_report_dump.c  telem_client_report_dump(): the report
  *                          from dump files (telem_hist.h)
  *   telem_client_report.c  telem_client_report(): the HTML job report
+ *   telem_client_snapshot.c  telem_client_snapshot(): system snapshots
  *   telem_client_tau.c     telem_client_tau_*: tau_metric_proxy's shapes
  *   telem_client_result.c  telem_client_result_*: selectors, missing
  *                          nodes, exit codes
@@ -200,6 +201,14 @@ void telem_client_tau_destroy(telem_client_tau_t **t_p);
  * code. */
 int telem_client_tau_list(ac_t *ac, const telem_client_opts_t *o);
 int telem_client_tau_values(ac_t *ac, const telem_client_opts_t *o);
+
+/* ---- snapshot (telem_client_snapshot.c) ------------------------------- */
+
+/* `snapshot [NODE]`: every node's system snapshot (node < 0) or node
+ * index `node`'s, in o->fmt (json/yaml: {"snapshots": [{node, snapshot}],
+ * "missing"}; txt: an lscpu-like summary per node; md: a table of node,
+ * field, value).  Returns the exit code (0, 3 some nodes missing, 1). */
+int telem_client_snapshot(ac_t *ac, const telem_client_opts_t *o, long node);
 
 /* ---- report (telem_client_report.c) ----------------------------------- */
 

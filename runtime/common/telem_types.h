@@ -25,6 +25,7 @@ extern "C" {
 #define TELEM_TAGS_MAX 16                  /* tags on one sample or series */
 #define TELEM_QUERY_METRICS_MAX 256        /* metric names in one query */
 #define TELEM_TEXT_MAX 4096                /* doc strings, error messages */
+#define TELEM_SYSINFO_MAX (1u << 20)       /* a node's system snapshot (JSON) */
 
 typedef struct {
     const char *key;

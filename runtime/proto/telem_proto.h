@@ -27,6 +27,7 @@
 
 #include "telem_error.h"
 #include "telem_proto_dict.h"
+#include "telem_proto_sysinfo.h"
 #include "telem_proto_watch.h"
 #include "telem_types.h"
 
@@ -47,7 +48,9 @@ extern "C" {
  *     1-7    this header: ingest (1-2) and request/reply (3-7)
  *     8-15   watcher: events, restart requests, control (8-12 used,
  *            telem_proto_watch.h)
- *    16-31   unassigned
+ *    16-17   system snapshot: sysinfo, sysinfo_reply
+ *            (telem_proto_sysinfo.h)
+ *    18-31   unassigned
  *    32-63   reserved: distributed-dictionary messages
  *    64-255  unassigned
  * A family's messages are declared in its own header; the decoder learns
@@ -162,6 +165,8 @@ typedef struct {
         telem_restart_ack_t restart_ack;
         telem_watch_ctl_t watch_ctl;
         telem_watch_ctl_reply_t watch_ctl_reply;
+        telem_sysinfo_req_t sysinfo;
+        telem_sysinfo_rep_t sysinfo_reply;
     } u;
 } telem_msg_t;
 

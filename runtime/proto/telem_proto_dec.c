@@ -47,6 +47,7 @@ static const tp_family_t *const s_families[] = {
     &tp_request_family,
     &tp_dict_family,
     &tp_watch_family,
+    &tp_sysinfo_family,
 };
 #define S_NFAMILIES (sizeof s_families / sizeof s_families[0])
 

@@ -11,6 +11,7 @@
  *   telem_proto_req.c     family "request": query (3) .. error (7)
  *   telem_proto_dict.c    family "dict" (32-63)
  *   telem_proto_watch.c   family "watch" (8-12)
+ *   telem_proto_sysinfo.c family "sysinfo" (16-17)
  *   telem_proto_dec_map.c decoding helpers: vectors, string arena, error
  *                         reasons, table-driven map and tags decoding
  *   telem_proto_enc.c     encoder object and table-driven encoding helpers
@@ -336,6 +337,7 @@ extern const tp_family_t tp_ingest_family TP_HIDDEN;    /* 1-2 */
 extern const tp_family_t tp_request_family TP_HIDDEN;   /* 3-7 */
 extern const tp_family_t tp_dict_family TP_HIDDEN;      /* 32-37 */
 extern const tp_family_t tp_watch_family TP_HIDDEN;     /* 8-12 */
+extern const tp_family_t tp_sysinfo_family TP_HIDDEN;   /* 16-17 */
 
 /* The registered type `type`, or NULL. */
 TP_HIDDEN const tp_type_t *tp_type_find(int64_t type);

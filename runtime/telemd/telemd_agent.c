@@ -28,6 +28,7 @@
 #include "telem_proto.h"
 #include "telem_sampler.h"
 #include "telem_store.h"
+#include "telem_sysinfo.h"
 #include "telem_time.h"
 #include "telemd_push.h"
 
@@ -80,6 +81,8 @@ struct telemd_agent {
     s_reply_t reply;
     telem_ratelimit_t bad_log;
     telem_ratelimit_t sampler_log;
+    char *sysinfo;                     /* the system snapshot (JSON) */
+    size_t sysinfo_len;
 };
 
 static void
@@ -127,6 +130,51 @@ s_open_samplers(telemd_agent_t *self)
     }
 }
 
+/* ---- the one-time system snapshot --------------------------------------- */
+
+#ifndef TELEM_VERSION_STRING
+#define TELEM_VERSION_STRING "unknown"
+#endif
+
+/* Takes the snapshot once, at start (telem_sysinfo.h).  --proc-root DIR
+ * is the proc root; when DIR ends in "/proc", its siblings "sys" and
+ * "etc" are the other roots (a fixture tree), else the real ones.  The
+ * configuration section lists telemd's settings: add a line here for a
+ * new one.  Without memory the node answers requests for it with
+ * TELEM_ENOTFOUND. */
+static void
+s_sysinfo_take(telemd_agent_t *self)
+{
+    const telemd_config_t *c = &self->cfg;
+    const telem_sysinfo_kv_t config[] = {
+        { "level", TELEM_SYSINFO_INT, self->level, 0, NULL },
+        { "window_ns", TELEM_SYSINFO_INT, c->window_ns, 0, NULL },
+        { "interval_ns", TELEM_SYSINFO_INT, c->interval_ns, 0, NULL },
+        { "mem_cap_bytes", TELEM_SYSINFO_INT, (int64_t) c->mem_cap_bytes,
+          0, NULL },
+        { "rundir", TELEM_SYSINFO_STR, 0, 0, c->rundir },
+        { "tcp_bind", TELEM_SYSINFO_STR, 0, 0, c->tcp_bind },
+        { "http_bind", TELEM_SYSINFO_STR, 0, 0, c->http_bind },
+        { "proc_root", TELEM_SYSINFO_STR, 0, 0, c->proc_root },
+        { "pid", TELEM_SYSINFO_INT, (int64_t) getpid(), 0, NULL },
+    };
+    char root[2048] = "";
+    size_t plen = c->proc_root ? strlen(c->proc_root) : 0;
+    if (plen >= 5 && plen < sizeof root
+        && strcmp(c->proc_root + plen - 5, "/proc") == 0)
+        snprintf(root, sizeof root, "%.*s", (int) (plen - 5), c->proc_root);
+    telem_sysinfo_opts_t o = {
+        .node = self->node, .version = TELEM_VERSION_STRING,
+        .root = *root ? root : NULL, .proc_dir = c->proc_root, .live = 1,
+        .nvml_library = c->nvml_library,
+        .config = config, .nconfig = sizeof config / sizeof config[0],
+    };
+    int rc = telem_sysinfo_collect(&o, &self->sysinfo, &self->sysinfo_len);
+    if (rc)
+        telem_log(TELEM_LOG_WARN, "snapshot: not taken: %s",
+                  telem_strerror(rc));
+}
+
 telemd_agent_t *
 telemd_agent_new(const telemd_config_t *cfg, int *err)
 {
@@ -168,6 +216,7 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     self->bad_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
     s_open_samplers(self);
+    s_sysinfo_take(self);
 out:
     if (err)
         *err = rc;
@@ -200,6 +249,7 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     telem_proto_encoder_destroy(&self->enc);
     telem_store_tags_destroy(&self->batch_tags);
     telemd_push_destroy(&self->push);
+    free(self->sysinfo);
     free(self->node);
     free(self);
     *self_p = NULL;
@@ -505,6 +555,33 @@ telemd_agent_snapshot(telemd_agent_t *self, void **block_p, size_t *len)
     return rc < 0 ? rc : rc ? TELEM_ENOMEM : 0;
 }
 
+/* ---- the system snapshot's request -------------------------------------- */
+
+static int
+s_sysinfo_request(telemd_agent_t *self, const telem_sysinfo_req_t *q,
+                  const void **reply, size_t *size)
+{
+    if (!self->sysinfo)
+        return s_encode_error(self, q->id, TELEM_ENOTFOUND,
+                              "this node holds no system snapshot", reply,
+                              size);
+    telem_sysinfo_rep_t r = { .id = q->id, .node = self->node,
+                              .json = self->sysinfo };
+    int rc = telem_proto_encode_sysinfo_reply(self->enc, &r, reply, size);
+    if (rc)
+        return s_encode_error(self, q->id, rc, "the snapshot could not be "
+                              "encoded", reply, size);
+    return 0;
+}
+
+const char *
+telemd_agent_sysinfo(const telemd_agent_t *self, size_t *len)
+{
+    if (len)
+        *len = self && self->sysinfo ? self->sysinfo_len : 0;
+    return self ? self->sysinfo : NULL;
+}
+
 /* ---- control ---------------------------------------------------------- */
 
 static void
@@ -589,11 +666,13 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
         s_encode_error(self, 0, rc, why, reply, reply_size);
         return rc;
     }
-    switch (m.type) {
+    switch ((int) m.type) {   /* the families' types are ints */
     case TELEM_MSG_QUERY:
         return s_query(self, &m.u.query, reply, reply_size);
     case TELEM_MSG_CONTROL:
         return s_control(self, &m.u.control, reply, reply_size);
+    case TELEM_MSG_SYSINFO:
+        return s_sysinfo_request(self, &m.u.sysinfo, reply, reply_size);
     default:
         /* Batches and metadata belong on the ingest socket only: taken
            here, any host that reaches the TCP port could write into the
@@ -602,8 +681,9 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
                           "refused %s message on a request socket",
                           telem_proto_msg_type_name(m.type));
         return telemd_agent_refuse(self, TELEM_EPROTO,
-                                   "not a request: this socket takes query "
-                                   "and control only", reply, reply_size);
+                                   "not a request: this socket takes query, "
+                                   "control and sysinfo only", reply,
+                                   reply_size);
     }
 }
 

@@ -28,7 +28,8 @@ void telemd_agent_destroy(telemd_agent_t **self_p);
  * error. */
 int telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size);
 
-/* Handles one request frame: a query or a control request.  Any other
+/* Handles one request frame: a query, a control request or a request
+ * for the system snapshot (sysinfo).  Any other
  * message (a batch or metadata, meant for the ingest socket; a reply) is
  * refused with an error reply of code TELEM_EPROTO and counted, and nothing
  * is stored.  Sets *reply and *reply_size to the reply frame, owned by the
@@ -51,6 +52,14 @@ int telemd_agent_refuse(telemd_agent_t *self, int code, const char *why,
  * caller's, *len its size.  Returns 0 or TELEM_ENOMEM (nothing handed
  * over). */
 int telemd_agent_snapshot(telemd_agent_t *self, void **block_p, size_t *len);
+
+/* The node's one-time system snapshot, taken by telemd_agent_new(): a
+ * NUL-terminated JSON object (telem_sysinfo.h, docs/protocol.md
+ * "sysinfo") of *len bytes (len may be NULL), owned by the agent and
+ * unchanged until telemd_agent_destroy(); NULL (and *len 0) when it could
+ * not be taken.  Requests of type sysinfo are answered with it.  For the
+ * flush log's SNAPSHOT record.  Same thread as the agent's other calls. */
+const char *telemd_agent_sysinfo(const telemd_agent_t *self, size_t *len);
 
 /* Runs the samplers due at now (realtime) and expires old points.  Returns
  * the monotonic time at which it wants to run next. */
