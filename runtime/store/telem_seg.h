@@ -226,6 +226,9 @@ typedef struct {
     const char *node;             /* SERIES, BLOCK, META, SNAPSHOT */
     telem_chunk_t chunk;          /* SERIES (key, counter), BLOCK */
     uint64_t block_offset;        /* BLOCK: file offset of the block bytes */
+    uint32_t npoints;             /* BLOCK: its header (telem_block_info()) */
+    int64_t first_ts;
+    int64_t last_ts;
     telem_meta_t meta;            /* META */
     const char *json;             /* SNAPSHOT: json[0..json_len) */
     size_t json_len;
