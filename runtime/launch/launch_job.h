@@ -99,6 +99,9 @@ typedef struct {
     int heartbeat_misses;       /* misses in a row that fail a node */
     int64_t start_timeout_ns;   /* a telemd not ready by then failed */
     const char *const *program; /* argv, NULL-terminated */
+    const char *dump_dir;       /* --dump: a dump of the job's history is
+                                   written there when the job ends, before
+                                   the daemons stop; NULL: none */
 } launch_job_config_t;
 
 typedef struct launch_job launch_job_t;
