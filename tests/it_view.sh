@@ -76,8 +76,8 @@ VIEW=$URL
 $CLIENT same "$AGG" "$VIEW" "$T0" "$S_MS" "$E_MS" \
     || fail "telem_view's answers differ from telem_agg's (above)"
 $CLIENT offline "$VIEW" || fail "/api/put, /api/reboot on telem_view"
-$CLIENT job "$VIEW" n1,n2,n3 "$S_MS" "$E_MS" || fail "/telem/job"
-curl -sf "$VIEW/" | grep -q "telem.js" || fail "the dashboard's page"
+$CLIENT job "$VIEW" n1,n2,n3 "$(( T0 * 1000 ))" "$S_MS" || fail "/telem/job"
+curl -sf "$VIEW" | grep -q "telem.js" || fail "the dashboard's page"
 for n in n1 n2 n3; do stop_node "$n"; done
 
 # --- export ------------------------------------------------------------------
@@ -103,9 +103,18 @@ grep -q 'id="telem-data"' "$T/job.html" || fail "the report holds no data"
 # --- damaged files -------------------------------------------------------------
 size=$(stat -c %s "$D/all.tdump")
 head -c $(( size / 2 )) "$D/all.tdump" >"$T/cut.tdump"
-cp "$D/all.tdump" "$T/flip.tdump"
-printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$T/flip.tdump" bs=1 \
-    seek=$(( size / 3 )) conv=notrunc status=none
+# Bytes inside the payload of the 5th BLOCK record (docs/store.md: a
+# record starts with the sync marker 0x0a52ec7e, then u32 len, u8 kind).
+python3 - "$D/all.tdump" "$T/flip.tdump" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+i, seen = 0, 0
+while seen < 5:
+    i = b.index(b"\x7e\xec\x52\x0a", i + 1)
+    seen += b[i + 8] == 2
+b[i + 20:i + 24] = b"\xff\xff\xff\xff"
+open(sys.argv[2], "wb").write(b)
+PY
 head -c 4096 /dev/urandom >"$T/noise.tdump"
 for f in cut flip; do
     rc=0

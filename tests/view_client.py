@@ -11,7 +11,7 @@ ranges, the export formats against the data set, and the report.
     view_client.py csv FILE T0           the CSV export holds the data set
     view_client.py json FILE T0          the JSON export holds it too
     view_client.py job VIEW NODES S E    /telem/job: the nodes and a range
-                                         covering [S, E]
+                                         covering [S, E] (ms)
 
 Exit status 0 when every check held; failures are listed on stderr.
 """

@@ -257,6 +257,12 @@ s_export(s_args_t *a, agg_dump_t *d)
             unlink(tmp);
         return 1;
     }
+    telem_hist_stats_t after;
+    telem_hist_stats(h, &after);
+    if (after.bad > st.bad)
+        fprintf(stderr, S_PROG ": warning: %llu damaged block(s) could not "
+                "be read and were skipped; the export holds the rest\n",
+                (unsigned long long) (after.bad - st.bad));
     fprintf(stderr, S_PROG ": exported %llu series, %llu points%s%s\n",
             (unsigned long long) ns, (unsigned long long) np,
             a->out_path ? " to " : "", a->out_path ? a->out_path : "");
