@@ -135,4 +135,28 @@ rc=0
 "$TELEM_BIN/telem_client" report --dump "$T/noise.tdump" -o "$T/x.html" \
     2>/dev/null || rc=$?
 [ "$rc" = 1 ] || fail "report of noise: exit $rc"
+# --- telem_launch --dump: a dump when the job ends -------------------------------
+LR=$T/lrun
+mkdir -m 700 "$LR"
+cat >"$T/prog.sh" <<'PROG'
+#!/usr/bin/env bash
+# Records until every node holds some cpu_percent rounds, then ends.
+for _ in $(seq 400); do
+    [ "$("$TELEM_BIN/telem_client" -f txt -g cpu_percent 2>/dev/null \
+         | grep -c '^n[12] ')" -ge 2 ] && exit 0
+    sleep 0.05
+done
+exit 1
+PROG
+chmod +x "$T/prog.sh"
+env -u TELEM_RUNDIR -u TELEM_NODEFILE "$TELEM_BIN/telem_launch" \
+    --rundir "$LR" --local 2 --no-agg --dump "$T/jobdumps" -- "$T/prog.sh" \
+    >"$T/launch.out" 2>"$T/launch.log" || fail "telem_launch --dump"
+ls "$T"/jobdumps/job-*.tdump >/dev/null 2>&1 || fail "no dump in --dump DIR"
+grep -q "dump written: $T/jobdumps/job-" "$T/launch.log" \
+    || fail "no 'dump written' line"
+"$TELEM_BIN/telem_view" --export csv --metric cpu_percent \
+    "$T"/jobdumps/job-*.tdump >"$T/job.csv" || fail "export of the job dump"
+[ "$(tail -n +2 "$T/job.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" \
+    = "n1 n2 " ] || fail "the job's dump: $(head "$T/job.csv")"
 echo "it_view: ok"
