@@ -43,6 +43,8 @@ fi
         echo
         "$build/bin/$b"
     done
+    echo
+    "$build/bin/bench_snapshot"       # the one-time system snapshot
     if [ "${BENCH_DETECT:-1}" != 0 ]; then
         echo
         "$build/bin/bench_detect"     # about 4 minutes of real collector rounds

@@ -60,7 +60,7 @@ test_header_refusals(telem_proto_decoder_t *d)
     CHECK_RC(s_raw_decode(d, &w), TELEM_EVERSION);
     s_raw_head(&w, 2, 0, TELEM_MSG_CONTROL);
     CHECK_RC(s_raw_decode(d, &w), TELEM_EVERSION);
-    const int64_t types[] = { 0, 16, 99, -1, INT64_MAX };   /* unassigned */
+    const int64_t types[] = { 0, 18, 99, -1, INT64_MAX };   /* unassigned */
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         s_raw_head(&w, 2, TELEM_PROTO_VERSION, types[i]);
         CHECK_RC(s_raw_decode(d, &w), TELEM_EPROTO);

@@ -169,10 +169,14 @@ s_sysinfo_take(telemd_agent_t *self)
         .nvml_library = c->nvml_library,
         .config = config, .nconfig = sizeof config / sizeof config[0],
     };
+    int64_t t0 = telem_mono_ns();
     int rc = telem_sysinfo_collect(&o, &self->sysinfo, &self->sysinfo_len);
     if (rc)
         telem_log(TELEM_LOG_WARN, "snapshot: not taken: %s",
                   telem_strerror(rc));
+    else
+        telem_log(TELEM_LOG_INFO, "snapshot: %zu bytes in %.1f ms",
+                  self->sysinfo_len, (double) (telem_mono_ns() - t0) / 1e6);
 }
 
 telemd_agent_t *
