@@ -2,8 +2,9 @@
  * series: /api/suggest (metric names, tag keys, tag values by prefix) and
  * /api/search/lookup (the series of a metric, with tag patterns).
  *
- * Both answer from the job's catalog: one analysis-client call listing
- * every series of every node (no points), under the request's deadline.
+ * Both answer from the job's catalog: one data-source call (agg_src.h)
+ * listing every series of every node (no points), under the request's
+ * deadline.
  * OpenTSDB 2.4's rules, from its SuggestRpc and SearchRpc:
  *   suggest  `type` metrics|tagk|tagv (required), `q` a prefix (not a
  *            substring; "" matches all), `max` (default 25); the answer is

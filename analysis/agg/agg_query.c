@@ -2,7 +2,8 @@
  *
  * The request (a JSON body, or the query string of a GET) is parsed by
  * analysis/tsdb into sub-queries; each sub-query's metric is fetched from
- * the nodes through one analysis-client call (narrowed to the hosts a
+ * the data source (agg_src.h: the nodes through the analysis client, or
+ * dump files) in one call (narrowed to the hosts a
  * literal host filter names), and analysis/tsdb turns the series into
  * OpenTSDB's results: filters, grouping, downsampling, rate and
  * aggregation across series.  Every call shares the request's deadline:
