@@ -1,7 +1,8 @@
-/* agg.c - telem_agg's aggregator: the pool of analysis clients that
- * follows the node file, and the routing of every request to its
- * endpoint (agg_query.c, agg_meta.c, agg_job.c) or to an embedded file
- * of the dashboard (telem_web.h).
+/* agg.c - the HTTP API's handler, shared by telem_agg and telem_view: the
+ * routing of every request to its endpoint (agg_query.c, agg_meta.c,
+ * agg_job.c, agg_ops.c) or to an embedded file of the dashboard
+ * (telem_web.h), over the configured data source (agg_src.h); and the
+ * live source's pool of analysis clients that follows the node file.
  *
  * Why a pool: the HTTP module runs handlers on several threads at once and
  * an ac_t belongs to one thread at a time; a client per request would
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "telem_error.h"
@@ -44,6 +46,8 @@ struct agg {
     pthread_cond_t cv;
     telem_ratelimit_t rl;      /* under mu */
     void *zctx;                /* put and reboot sockets */
+    const agg_src_vt_t *vt;    /* the data source */
+    void *src;
 };
 
 static int
@@ -95,6 +99,8 @@ agg_new(const agg_cfg_t *cfg, int *err)
         pthread_cond_init(&self->cv, NULL);
         self->zctx = zmq_ctx_new();
         rc = self->zctx ? 0 : TELEM_ENOMEM;
+        self->vt = cfg->src_vt ? cfg->src_vt : &agg_live_vt;
+        self->src = cfg->src_vt ? cfg->src : self;
     }
     if (rc && self) {
         if (self->zctx)
@@ -126,6 +132,8 @@ int agg_timeout_ms(const agg_t *self) { return self->timeout_ms; }
 const char *agg_rundir(const agg_t *self) { return self->rundir; }
 const char *agg_launch_ep(const agg_t *self) { return self->launch_ep; }
 void *agg_zctx(agg_t *self) { return self->zctx; }
+const agg_src_vt_t *agg_src_vt(const agg_t *self) { return self->vt; }
+void *agg_src(const agg_t *self) { return self->src; }
 
 /* ---- the pool ---------------------------------------------------------- */
 
@@ -200,17 +208,17 @@ agg_ac_put(agg_t *self, ac_t *ac)
 /* ---- helpers shared by the endpoints ----------------------------------- */
 
 void
-agg_note_missing(agg_t *self, telem_http_req_t *req, const ac_result_t *r)
+agg_note_missing(agg_t *self, telem_http_req_t *req, const agg_rows_t *r)
 {
-    size_t n = ac_result_nmissing(r);
+    size_t n = agg_rows_nmissing(r);
     if (n == 0)
         return;
     char line[2048] = "";
     size_t len = 0;
     for (size_t i = 0; i < n && len < sizeof line - 1; i++) {
         int w = snprintf(line + len, sizeof line - len, "%s%s (%s)",
-                         i ? ", " : "", ac_result_missing(r, i),
-                         ac_result_missing_message(r, i));
+                         i ? ", " : "", agg_rows_missing(r, i),
+                         agg_rows_missing_message(r, i));
         len += w > 0 ? (size_t) w : 0;
     }
     /* A header value may hold no CR or LF; the messages are ours, but a
@@ -226,6 +234,36 @@ agg_note_missing(agg_t *self, telem_http_req_t *req, const ac_result_t *r)
     pthread_mutex_unlock(&self->mu);
 }
 
+/* ---- the mains' shared option --------------------------------------- */
+
+int
+agg_read_token(const char *prog, const char *path, char *token, size_t size)
+{
+    struct stat st;
+    FILE *f = fopen(path, "re");
+    if (!f || fstat(fileno(f), &st) != 0) {
+        fprintf(stderr, "%s: cannot read --token-file %s: %s\n", prog, path,
+                strerror(errno));
+        if (f)
+            fclose(f);
+        return 2;
+    }
+    int bad = (st.st_mode & 077) || st.st_uid != geteuid();
+    int ok = !bad && fgets(token, (int) size, f) != NULL;
+    fclose(f);
+    token[strcspn(token, "\r\n")] = '\0';
+    if (bad)
+        fprintf(stderr, "%s: --token-file %s must be owned by you and not "
+                "readable by group or others (chmod 600 %s)\n", prog, path,
+                path);
+    else if (!ok || strlen(token) < 8 || strchr(token, ' '))
+        fprintf(stderr, "%s: --token-file %s must hold a token of 8 to 510 "
+                "characters without spaces on its first line\n", prog, path);
+    else
+        return 0;
+    return 2;
+}
+
 /* ---- small endpoints --------------------------------------------------- */
 
 static void
@@ -239,15 +277,16 @@ s_aggregators(telem_http_req_t *req)
 
 /* OpenTSDB's /api/version keys; "version" is the API telem speaks. */
 static void
-s_version(telem_http_req_t *req)
+s_version(agg_t *self, telem_http_req_t *req)
 {
+    char impl[128];
+    snprintf(impl, sizeof impl, "%s " TELEM_AGG_VERSION, self->vt->name);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
                           "version", "2.4.0", "short_revision", "",
                           "full_revision", "", "repo_status", "MODIFIED",
                           "timestamp", "0", "user", "", "host", "",
                           "repo", "");
-    json_object_set_new(o, "implementation", json_string("telem_agg "
-                                                         TELEM_AGG_VERSION));
+    json_object_set_new(o, "implementation", json_string(impl));
     telem_http_reply_json(req, 200, o);
 }
 
@@ -268,12 +307,43 @@ typedef struct {
     void (*fn)(agg_t *, telem_http_req_t *);
 } s_route_t;
 
+/* put and reboot where the source has them; elsewhere (a dump) a 501 in
+ * OpenTSDB's error shape saying why. */
+static void
+s_offline(agg_t *self, telem_http_req_t *req, const char *what)
+{
+    char details[256];
+    snprintf(details, sizeof details, "%s serves recorded data (dump "
+             "files): %s needs the live job's telem_agg", self->vt->name,
+             what);
+    telem_http_reply_error(req, 501, "Not implemented for recorded data",
+                           details);
+}
+
+static void
+s_put(agg_t *self, telem_http_req_t *req)
+{
+    if (self->vt->put)
+        self->vt->put(self->src, req);
+    else
+        s_offline(self, req, "/api/put");
+}
+
+static void
+s_reboot(agg_t *self, telem_http_req_t *req)
+{
+    if (self->vt->reboot)
+        self->vt->reboot(self->src, req);
+    else
+        s_offline(self, req, "/api/reboot");
+}
+
 static const s_route_t s_routes[] = {
     { "/api/query", S_GET | S_POST, agg_query },
     { "/api/suggest", S_GET | S_POST, agg_suggest },
     { "/api/search/lookup", S_GET | S_POST, agg_lookup },
-    { "/api/put", S_POST, agg_put },
-    { "/api/reboot", S_POST, agg_reboot },
+    { "/api/put", S_POST, s_put },
+    { "/api/reboot", S_POST, s_reboot },
     { "/telem/job", S_GET, agg_job },
 };
 
@@ -330,7 +400,7 @@ agg_handle(telem_http_req_t *req, void *arg)
             else if (i == 1)
                 telem_http_reply_json(req, 200, tsdb_filter_config_json());
             else
-                s_version(req);
+                s_version(self, req);
             return;
         }
     const telem_web_asset_t *a = telem_web_asset(telem_http_req_path(req));

@@ -1,12 +1,13 @@
-/* agg.h - PRIVATE to telem_agg: the aggregator behind the HTTP API.
+/* agg.h - PRIVATE to telem_agg and telem_view: the HTTP API's handler.
  *
  * An agg_t answers the requests the HTTP front-end module (telem_http.h)
- * hands it: OpenTSDB's /api endpoints over every node of a job, the
- * dashboard's files and its job data, and the operational extras (put,
- * reboot).  Every answer that needs the nodes goes through the analysis
- * client (ac.h) with one deadline per request; a node that does not
- * answer in time makes the answer partial (header X-Telem-Missing and a
- * rate-limited log line), never a hang.
+ * hands it: OpenTSDB's /api endpoints, the dashboard's files and its job
+ * data, and the operational extras (put, reboot), from a data source
+ * (agg_src.h).  The live source (telem_agg, the default) asks every node
+ * of a job through the analysis client (ac.h) with one deadline per
+ * request; a node that does not answer in time makes the answer partial
+ * (header X-Telem-Missing and a rate-limited log line), never a hang.
+ * The dump source (telem_view) answers from dump files.
  *
  * The node file is re-read when it changes (telem_launch rewrites it on a
  * restart), so the aggregator follows the job's active nodes without a
@@ -24,6 +25,7 @@
 #include <jansson.h>
 
 #include "ac.h"
+#include "agg_src.h"
 #include "telem_http.h"
 #include "telem_paths.h"
 
@@ -36,7 +38,14 @@ typedef struct {
                                   ipc://<rundir>/launch/restart.sock */
     int timeout_ms;            /* per request; <= 0: 2000 */
     unsigned pool;             /* analysis clients; 0: 4 */
+    /* The data source; NULL: the live one (agg_live_vt over this
+     * aggregator's own pool of analysis clients). */
+    const agg_src_vt_t *src_vt;
+    void *src;
 } agg_cfg_t;
+
+/* The live source: src is the agg_t itself (agg_live.c). */
+extern const agg_src_vt_t agg_live_vt;
 
 /* A new aggregator (connects nothing yet: clients are made on first use).
  * NULL with *err: TELEM_EINVAL (a path too long), TELEM_ENOMEM. */
@@ -63,15 +72,18 @@ const char *agg_launch_ep(const agg_t *self);
 void *agg_zctx(agg_t *self);
 
 /* Logs (rate-limited) and sets X-Telem-Missing: "n2 (no reply within 2000
- * ms), n3 (...)" when result `r` names missing nodes. */
+ * ms), n3 (...)" when rows `r` name missing nodes. */
 void agg_note_missing(agg_t *self, telem_http_req_t *req,
-                      const ac_result_t *r);
+                      const agg_rows_t *r);
+
+/* The aggregator's data source and its functions' first argument. */
+const agg_src_vt_t *agg_src_vt(const agg_t *self);
+void *agg_src(const agg_t *self);
 
 /* The job's own series, from the launcher's restart lines (agg_job.c):
  * telem_job_restarts and telem_job_restart_seconds{step}.  NULL when
  * `metric` is not one of them; else the series (n of them, points in
  * the whole log), freed with agg_job_series_destroy(). */
-typedef struct agg_job_series agg_job_series_t;
 agg_job_series_t *agg_job_series(agg_t *self, const char *metric, size_t *n);
 const telem_series_t *agg_job_series_get(const agg_job_series_t *js);
 void agg_job_series_destroy(agg_job_series_t **js_p);
@@ -80,7 +92,17 @@ void agg_job_series_destroy(agg_job_series_t **js_p);
  * as OpenTSDB's annotation objects (agg_job.c). */
 json_t *agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms);
 
-/* The endpoints (agg_query.c, agg_meta.c, agg_job.c). */
+/* The live job data object: the run directory's files and the nodes that
+ * do not answer a status request (agg_job.c). */
+json_t *agg_job_data(agg_t *self);
+
+/* --token-file for both mains: reads the token (the first line of a file
+ * only its owner may read, 8 to 510 characters without spaces) into
+ * token[size].  0, or 2 after saying why on stderr. */
+int agg_read_token(const char *prog, const char *path, char *token,
+                   size_t size);
+
+/* The endpoints (agg_query.c, agg_meta.c, agg_job.c, agg_ops.c). */
 void agg_query(agg_t *self, telem_http_req_t *req);
 void agg_suggest(agg_t *self, telem_http_req_t *req);
 void agg_lookup(agg_t *self, telem_http_req_t *req);

@@ -40,15 +40,25 @@ s_missing(agg_t *self)
     return out;
 }
 
+json_t *
+agg_job_data(agg_t *self)
+{
+    json_t *data = telem_web_job_read(agg_rundir(self));
+    if (data)
+        json_object_set_new(data, "missing", s_missing(self));
+    return data;
+}
+
+/* GET /telem/job: the source's job data object, series left to
+ * /api/query. */
 void
 agg_job(agg_t *self, telem_http_req_t *req)
 {
-    json_t *data = telem_web_job_read(agg_rundir(self));
+    json_t *data = agg_src_vt(self)->job(agg_src(self));
     if (!data) {
         telem_http_reply_error(req, 500, "out of memory", "");
         return;
     }
-    json_object_set_new(data, "missing", s_missing(self));
     json_object_set_new(data, "series", json_array());
     telem_http_reply_json(req, 200, data);
 }

@@ -2,8 +2,9 @@
  * series: /api/suggest (metric names, tag keys, tag values by prefix) and
  * /api/search/lookup (the series of a metric, with tag patterns).
  *
- * Both answer from the job's catalog: one analysis-client call listing
- * every series of every node (no points), under the request's deadline.
+ * Both answer from the job's catalog: one data-source call (agg_src.h)
+ * listing every series of every node (no points), under the request's
+ * deadline.
  * OpenTSDB 2.4's rules, from its SuggestRpc and SearchRpc:
  *   suggest  `type` metrics|tagk|tagv (required), `q` a prefix (not a
  *            substring; "" matches all), `max` (default 25); the answer is
@@ -29,19 +30,18 @@
 #define S_TAGS_MAX 32
 
 /* The catalog, or NULL after an answered error. */
-static ac_result_t *
+static agg_rows_t *
 s_catalog(agg_t *self, telem_http_req_t *req)
 {
     char why[512] = "";
-    ac_t *ac = agg_ac_get(self, why, sizeof why);
-    if (!ac) {
+    agg_src_query_t q = { .flags = TELEM_QUERY_LIST };
+    agg_rows_t *r = NULL;
+    int rc = agg_src_vt(self)->query(agg_src(self), &q, &r, why, sizeof why);
+    if (!r && rc == TELEM_ECONN) {
         telem_http_reply_error(req, 503, "no node of the job can be asked",
                                why);
         return NULL;
     }
-    ac_result_t *r = NULL;
-    int rc = ac_metrics(ac, &r);
-    agg_ac_put(self, ac);
     if (!r) {
         telem_http_reply_error(req, 500, "the catalog could not be asked for",
                                telem_strerror(rc));
@@ -162,13 +162,13 @@ agg_suggest(agg_t *self, telem_http_req_t *req)
         snprintf(msg, sizeof msg, "Invalid 'type' parameter:%s", type);
         telem_http_reply_error(req, 400, msg, "");
     }
-    ac_result_t *r = NULL;
+    agg_rows_t *r = NULL;
     if (kind >= 0
         && !s_count(req, s_arg(req, body, "max", b3, sizeof b3), "max", &max)
         && (r = s_catalog(self, req))) {
         json_t *set = json_object();
-        for (size_t i = 0; i < ac_result_nseries(r); i++) {
-            const telem_series_t *s = ac_result_series(r, i);
+        for (size_t i = 0; i < agg_rows_count(r); i++) {
+            const telem_series_t *s = agg_rows_series(r, i);
             if (kind == 0)
                 s_offer(set, s->metric, q ? q : "");
             for (uint32_t t = 0; kind > 0 && t < s->ntags; t++)
@@ -178,7 +178,7 @@ agg_suggest(agg_t *self, telem_http_req_t *req)
         telem_http_reply_json(req, 200, s_sorted(set, max));
         json_decref(set);
     }
-    ac_result_destroy(&r);
+    agg_rows_destroy(&r);
     json_decref(body);
 }
 
@@ -289,12 +289,12 @@ s_matches(const s_lookup_t *l, const telem_series_t *s)
 
 /* A name of the lookup no node knows (NULL when all are known). */
 static const char *
-s_unknown(const s_lookup_t *l, const ac_result_t *r)
+s_unknown(const s_lookup_t *l, const agg_rows_t *r)
 {
     int metric = !*l->metric;
     int keys[S_TAGS_MAX] = { 0 };
-    for (size_t i = 0; i < ac_result_nseries(r); i++) {
-        const telem_series_t *s = ac_result_series(r, i);
+    for (size_t i = 0; i < agg_rows_count(r); i++) {
+        const telem_series_t *s = agg_rows_series(r, i);
         metric |= strcmp(s->metric, l->metric) == 0;
         for (size_t k = 0; k < l->ntags; k++)
             for (uint32_t t = 0; t < s->ntags; t++)
@@ -331,12 +331,12 @@ s_result(const telem_series_t *s)
 }
 
 static json_t *
-s_lookup_answer(const s_lookup_t *l, const ac_result_t *r, int64_t t0)
+s_lookup_answer(const s_lookup_t *l, const agg_rows_t *r, int64_t t0)
 {
     json_t *results = json_array(), *tags = json_array();
     size_t total = 0;
-    for (size_t i = 0; i < ac_result_nseries(r); i++) {
-        const telem_series_t *s = ac_result_series(r, i);
+    for (size_t i = 0; i < agg_rows_count(r); i++) {
+        const telem_series_t *s = agg_rows_series(r, i);
         if (!s_matches(l, s))
             continue;
         if ((long) total++ < l->limit)
@@ -367,7 +367,7 @@ agg_lookup(agg_t *self, telem_http_req_t *req)
     if (s_body(req, &body))
         return;
     s_lookup_t *l = calloc(1, sizeof *l);
-    ac_result_t *r = NULL;
+    agg_rows_t *r = NULL;
     const char *m = telem_http_req_arg(req, "m");
     if (!l) {
         telem_http_reply_error(req, 500, "out of memory", "");
@@ -386,7 +386,7 @@ agg_lookup(agg_t *self, telem_http_req_t *req)
     if (!(r = s_catalog(self, req)))
         goto out;
     const char *unknown = s_unknown(l, r);
-    if (unknown && ac_result_nmissing(r) == 0) {
+    if (unknown && agg_rows_nmissing(r) == 0) {
         char details[TELEM_NAME_MAX + 64];
         snprintf(details, sizeof details, "No such name for '%s': '%s'",
                  unknown == l->metric ? "metrics" : "tagk", unknown);
@@ -396,7 +396,7 @@ agg_lookup(agg_t *self, telem_http_req_t *req)
     }
     telem_http_reply_json(req, 200, s_lookup_answer(l, r, t0));
 out:
-    ac_result_destroy(&r);
+    agg_rows_destroy(&r);
     free(l);
     json_decref(body);
 }

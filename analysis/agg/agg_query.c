@@ -2,7 +2,8 @@
  *
  * The request (a JSON body, or the query string of a GET) is parsed by
  * analysis/tsdb into sub-queries; each sub-query's metric is fetched from
- * the nodes through one analysis-client call (narrowed to the hosts a
+ * the data source (agg_src.h: the nodes through the analysis client, or
+ * dump files) in one call (narrowed to the hosts a
  * literal host filter names), and analysis/tsdb turns the series into
  * OpenTSDB's results: filters, grouping, downsampling, rate and
  * aggregation across series.  Every call shares the request's deadline:
@@ -61,22 +62,20 @@ s_parse(telem_http_req_t *req, int64_t now_ms, tsdb_error_t *err)
  * retention window), 0 when none does, -1 when some node did not answer
  * (it might). */
 static int
-s_known(ac_t *ac, const char *metric, int timeout_ms)
+s_known(agg_t *self, const char *metric, int timeout_ms)
 {
-    ac_query_t q = { 0 };
-    q.metrics = &metric;
-    q.nmetrics = 1;
+    agg_src_query_t q = { 0 };
+    q.metric = metric;
     q.flags = TELEM_QUERY_LIST;
     q.timeout_ms = timeout_ms;
-    ac_result_t *r = NULL;
-    int rc = ac_query(ac, &q, &r);
-    int known = ac_result_nseries(r) > 0 ? 1 : rc == 0 ? 0 : -1;
-    ac_result_destroy(&r);
+    agg_rows_t *r = NULL;
+    char why[256];
+    int rc = agg_src_vt(self)->query(agg_src(self), &q, &r, why, sizeof why);
+    int known = agg_rows_count(r) > 0 ? 1 : rc == 0 && r ? 0 : -1;
+    agg_rows_destroy(&r);
     return known;
 }
 
-/* Fetches sub-query i and appends its results.  0 or the HTTP status of
- * an error already answered. */
 /* A sub-query over the job's own series (agg_job.c). */
 static int
 s_sub_job(telem_http_req_t *req, agg_job_series_t *js, size_t n,
@@ -92,51 +91,23 @@ s_sub_job(telem_http_req_t *req, agg_job_series_t *js, size_t n,
     return err.status ? err.status : 500;
 }
 
+/* Answers from the fetched rows: 400 for a metric no node knows, else
+ * analysis/tsdb's results.  0 or the HTTP status of an answered error. */
 static int
-s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
-      size_t i, int64_t deadline_ns, tsdb_results_t *results)
+s_run(agg_t *self, telem_http_req_t *req, const tsdb_query_t *q, size_t i,
+      const agg_rows_t *r, int timeout_ms, tsdb_results_t *results)
 {
     const char *metric = tsdb_query_metric(q, i);
-    size_t njob = 0;
-    agg_job_series_t *js = agg_job_series(self, metric, &njob);
-    if (js)
-        return s_sub_job(req, js, njob, q, i, results);
-    const char *hosts[S_HOSTS_MAX];
-    long nh = tsdb_query_hosts(q, i, hosts, S_HOSTS_MAX);
-    ac_query_t aq = { 0 };
-    aq.metrics = &metric;
-    aq.nmetrics = 1;
-    aq.start_ns = tsdb_query_start_ms(q) * TELEM_NS_PER_MS;
-    aq.end_ns = tsdb_query_end_ms(q) * TELEM_NS_PER_MS;
-    /* Only nodes of this job can be asked: unknown names are dropped. */
-    size_t k = 0;
-    for (long h = 0; h < nh; h++)
-        if (ac_node_find(ac, hosts[h]) >= 0)
-            hosts[k++] = hosts[h];
-    if (nh >= 0 && k == 0)
-        return 0;                          /* no node of the job matches */
-    aq.nodes = nh >= 0 ? hosts : NULL;
-    aq.nnodes = nh >= 0 ? k : 0;
-    int64_t left_ms = (deadline_ns - telem_mono_ns()) / TELEM_NS_PER_MS;
-    aq.timeout_ms = left_ms > 1 ? (int) left_ms : 1;
-    ac_result_t *r = NULL;
-    int rc = ac_query(ac, &aq, &r);
-    if (!r) {
-        telem_http_reply_error(req, 500, "the query could not be sent",
-                               telem_strerror(rc));
-        return 500;
-    }
-    agg_note_missing(self, req, r);
-    size_t n = ac_result_nseries(r);
+    size_t n = agg_rows_count(r);
     telem_series_t *series = calloc(n ? n : 1, sizeof *series);
     for (size_t s = 0; series && s < n; s++)
-        series[s] = *ac_result_series(r, s);
+        series[s] = *agg_rows_series(r, s);
     tsdb_error_t err = { 0 };
     int status = 0;
     if (!series) {
         telem_http_reply_error(req, 500, "out of memory", "");
         status = 500;
-    } else if (n == 0 && s_known(ac, metric, aq.timeout_ms) == 0) {
+    } else if (n == 0 && s_known(self, metric, timeout_ms) == 0) {
         char msg[TELEM_NAME_MAX + 64];
         snprintf(msg, sizeof msg, "No such name for 'metrics': '%s'", metric);
         telem_http_reply_error(req, 400, msg, msg);
@@ -147,15 +118,62 @@ s_sub(agg_t *self, telem_http_req_t *req, ac_t *ac, const tsdb_query_t *q,
         status = err.status ? err.status : 500;
     }
     free(series);
-    ac_result_destroy(&r);
+    return status;
+}
+
+/* Fetches sub-query i and appends its results.  0 or the HTTP status of
+ * an error already answered. */
+static int
+s_sub(agg_t *self, telem_http_req_t *req, const tsdb_query_t *q, size_t i,
+      int64_t deadline_ns, tsdb_results_t *results)
+{
+    const agg_src_vt_t *vt = agg_src_vt(self);
+    const char *metric = tsdb_query_metric(q, i);
+    size_t njob = 0;
+    agg_job_series_t *js = vt->job_series ? vt->job_series(agg_src(self),
+                                                           metric, &njob)
+                                          : NULL;
+    if (js)
+        return s_sub_job(req, js, njob, q, i, results);
+    const char *hosts[S_HOSTS_MAX];
+    long nh = tsdb_query_hosts(q, i, hosts, S_HOSTS_MAX);
+    agg_src_query_t aq = { 0 };
+    aq.metric = metric;
+    aq.start_ns = tsdb_query_start_ms(q) * TELEM_NS_PER_MS;
+    aq.end_ns = tsdb_query_end_ms(q) * TELEM_NS_PER_MS;
+    /* Only nodes of this job can be asked: unknown names are dropped. */
+    size_t k = 0;
+    for (long h = 0; h < nh; h++)
+        if (vt->has_node(agg_src(self), hosts[h]))
+            hosts[k++] = hosts[h];
+    if (nh >= 0 && k == 0)
+        return 0;                          /* no node of the job matches */
+    aq.nodes = nh >= 0 ? hosts : NULL;
+    aq.nnodes = nh >= 0 ? k : 0;
+    int64_t left_ms = (deadline_ns - telem_mono_ns()) / TELEM_NS_PER_MS;
+    aq.timeout_ms = left_ms > 1 ? (int) left_ms : 1;
+    agg_rows_t *r = NULL;
+    char why[512] = "";
+    int rc = vt->query(agg_src(self), &aq, &r, why, sizeof why);
+    if (!r) {
+        int status = rc == TELEM_ECONN ? 503 : 500;
+        telem_http_reply_error(req, status, status == 503
+                               ? "no node of the job can be asked"
+                               : "the query could not be sent", why);
+        return status;
+    }
+    agg_note_missing(self, req, r);
+    int status = s_run(self, req, q, i, r, aq.timeout_ms, results);
+    agg_rows_destroy(&r);
     return status;
 }
 
 static int
 s_annotate(agg_t *self, const tsdb_query_t *q, tsdb_results_t *results)
 {
-    json_t *notes = agg_annotations(self, tsdb_query_start_ms(q),
-                                    tsdb_query_end_ms(q));
+    json_t *notes = agg_src_vt(self)->annotations(agg_src(self),
+                                                  tsdb_query_start_ms(q),
+                                                  tsdb_query_end_ms(q));
     int rc = notes ? tsdb_results_set(results, "globalAnnotations", notes)
                    : TELEM_ENOMEM;
     json_decref(notes);
@@ -186,14 +204,6 @@ agg_query(agg_t *self, telem_http_req_t *req)
                                err.message, err.details);
         return;
     }
-    char why[512] = "";
-    ac_t *ac = agg_ac_get(self, why, sizeof why);
-    if (!ac) {
-        telem_http_reply_error(req, 503, "no node of the job can be asked",
-                               why);
-        tsdb_query_destroy(&q);
-        return;
-    }
     tsdb_results_t *results = tsdb_results_new();
     int status = 0;
     if (!results) {
@@ -201,8 +211,7 @@ agg_query(agg_t *self, telem_http_req_t *req)
         status = 500;
     }
     for (size_t i = 0; status == 0 && i < tsdb_query_count(q); i++)
-        status = s_sub(self, req, ac, q, i, deadline_ns, results);
-    agg_ac_put(self, ac);
+        status = s_sub(self, req, q, i, deadline_ns, results);
     if (status == 0 && tsdb_query_global_annotations(q)
         && s_annotate(self, q, results) != 0) {
         telem_http_reply_error(req, 500, "out of memory", "");

@@ -115,34 +115,10 @@ s_option(void *arg, int c, char *v)
     }
 }
 
-/* Reads the token: the first line of a file only its owner may read. */
 static int
 s_read_token(s_args_t *a)
 {
-    struct stat st;
-    FILE *f = fopen(a->token_file, "re");
-    if (!f || fstat(fileno(f), &st) != 0) {
-        fprintf(stderr, "%s: cannot read --token-file %s: %s\n", S_PROG,
-                a->token_file, strerror(errno));
-        if (f)
-            fclose(f);
-        return 2;
-    }
-    int bad = (st.st_mode & 077) || st.st_uid != geteuid();
-    int ok = !bad && fgets(a->token, sizeof a->token, f) != NULL;
-    fclose(f);
-    a->token[strcspn(a->token, "\r\n")] = '\0';
-    if (bad)
-        fprintf(stderr, "%s: --token-file %s must be owned by you and not "
-                "readable by group or others (chmod 600 %s)\n", S_PROG,
-                a->token_file, a->token_file);
-    else if (!ok || strlen(a->token) < 8 || strchr(a->token, ' '))
-        fprintf(stderr, "%s: --token-file %s must hold a token of 8 to 510 "
-                "characters without spaces on its first line\n", S_PROG,
-                a->token_file);
-    else
-        return 0;
-    return 2;
+    return agg_read_token(S_PROG, a->token_file, a->token, sizeof a->token);
 }
 
 static int

@@ -39,7 +39,7 @@
 typedef enum {
     M_NONE = 0, M_LIST, M_VALUES, M_GET, M_TRACK_ALL, M_TRACK, M_QUERY,
     M_STATUS, M_NODES, M_LEVEL, M_SHUTDOWN, M_REPORT,
-    M_SNAPSHOT
+    M_SNAPSHOT, M_DUMP
 } s_mode_t;
 
 typedef struct {
@@ -56,6 +56,8 @@ typedef struct {
     int have_track;          /* -F/-d given */
     int64_t level;           /* level: the new level, -1 until given */
     const char *node;        /* level, shutdown: one node, or NULL: all */
+    const char *dumps[TELEM_CLIENT_DUMPS_MAX];   /* report --dump */
+    size_t ndumps;
 } s_cli_t;
 
 /* ---- help -------------------------------------------------------------- */
@@ -77,6 +79,7 @@ static const char s_usage[] =
     "  shutdown [NODE]      stop the agents of all nodes or one\n"
     "  report -o FILE       the job as one self-contained HTML file\n"
     "  snapshot [NODE]      each node's one-time system snapshot\n"
+    "  dump -o FILE [METRIC[,METRIC]]  the job's history into a dump file\n"
     "options:\n"
     "  --nodefile F         node file (default $TELEM_NODEFILE, else <rundir>/nodes)\n"
     "  -u, --unix PATH      ask one node: its directory <rundir>/<node> or a\n"
@@ -87,6 +90,7 @@ static const char s_usage[] =
     "  -f, --format FMT     md (default), json, yaml or txt\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
     "  --rundir DIR         run directory (report; default $TELEM_RUNDIR, ...)\n"
+    "  --dump FILE          report: from a dump file (repeatable), not the nodes\n"
     "  --tag k=v            only series with tag k=v (v \"*\": tag present);\n"
     "                       repeatable; with -l, -v, -g, -t, -T, query\n"
     "  -h, --help           this help, or a mode's help after the mode\n"
@@ -126,7 +130,19 @@ static const char *const s_mode_help[] = {
         "charts of every cg_*_seconds metric per device and of cpu_percent,\n"
         "used_ram, load_average and num_running_processes per node.  T as for\n"
         "query; default: everything the nodes keep.  Exit 3 if some node did\n"
-        "not answer (the file is still written).\n",
+        "not answer (the file is still written).\n"
+        "With --dump FILE (repeatable) the series come from dump files\n"
+        "(telem_client dump, telem_launch --dump) instead of the nodes: the\n"
+        "report of a finished job; --rundir adds its restarts and events.\n",
+    [M_DUMP] = "telem_client dump -o FILE [METRIC[,METRIC]] [--tag k=v ...]\n"
+        "    [--start T] [--end T]\n"
+        "Writes the job's history (every node's series in the range, their\n"
+        "metric metas) into the dump file FILE (docs/store.md's dump format,\n"
+        "read by telem_view and report --dump).  T as for query; default:\n"
+        "everything the nodes keep, up to now.  Progress on stderr when it\n"
+        "takes long.  Exit 3 if some node did not answer (the dump holds the\n"
+        "others), 1 if none did or the file cannot be written (an existing\n"
+        "FILE is never overwritten).\n",
     [M_SNAPSHOT] = "telem_client snapshot [NODE]: the system snapshot each node's\n"
         "telemd took at start (CPU, caches, NUMA, memory, boot time, kernel,\n"
         "OS, disks, network, GPUs, telem's configuration).  txt: an lscpu-like\n"
@@ -225,7 +241,7 @@ s_set_mode(s_cli_t *cli, s_mode_t m)
 }
 
 enum { O_NODEFILE = 256, O_TIMEOUT, O_TAG, O_START, O_END, O_MAXPTS,
-       O_RUNDIR, O_TAU };
+       O_RUNDIR, O_TAU, O_DUMP };
 
 static const struct option s_longopts[] = {
     { "nodefile", required_argument, NULL, O_NODEFILE },
@@ -246,6 +262,7 @@ static const struct option s_longopts[] = {
     { "rundir", required_argument, NULL, O_RUNDIR },
     { "unix", required_argument, NULL, 'u' },
     { "tau", no_argument, NULL, O_TAU },
+    { "dump", required_argument, NULL, O_DUMP },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -293,6 +310,11 @@ s_option(void *ctx, int c, char *arg)
     case O_RUNDIR: cli->rundir = arg; return 0;
     case 'u': cli->o.unix_path = arg; return 0;
     case O_TAU: cli->o.tau = 1; return 0;
+    case O_DUMP:
+        if (cli->ndumps == TELEM_CLIENT_DUMPS_MAX)
+            return S_BAD("at most %d --dump files", TELEM_CLIENT_DUMPS_MAX);
+        cli->dumps[cli->ndumps++] = arg;
+        return 0;
     case 'o': cli->out_path = arg; return 0;
     case 'l': return s_set_mode(cli, M_LIST);
     case 'v': return s_set_mode(cli, M_VALUES);
@@ -340,9 +362,10 @@ s_positional(s_cli_t *cli, const char *a)
         { "query", M_QUERY }, { "status", M_STATUS }, { "nodes", M_NODES },
         { "level", M_LEVEL }, { "shutdown", M_SHUTDOWN },
         { "report", M_REPORT }, { "snapshot", M_SNAPSHOT },
+        { "dump", M_DUMP },
     };
     int64_t v;
-    if (cli->mode == M_QUERY && !cli->list)
+    if ((cli->mode == M_QUERY || cli->mode == M_DUMP) && !cli->list)
         return s_parse_metrics(cli, a) ? S_BAD("bad metric list '%s'", a) : 0;
     if (cli->mode == M_LEVEL && cli->level < 0) {
         if (telem_cli_int64(a, 0, 4, &v))
@@ -370,17 +393,24 @@ s_validate(const s_cli_t *cli)
         fputs(s_usage, stderr);
         return 2;
     }
-    if (cli->have_range && m != M_QUERY && (m != M_REPORT || cli->have_end))
-        return S_BAD("--start goes with query and report; --end and "
-                     "--max-points with query");
+    if (cli->have_range && m != M_QUERY && m != M_DUMP
+        && (m != M_REPORT || cli->have_end))
+        return S_BAD("--start goes with query, dump and report; --end with "
+                     "query and dump; --max-points with query");
+    if (m == M_DUMP && cli->max_points)
+        return S_BAD("--max-points goes with query, not dump");
+    if (m == M_DUMP && !cli->out_path)
+        return S_BAD("dump needs -o FILE");
+    if (cli->ndumps && m != M_REPORT)
+        return S_BAD("--dump goes with report");
     if (cli->rundir && m != M_REPORT)
         return S_BAD("--rundir goes with report");
     if (m == M_REPORT && !cli->out_path)
         return S_BAD("report needs -o FILE");
     if (cli->have_track && m != M_TRACK && m != M_TRACK_ALL)
         return S_BAD("-F and -d go with -t or -T");
-    if (cli->o.ntags && m >= M_STATUS)
-        return S_BAD("--tag goes with -l, -v, -g, -t, -T and query");
+    if (cli->o.ntags && m >= M_STATUS && m != M_DUMP)
+        return S_BAD("--tag goes with -l, -v, -g, -t, -T, query and dump");
     if (cli->o.tau && m > M_TRACK)
         return S_BAD("--tau goes with -l, -v, -g, -t and -T");
     if (cli->o.unix_path && cli->o.nodefile)
@@ -396,6 +426,9 @@ s_validate(const s_cli_t *cli)
               : cli->start_ns ? cli->start_ns : now - AC_WINDOW_DEFAULT_NS;
     int64_t e = cli->end_ns < 0 ? now + cli->end_ns
               : cli->end_ns ? cli->end_ns : now;
+    if (m == M_DUMP && (cli->start_ns < 0 ? now + cli->start_ns
+                        : cli->start_ns) > e)
+        return S_BAD("--start is after --end");
     if (m == M_QUERY && (s < 0 || e < 0))
         return S_BAD("--start and --end must not be before 1970");
     if (m == M_QUERY && s > e)
@@ -728,6 +761,9 @@ static int
 s_run(s_cli_t *cli)
 {
     /* The report reads the run directory even when no node answers. */
+    if (cli->mode == M_REPORT && cli->ndumps)
+        return telem_client_report_dump(cli->dumps, cli->ndumps, cli->rundir,
+                                        cli->out_path, cli->start_ns);
     if (cli->mode == M_REPORT)
         return telem_client_report(&cli->o, cli->rundir, cli->out_path,
                                    cli->start_ns ? cli->start_ns : 1);
@@ -759,6 +795,10 @@ s_run(s_cli_t *cli)
     case M_SNAPSHOT:
         code = s_snapshot(ac, cli);
         break;
+    case M_DUMP:
+        code = telem_client_dump(ac, &cli->o, cli->out_path, cli->start_ns,
+                                 cli->end_ns);
+        break;
     default:
         code = telem_client_track(ac, &cli->o);
         break;
@@ -774,7 +814,7 @@ main(int argc, char **argv)
                            .out = stdout },
                     .level = -1 };
     int code = s_parse(&cli, argc, argv);
-    if (code < 0 && cli.out_path && cli.mode != M_REPORT
+    if (code < 0 && cli.out_path && cli.mode != M_REPORT && cli.mode != M_DUMP
         && !(cli.o.out = fopen(cli.out_path, "w"))) {
         fprintf(stderr, S_PROG ": cannot open %s: %s\n", cli.out_path,
                 strerror(errno));

@@ -16,6 +16,9 @@
  * Files and the order they call in (each calls only those below it):
  *   telem_client.c         main: command line, one-shot modes
  *   telem_client_track.c   telem_client_track(): tracking mode (-t, -T)
+ *   telem_client_dump.c    telem_client_dump(): a dump file (ac_dump.h)
+ *   telem_client_report_dump.c  telem_client_report_dump(): the report
+ *                          from dump files (telem_hist.h)
  *   telem_client_report.c  telem_client_report(): the HTML job report
  *   telem_client_snapshot.c  telem_client_snapshot(): system snapshots
  *   telem_client_tau.c     telem_client_tau_*: tau_metric_proxy's shapes
@@ -217,6 +220,39 @@ int telem_client_snapshot(ac_t *ac, const telem_client_opts_t *o, long node);
  * 3 (written, but some nodes did not answer) or 1 (not written). */
 int telem_client_report(const telem_client_opts_t *o, const char *rundir,
                         const char *path, int64_t start_ns);
+
+/* Shared by both reports: 1 when metric m is one the report charts (a
+ * collector metric cg_*_seconds or one of the node metrics). */
+int telem_client_report_charted(const char *m);
+
+/* One series as an OpenTSDB query result with ms times and [ms, v]. */
+json_t *telem_client_report_series_json(const telem_series_t *s);
+
+/* Writes the report `data` to `path` atomically and prints the summary
+ * line.  Returns the exit code (0, 3 with missing nodes, 1). */
+int telem_client_report_write(const char *path, const json_t *data,
+                              const char *title);
+
+/* ---- report from dumps (telem_client_report_dump.c) -------------------- */
+
+#define TELEM_CLIENT_DUMPS_MAX 64
+
+/* `report --dump`: the same report from the n dump (or segment) files
+ * `dumps`, merged without duplicates (telem_hist.h); restarts and events
+ * from `rundir` when given.  Series since start_ns (0: all).  A damaged
+ * file gives a warning and what could be read; a file that is not a dump
+ * is an error.  Returns the exit code (0 or 1). */
+int telem_client_report_dump(const char *const *dumps, size_t n,
+                             const char *rundir, const char *path,
+                             int64_t start_ns);
+
+/* ---- dump (telem_client_dump.c) --------------------------------------- */
+
+/* `dump`: ac_dump() of o's metrics and tags over [start_ns, end_ns]
+ * (ac_dump.h's conventions) into `path`; progress on stderr, a summary
+ * on stdout.  Returns the exit code: 0, 3 (some node missing) or 1. */
+int telem_client_dump(ac_t *ac, const telem_client_opts_t *o,
+                      const char *path, int64_t start_ns, int64_t end_ns);
 
 
 #endif

@@ -42,6 +42,15 @@ s_is_collector_metric(const char *m)
         && strcmp(m + n - 8, "_seconds") == 0;
 }
 
+int
+telem_client_report_charted(const char *m)
+{
+    for (size_t k = 0; k < S_NNODE_METRICS; k++)
+        if (strcmp(m, s_node_metrics[k]) == 0)
+            return 1;
+    return s_is_collector_metric(m);
+}
+
 /* ---- missing nodes ----------------------------------------------------- */
 
 /* Adds r's missing nodes to the array `missing` ({"node", "why"}), each
@@ -67,9 +76,8 @@ s_add_missing(json_t *missing, const ac_result_t *r)
 
 /* ---- series -------------------------------------------------------------- */
 
-/* One series as an OpenTSDB query result with ms times and [ms, v]. */
-static json_t *
-s_series_json(const telem_series_t *s)
+json_t *
+telem_client_report_series_json(const telem_series_t *s)
 {
     json_t *tags = json_object(), *dps = json_array();
     for (uint32_t t = 0; tags && t < s->ntags; t++)
@@ -98,10 +106,7 @@ s_pick_metrics(ac_t *ac, json_t *missing, const char **names, size_t max,
     s_add_missing(missing, *catalog);
     for (size_t i = 0; i < ac_result_nseries(*catalog) && n < max; i++) {
         const char *m = ac_result_series(*catalog, i)->metric;
-        int node_metric = 0;
-        for (size_t k = 0; k < S_NNODE_METRICS; k++)
-            node_metric |= strcmp(m, s_node_metrics[k]) == 0;
-        if ((node_metric || s_is_collector_metric(m))
+        if (telem_client_report_charted(m)
             && (n == 0 || strcmp(names[n - 1], m) != 0))
             names[n++] = m;    /* the catalog is sorted by metric */
     }
@@ -128,7 +133,7 @@ s_query_series(ac_t *ac, int64_t start_ns, json_t *series, json_t *missing)
                     "limit: use a later --start\n", ac_result_ntruncated(r));
     }
     for (size_t i = 0; i < ac_result_nseries(r); i++)
-        json_array_append_new(series, s_series_json(ac_result_series(r, i)));
+        json_array_append_new(series, telem_client_report_series_json(ac_result_series(r, i)));
     ac_result_destroy(&r);
     ac_result_destroy(&catalog);
 }
@@ -294,11 +299,17 @@ telem_client_report(const telem_client_opts_t *o, const char *rundir_arg,
     json_object_set_new(data, "job", job ? job : json_object());
     char title[TELEM_PATH_MAX + 32];
     snprintf(title, sizeof title, "telem job report: %s", rundir);
-    int code = 1;
-    if (s_write_atomic(path, data, title) == 0) {
-        s_summary(path, data);
-        code = json_array_size(json_object_get(data, "missing")) ? 3 : 0;
-    }
+    int code = telem_client_report_write(path, data, title);
     json_decref(data);
     return code;
+}
+
+int
+telem_client_report_write(const char *path, const json_t *data,
+                          const char *title)
+{
+    if (s_write_atomic(path, data, title) != 0)
+        return 1;
+    s_summary(path, data);
+    return json_array_size(json_object_get(data, "missing")) ? 3 : 0;
 }

@@ -124,6 +124,7 @@ launch_job_end(launch_job_t *self, int code, const char *why)
     self->exit_code = code;
     telem_log(code ? TELEM_LOG_WARN : TELEM_LOG_INFO,
               "job ends (exit %d): %s", code, why);
+    launch_job_dump(self);
     s_stop(self, -1, -1);
     s_timer_set(self, self->cfg.grace_ns + S_GIVE_UP_NS, s_on_give_up);
     /* With nothing left to reap, no exit event would end the loop. */

@@ -118,6 +118,9 @@ typedef struct {
     int64_t daemon_backoff_ns;
     int64_t daemon_backoff_max_ns;
     const char *const *program; /* argv, NULL-terminated */
+    const char *dump_dir;       /* --dump: a dump of the job's history is
+                                   written there when the job ends, before
+                                   the daemons stop; NULL: none */
 } launch_job_config_t;
 
 typedef struct launch_job launch_job_t;

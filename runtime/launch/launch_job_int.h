@@ -301,6 +301,11 @@ int launch_job_files_write_prometheus(launch_job_t *self);
  * the Prometheus configuration with no target. */
 void launch_job_files_close(launch_job_t *self);
 
+/* --dump DIR: the job's history into DIR/job-<time>-<pid>.tdump, from
+ * every node whose telemd runs (launch_job_dump.c); logs what it wrote
+ * or why not.  Nothing without cfg.dump_dir. */
+void launch_job_dump(launch_job_t *self);
+
 /* Appends one line to the restart log. */
 void launch_job_files_log_restart(launch_job_t *self, const char *line);
 

@@ -86,6 +86,9 @@ static const char s_usage[] =
 "      --agg-bind ADDR      telem_agg's address (default 127.0.0.1)\n"
 "      --agg-token-file F   telem_agg requires the bearer token in F\n"
 "      --no-agg             do not start telem_agg\n"
+"      --dump DIR           at the end of the job, write its history from\n"
+"                           every node to DIR/job-TIME-PID.tdump (for\n"
+"                           telem_view and telem_client report --dump)\n"
 "      --bind ADDR          telemd's TCP query address (default 127.0.0.1)\n"
 "      --metrics-port N     every telemd serves GET /metrics for Prometheus\n"
 "                           on port N (0: a free port per node; default:\n"
@@ -171,7 +174,8 @@ enum {
     O_HB_MISSES, O_START_TIMEOUT, O_COLLECT, O_BIND, O_AGG_PORT, O_AGG_BIND,
     O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL, O_METRICS_PORT,
     O_METRICS_BIND, O_PROM_CONFIG, O_DAEMON_FAILURE, O_DAEMON_BACKOFF,
-    O_DAEMON_BACKOFF_MAX, O_DAEMON_RESTARTS, O_DAEMON_WINDOW, O_DAEMON_PAUSE
+    O_DAEMON_BACKOFF_MAX, O_DAEMON_RESTARTS, O_DAEMON_WINDOW, O_DAEMON_PAUSE,
+    O_DUMP
 };
 
 /* The --daemon-* flags (launch_job_sup.c). */
@@ -285,6 +289,7 @@ s_option(void *arg, int c, char *v)
     case O_AGG_BIND: j->agg_bind = v; return 0;
     case O_AGG_TOKEN: j->agg_token_file = v; return 0;
     case O_NO_AGG: j->agg_port = -1; return 0;
+    case O_DUMP: j->dump_dir = v; return 0;
     case O_BIND: j->bind_addr = v; return 0;
     case O_METRICS_PORT:
         if ((rc = s_count("--metrics-port", v, 0, 65535, &n)) == 0)
@@ -312,6 +317,7 @@ static const struct option s_opts[] = {
     { "collect", 1, 0, O_COLLECT }, { "bind", 1, 0, O_BIND },
     { "agg-port", 1, 0, O_AGG_PORT }, { "agg-bind", 1, 0, O_AGG_BIND },
     { "agg-token-file", 1, 0, O_AGG_TOKEN }, { "no-agg", 0, 0, O_NO_AGG },
+    { "dump", 1, 0, O_DUMP },
     { "metrics-port", 1, 0, O_METRICS_PORT },
     { "metrics-bind", 1, 0, O_METRICS_BIND },
     { "prometheus-config", 1, 0, O_PROM_CONFIG },

@@ -9,7 +9,9 @@
  *   GET  telem/job                              the job data object
  *   GET  api/suggest?type=metrics&q=cg_&max=100 collector metrics (cg_*_seconds)
  *   POST api/query?arrays=true                  one per metric, msResolution
- * and renders the same way.  Given ?token=T in the page's URL it sends
+ * and renders the same way.  The charts cover the last WINDOW, or, when
+ * the job object has "range" {start_ms, end_ms} (telem_view serving dump
+ * files of a finished job), that range.  Given ?token=T in the page's URL it sends
  * "Authorization: Bearer T" with each request; the token stays in this
  * script's memory (no cookie, no storage).
  *
@@ -350,11 +352,14 @@
 
     // One query per metric, so one metric that no node has yet costs only
     // its own chart.
-    function query(metric) {
-      return get("api/query?arrays=true", {
-        start: WINDOW, msResolution: true,
-        queries: [{ metric: metric, aggregator: "none" }]
-      }).then(list, function () { return []; });
+    function query(metric, range) {
+      var body = { start: WINDOW, msResolution: true,
+                   queries: [{ metric: metric, aggregator: "none" }] };
+      if (range && range.start_ms && range.end_ms) {
+        body.start = range.start_ms;
+        body.end = range.end_ms;
+      }
+      return get("api/query?arrays=true", body).then(list, function () { return []; });
     }
 
     function refresh() {
@@ -368,7 +373,10 @@
         job = j || {};
         return suggest;
       }).then(function () {
-        return Promise.all(cgMetrics.concat(NODE_METRICS).map(query));
+        var range = job.job && job.job.range;
+        return Promise.all(cgMetrics.concat(NODE_METRICS).map(function (m) {
+          return query(m, range);
+        }));
       }).then(function (results) {
         job.series = [].concat.apply(list(job.series), results);
         render(job, "live", cgMetrics, null);

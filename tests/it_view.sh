@@ -1,0 +1,162 @@
+# it_view.sh - dumps and the offline viewer over a real local job: three
+# telemd nodes hold agg_client's golden data set (put through telem_agg at
+# exact times) and their own node metrics; telem_client dump writes dumps
+# of the job (everything; an overlapping part; one node alone); telem_view
+# serves them and answers every request of view_client.py (aggregators,
+# downsampling, rates, filters, the dashboard's and Grafana's queries,
+# suggest, lookup) exactly as the live telem_agg does on the same absolute
+# ranges - so the overlapping dumps merged without a duplicate point;
+# --export csv/json hold the data set, each point once; report --dump
+# writes a page; damaged files give a warning or a clear error, never a
+# crash.  Every wait is for behaviour.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+for b in telem_agg telem_view telem_client telemd; do
+    [ -x "$TELEM_BIN/$b" ] || fail "$b is not built"
+done
+command -v python3 >/dev/null || skip "python3 is not installed"
+CLIENT="python3 $(dirname "${BASH_SOURCE[0]}")/view_client.py"
+unset TELEM_LEVEL SLURM_JOB_NODELIST TELEM_LAUNCH_ENDPOINT || true
+
+# start_http NAME PROG ARGS...: starts telem_agg or telem_view on an
+# ephemeral port, waits for its "serving" line and sets URL.
+start_http() {
+    local name=$1 prog=$2; shift 2
+    "$TELEM_BIN/$prog" --port 0 "$@" >"$T/$name.out" 2>"$T/$name.log" &
+    EXTRA_PIDS+=("$!")
+    wait_for grep -q "^$prog: serving" "$T/$name.out" \
+        || fail "$prog $name did not start"
+    URL=$(sed -n "s/^$prog: serving \([^ ]*\) .*/\1/p" "$T/$name.out")
+}
+
+# --- the live job ------------------------------------------------------------
+for n in n1 n2 n3; do
+    start_node "$n" --level 2 --interval 0.2 --window 86400
+done
+T0=$(( $(date +%s) / 3600 * 3600 - 7200 ))
+start_http agg telem_agg --nodefile "$TELEM_NODEFILE" --rundir "$TELEM_RUNDIR"
+AGG=$URL
+$CLIENT put "$AGG" "$T0" || fail "the data set could not be put"
+S_MS=$(( $(date +%s%N) / 1000000 ))
+# A few rounds of node metrics on every node.
+rounds() {
+    "$TELEM_BIN/telem_client" -f txt query cpu_percent --start -60s \
+        | awk '$1 ~ /^n[123]$/ { n[$1]++ } END { exit !(n["n1"] >= 3 &&
+               n["n2"] >= 3 && n["n3"] >= 3) }'
+}
+wait_for rounds || fail "the nodes did not sample cpu_percent"
+E_MS=$(( $(date +%s%N) / 1000000 ))
+
+# --- dumps -------------------------------------------------------------------
+D=$T/dumps
+mkdir "$D"
+"$TELEM_BIN/telem_client" dump -o "$D/all.tdump" >"$T/dump1.out" \
+    2>"$T/dump1.log" || fail "dump of the job: $(cat "$T/dump1.log")"
+grep -q "^wrote $D/all.tdump: [1-9][0-9]* series" "$T/dump1.out" \
+    || fail "dump summary: $(cat "$T/dump1.out")"
+# An existing file is never overwritten.
+expect_rc 1 "$TELEM_BIN/telem_client" dump -o "$D/all.tdump"
+# An overlapping part of the range, and one node alone.
+"$TELEM_BIN/telem_client" dump -o "$D/part.tdump" --start "${T0}s" \
+    --end "$(( T0 + 20 ))s" >/dev/null || fail "dump of a part"
+grep -P '^n3\t' "$TELEM_NODEFILE" >"$T/n3.nodes"
+"$TELEM_BIN/telem_client" --nodefile "$T/n3.nodes" dump -o "$D/n3.tdump" \
+    >/dev/null || fail "dump of n3"
+# A node that does not answer: a partial dump, exit 3, the node named.
+kill -STOP "${NODE_PID[n2]}"
+rc=0
+"$TELEM_BIN/telem_client" --timeout 500 dump -o "$D/partial.tdump" it.cpu \
+    >/dev/null 2>"$T/partial.log" || rc=$?
+kill -CONT "${NODE_PID[n2]}"
+[ "$rc" = 3 ] || fail "a dump without n2: exit $rc, want 3"
+grep -q "n2" "$T/partial.log" || fail "the partial dump does not name n2"
+
+# --- telem_view against telem_agg ----------------------------------------------
+start_http view telem_view "$D/all.tdump" "$D/part.tdump" "$D/n3.tdump"
+VIEW=$URL
+$CLIENT same "$AGG" "$VIEW" "$T0" "$S_MS" "$E_MS" \
+    || fail "telem_view's answers differ from telem_agg's (above)"
+$CLIENT offline "$VIEW" || fail "/api/put, /api/reboot on telem_view"
+$CLIENT job "$VIEW" n1,n2,n3 "$(( T0 * 1000 ))" "$S_MS" || fail "/telem/job"
+curl -sf "$VIEW" | grep -q "telem.js" || fail "the dashboard's page"
+for n in n1 n2 n3; do stop_node "$n"; done
+
+# --- export ------------------------------------------------------------------
+"$TELEM_BIN/telem_view" --export csv -o "$T/all.csv" "$D/all.tdump" \
+    "$D/part.tdump" 2>"$T/export.log" || fail "export csv"
+$CLIENT csv "$T/all.csv" "$T0" || fail "the CSV export"
+"$TELEM_BIN/telem_view" --export json -o "$T/all.json" "$D/part.tdump" \
+    "$D/all.tdump" || fail "export json"
+$CLIENT json "$T/all.json" "$T0" || fail "the JSON export"
+"$TELEM_BIN/telem_view" --export csv --metric it.cpu --tag host=n2 \
+    "$D/all.tdump" >"$T/sel.csv" || fail "export with a selection"
+[ "$(tail -n +2 "$T/sel.csv" | cut -d, -f1,2 | sort -u)" = "n2,it.cpu" ] \
+    || fail "selection: $(cat "$T/sel.csv")"
+[ "$(tail -n +2 "$T/sel.csv" | wc -l)" = 3 ] || fail "selection: 3 points"
+
+# --- the report from dumps -----------------------------------------------------
+"$TELEM_BIN/telem_client" report --dump "$D/all.tdump" --dump "$D/n3.tdump" \
+    -o "$T/job.html" >"$T/report.out" || fail "report --dump"
+grep -q "^wrote $T/job.html: 3 nodes, [1-9][0-9]* series" "$T/report.out" \
+    || fail "report summary: $(cat "$T/report.out")"
+grep -q 'id="telem-data"' "$T/job.html" || fail "the report holds no data"
+
+# --- damaged files -------------------------------------------------------------
+size=$(stat -c %s "$D/all.tdump")
+head -c $(( size / 2 )) "$D/all.tdump" >"$T/cut.tdump"
+# Bytes inside the payload of the 5th BLOCK record (docs/store.md: a
+# record starts with the sync marker 0x0a52ec7e, then u32 len, u8 kind).
+python3 - "$D/all.tdump" "$T/flip.tdump" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+i, seen = 0, 0
+while seen < 5:
+    i = b.index(b"\x7e\xec\x52\x0a", i + 1)
+    seen += b[i + 8] == 2
+b[i + 20:i + 24] = b"\xff\xff\xff\xff"
+open(sys.argv[2], "wb").write(b)
+PY
+head -c 4096 /dev/urandom >"$T/noise.tdump"
+for f in cut flip; do
+    rc=0
+    "$TELEM_BIN/telem_view" --export csv "$T/$f.tdump" >"$T/$f.csv" \
+        2>"$T/$f.err" || rc=$?
+    [ "$rc" = 0 ] || fail "$f.tdump: exit $rc: $(cat "$T/$f.err")"
+    grep -q "damaged" "$T/$f.err" || fail "$f.tdump: no warning"
+    [ "$(wc -l <"$T/$f.csv")" -gt 1 ] || fail "$f.tdump: no point read"
+done
+rc=0
+"$TELEM_BIN/telem_view" --export csv "$T/noise.tdump" >/dev/null \
+    2>"$T/noise.err" || rc=$?
+[ "$rc" = 1 ] || fail "noise: exit $rc"
+grep -q "not a telem dump" "$T/noise.err" || fail "noise: $(cat "$T/noise.err")"
+expect_rc 1 "$TELEM_BIN/telem_view" "$T/missing.tdump"
+expect_rc 2 "$TELEM_BIN/telem_view"
+rc=0
+"$TELEM_BIN/telem_client" report --dump "$T/noise.tdump" -o "$T/x.html" \
+    2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "report of noise: exit $rc"
+# --- telem_launch --dump: a dump when the job ends -------------------------------
+LR=$T/lrun
+mkdir -m 700 "$LR"
+cat >"$T/prog.sh" <<'PROG'
+#!/usr/bin/env bash
+# Records until every node holds some cpu_percent rounds, then ends.
+for _ in $(seq 400); do
+    [ "$("$TELEM_BIN/telem_client" -f txt -g cpu_percent 2>/dev/null \
+         | grep -c '^n[12] ')" -ge 2 ] && exit 0
+    sleep 0.05
+done
+exit 1
+PROG
+chmod +x "$T/prog.sh"
+env -u TELEM_RUNDIR -u TELEM_NODEFILE "$TELEM_BIN/telem_launch" \
+    --rundir "$LR" --local 2 --no-agg --dump "$T/jobdumps" -- "$T/prog.sh" \
+    >"$T/launch.out" 2>"$T/launch.log" || fail "telem_launch --dump"
+ls "$T"/jobdumps/job-*.tdump >/dev/null 2>&1 || fail "no dump in --dump DIR"
+grep -q "dump written: $T/jobdumps/job-" "$T/launch.log" \
+    || fail "no 'dump written' line"
+"$TELEM_BIN/telem_view" --export csv --metric cpu_percent \
+    "$T"/jobdumps/job-*.tdump >"$T/job.csv" || fail "export of the job dump"
+[ "$(tail -n +2 "$T/job.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" \
+    = "n1 n2 " ] || fail "the job's dump: $(head "$T/job.csv")"
+echo "it_view: ok"
