@@ -77,6 +77,8 @@ struct telemd_agent {
     uint64_t tokens[S_TOKENS];
     uint32_t token_next;
     int stopping;
+    int handing_over;
+    int64_t last_round_ns;             /* grid time of the last sampling */
     s_reply_t reply;
     telem_ratelimit_t bad_log;
     telem_ratelimit_t sampler_log;
@@ -551,6 +553,12 @@ s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
         telem_log(TELEM_LOG_INFO, "shutdown requested");
         self->stopping = 1;
         break;
+    case TELEM_CTL_HANDOVER:
+        telem_log(TELEM_LOG_INFO, "hand-over requested: draining, flushing "
+                  "and exiting");
+        self->stopping = 1;
+        self->handing_over = 1;
+        break;
     case TELEM_CTL_SET_LEVEL:
         if (c->arg < 0 || c->arg > 4)
             return s_encode_error(self, c->id, TELEM_EINVAL,
@@ -634,10 +642,30 @@ s_emit(void *arg, const char *metric, const telem_tag_t *tags, uint32_t ntags,
                        self->sample_now);
 }
 
+/* The time of this sampling round on the interval grid: the multiple of
+ * the interval nearest to now (the epoch is a grid point; ticks are
+ * scheduled at grid points, telemd_agent_tick), so every round of a
+ * series is exactly one interval after the one before and its timestamps
+ * compress to almost nothing (delta-of-delta 0).  The first round, at
+ * start, takes the grid point before now (never a time in the future).
+ * Returns 0 when that grid point was sampled already. */
+static int64_t
+s_round_time(telemd_agent_t *self)
+{
+    int64_t now = telem_now_ns(), ivl = self->interval_ns;
+    int64_t t = self->last_round_ns ? (now + ivl / 2) / ivl * ivl
+                                    : now / ivl * ivl;
+    if (t <= self->last_round_ns)
+        return 0;
+    self->last_round_ns = t;
+    return t;
+}
+
 static void
 s_run_samplers(telemd_agent_t *self)
 {
-    self->sample_now = telem_now_ns();
+    if (!(self->sample_now = s_round_time(self)))
+        return;
     for (size_t i = 0; i < S_NSAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
         if (!self->sampler_state[i] || self->level < vt->min_level)
@@ -657,10 +685,11 @@ telemd_agent_tick(telemd_agent_t *self)
     if (now >= self->next_sample_mono) {
         if (self->level >= 2)
             s_run_samplers(self);
-        /* Keep the schedule on its grid; skip ticks missed while busy. */
-        self->next_sample_mono += self->interval_ns;
-        if (self->next_sample_mono <= now)
-            self->next_sample_mono = now + self->interval_ns;
+        /* The next tick at the next grid point of realtime (ticks missed
+           while busy are skipped). */
+        int64_t real = telem_now_ns();
+        self->next_sample_mono = now + self->interval_ns
+                                 - real % self->interval_ns;
     }
     if (now >= self->next_expire_mono) {
         telem_store_expire(self->store, telem_now_ns());
@@ -674,6 +703,18 @@ int
 telemd_agent_stopping(const telemd_agent_t *self)
 {
     return self->stopping;
+}
+
+int
+telemd_agent_handing_over(const telemd_agent_t *self)
+{
+    return self->handing_over;
+}
+
+void
+telemd_agent_finish(telemd_agent_t *self)
+{
+    (void) self;
 }
 
 void
