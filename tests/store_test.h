@@ -103,16 +103,19 @@ s_check_stats(const telem_store_t *st)
 {
     telem_store_stats_t s;
     telem_store_stats(st, &s);
-    CHECK(s.npoints == s.appended - s.expired - s.evicted);
+    CHECK(s.npoints == s.appended + s.loaded - s.expired - s.evicted);
     CHECK(s.mem_bytes <= s.mem_cap_bytes);
 }
 
-/* A store with the defaults, except the non-zero arguments. */
+/* A store with the defaults, except the non-zero arguments (block_points
+ * too). */
 static inline telem_store_t *
-s_store(int64_t window, size_t cap, uint32_t max_series, uint32_t max_points)
+s_store_b(int64_t window, size_t cap, uint32_t max_series,
+          uint32_t max_points, uint32_t block_points)
 {
     telem_store_config_t cfg;
     telem_store_config_default(&cfg);
+    cfg.block_points = block_points ? block_points : cfg.block_points;
     cfg.window_ns = window ? window : cfg.window_ns;
     cfg.mem_cap_bytes = cap ? cap : cfg.mem_cap_bytes;
     cfg.max_series = max_series ? max_series : cfg.max_series;
@@ -124,6 +127,13 @@ s_store(int64_t window, size_t cap, uint32_t max_series, uint32_t max_points)
         exit(1);
     }
     return st;
+}
+
+/* A store with the defaults, except the non-zero arguments. */
+static inline telem_store_t *
+s_store(int64_t window, size_t cap, uint32_t max_series, uint32_t max_points)
+{
+    return s_store_b(window, cap, max_series, max_points, 0);
 }
 
 /* End of a test: counters consistent, everything freed. */

@@ -41,7 +41,13 @@
 #include "telem_store_int.h"
 
 #define S_DEFAULT_WINDOW_NS (INT64_C(300) * INT64_C(1000000000))
-#define S_RING_MIN 16u                 /* first ring capacity, in points */
+/* Points a closed block holds by default (telem_store_config_t): see
+ * docs/store.md and bench_store_mem for why. */
+#define S_BLOCK_POINTS 120u
+/* Points telem_store_expire() seals (re-codes) at most per call: about
+ * 10-30 ms of CPU; a node's usual rate (10,000 series at 1 Hz) is sealed
+ * in full at each call. */
+#define S_SEAL_BUDGET 100000u
 
 /* The series a sample belongs to, as looked up: its name, tag set and
  * hashes (mhash of "metric\0", hash of the whole key). */
@@ -129,9 +135,8 @@ s_series_free(telem_store_t *self, tstore_series_t *s)
     m->nseries--;
     self->nseries--;
     self->ncounters -= s->counter;
-    self->npoints -= s->ring.count;
-    self->mem -= s->bytes + (uint64_t) s->ring.cap * TELEM_SERIES_POINT_BYTES;
-    telem_series_ring_release(&s->ring);
+    tstore_points_release(self, s);
+    self->mem -= s->bytes;
     free(s);
 }
 
@@ -146,7 +151,7 @@ s_series_bytes(const s_lookup_t *l)
 /* Allocates the series `l` names (key "metric\0" + tag set) and links it. */
 static int
 s_series_alloc(telem_store_t *self, tstore_metric_t *m, const s_lookup_t *l,
-               uint32_t ring_cap, tstore_series_t **out)
+               tstore_series_t **out)
 {
     const telem_series_tags_t *ts = l->tags;
     size_t bytes = s_series_bytes(l);
@@ -168,12 +173,10 @@ s_series_alloc(telem_store_t *self, tstore_metric_t *m, const s_lookup_t *l,
     s->metric = m;
     s->last_ts = INT64_MIN;
     s->bytes = bytes;
-    int rc = telem_series_ring_resize(&s->ring, ring_cap);
-    if (!rc)
-        rc = telem_series_index_insert(&self->series_tab, &s->key,
+    tstore_points_free(&s->pts);
+    int rc = telem_series_index_insert(&self->series_tab, &s->key,
                                        &self->mem);
     if (rc) {
-        telem_series_ring_release(&s->ring);
         free(s);
         return rc;
     }
@@ -183,7 +186,7 @@ s_series_alloc(telem_store_t *self, tstore_metric_t *m, const s_lookup_t *l,
     m->series = s;
     m->nseries++;
     self->nseries++;
-    self->mem += bytes + (uint64_t) ring_cap * TELEM_SERIES_POINT_BYTES;
+    self->mem += bytes;
     *out = s;
     return 0;
 }
@@ -196,10 +199,7 @@ s_series_create(telem_store_t *self, const s_lookup_t *l, tstore_series_t **out)
     if (self->nseries >= self->cfg.max_series)
         return TELEM_EFULL;
     tstore_metric_t *m = tstore_metric_find(self, l->metric, l->mlen, l->mhash);
-    uint32_t ring_cap = self->cfg.max_points_per_series < S_RING_MIN
-                        ? self->cfg.max_points_per_series : S_RING_MIN;
     uint64_t need = s_series_bytes(l)
-                    + (uint64_t) ring_cap * TELEM_SERIES_POINT_BYTES
                     + telem_series_index_growth(&self->series_tab);
     if (!m)
         need += s_metric_bytes(l->mlen)
@@ -210,7 +210,7 @@ s_series_create(telem_store_t *self, const s_lookup_t *l, tstore_series_t **out)
     if (!m)
         rc = s_metric_create(self, l->metric, l->mlen, l->mhash, &m);
     if (!rc)
-        rc = s_series_alloc(self, m, l, ring_cap, out);
+        rc = s_series_alloc(self, m, l, out);
     if (rc)
         s_metric_release_if_unused(self, m);
     return rc;
@@ -226,6 +226,25 @@ telem_store_config_default(telem_store_config_t *cfg)
     cfg->max_series = 100000;
     cfg->max_points_per_series = 1048576;
     cfg->max_counter_series = 10000;
+    cfg->block_points = S_BLOCK_POINTS;
+}
+
+/* Options of the open blocks, and the bytes of an empty writer. */
+static int
+s_writer_setup(telem_store_t *self)
+{
+    telem_block_opts_default(&self->wopts);
+    uint32_t max = self->cfg.block_points;
+    if (max > self->cfg.max_points_per_series)
+        max = self->cfg.max_points_per_series;
+    self->wopts.max_points = max;
+    int err = 0;
+    telem_block_writer_t *w = telem_block_writer_new(&self->wopts, &err);
+    if (!w)
+        return err;
+    self->w_base = telem_block_writer_mem(w);
+    telem_block_writer_destroy(&w);
+    return 0;
 }
 
 telem_store_t *
@@ -239,13 +258,18 @@ telem_store_new(const telem_store_config_t *cfg, int *err)
     int rc = TELEM_EINVAL;
     telem_store_t *self = NULL;
     if (cfg->window_ns > 0 && cfg->mem_cap_bytes > 0 && cfg->max_series > 0
-        && cfg->max_points_per_series > 0) {
+        && cfg->max_points_per_series > 0 && cfg->block_points > 0
+        && cfg->block_points <= TELEM_BLOCK_MAX_POINTS) {
         rc = TELEM_ENOMEM;
         self = calloc(1, sizeof(*self));
     }
     if (self) {
         self->cfg = *cfg;
-        rc = 0;
+        rc = s_writer_setup(self);
+        if (rc) {
+            free(self);
+            self = NULL;
+        }
     }
     if (err)
         *err = rc;
@@ -262,7 +286,7 @@ telem_store_destroy(telem_store_t **self_p)
         mnext = m->next;
         for (tstore_series_t *s = m->series, *snext; s; s = snext) {
             snext = s->next;
-            telem_series_ring_release(&s->ring);
+            tstore_points_free(&s->pts);
             free(s);
         }
         free(m->meta_strings);
@@ -272,6 +296,10 @@ telem_store_destroy(telem_store_t **self_p)
     telem_series_index_release(&self->metric_tab);
     free(self->q_ts);
     free(self->q_val);
+    free(self->o_ts);
+    free(self->o_val);
+    free(self->o_buf);
+    telem_block_writer_destroy(&self->o_w);
     free(self);
     *self_p = NULL;
 }
@@ -292,57 +320,6 @@ telem_store_window(const telem_store_t *self)
 }
 
 /* --- append and expiry ---------------------------------------------------- */
-
-/* Drops the points of s older than horizon; returns how many. */
-static uint32_t
-s_series_expire(telem_store_t *self, tstore_series_t *s, int64_t horizon)
-{
-    telem_series_ring_t *r = &s->ring;
-    if (r->count == 0 || telem_series_ring_oldest(r) >= horizon)
-        return 0;
-    uint32_t n = telem_series_ring_lower(r, horizon);
-    telem_series_ring_drop_oldest(r, n);
-    self->npoints -= n;
-    self->expired += n;
-    return n;
-}
-
-/* Makes room for one more point: grows the ring (if the caps allow) or,
- * at max_points_per_series, overwrites the oldest point.  Sets *discard
- * when the new point is itself older than everything in a full series. */
-static int
-s_series_room(telem_store_t *self, tstore_series_t *s, int64_t ts,
-              bool *discard)
-{
-    telem_series_ring_t *r = &s->ring;
-    *discard = false;
-    if (r->count < r->cap)
-        return 0;
-    uint32_t max = self->cfg.max_points_per_series;
-    if (r->cap >= max) {
-        self->evicted++;
-        if (ts < telem_series_ring_oldest(r)) {
-            *discard = true;
-            return 0;
-        }
-        telem_series_ring_drop_oldest(r, 1);
-        self->npoints--;
-        return 0;
-    }
-    /* Not telem_grow(): the ring doubles here only after the memory cap
-     * allows the new size, and telem_series_ring_resize() lays the points
-     * out again (a realloc would leave a wrapped ring wrapped). */
-    uint64_t cap = r->cap ? (uint64_t) r->cap * 2 : S_RING_MIN;
-    if (cap > max)
-        cap = max;
-    uint64_t delta = (cap - r->cap) * TELEM_SERIES_POINT_BYTES;
-    if (self->mem + delta > self->cfg.mem_cap_bytes)
-        return TELEM_EFULL;
-    int rc = telem_series_ring_resize(r, (uint32_t) cap);
-    if (!rc)
-        self->mem += delta;
-    return rc;
-}
 
 /* Finds or (max_new permitting) creates the series `l` names (l->mlen
  * set).  The series of the previous append is checked first: runs of
@@ -384,21 +361,12 @@ static int
 s_point(telem_store_t *self, tstore_series_t *s, int64_t ts_ns, double value,
         int64_t horizon)
 {
-    s_series_expire(self, s, horizon);
-    bool discard;
-    int rc = s_series_room(self, s, ts_ns, &discard);
-    if (rc) {
-        self->dropped++;
-        return rc;
-    }
-    self->appended++;
-    if (discard)
-        return 0;
-    telem_series_ring_add(&s->ring, ts_ns, value);
-    self->npoints++;
-    if (ts_ns > s->last_ts)
+    if (s->pts.exp_ts < horizon || s->pts.open_first < horizon)
+        tstore_points_expire(self, s, horizon);
+    int rc = tstore_points_put(self, s, ts_ns, value);
+    if (!rc && ts_ns > s->last_ts)
         s->last_ts = ts_ns;
-    return 0;
+    return rc;
 }
 
 /* Appends one point to the series of metric and the canonical `tags`;
@@ -463,12 +431,8 @@ s_find_ahead(telem_store_t *self, const telem_series_tags_t *tags,
             continue;
         tstore_series_t *s = (tstore_series_t *) telem_series_index_find(
             t, hash[i], pts[i].metric, mlen[i] + 1, tags->bytes, tags->len);
-        const telem_series_ring_t *r = s ? &s->ring : NULL;
-        if (r && r->count < r->cap) {
-            uint32_t p = telem_series_ring_phys(r, r->count);
-            __builtin_prefetch(r->ts + p, 1);
-            __builtin_prefetch(r->val + p, 1);
-        }
+        if (s && s->pts.w)
+            __builtin_prefetch(s->pts.w, 1);
         out[i] = s;
     }
 }
@@ -588,6 +552,28 @@ s_counter_series(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
 }
 
 int
+tstore_series_make_counter(telem_store_t *self, tstore_series_t *s)
+{
+    if (s->counter)
+        return 0;
+    if (self->ncounters >= self->cfg.max_counter_series)
+        return TELEM_EFULL;
+    s->counter = true;
+    s->total = 0;
+    self->ncounters++;
+    s_counter_meta(self, s->metric);
+    return 0;
+}
+
+int
+tstore_series_get(telem_store_t *self, const char *metric, uint32_t mlen,
+                  const telem_series_tags_t *tags, tstore_series_t **out)
+{
+    s_lookup_t l = { .metric = metric, .mlen = mlen, .tags = tags };
+    return s_series_get(self, &l, out);
+}
+
+int
 telem_store_counter_add(telem_store_t *self, const char *metric,
                         const telem_tag_t *tags, uint32_t ntags,
                         int64_t ts_ns, double delta, int64_t now_ns)
@@ -610,24 +596,6 @@ telem_store_counter_add(telem_store_t *self, const char *metric,
     return s_point(self, s, ts < horizon ? now_ns : ts, s->total, horizon);
 }
 
-/* After expiry: frees an empty ring, or halves a mostly empty one. */
-static void
-s_series_shrink(telem_store_t *self, tstore_series_t *s)
-{
-    telem_series_ring_t *r = &s->ring;
-    uint32_t cap = r->cap;
-    if (r->count == 0)
-        cap = 0;
-    else
-        while (cap / 2 >= S_RING_MIN && (uint64_t) r->count * 4 <= cap)
-            cap /= 2;
-    if (cap == r->cap)
-        return;
-    uint64_t delta = (uint64_t) (r->cap - cap) * TELEM_SERIES_POINT_BYTES;
-    if (telem_series_ring_resize(r, cap) == 0)
-        self->mem -= delta;
-}
-
 uint64_t
 telem_store_expire(telem_store_t *self, int64_t now_ns)
 {
@@ -637,18 +605,20 @@ telem_store_expire(telem_store_t *self, int64_t now_ns)
     int64_t free_before = tstore_sub_sat(horizon, self->cfg.window_ns);
     /* Counter series get their total again before it gets that old. */
     int64_t refresh_before = tstore_sub_sat(now_ns, self->cfg.window_ns / 2);
-    uint64_t removed = 0;
+    uint64_t removed = 0, seal = S_SEAL_BUDGET;
     for (tstore_metric_t *m = self->metrics, *mnext; m; m = mnext) {
         mnext = m->next;
         for (tstore_series_t *s = m->series, *snext; s; s = snext) {
             snext = s->next;
             if (s->counter && s->last_ts < refresh_before)
                 s_point(self, s, now_ns, s->total, horizon);
-            removed += s_series_expire(self, s, horizon);
-            if (s->ring.count == 0 && s->last_ts < free_before)
+            removed += tstore_points_expire(self, s, horizon);
+            if (s->pts.npoints == 0 && s->last_ts < free_before) {
                 s_series_free(self, s);
-            else
-                s_series_shrink(self, s);
+                continue;
+            }
+            seal -= tstore_points_seal(self, s, seal);
+            tstore_points_shrink(self, s);
         }
         s_metric_release_if_unused(self, m);
     }
@@ -740,6 +710,8 @@ telem_store_stats(const telem_store_t *self, telem_store_stats_t *out)
     out->dropped = self->dropped;
     out->expired = self->expired;
     out->evicted = self->evicted;
+    out->loaded = self->loaded;
+    out->stale = self->stale;
 }
 
 void

@@ -1,28 +1,47 @@
 /* telem_store.h - the node's in-memory time-series store.
  *
  * A series is a metric name plus a sorted set of tags; its points are
- * (int64 realtime ns, double) pairs kept in a ring buffer that grows on
- * demand.  Points older than the retention window (relative to the clock the
- * caller passes in) are expired.  Memory is bounded: the store counts the
- * bytes of its rings and series and refuses new points or new series beyond
- * its cap, counting every refused sample in `dropped`.  When one series
- * reaches max_points_per_series, its oldest point is overwritten (counted in
- * `evicted`, not in `dropped`).
+ * (int64 realtime ns, double) pairs kept in compressed blocks
+ * (telem_block.h, docs/store.md): an open block that appends go to, and
+ * closed blocks of block_points points laid end to end in one buffer per
+ * series.  Points older than the retention window (relative to the clock
+ * the caller passes in) are expired.  Memory is bounded: the store counts
+ * the bytes of its blocks and series and refuses new points or new series
+ * beyond its cap, counting every refused sample in `dropped`.  When one
+ * series reaches max_points_per_series, its oldest closed block is dropped
+ * (its points counted in `evicted`, not in `dropped`); a series whose
+ * points all fit in its open block loses its oldest point instead.
+ *
+ * Expiry works by blocks: a closed block goes once all its points are
+ * older than the window (queries never return the older points of a block
+ * that stays); the open block loses its expired points one by one unless a
+ * flush (telem_store_flush) wrote a version of it, in which case it is
+ * closed first (a later version must never lack points an earlier one
+ * had).  So `expired` and npoints lag the window by up to a block.
  *
  * What the memory cap counts (mem_bytes): every byte the store allocates
- * for data - each ring's capacity (16 bytes a point: int64 ts + double),
- * each series' struct, tags and canonical key, each metric's entry and its
- * meta strings, and the slots of the two hash indexes.  Not counted: the
- * store's fixed context (~9 KiB with its scratch tag set) and the query
- * scratch (at most 16 bytes times the largest range a query copied).
- * Rings start at 16 points and double up to max_points_per_series; when a
- * doubling or a new series (or a new meta) would pass the cap it is
- * refused with TELEM_EFULL.  Expiry halves rings that are three-quarters
- * empty, frees the ring of an empty series, and frees a series once it has
- * been empty for a whole window (its newest point is older than
- * now - 2 * window), together with its metric entry unless that has a meta.
+ * for data - each series' block buffer and block index (their capacity),
+ * its open block (telem_block_writer_mem: struct and buffers), each
+ * series' struct, tags and canonical key, each metric's entry and its meta
+ * strings, and the slots of the two hash indexes.  Not counted: the
+ * store's fixed context (~9 KiB with its scratch tag set) and its scratch
+ * (query results, at most 16 bytes times the most points a query decoded;
+ * one open block's snapshot).  An append is refused with TELEM_EFULL when
+ * its open block's buffers could not double within the cap (the codec
+ * grows them by doubling), or closing the full open block would pass it;
+ * a new series (or meta) when its bytes would.  Expiry frees the block
+ * buffers of an empty series and trims spare capacity, and frees a series
+ * once it has been empty for a whole window (its newest point is older
+ * than now - 2 * window), together with its metric entry unless that has
+ * a meta.
  *
- * Counters: npoints == appended - expired - evicted at all times.
+ * Closing a full open block copies its snapshot (the open block's own
+ * encodings, ~4-8 bytes a point); telem_store_expire() re-codes closed
+ * blocks in their best encodings ("seals" them, a bounded number of
+ * points per call) and telem_store_flush() seals what it hands out.
+ *
+ * Counters: npoints == appended + loaded - expired - evicted at all times
+ * (loaded is 0 in a store that never loaded a chunk).
  *
  * This is a pure data structure: no sockets, no threads, no logging, no
  * wire types (it names only the shared values of telem_types.h; telemd's
@@ -35,6 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "telem_chunk.h"
 #include "telem_error.h"
 #include "telem_types.h"
 
@@ -47,6 +67,8 @@ typedef struct {
     uint32_t max_series;             /* default 100000 */
     uint32_t max_points_per_series;  /* default 1048576 */
     uint32_t max_counter_series;     /* default 10000; 0: none */
+    uint32_t block_points;           /* points per closed block,
+                                        1..65535; default 120 */
 } telem_store_config_t;
 
 typedef struct {
@@ -59,13 +81,16 @@ typedef struct {
     uint64_t dropped;         /* points refused: cap reached, bad input */
     uint64_t expired;         /* points removed by the retention window */
     uint64_t evicted;         /* points overwritten in a full series */
+    uint64_t loaded;          /* points held from telem_store_load() */
+    uint64_t stale;           /* chunks telem_store_load() skipped */
 } telem_store_stats_t;
 
 /* Fills *cfg with the defaults above. */
 void telem_store_config_default(telem_store_config_t *cfg);
 
 /* Returns a new empty store, or NULL with *err (if err is not NULL) set to
- * TELEM_EINVAL (invalid config: window_ns <= 0 or a zero cap) or
+ * TELEM_EINVAL (invalid config: window_ns <= 0, a zero cap, block_points
+ * 0 or over TELEM_BLOCK_MAX_POINTS) or
  * TELEM_ENOMEM.  cfg NULL means defaults. */
 telem_store_t *telem_store_new(const telem_store_config_t *cfg, int *err);
 
@@ -187,10 +212,11 @@ int telem_store_describe(telem_store_t *self, const telem_meta_t *meta);
 const telem_meta_t *telem_store_meta(const telem_store_t *self,
                                      const char *metric);
 
-/* Removes every point older than now_ns - window, and series left empty
- * for a whole window; shrinks rings and indexes that became sparse.
- * Appends the total of each counter series whose newest point is older
- * than half the window again, at now_ns (telem_store_counter_add()).
+/* Removes the points older than now_ns - window (by blocks, as above), and
+ * series left empty for a whole window; trims buffers and indexes that
+ * became sparse; seals up to 100,000 points of closed blocks.  Appends
+ * the total of each counter series whose newest point is older than half
+ * the window again, at now_ns (telem_store_counter_add()).
  * O(number of series).  Returns the number of points removed. */
 uint64_t telem_store_expire(telem_store_t *self, int64_t now_ns);
 
@@ -235,6 +261,52 @@ int telem_store_query(telem_store_t *self, const telem_store_query_t *q,
                       int64_t now_ns, telem_store_series_fn fn, void *arg);
 
 void telem_store_stats(const telem_store_t *self, telem_store_stats_t *out);
+
+/* --- the flush log (telem_chunk.h's rules) ------------------------------ */
+
+typedef int (*telem_store_chunk_fn)(void *arg, const telem_chunk_t *c);
+
+/* Hands fn every block holding points not yet handed to a flush, series
+ * by series: its closed blocks not yet flushed (closed = 1, sealed first:
+ * what the log gets is what memory keeps), then its open block when it
+ * has points not yet flushed or changed since (closed = 0, a snapshot).
+ * Chunks carry key, key_len, metric, tags, ntags, counter; c and what it
+ * points to are valid only during the call, which must not modify the
+ * store.  What fn got while returning 0 counts as flushed; a non-zero
+ * return stops the walk and is returned.  Also TELEM_EINVAL (NULL self or
+ * fn) or TELEM_ENOMEM (scratch; what was handed out so far counts). */
+int telem_store_flush(telem_store_t *self, telem_store_chunk_fn fn, void *arg);
+
+/* Takes a chunk read back from the log (only key/key_len, counter,
+ * first_seq, block/block_len and closed are read; the block's bytes are
+ * copied) as telem_chunk.h's rules say:
+ * - a closed block is kept as it is (no re-encoding), after the series'
+ *   closed blocks; a version of a closed block held replaces it;
+ * - an open one becomes the series' open block (replacing an open block
+ *   with the same first_seq: a version), or, when it holds more than
+ *   block_points points, a closed block;
+ * - a chunk whose first_seq is below the start of the series' newest
+ *   block and is no version of a block held is stale: skipped, counted in
+ *   `stale`, and 0 returned;
+ * - a block whose points are all older than now_ns - window is not kept
+ *   (its sequence numbers and a counter's total are);
+ * - a counter's total goes on from the last value of its newest block;
+ * - the series is made if needed (caps as for appends); loaded chunks
+ *   count as flushed and their points in `loaded`.
+ * Returns 0, TELEM_EINVAL (NULL self or c), TELEM_EPROTO (a key that is
+ * not canonical: no NUL at its end, an empty or over-long name, an odd
+ * number of tag strings, tags not sorted or repeated, over TELEM_TAGS_MAX;
+ * a block that does not check: telem_block_info), TELEM_EVERSION,
+ * TELEM_EFULL or TELEM_ENOMEM.  Nothing changes on an error. */
+int telem_store_load(telem_store_t *self, const telem_chunk_t *c,
+                     int64_t now_ns);
+
+/* Calls fn for every metric meta (telem_store_describe(), and counters'
+ * own), in no particular order; a non-zero return stops the walk and is
+ * returned.  m is valid only during the call. */
+int telem_store_meta_walk(const telem_store_t *self,
+                          int (*fn)(void *arg, const telem_meta_t *m),
+                          void *arg);
 
 /* Adds n to the dropped counter (for samples refused before the store, such
  * as those above the node's telemetry level). */

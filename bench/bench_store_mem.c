@@ -1,0 +1,255 @@
+/* bench_store_mem.c - the store's memory and speed with compressed blocks,
+ * on recorded series.
+ *
+ * Fills a store with a retention window of an hour: S series (default
+ * 10,000) x 3,600 points, each series a replay of one of the recorded
+ * series of a fixture (the .json.gz files of bench/data, read as bench_block reads
+ * them) with its timestamps shifted to go on where the recording ends,
+ * appended time-major (every series' k-th point, then the (k+1)-th) as
+ * telemd's 1 Hz sampling does, with telem_store_expire() once per
+ * simulated minute (as telemd's 1 s expiry timer would over an hour).
+ * Then prints mem_bytes, bytes a sample, the append rate (points/s of the
+ * appends alone), the sealing cost (time in expire per point), a flush of
+ * everything, and the p50/p99 of a 3,600-point query of one series.
+ *
+ * With -g the timestamps are put on an exact 1 s grid (what telemd's
+ * samplers would give if they stamped ticks on their grid, as collectors
+ * do): the figure the 40 MB target assumes.
+ *
+ * Usage: bench_store_mem [-s SERIES] [-b BLOCK_POINTS] [-g] [FIXTURE ...]
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "telem_store.h"
+
+#ifndef BENCH_DATA_DIR
+#define BENCH_DATA_DIR "bench/data"
+#endif
+
+#define S_POINTS 3600
+#define S_SEC INT64_C(1000000000)
+
+typedef struct {
+    uint32_t n;
+    int64_t *ts;
+    double *val;
+} s_src_t;
+
+typedef struct {
+    s_src_t *s;
+    size_t ns;
+} s_fixture_t;
+
+static void
+s_fixture_load(s_fixture_t *f, const char *path)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
+    FILE *in = popen(cmd, "r");
+    json_error_t err;
+    json_t *root = in ? json_loadf(in, 0, &err) : NULL;
+    if (in)
+        pclose(in);
+    if (!root)
+        bench_die("bench_store_mem", "cannot read %s", path);
+    json_t *arr = json_object_get(root, "series");
+    f->ns = json_array_size(arr);
+    f->s = calloc(f->ns, sizeof *f->s);
+    for (size_t i = 0; i < f->ns; i++) {
+        json_t *pts = json_object_get(json_array_get(arr, i), "points");
+        s_src_t *s = &f->s[i];
+        s->n = (uint32_t) json_array_size(pts);
+        s->ts = malloc((s->n + 1) * sizeof *s->ts);
+        s->val = malloc((s->n + 1) * sizeof *s->val);
+        for (uint32_t k = 0; k < s->n; k++) {
+            json_t *p = json_array_get(pts, k);
+            s->ts[k] = json_integer_value(json_array_get(p, 0));
+            json_t *v = json_array_get(p, 1);
+            s->val[k] = json_is_null(v) ? NAN : json_number_value(v);
+        }
+    }
+    json_decref(root);
+}
+
+/* Point k of a replay of s: the recording again and again, each round
+ * starting a period after the last one ended. */
+static void
+s_point(const s_src_t *s, uint32_t k, int grid, int64_t t0, int64_t *ts,
+        double *v)
+{
+    uint32_t r = k / s->n, i = k % s->n;
+    int64_t span = s->ts[s->n - 1] - s->ts[0] + S_SEC;
+    *ts = grid ? t0 + (int64_t) k * S_SEC
+               : t0 + (int64_t) r * span + (s->ts[i] - s->ts[0]);
+    *v = s->val[i];
+}
+
+static int
+s_sink(void *arg, const telem_chunk_t *c)
+{
+    *(uint64_t *) arg += c->block_len;
+    return 0;
+}
+
+static int
+s_count(void *arg, const telem_series_t *s)
+{
+    *(uint64_t *) arg += s->npoints;
+    return 0;
+}
+
+static int
+s_cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+static void
+s_query_times(telem_store_t *st, int64_t now, double *p50, double *p99)
+{
+    enum { N = 500 };
+    static double us[N];
+    char id[16] = "0";
+    telem_tag_t f[] = { { "id", id } };
+    telem_store_query_t q = { .filters = f, .nfilters = 1 };
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "%d", i % 97);
+        uint64_t got = 0;
+        int64_t t = bench_now_ns();
+        telem_store_query(st, &q, now, s_count, &got);
+        us[i] = (double) (bench_now_ns() - t) / 1e3;
+        if (got < S_POINTS - 200)
+            bench_die("query", "%llu points", (unsigned long long) got);
+    }
+    qsort(us, N, sizeof us[0], s_cmp_d);
+    *p50 = us[N / 2];
+    *p99 = us[N * 99 / 100];
+}
+
+static void
+s_run(const s_fixture_t *f, const char *name, uint32_t nseries,
+      uint32_t block, int grid)
+{
+    telem_store_config_t cfg;
+    telem_store_config_default(&cfg);
+    cfg.window_ns = 3601 * S_SEC;
+    cfg.mem_cap_bytes = (size_t) 4 << 30;
+    cfg.max_series = nseries + 10;
+    cfg.block_points = block;
+    telem_store_t *st = telem_store_new(&cfg, NULL);
+    telem_store_tags_t **tags = calloc(nseries, sizeof *tags);
+    for (uint32_t j = 0; j < nseries; j++) {
+        char id[16];
+        snprintf(id, sizeof id, "%u", j);
+        telem_tag_t t[] = { { "host", "n1" }, { "id", id } };
+        tags[j] = telem_store_tags_new();
+        telem_store_tags_set(tags[j], t, 2);
+    }
+    const int64_t t0 = INT64_C(1764000000) * S_SEC;
+    int64_t append_ns = 0, expire_ns = 0, now = t0;
+    for (uint32_t k = 0; k < S_POINTS; k++) {
+        int64_t a = bench_now_ns();
+        for (uint32_t j = 0; j < nseries; j++) {
+            const s_src_t *s = &f->s[j % f->ns];
+            int64_t ts;
+            double v;
+            s_point(s, k, grid, t0, &ts, &v);
+            if (ts > now)
+                now = ts;
+            if (telem_store_append_tags(st, "m", tags[j], ts, v, now) != 0)
+                bench_die("append", "failed");
+        }
+        int64_t b = bench_now_ns();
+        append_ns += b - a;
+        if (k % 60 == 59 || k == S_POINTS - 1) {
+            telem_store_expire(st, now);
+            expire_ns += bench_now_ns() - b;
+        }
+    }
+    while (1) {          /* seal what is left, as later ticks would */
+        int64_t b = bench_now_ns();
+        telem_store_expire(st, now);
+        expire_ns += bench_now_ns() - b;
+        telem_store_stats_t s;
+        telem_store_stats(st, &s);
+        uint64_t before = s.mem_bytes;
+        telem_store_expire(st, now);
+        telem_store_stats(st, &s);
+        if (s.mem_bytes == before)
+            break;
+    }
+    telem_store_stats_t s;
+    telem_store_stats(st, &s);
+    double p50, p99;
+    s_query_times(st, now, &p50, &p99);
+    uint64_t flushed = 0;
+    int64_t a = bench_now_ns();
+    telem_store_flush(st, s_sink, &flushed);
+    double flush_ms = (double) (bench_now_ns() - a) / 1e6;
+    double pts = (double) nseries * S_POINTS;
+    printf("| %s%s | %u | %u | %llu | %.2f MB | %.3f | %.1f | %.1f | %.1f "
+           "| %.0f / %.0f | %.3f |\n", name, grid ? " (1 s grid)" : "",
+           nseries, block, (unsigned long long) s.npoints,
+           (double) s.mem_bytes / 1e6, (double) s.mem_bytes / pts,
+           (double) append_ns / pts, (double) expire_ns / pts, flush_ms,
+           p50, p99, (double) flushed / pts);
+    fflush(stdout);
+    for (uint32_t j = 0; j < nseries; j++)
+        telem_store_tags_destroy(&tags[j]);
+    free(tags);
+    telem_store_destroy(&st);
+}
+
+int
+main(int argc, char **argv)
+{
+    uint32_t nseries = 10000, blocks[8] = { 120 }, nb = 0;
+    int grid = 0, opt;
+    while ((opt = getopt(argc, argv, "s:b:gh")) != -1) {
+        if (opt == 's')
+            nseries = (uint32_t) atoi(optarg);
+        else if (opt == 'b' && nb < 8)
+            blocks[nb++] = (uint32_t) atoi(optarg);
+        else if (opt == 'g')
+            grid = 1;
+        else {
+            printf("usage: bench_store_mem [-s SERIES] [-b BLOCK_POINTS]... "
+                   "[-g] [FIXTURE.json.gz ...]\n  fills a store with SERIES "
+                   "x 3600 points replayed from recorded series\n  (default "
+                   "10000, block 120, the fixtures in bench/data); -g puts "
+                   "timestamps on a 1 s grid\n");
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    if (nb == 0)
+        nb = 1;
+    bench_print_machine("bench_store_mem");
+    const char *def[] = { BENCH_DATA_DIR "/node_metrics.json.gz",
+                          BENCH_DATA_DIR "/user_metrics.json.gz" };
+    int nf = optind < argc ? argc - optind : 2;
+    printf("| fixture | series | block | points | mem_bytes | B/sample "
+           "| append ns/pt | seal ns/pt | flush all ms | query 3600 us "
+           "p50 / p99 | flushed B/sample |\n|---|---|---|---|---|---|---|"
+           "---|---|---|---|\n");
+    for (int i = 0; i < nf; i++) {
+        const char *path = optind < argc ? argv[optind + i] : def[i];
+        s_fixture_t f;
+        s_fixture_load(&f, path);
+        const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        for (uint32_t b = 0; b < nb; b++)
+            s_run(&f, name, nseries, blocks[b], grid);
+        for (size_t k = 0; k < f.ns; k++) {
+            free(f.s[k].ts);
+            free(f.s[k].val);
+        }
+        free(f.s);
+    }
+    return 0;
+}
