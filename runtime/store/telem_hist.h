@@ -5,9 +5,9 @@
  * and keeps, per node and series, where each of its blocks lies (file,
  * offset, size, first_seq, point count, time range) - not the blocks: a
  * query or telem_hist_chunks() reads the blocks it needs from the files
- * again (pread; the files stay open while the history lives).  About
- * 64 bytes a block version kept, plus each series' key; an hour of
- * 10,000 series at 1 Hz in 1,024-point blocks is ~40,000 blocks, ~3 MB.
+ * again (pread; the files stay open while the history lives).  48
+ * bytes a block version kept, plus each series' key; an hour of 10,000
+ * series at 1 Hz in 1,024-point blocks is ~40,000 blocks, ~2 MB.
  *
  * telem_chunk.h's rules, across files:
  * - Versions.  Records of one node+key with the same first_seq and the

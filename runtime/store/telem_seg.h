@@ -148,6 +148,8 @@ int telem_seglog_put_snapshot(telem_seglog_t *self, const char *json,
                               size_t len, int64_t created_ns);
 
 /* Writes what was put since the last successful commit as one write()
+ * (now_ns: realtime, the clock of telem_now_ns(), as segment creation
+ * times and point times are)
  * (nothing is written when nothing was put), fsyncs by the policy, then
  * rotates when the segment passed segment_bytes or is older than
  * segment_age_ns (its creation time against now_ns), and removes the
@@ -226,6 +228,9 @@ typedef struct {
     const char *node;             /* SERIES, BLOCK, META, SNAPSHOT */
     telem_chunk_t chunk;          /* SERIES (key, counter), BLOCK */
     uint64_t block_offset;        /* BLOCK: file offset of the block bytes */
+    uint32_t npoints;             /* BLOCK: its header (telem_block_info()) */
+    int64_t first_ts;
+    int64_t last_ts;
     telem_meta_t meta;            /* META */
     const char *json;             /* SNAPSHOT: json[0..json_len) */
     size_t json_len;
