@@ -48,7 +48,10 @@ telemd_log_open(const telemd_config_t *cfg, int *err)
     if (sc.segment_bytes > sc.total_bytes / 4)
         sc.segment_bytes = sc.total_bytes / 4 ? sc.total_bytes / 4 : 1;
     sc.history_ns = cfg->history_ns;
+    rc = TELEM_EIO;
     self->seg = telem_seglog_open(&sc, &rc);
+    if (self->seg)
+        rc = 0;
 out:
     if (rc)
         telemd_log_destroy(&self);
