@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <telem/telem.h>
 #include <telem/telem_error.h>
@@ -32,6 +33,7 @@ typedef struct {
     long flood;
     const char *doc;
     int quiet;
+    double rate;
 } s_opts_t;
 
 static void
@@ -53,7 +55,9 @@ s_usage(FILE *out)
         "                    (repeatable, up to 16)\n"
         "  --flood N         push N counters of distinct label sets\n"
         "                    (demo_flood_total{id=\"0\"} ...), once each\n"
-        "  --quiet           print nothing but errors\n"
+        "  --rate R          at most R steps a second (default: as fast as it\n"
+"                    can), a steady load\n"
+"  --quiet           print nothing but errors\n"
         "  --help            this text\n"
         "\n"
         "Environment: TELEM_LEVEL, TELEM_NODE, TELEM_RUNDIR, TELEM_INGEST,\n"
@@ -87,6 +91,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         { "bad", required_argument, NULL, 'b' },
         { "flood", required_argument, NULL, 'F' },
         { "quiet", no_argument, NULL, 'q' },
+        { "rate", required_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -114,6 +119,10 @@ s_parse(int argc, char **argv, s_opts_t *o)
             else
                 o->flood = (long) v;
             break;
+        case 'r':
+            if (s_number(optarg, &o->rate) || o->rate <= 0)
+                return -1;
+            break;
         case 'g': o->gauge = optarg; break;
         case 'D': o->doc = optarg; break;
         case 'q': o->quiet = 1; break;
@@ -135,10 +144,30 @@ s_finalize_word(int rc)
          : rc == TELEM_ETIMEDOUT ? "timeout" : "error";
 }
 
+/* Sleeps until step `done` is due at `rate` steps a second from the
+ * first call. */
+static void
+s_pace(double rate, long done, struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (done == 1)
+        *start = now;
+    double due = (double) done / rate;
+    double el = (double) (now.tv_sec - start->tv_sec)
+                + (now.tv_nsec - start->tv_nsec) / 1e9;
+    if (due > el) {
+        double w = due - el;
+        struct timespec ts = { (time_t) w, (long) ((w - (long) w) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The pushes; returns the number of --bad names that were refused. */
 static int
 s_push(const s_opts_t *o, long *accepted, long *full)
 {
+    struct timespec start = { 0, 0 };
     for (int k = 0; o->doc && k < o->ncounters; k++)
         telem_describe(o->counters[k], "counter", "", o->doc);
     for (long i = 0; i < o->count; i++) {
@@ -149,6 +178,8 @@ s_push(const s_opts_t *o, long *accepted, long *full)
         }
         if (o->gauge)
             telem_gauge_set(o->gauge, (double) i);
+        if (o->rate > 0)
+            s_pace(o->rate, i + 1, &start);
     }
     for (long i = 0; i < o->flood; i++) {
         char name[64];

@@ -18,7 +18,7 @@ test -S "$TELEM_RUNDIR/n1/ingest.sock" || fail "no ingest socket"
 [ "$(stat -c %a "$TELEM_RUNDIR/n1")" = 700 ] || fail "node directory not private"
 
 # A second agent for the same node must refuse, not steal its sockets.
-expect_rc 1 "$TELEM_BIN/telemd" --node n1
+expect_rc 1 "$TELEM_BIN/telemd" --node n1 --no-handover
 grep -q "already running" "$T/n1.log" 2>/dev/null || true
 
 # A real program records 500 samples; all of them are read back.

@@ -637,6 +637,11 @@ s_status_row(telem_client_fmt_t *f, const ac_status_result_t *r, size_t i)
     telem_client_fmt_u64(f, st->push_refused);
     telem_client_fmt_i64(f, st->uptime_ns / TELEM_NS_PER_SEC);
     telem_client_fmt_i64(f, st->pid);
+    telem_client_fmt_u64(f, st->log_bytes);
+    telem_client_fmt_u64(f, st->log_segments);
+    telem_client_fmt_u64(f, st->flushes);
+    telem_client_fmt_i64(f, st->last_flush_ns);
+    telem_client_fmt_u64(f, st->flush_errors);
     telem_client_fmt_row_end(f);
 }
 
@@ -647,14 +652,16 @@ s_run_control(ac_t *ac, const telem_client_opts_t *o, long node,
 {
     static const char *const cols[] = {
         "node", "state", "level", "series", "points", "mem_bytes",
-        "ingested", "dropped", "refused", "uptime_s", "pid"
+        "ingested", "dropped", "refused", "uptime_s", "pid",
+        "log_bytes", "log_segments", "flushes", "last_flush_ns",
+        "flush_errors"
     };
     ac_status_result_t *r = NULL;
     int rc = ac_control(ac, node, op, arg, 0, &r);
     size_t n = ac_status_result_count(r), nm = 0;
     const char **missing = calloc(n + 1, sizeof *missing);
     telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "nodes",
-                                                 cols, 11, -1);
+                                                 cols, 16, -1);
     for (size_t i = 0; f && missing && i < n; i++) {
         s_status_row(f, r, i);
         if (ac_status_result_code(r, i))

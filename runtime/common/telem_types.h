@@ -70,7 +70,11 @@ typedef enum {
     TELEM_CTL_SHUTDOWN = 2,    /* daemon exits after replying */
     TELEM_CTL_SET_LEVEL = 3,   /* arg = new level 0-4 */
     TELEM_CTL_SYNC = 4,        /* arg = fin_token; reply says if seen */
-    TELEM_CTL_SET_WINDOW = 5   /* arg = retention window in ns */
+    TELEM_CTL_SET_WINDOW = 5,  /* arg = retention window in ns */
+    TELEM_CTL_HANDOVER = 6     /* a new telemd takes over: the daemon lets
+                                  its ingest connections go, reads what
+                                  they still carry, flushes to its log and
+                                  exits (docs/telemd.md) */
 } telem_ctl_op_t;
 
 /* A node agent's state, as reported by TELEM_CTL_STATUS. */
@@ -90,6 +94,12 @@ typedef struct {
     uint64_t bad_messages;     /* frames rejected by the decoder */
     uint64_t push_refused;     /* pushed samples refused (counters: bad
                                   names or values, series cap) */
+    uint64_t log_bytes;        /* flush log: bytes in its segments */
+    uint64_t log_segments;     /* flush log: segment files */
+    uint64_t flushes;          /* flushes completed since start */
+    int64_t last_flush_ns;     /* realtime of the last completed flush,
+                                  0: none yet (or no log) */
+    uint64_t flush_errors;     /* flushes that failed */
 } telem_status_t;
 
 #ifdef __cplusplus

@@ -53,6 +53,20 @@ static const char s_usage[] =
 "                         (default: the user running telemd)\n"
 "      --proc-root DIR    read node metrics from DIR instead of /proc\n"
 "      --nvml-lib FILE    NVML library to load (default libnvidia-ml.so.1)\n"
+"      --log-dir DIR      flush log directory, per node and user, mode 0700\n"
+"                         (default RUNDIR/NODE/log)\n"
+"      --flush SECONDS    flush to the log every SECONDS (default 120, >= 1)\n"
+"      --history SECONDS  how far back the log keeps and queries reach\n"
+"                         (default: no bound but --log-max)\n"
+"      --log-max MIB      bound on the log's size, oldest segments removed\n"
+"                         first (default 1024)\n"
+"      --no-log           keep no log: history is in memory only\n"
+"      --no-handover      refuse to start while a telemd runs for the node\n"
+"                         (default: take the node over, see below)\n"
+"      --handover-wait S  after asking the old telemd to exit, wait S\n"
+"                         seconds before SIGTERM (default 5)\n"
+"      --term-wait S      after SIGTERM, wait S seconds before SIGKILL\n"
+"                         (default 3)\n"
 "  -l, --log-level LVL    error, warn, info (default) or debug\n"
 "  -h, --help             show this help\n"
 "  -V, --version          show the version\n"
@@ -60,7 +74,10 @@ static const char s_usage[] =
 "On start telemd prints its endpoints, one 'kind<TAB>endpoint' a line (node,\n"
 "ingest, ctl, query, metrics), then 'ready', and writes the same (with its\n"
 "pid) to RUNDIR/NODE/endpoints.  It stops on\n"
-"SIGINT, SIGTERM or a shutdown request (telem_client shutdown).\n"
+"SIGINT, SIGTERM or a shutdown request (telem_client shutdown), after\n"
+"flushing everything it received to the log.  A telemd started for a node\n"
+"that has one running takes over: it asks the old one to hand over (flush\n"
+"and exit), then sends SIGTERM, then SIGKILL, and reloads the log.\n"
 "Exit status: 0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n";
 
 typedef struct {
@@ -73,6 +90,8 @@ typedef struct {
     const char *nodefile;
     long http_port;             /* -1: no HTTP server */
     const char *http_bind;
+    char log_dir[TELEM_PATH_MAX];
+    int no_log;
 } s_args_t;
 
 #define S_PROG "telemd"
@@ -103,6 +122,8 @@ s_level_default(void)
         return (int) v;
     return 2;
 }
+
+static int s_option_log(s_args_t *a, int c, char *v);
 
 static int
 s_option(void *arg, int c, char *v)
@@ -170,6 +191,48 @@ s_option(void *arg, int c, char *v)
         return 0;
     case 'B': a->http_bind = v; return 0;
     case 'P': a->cfg.proc_root = v; return 0;
+    default: return s_option_log(a, c, v);
+    }
+}
+
+/* The flush log's and the hand-over's options. */
+static int
+s_option_log(s_args_t *a, int c, char *v)
+{
+    double d;
+    switch (c) {
+    case 'D':
+        if (!*v || snprintf(a->log_dir, sizeof a->log_dir, "%s", v)
+                       >= (int) sizeof a->log_dir)
+            return telem_cli_bad(S_PROG, "--log-dir", v,
+                                 "a directory path, not empty, not too long");
+        return 0;
+    case 'F':
+        if (telem_cli_seconds(v, 1, 86400, &a->cfg.flush_ns))
+            return telem_cli_bad(S_PROG, "--flush", v,
+                                 "seconds, from 1 to 86400");
+        return 0;
+    case 'Y':
+        if (telem_cli_seconds(v, 1, 100 * 365 * 86400.0, &a->cfg.history_ns))
+            return telem_cli_bad(S_PROG, "--history", v, "seconds, >= 1");
+        return 0;
+    case 'X':
+        if (telem_cli_number(v, 1, 1024.0 * 1024 * 1024, &d))
+            return telem_cli_bad(S_PROG, "--log-max", v, "MiB, >= 1");
+        a->cfg.log_max_bytes = (uint64_t) (d * 1048576.0);
+        return 0;
+    case 'O': a->no_log = 1; return 0;
+    case 'K': a->cfg.handover = 0; return 0;
+    case 'A':
+        if (telem_cli_seconds(v, 0.001, 3600, &a->cfg.handover_cfg.ask_ns))
+            return telem_cli_bad(S_PROG, "--handover-wait", v,
+                                 "seconds, from 0.001 to 3600");
+        return 0;
+    case 'T':
+        if (telem_cli_seconds(v, 0.001, 3600, &a->cfg.handover_cfg.term_ns))
+            return telem_cli_bad(S_PROG, "--term-wait", v,
+                                 "seconds, from 0.001 to 3600");
+        return 0;
     case 'G': a->cfg.nvml_library = v; return 0;
     default: return 2;
     }
@@ -186,6 +249,10 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "proc-root", 1, 0, 'P' }, { "nvml-lib", 1, 0, 'G' },
         { "max-tcp-peers", 1, 0, 'M' },
         { "http-port", 1, 0, 'H' }, { "http-bind", 1, 0, 'B' },
+        { "log-dir", 1, 0, 'D' }, { "flush", 1, 0, 'F' },
+        { "history", 1, 0, 'Y' }, { "log-max", 1, 0, 'X' },
+        { "no-log", 0, 0, 'O' }, { "no-handover", 0, 0, 'K' },
+        { "handover-wait", 1, 0, 'A' }, { "term-wait", 1, 0, 'T' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
     };
@@ -210,6 +277,7 @@ s_defaults(s_args_t *a)
     a->bind_addr = "127.0.0.1";
     a->http_port = -1;
     a->http_bind = "127.0.0.1";
+    a->cfg.handover = 1;
 }
 
 static int
@@ -247,6 +315,14 @@ s_finish_config(s_args_t *a)
     }
     a->cfg.node = a->node;
     a->cfg.rundir = a->rundir;
+    if (!a->no_log && !*a->log_dir
+        && telem_node_path(a->log_dir, sizeof a->log_dir, a->rundir, a->node,
+                           "log")) {
+        fprintf(stderr, "telemd: log directory path too long; use "
+                "--log-dir\n");
+        return 2;
+    }
+    a->cfg.log_dir = a->no_log ? NULL : a->log_dir;
     return 0;
 }
 
@@ -292,7 +368,11 @@ main(int argc, char **argv)
     if (!d) {
         fprintf(stderr, "telemd: cannot start node '%s' in %s: %s\n", a.node,
                 a.rundir, err == TELEM_ESTATE
-                ? "another telemd is already running for this node"
+                ? "another telemd is already running for this node "
+                  "(without --no-handover it would take over)"
+                : err == TELEM_ETIMEDOUT
+                ? "the telemd running for this node did not exit when "
+                  "asked, nor on SIGTERM or SIGKILL (see the log above)"
                 : err == TELEM_EIO ? strerror(errno) : telem_strerror(err));
         return 1;
     }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "telem_actor_loop.h"
@@ -31,6 +32,8 @@
 #include "telem_sock.h"
 #include "telem_time.h"
 #include "telemd_agent.h"
+#include "telemd_drain.h"
+#include "telemd_handover.h"
 #include "telemd_http.h"
 
 #define S_INGEST_BURST 512        /* frames per wake before polling again */
@@ -39,6 +42,8 @@
 #define S_REPLY_LINGER_MS 200     /* drain after a stop, and linger */
 #define S_REQ_FRAMES 3            /* identity, empty delimiter, request */
 #define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
+#define S_HANDOVER_DRAIN_MS 1500  /* longest wait for released senders */
+#define S_LAST_READS 100000       /* frames read after the loop, at most */
 
 struct telemd {
     telemd_config_t cfg;
@@ -59,6 +64,10 @@ struct telemd {
     telem_peercap_t *cap;         /* caps self->tcp's connections */
     size_t big_bytes;             /* large-message bytes freed since a trim */
     int64_t stop_at;              /* end of the drain after a stop; 0: none */
+    int64_t linger_at;            /* earliest end of a hand-over drain */
+    int handing_over;             /* a successor takes the node */
+    telemd_drain_t *drain;        /* the ingest connections */
+    ino_t ingest_ino, ctl_ino;    /* our socket files (0: unknown) */
     zactor_t *actor;
     int ended;
 };
@@ -216,16 +225,49 @@ s_drain_ingest(telemd_t *self)
     zmq_msg_close(&frame);
 }
 
+/* 1 when the PULL socket has a message to read. */
+static int
+s_ingest_waiting(telemd_t *self)
+{
+    return (zsock_events(self->pull) & ZMQ_POLLIN) != 0;
+}
+
+/* Starts the stop: a hand-over lets the ingest connections go to the
+   successor (telemd_drain.h) and waits, up to S_HANDOVER_DRAIN_MS, until
+   each has been read to its end. */
+static void
+s_stop_begin(telemd_t *self, int64_t now)
+{
+    int64_t linger = S_REPLY_LINGER_MS * TELEM_NS_PER_MS;
+    self->linger_at = now + linger;
+    self->stop_at = now + linger;
+    if (!telemd_agent_handing_over(self->agent) || !self->drain)
+        return;
+    self->handing_over = 1;
+    self->stop_at = now + S_HANDOVER_DRAIN_MS * TELEM_NS_PER_MS;
+    int n = telemd_drain_release(self->drain);
+    telem_log(TELEM_LOG_INFO, "hand-over: released %d ingest connections; "
+              "reading what they still carry", n);
+}
+
 /* True once the agent should close its sockets.  A stop (signal or
    shutdown request) first opens a short drain: the loop keeps serving so
    that the reply to the shutdown request leaves through a live socket,
-   since over ipc a reply left only to ZMQ_LINGER is sometimes lost. */
+   since over ipc a reply left only to ZMQ_LINGER is sometimes lost.  A
+   hand-over ends early once every released connection has ended and
+   nothing waits to be read. */
 static int
 s_stop_due(telemd_t *self, int64_t *stop_at)
 {
+    int64_t now = telem_mono_ns();
     if (!*stop_at && (zsys_interrupted || telemd_agent_stopping(self->agent)))
-        *stop_at = telem_mono_ns() + S_REPLY_LINGER_MS * TELEM_NS_PER_MS;
-    return *stop_at && telem_mono_ns() >= *stop_at;
+        s_stop_begin(self, now);
+    if (!*stop_at)
+        return 0;
+    if (self->handing_over && now >= self->linger_at
+        && telemd_drain_open(self->drain) == 0 && !s_ingest_waiting(self))
+        return 1;
+    return now >= *stop_at;
 }
 
 static int
@@ -263,6 +305,13 @@ s_on_snapshot(void *sock, void *arg)
 }
 
 static void
+s_on_drain(void *sock, void *arg)
+{
+    (void) sock;
+    telemd_drain_handle(arg);
+}
+
+static void
 s_on_peercap(void *sock, void *arg)
 {
     (void) sock;
@@ -286,7 +335,20 @@ s_loop_add(telemd_t *self, telem_actor_loop_t *loop, zsock_t *pipe)
     if (!rc && self->cap)
         rc = telem_actor_loop_add(loop, telem_peercap_sock(self->cap),
                                   s_on_peercap, self->cap);
+    if (!rc && self->drain)
+        rc = telem_actor_loop_add(loop, telemd_drain_sock(self->drain),
+                                  s_on_drain, self->drain);
     return rc;
+}
+
+/* After the loop: reads what the ingest socket still holds, so that all
+   telemd received is in the store (and the final flush) before it closes. */
+static void
+s_last_reads(telemd_t *self)
+{
+    for (int i = 0; i < S_LAST_READS / S_INGEST_BURST && s_ingest_waiting(self);
+         i++)
+        s_drain_ingest(self);
 }
 
 static void
@@ -305,8 +367,11 @@ s_actor(zsock_t *pipe, void *arg)
     else
         zsock_signal(pipe, 0);
     telem_actor_loop_destroy(&loop);
+    s_last_reads(self);
+    telemd_agent_finish(self->agent);
     telemd_http_gone(self->http);     /* no snapshot after this */
     telem_peercap_destroy(&self->cap);
+    telemd_drain_destroy(&self->drain);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->tcp);
@@ -315,12 +380,55 @@ s_actor(zsock_t *pipe, void *arg)
         zstr_send(pipe, "DONE");
 }
 
+/* The inode of the ipc socket file of `ep` ("ipc:///path"), 0 if none. */
+static ino_t
+s_sock_ino(const char *ep)
+{
+    struct stat st;
+    if (strncmp(ep, "ipc://", 6) != 0 || stat(ep + 6, &st) != 0)
+        return 0;
+    return st.st_ino;
+}
+
+static int
+s_bind_ingest(telemd_t *self)
+{
+    char ep[TELEM_PATH_MAX];
+    int rc = 0;
+    if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
+                            "ingest.sock"))
+        return TELEM_ETOOBIG;
+    self->pull = telem_sock_new_bind(ZMQ_PULL, &s_ingest_opts, ep,
+                                     self->ingest_ep, sizeof self->ingest_ep,
+                                     &rc);
+    if (rc)
+        return rc;
+    self->ingest_ino = s_sock_ino(self->ingest_ep);
+    self->drain = telemd_drain_new(self->pull, &rc);
+    return rc;
+}
+
+/* Takes the node's lock; when another telemd holds it and hand-over is
+   on, binds the ingest socket first (senders the old telemd lets go
+   reconnect to it) and takes the node over (telemd_handover.h). */
 static int
 s_lock_node(telemd_t *self)
 {
-    int rc = telem_node_lock(self->lock_path, sizeof self->lock_path,
-                             self->cfg.rundir, self->cfg.node, "telemd.lock",
-                             &self->lock_fd);
+    if (telem_node_path(self->lock_path, sizeof self->lock_path,
+                        self->cfg.rundir, self->cfg.node, "telemd.lock"))
+        return TELEM_ETOOBIG;
+    int rc = telemd_lock_try(self->lock_path, &self->lock_fd);
+    if (rc == TELEM_ESTATE && self->cfg.handover) {
+        rc = s_bind_ingest(self);
+        if (!rc) {
+            telemd_handover_config_t hc = self->cfg.handover_cfg;
+            hc.ask_ns = hc.ask_ns ? hc.ask_ns : TELEMD_HANDOVER_ASK_NS;
+            hc.term_ns = hc.term_ns ? hc.term_ns : TELEMD_HANDOVER_TERM_NS;
+            hc.kill_ns = hc.kill_ns ? hc.kill_ns : TELEMD_HANDOVER_KILL_NS;
+            rc = telemd_handover(self->cfg.rundir, self->cfg.node,
+                                 self->lock_path, &hc, &self->lock_fd);
+        }
+    }
     self->locked = rc == 0;
     return rc;
 }
@@ -369,13 +477,7 @@ static int
 s_bind_all(telemd_t *self)
 {
     char ep[TELEM_PATH_MAX];
-    int rc = 0;
-    if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
-                            "ingest.sock"))
-        return TELEM_ETOOBIG;
-    self->pull = telem_sock_new_bind(ZMQ_PULL, &s_ingest_opts, ep,
-                                     self->ingest_ep, sizeof self->ingest_ep,
-                                     &rc);
+    int rc = self->pull ? 0 : s_bind_ingest(self);
     if (rc)
         return rc;
     if (telem_node_endpoint(ep, sizeof ep, self->cfg.rundir, self->cfg.node,
@@ -383,6 +485,7 @@ s_bind_all(telemd_t *self)
         return TELEM_ETOOBIG;
     self->ctl = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts, ep, self->ctl_ep,
                                     sizeof self->ctl_ep, &rc);
+    self->ctl_ino = rc ? 0 : s_sock_ino(self->ctl_ep);
     if (!rc && self->cfg.http_bind)
         rc = s_bind_snapshots(self);
     if (rc || !self->cfg.tcp_bind || !*self->cfg.tcp_bind)
@@ -496,16 +599,24 @@ telemd_wait(telemd_t *self, int timeout_ms)
 
 /* Removes what this agent created in its node directory: libzmq leaves
    ipc socket files behind, and a stale endpoints file would point clients
-   at a dead agent.  Called only by the agent that holds the node lock. */
+   at a dead agent.  Called only by the agent that holds the node lock.
+   When a successor has bound the ingest socket already (a hand-over), it
+   removes nothing: the successor replaces the files as it binds them, and
+   until then senders must still find a control socket file (libtelem
+   waits for a reconnect only while one exists). */
 static void
 s_remove_node_files(telemd_t *self)
 {
-    static const char *const files[] = {"ingest.sock", "ctl.sock", "endpoints"};
+    if (self->ingest_ino && s_sock_ino(self->ingest_ep) != self->ingest_ino)
+        return;
     char path[TELEM_PATH_MAX];
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
-        if (!telem_node_path(path, sizeof path, self->cfg.rundir,
-                             self->cfg.node, files[i]))
-            unlink(path);
+    if (!telem_node_path(path, sizeof path, self->cfg.rundir, self->cfg.node,
+                         "endpoints"))
+        unlink(path);
+    if (self->ingest_ino)
+        unlink(self->ingest_ep + 6);
+    if (self->ctl_ino && s_sock_ino(self->ctl_ep) == self->ctl_ino)
+        unlink(self->ctl_ep + 6);
     unlink(self->lock_path);
 }
 
@@ -521,6 +632,7 @@ telemd_destroy(telemd_t **self_p)
     if (self->actor)
         zactor_destroy(&self->actor);
     telem_peercap_destroy(&self->cap);
+    telemd_drain_destroy(&self->drain);
     zsock_destroy(&self->pull);
     zsock_destroy(&self->ctl);
     zsock_destroy(&self->tcp);

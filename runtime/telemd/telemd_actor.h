@@ -9,8 +9,12 @@
  * bind errors come back as codes; then a czmq actor thread runs the loop.
  *
  * The actor stops on $TERM from its pipe (telemd_destroy), on a
- * TELEM_CTL_SHUTDOWN request, or when the process is interrupted
- * (SIGINT/SIGTERM through czmq's handler).
+ * TELEM_CTL_SHUTDOWN or TELEM_CTL_HANDOVER request, or when the process is
+ * interrupted (SIGINT/SIGTERM through czmq's handler).  Before it closes
+ * the ingest socket it reads what that socket still holds and has the
+ * agent flush everything to its log (telemd_agent_finish); at a hand-over
+ * it first lets the ingest connections go to the successor and reads each
+ * to its end (telemd_drain.h).
  */
 #ifndef TELEMD_ACTOR_H
 #define TELEMD_ACTOR_H
@@ -18,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "telemd_handover.h"
 
 typedef struct {
     const char *node;           /* required; telem_node_valid() */
@@ -37,6 +43,15 @@ typedef struct {
                                    address GET /metrics is served on
                                    (telemd_http.h, docs/prometheus.md) */
     int http_port;              /* its port; 0 = ephemeral */
+    int handover;               /* 1: take the node over from a running
+                                   telemd (telemd_handover.h); 0: refuse
+                                   to start while one runs */
+    telemd_handover_config_t handover_cfg;  /* 0 fields: the defaults */
+    const char *log_dir;        /* flush log directory; NULL = no log */
+    int64_t flush_ns;           /* flush interval; 0 = 120 s */
+    int64_t history_ns;         /* what the log keeps and queries reach;
+                                   0 = no bound but log_max_bytes */
+    uint64_t log_max_bytes;     /* bound on the log's segments; 0 = 1 GiB */
 } telemd_config_t;
 
 /* Largest request frame (query, control) the request sockets take; a
@@ -53,9 +68,12 @@ typedef struct {
 typedef struct telemd telemd_t;
 
 /* Creates the node directory, takes its lock (one telemd per node and run
- * directory), binds the sockets and starts the actor.  Returns NULL and sets
- * *err: TELEM_EINVAL (bad config), TELEM_ESTATE (another telemd holds the
- * node's lock), TELEM_EIO (directory, bind), TELEM_ENOMEM. */
+ * directory; with cfg->handover, taking the node over from the telemd
+ * that holds it), binds the sockets, creates the agent (which reloads its
+ * log) and starts the actor.  Returns NULL and sets *err: TELEM_EINVAL
+ * (bad config), TELEM_ESTATE (another telemd holds the node's lock and
+ * hand-over is off), TELEM_ETIMEDOUT (the old telemd outlived the
+ * hand-over), TELEM_EIO (directory, bind, log), TELEM_ENOMEM. */
 telemd_t *telemd_new(const telemd_config_t *cfg, int *err);
 
 /* Endpoints bound by telemd_new(); strings owned by the telemd.  The TCP

@@ -30,12 +30,15 @@
 #include "telem_store.h"
 #include "telem_sysinfo.h"
 #include "telem_time.h"
+#include "telemd_history.h"
+#include "telemd_log.h"
 #include "telemd_push.h"
 
 #define S_TOKENS 1024                  /* remembered end-of-stream tokens */
 #define S_REPLY_BUDGET (TELEM_PROTO_MAX_MSG - (1u << 20))
 #define S_EXPIRE_EVERY_NS TELEM_NS_PER_SEC
 #define S_PENDING 64                   /* points handed to the store at once */
+#define S_FLUSH_DEFAULT_NS (120 * TELEM_NS_PER_SEC)
 
 static const telem_sampler_vt_t *const s_samplers[] = {
     &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self
@@ -77,7 +80,12 @@ struct telemd_agent {
     uint64_t queue_depth;
     uint64_t tokens[S_TOKENS];
     uint32_t token_next;
+    telemd_log_t *log;                 /* NULL: --no-log */
+    int64_t flush_ns;
+    int64_t next_flush_mono;
     int stopping;
+    int handing_over;
+    int64_t last_round_ns;             /* grid time of the last sampling */
     s_reply_t reply;
     telem_ratelimit_t bad_log;
     telem_ratelimit_t sampler_log;
@@ -179,6 +187,29 @@ s_sysinfo_take(telemd_agent_t *self)
                   self->sysinfo_len, (double) (telem_mono_ns() - t0) / 1e6);
 }
 
+/* Opens the flush log (cfg.log_dir) and reloads the store from it. */
+static int
+s_open_log(telemd_agent_t *self)
+{
+    self->flush_ns = self->cfg.flush_ns > 0 ? self->cfg.flush_ns
+                                            : S_FLUSH_DEFAULT_NS;
+    self->next_flush_mono = self->started_mono + self->flush_ns;
+    if (!self->cfg.log_dir)
+        return 0;
+    int rc = 0;
+    self->log = telemd_log_open(&self->cfg, &rc);
+    if (!self->log) {
+        telem_log(TELEM_LOG_ERROR, "flush log %s: %s (use --log-dir for "
+                  "another directory, or --no-log)", self->cfg.log_dir,
+                  telem_strerror(rc));
+        return rc;
+    }
+    if (self->sysinfo)
+        (void) telemd_log_snapshot(self->log, self->sysinfo,
+                                   self->sysinfo_len, telem_now_ns());
+    return telemd_log_reload(self->log, self->store, telem_now_ns());
+}
+
 telemd_agent_t *
 telemd_agent_new(const telemd_config_t *cfg, int *err)
 {
@@ -221,6 +252,8 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
     s_open_samplers(self);
     s_sysinfo_take(self);
+    if ((rc = s_open_log(self)) != 0)
+        telemd_agent_destroy(&self);
 out:
     if (err)
         *err = rc;
@@ -248,6 +281,7 @@ telemd_agent_destroy(telemd_agent_t **self_p)
             s_samplers[i]->close(&self->sampler_state[i]);
     s_reply_reset(&self->reply);
     free(self->reply.items);
+    telemd_log_destroy(&self->log);
     telem_store_destroy(&self->store);
     telem_proto_decoder_destroy(&self->dec);
     telem_proto_encoder_destroy(&self->enc);
@@ -498,8 +532,15 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
         .start_ns = q->start_ns, .end_ns = q->end_ns,
         .max_points = q->max_points, .flags = q->flags,
     };
-    int rc = telem_store_query(self->store, &sq, telem_now_ns(), s_collect,
-                               r);
+    int64_t now = telem_now_ns();
+    telem_hist_t *hist = NULL;
+    if (self->log && telemd_history_reaches(&sq, now,
+                                            telem_store_window(self->store)))
+        hist = telemd_log_hist(self->log);
+    int rc = hist ? telemd_history_query(self->store, hist, self->node, &sq,
+                                         now, self->cfg.history_ns,
+                                         s_collect, r)
+                  : telem_store_query(self->store, &sq, now, s_collect, r);
     if (rc < 0) {
         s_reply_reset(r);
         return s_encode_error(self, q->id, rc, "query failed", reply, size);
@@ -609,6 +650,15 @@ s_status(telemd_agent_t *self, telem_status_t *st)
         .bad_messages = self->bad_messages,
         .push_refused = telemd_push_refused(self->push),
     };
+    if (self->log) {
+        telemd_log_stats_t ls;
+        telemd_log_stats(self->log, &ls);
+        st->log_bytes = ls.bytes;
+        st->log_segments = ls.segments;
+        st->flushes = ls.flushes;
+        st->last_flush_ns = ls.last_flush_ns;
+        st->flush_errors = ls.flush_errors;
+    }
 }
 
 static int
@@ -631,6 +681,12 @@ s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
     case TELEM_CTL_SHUTDOWN:
         telem_log(TELEM_LOG_INFO, "shutdown requested");
         self->stopping = 1;
+        break;
+    case TELEM_CTL_HANDOVER:
+        telem_log(TELEM_LOG_INFO, "hand-over requested: draining, flushing "
+                  "and exiting");
+        self->stopping = 1;
+        self->handing_over = 1;
         break;
     case TELEM_CTL_SET_LEVEL:
         if (c->arg < 0 || c->arg > 4)
@@ -718,10 +774,30 @@ s_emit(void *arg, const char *metric, const telem_tag_t *tags, uint32_t ntags,
                        self->sample_now);
 }
 
+/* The time of this sampling round on the interval grid: the multiple of
+ * the interval nearest to now (the epoch is a grid point; ticks are
+ * scheduled at grid points, telemd_agent_tick), so every round of a
+ * series is exactly one interval after the one before and its timestamps
+ * compress to almost nothing (delta-of-delta 0).  The first round, at
+ * start, takes the grid point before now (never a time in the future).
+ * Returns 0 when that grid point was sampled already. */
+static int64_t
+s_round_time(telemd_agent_t *self)
+{
+    int64_t now = telem_now_ns(), ivl = self->interval_ns;
+    int64_t t = self->last_round_ns ? (now + ivl / 2) / ivl * ivl
+                                    : now / ivl * ivl;
+    if (t <= self->last_round_ns)
+        return 0;
+    self->last_round_ns = t;
+    return t;
+}
+
 static void
 s_run_samplers(telemd_agent_t *self)
 {
-    self->sample_now = telem_now_ns();
+    if (!(self->sample_now = s_round_time(self)))
+        return;
     for (size_t i = 0; i < S_NSAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
         if (!self->sampler_state[i] || self->level < vt->min_level)
@@ -741,23 +817,57 @@ telemd_agent_tick(telemd_agent_t *self)
     if (now >= self->next_sample_mono) {
         if (self->level >= 2)
             s_run_samplers(self);
-        /* Keep the schedule on its grid; skip ticks missed while busy. */
-        self->next_sample_mono += self->interval_ns;
-        if (self->next_sample_mono <= now)
-            self->next_sample_mono = now + self->interval_ns;
+        /* The next tick at the next grid point of realtime (ticks missed
+           while busy are skipped). */
+        int64_t real = telem_now_ns();
+        self->next_sample_mono = now + self->interval_ns
+                                 - real % self->interval_ns;
     }
     if (now >= self->next_expire_mono) {
         telem_store_expire(self->store, telem_now_ns());
         self->next_expire_mono = now + S_EXPIRE_EVERY_NS;
     }
-    return self->next_sample_mono < self->next_expire_mono
-               ? self->next_sample_mono : self->next_expire_mono;
+    if (self->log && now >= self->next_flush_mono) {
+        telemd_log_flush(self->log, self->store, telem_now_ns());
+        self->next_flush_mono += self->flush_ns;
+        if (self->next_flush_mono <= now)
+            self->next_flush_mono = now + self->flush_ns;
+    }
+    int64_t next = self->next_sample_mono < self->next_expire_mono
+                       ? self->next_sample_mono : self->next_expire_mono;
+    return self->log && self->next_flush_mono < next ? self->next_flush_mono
+                                                     : next;
 }
 
 int
 telemd_agent_stopping(const telemd_agent_t *self)
 {
     return self->stopping;
+}
+
+int
+telemd_agent_handing_over(const telemd_agent_t *self)
+{
+    return self->handing_over;
+}
+
+void
+telemd_agent_finish(telemd_agent_t *self)
+{
+    telem_store_stats_t ss;
+    telem_store_stats(self->store, &ss);
+    if (!self->log) {
+        telem_log(TELEM_LOG_INFO, "received %llu samples since start; no "
+                  "log (--no-log)", (unsigned long long) ss.appended);
+        return;
+    }
+    int64_t t0 = telem_mono_ns();
+    int rc = telemd_log_flush(self->log, self->store, telem_now_ns());
+    telem_log(rc ? TELEM_LOG_ERROR : TELEM_LOG_INFO, "received %llu samples "
+              "since start; final flush %s in %.1f ms",
+              (unsigned long long) ss.appended,
+              rc ? telem_strerror(rc) : "done",
+              (telem_mono_ns() - t0) / 1e6);
 }
 
 void

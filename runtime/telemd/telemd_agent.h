@@ -65,8 +65,15 @@ const char *telemd_agent_sysinfo(const telemd_agent_t *self, size_t *len);
  * the monotonic time at which it wants to run next. */
 int64_t telemd_agent_tick(telemd_agent_t *self);
 
-/* 1 once a shutdown request was answered. */
+/* 1 once a shutdown or hand-over request was answered. */
 int telemd_agent_stopping(const telemd_agent_t *self);
+
+/* 1 once a hand-over request (TELEM_CTL_HANDOVER) was answered. */
+int telemd_agent_handing_over(const telemd_agent_t *self);
+
+/* The last work before exit: flushes everything the store holds to the
+ * log (no-op without a log), and logs what it did. */
+void telemd_agent_finish(telemd_agent_t *self);
 
 /* Number of messages waiting on the ingest socket, reported at level 4. */
 void telemd_agent_set_queue_depth(telemd_agent_t *self, uint64_t depth);
