@@ -51,9 +51,9 @@ start_node n1 "${OPTS[@]}"
 n_after=$(points_before 9223372036854775807)
 [ "$n_after" = "$n_before" ] || fail "SIGTERM: $n_before points before, $n_after after"
 # ---- 3. older than --window: answered from the log -------------------------
-windowed() {  # fewer points in the window than in the history
+windowed() {  # a range inside the 3 s window: fewer points than history
     local w
-    w=$("$C" query ho_value -f json | python3 -c "import json,sys; print(sum(len(s['points']) for s in json.load(sys.stdin)['series']))")
+    w=$("$C" query ho_value --start -2s -f json | python3 -c "import json,sys; print(sum(len(s['points']) for s in json.load(sys.stdin)['series']))")
     [ "$w" -lt "$n_after" ]
 }
 wait_for windowed || fail "points did not leave the window"
