@@ -33,10 +33,13 @@ trap cleanup EXIT
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 client() { echo "\$ telem_client $*"; "$bin/telem_client" "$@"; }
 
-step "1. Start a local job of three virtual nodes (telemd, level 2, 0.5 s sampling)"
+step "1. Start a local job of three virtual nodes (telemd, level 2, 0.5 s sampling, flush log every 1 s)"
+start_node() {
+    "$bin/telemd" --node "$1" --nodefile "$TELEM_NODEFILE" --level 2 \
+        --interval 0.5 --flush 1 >"$work/$1.out" 2>>"$work/$1.log" &
+}
 for n in node1 node2 node3; do
-    "$bin/telemd" --node "$n" --nodefile "$TELEM_NODEFILE" --level 2 \
-        --interval 0.5 >"$work/$n.out" 2>"$work/$n.log" &
+    start_node "$n"
     pids+=($!)
 done
 for n in node1 node2 node3; do
@@ -72,12 +75,19 @@ rc=0
 client --timeout 1000 query train_loss --max-points 1 -f txt || rc=$?
 echo "exit status $rc (3 = partial answer) after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
-step "8. Node status"
+step "8. node2's telemd starts again: its history comes back from its flush log"
+start_node node2
+pids[1]=$!
+for _ in $(seq 200); do grep -qx ready "$work/node2.out" && break; sleep 0.05; done
+grep -E "flush log .*reloaded" "$work/node2.log" | tail -n 1 | sed 's/^.*info: //'
+client --timeout 1000 query train_loss --start -300s --max-points 1 -f txt
+
+step "9. Node status (log: bytes and segments of each node's flush log)"
 client --timeout 1000 status || true
 echo
 # The resilient job runs in its own run directory under telem_launch, which
 # starts telemd and telem_dictd on every node and supervises them.
-step "9. A resilient job: telem_launch --local 3 --nodes 2 --resilient -- slow_gpu"
+step "10. A resilient job: telem_launch --local 3 --nodes 2 --resilient -- slow_gpu"
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
 pids=()
@@ -88,7 +98,8 @@ mkdir -m 700 "$TELEM_RUNDIR"
 # exclude makes that a node failure (by default a daemon that dies is only
 # restarted on its node).
 "$bin/telem_launch" --rundir "$TELEM_RUNDIR" --grace 2 --local 3 --nodes 2 \
-    --resilient --exhaust-resources --daemon-failure exclude -- \
+    --resilient --exhaust-resources --daemon-failure exclude \
+    --dump "$work/dumps" -- \
     "$bin/slow_gpu" --tasks 4 \
     --iterations 40 --size 120 --bins 40 >"$work/job.out" 2>"$work/job.log" &
 launcher=$!
@@ -110,7 +121,19 @@ echo "telem_launch exit status $rc (0 = the job finished on the nodes left)"
 job_rc=$rc
 unset TELEM_RUNDIR TELEM_NODEFILE TELEM_DICT_NODEFILE
 
-step "10. A slow device: slowgpu finds it and telem_launch restarts without its node"
+step "11. The finished job from its dump: telem_view (the dashboard's API, offline)"
+dump=$(ls "$work"/dumps/*.tdump 2>/dev/null | head -n 1)
+if [ -n "$dump" ]; then
+    echo "\$ telem_view --export csv --metric slow_gpu_iteration_seconds $(basename "$dump")"
+    "$bin/telem_view" --export csv --metric slow_gpu_iteration_seconds "$dump" \
+        2>/dev/null | head -n 4 || true
+    echo "(telem_view $(basename "$dump") serves it at http://127.0.0.1:4242/ for a browser or Grafana)"
+else
+    echo "no dump was written (see $work/job.log)"
+    job_rc=1
+fi
+
+step "12. A slow device: slowgpu finds it and telem_launch restarts without its node"
 rc=0
 report=$PWD/telem_demo_report.html
 TELEM_BIN=$bin bash "$top/examples/slow_gpu.sh" "$work/slow_gpu.svg" \
