@@ -82,8 +82,8 @@ launch_job_loop_result(const launch_job_t *self)
     return self->phase == LAUNCH_PHASE_ENDING && self->nprocs == 0 ? -1 : 0;
 }
 
-static int
-s_on_kill_due(zloop_t *loop, int timer_id, void *arg)
+int
+launch_job_on_kill_due(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
@@ -99,7 +99,7 @@ s_stop(launch_job_t *self, int role, long node)
 {
     if (launch_job_stop(self, role, node))
         zloop_timer(self->loop, s_ms(self->cfg.grace_ns) + 1, 1,
-                    s_on_kill_due, self);
+                    launch_job_on_kill_due, self);
 }
 
 /* ---- ending ------------------------------------------------------------ */
@@ -128,7 +128,7 @@ launch_job_end(launch_job_t *self, int code, const char *why)
     s_stop(self, -1, -1);
     s_timer_set(self, self->cfg.grace_ns + S_GIVE_UP_NS, s_on_give_up);
     /* With nothing left to reap, no exit event would end the loop. */
-    zloop_timer(self->loop, 1, 1, s_on_kill_due, self);
+    zloop_timer(self->loop, 1, 1, launch_job_on_kill_due, self);
 }
 
 /* ---- starting the program ---------------------------------------------- */
@@ -557,7 +557,7 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     /* telem_agg stays while its node does (launch_job_start_agg()). */
     if (launch_job_stop_agg_off(self))
         zloop_timer(self->loop, s_ms(self->cfg.grace_ns) + 1, 1,
-                    s_on_kill_due, self);
+                    launch_job_on_kill_due, self);
     s_advance(self);
 }
 

@@ -228,6 +228,10 @@ size_t launch_job_stop(launch_job_t *self, int role, long node);
  * `now_ns` (monotonic). */
 void launch_job_kill_due(launch_job_t *self, int64_t now_ns);
 
+/* zloop timer handler (arg: the job) calling launch_job_kill_due() now;
+ * returns launch_job_loop_result(). */
+int launch_job_on_kill_due(zloop_t *loop, int timer_id, void *arg);
+
 /* Number of processes running in role `role` (< 0: any). */
 size_t launch_job_count(const launch_job_t *self, int role);
 

@@ -358,16 +358,6 @@ launch_job_sup_on_ready(launch_job_t *self, size_t i, launch_job_role_t role)
     launch_job_files_write_daemons(self);
 }
 
-static int
-s_on_kill_due(zloop_t *loop, int timer_id, void *arg)
-{
-    (void) loop;
-    (void) timer_id;
-    launch_job_t *self = arg;
-    launch_job_kill_due(self, telem_mono_ns());
-    return launch_job_loop_result(self);
-}
-
 static void
 s_respawn_role(launch_job_t *self, launch_job_role_t role)
 {
@@ -381,7 +371,7 @@ s_respawn_role(launch_job_t *self, launch_job_role_t role)
     }
     if (n) {
         size_t ms = (size_t) (self->cfg.grace_ns / TELEM_NS_PER_MS) + 2;
-        zloop_timer(self->loop, ms, 1, s_on_kill_due, self);
+        zloop_timer(self->loop, ms, 1, launch_job_on_kill_due, self);
         s_report(self, TELEM_LOG_INFO, "daemon %s started again: it reads the "
                  "node file once, and a node's endpoint changed", s_name(role));
     }

@@ -539,6 +539,16 @@ s_counter_meta(telem_store_t *self, tstore_metric_t *m)
     telem_store_describe(self, &meta);  /* at the cap: listed as a gauge */
 }
 
+/* Makes s (not a counter yet) a counter series, its total starting at 0. */
+static void
+s_mark_counter(telem_store_t *self, tstore_series_t *s)
+{
+    s->counter = true;
+    s->total = 0;
+    self->ncounters++;
+    s_counter_meta(self, s->metric);
+}
+
 /* Finds the series `l` names, or makes it while counter series are under
  * their cap, and marks it a counter series. */
 static int
@@ -549,12 +559,8 @@ s_counter_series(telem_store_t *self, s_lookup_t *l, tstore_series_t **out)
                            self->ncounters < self->cfg.max_counter_series, &s);
     if (rc)
         return rc;
-    if (!s->counter) {
-        s->counter = true;
-        s->total = 0;
-        self->ncounters++;
-        s_counter_meta(self, s->metric);
-    }
+    if (!s->counter)
+        s_mark_counter(self, s);
     *out = s;
     return 0;
 }
@@ -566,10 +572,7 @@ tstore_series_make_counter(telem_store_t *self, tstore_series_t *s)
         return 0;
     if (self->ncounters >= self->cfg.max_counter_series)
         return TELEM_EFULL;
-    s->counter = true;
-    s->total = 0;
-    self->ncounters++;
-    s_counter_meta(self, s->metric);
+    s_mark_counter(self, s);
     return 0;
 }
 
