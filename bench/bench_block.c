@@ -2,8 +2,11 @@
  * (runtime/store/telem_block.h), side by side with Prometheus's TSDB.
  *
  * Input: fixtures of real series, as `telem_client -f json query` writes
- * them, gzip'd (bench/data/: node_metrics.json.gz, level-2 node metrics
- * of a telemd at 1 s sampling; user_metrics.json.gz, collector timings
+ * them, gzip'd (bench/data/: node_metrics_grid.json.gz, level-2 node
+ * metrics of a telemd at 1 s sampling, stamped on its interval grid, as
+ * telemd records them; node_metrics.json.gz, the same kind recorded before
+ * the grid (jittered timestamps, rates over the measured interval);
+ * user_metrics.json.gz, collector timings
  * cg_dgemm_seconds[_spread] at 0.5 s rounds; docs/performance.md says how
  * they were recorded).  Each series is cut into blocks of 120 points (a
  * Prometheus chunk) and of 1,024 (the writer's default), and encoded at
@@ -567,12 +570,13 @@ main(int argc, char **argv)
     }
     if (runs < 1 || runs > 64)
         bench_die("bench_block", "-r takes 1..64");
-    const char *defaults[] = {BENCH_DATA_DIR "/node_metrics.json.gz",
+    const char *defaults[] = {BENCH_DATA_DIR "/node_metrics_grid.json.gz",
+                              BENCH_DATA_DIR "/node_metrics.json.gz",
                               BENCH_DATA_DIR "/user_metrics.json.gz"};
     int nf = argc - optind;
     char **files = argv + optind;
     if (nf == 0) {
-        nf = 2;
+        nf = 3;
         files = (char **) defaults;
     }
     bench_print_machine("bench_block");
