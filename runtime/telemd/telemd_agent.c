@@ -862,7 +862,7 @@ telemd_agent_finish(telemd_agent_t *self)
         return;
     }
     int64_t t0 = telem_mono_ns();
-    int rc = telemd_log_flush(self->log, self->store, telem_now_ns());
+    int rc = telemd_log_sync(self->log, self->store, telem_now_ns());
     telem_log(rc ? TELEM_LOG_ERROR : TELEM_LOG_INFO, "received %llu samples "
               "since start; final flush %s in %.1f ms",
               (unsigned long long) ss.appended,
