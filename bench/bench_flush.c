@@ -30,6 +30,7 @@
 #include "bench_common.h"
 #include "telem_error.h"
 #include "telem_store.h"
+#include "telem_time.h"
 #include "telemd_log.h"
 
 #define S_PAUSE_TARGET_NS (10 * INT64_C(1000000))
@@ -134,7 +135,7 @@ main(int argc, char **argv)
     telemd_log_t *log = st ? telemd_log_open(&cfg, &err) : NULL;
     if (!log)
         bench_die("open", "%s", telem_strerror(err));
-    int64_t t0 = (bench_now_ns() / 1000000000 - 3600) * 1000000000;
+    int64_t t0 = (telem_now_ns() / 1000000000 - 3600) * 1000000000;
     int64_t k = 0, worst = 0, worst_write = 0, sync_worst = 0;
     int64_t worst_expire = 0;
     telemd_log_stats_t ls;
