@@ -10,7 +10,8 @@
  * Counter increments (pushed by telem_counter_add()) go to the node's
  * counter series (telemd_push.c).
  * Requests: queries walk the store and are answered with one reply frame
- * (cut, and marked truncated, before the protocol's size limit); control
+ * (cut, and marked truncated, before the protocol's size limit:
+ * telemd_reply.c); control
  * requests read or change the agent's state.  End-of-stream tokens from
  * batches are kept in a small ring so a process can confirm, with
  * TELEM_CTL_SYNC, that all it sent has arrived.
@@ -33,6 +34,7 @@
 #include "telemd_history.h"
 #include "telemd_log.h"
 #include "telemd_push.h"
+#include "telemd_reply.h"
 
 #define S_TOKENS 1024                  /* remembered end-of-stream tokens */
 #define S_REPLY_BUDGET (TELEM_PROTO_MAX_MSG - (1u << 20))
@@ -44,20 +46,6 @@ static const telem_sampler_vt_t *const s_samplers[] = {
     &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self
 };
 #define S_NSAMPLERS (sizeof s_samplers / sizeof s_samplers[0])
-
-/* Deep copy of one series for a reply under construction. */
-typedef struct {
-    telem_series_t s;
-    void *mem;                         /* one block: tags, strings, points */
-} s_series_copy_t;
-
-typedef struct {
-    s_series_copy_t *items;
-    uint32_t n;
-    size_t cap;
-    size_t bytes;                      /* estimate of the encoded size */
-    int truncated;
-} s_reply_t;
 
 struct telemd_agent {
     telemd_config_t cfg;
@@ -86,7 +74,7 @@ struct telemd_agent {
     int stopping;
     int handing_over;
     int64_t last_round_ns;             /* grid time of the last sampling */
-    s_reply_t reply;
+    telemd_reply_t *reply;             /* a query's reply being built */
     telem_ratelimit_t bad_log;
     telem_ratelimit_t sampler_log;
     char *sysinfo;                     /* the system snapshot (JSON) */
@@ -232,12 +220,13 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     self->dec = telem_proto_decoder_new();
     self->enc = telem_proto_encoder_new();
     self->batch_tags = telem_store_tags_new();
+    self->reply = telemd_reply_new(S_REPLY_BUDGET);
     if (self->store && self->node)
         self->push = telemd_push_new(self->store, self->node);
     if (self->store)
         rc = TELEM_ENOMEM;     /* whatever else is missing */
     if (!self->node || !self->store || !self->dec || !self->enc
-        || !self->batch_tags || !self->push) {
+        || !self->batch_tags || !self->push || !self->reply) {
         telemd_agent_destroy(&self);
         goto out;
     }
@@ -260,16 +249,6 @@ out:
     return self;
 }
 
-static void
-s_reply_reset(s_reply_t *r)
-{
-    for (uint32_t i = 0; i < r->n; i++)
-        free(r->items[i].mem);
-    r->n = 0;
-    r->bytes = 0;
-    r->truncated = 0;
-}
-
 void
 telemd_agent_destroy(telemd_agent_t **self_p)
 {
@@ -279,8 +258,7 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     for (size_t i = 0; i < S_NSAMPLERS; i++)
         if (self->sampler_state[i])
             s_samplers[i]->close(&self->sampler_state[i]);
-    s_reply_reset(&self->reply);
-    free(self->reply.items);
+    telemd_reply_destroy(&self->reply);
     telemd_log_destroy(&self->log);
     telem_store_destroy(&self->store);
     telem_proto_decoder_destroy(&self->dec);
@@ -438,79 +416,6 @@ telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size)
 
 /* ---- queries ---------------------------------------------------------- */
 
-static size_t
-s_series_bytes(const telem_series_t *s)
-{
-    size_t n = strlen(s->metric) + strlen(s->unit) + strlen(s->doc) + 64;
-    for (uint32_t i = 0; i < s->ntags; i++)
-        n += strlen(s->tags[i].key) + strlen(s->tags[i].value) + 4;
-    return n + (size_t) s->npoints * 16;
-}
-
-static char *
-s_put_str(char **cursor, const char *str)
-{
-    size_t len = strlen(str) + 1;
-    char *out = memcpy(*cursor, str, len);
-    *cursor += len;
-    return out;
-}
-
-/* Copies `s` into one allocation: points first (aligned), tags, strings. */
-static int
-s_series_copy(s_series_copy_t *c, const telem_series_t *s)
-{
-    size_t strs = strlen(s->metric) + strlen(s->unit) + strlen(s->doc) + 3;
-    for (uint32_t i = 0; i < s->ntags; i++)
-        strs += strlen(s->tags[i].key) + strlen(s->tags[i].value) + 2;
-    size_t pts = (size_t) s->npoints * (sizeof(int64_t) + sizeof(double));
-    size_t tags = (size_t) s->ntags * sizeof(telem_tag_t);
-    char *mem = malloc(pts + tags + strs + 1);
-    if (!mem)
-        return TELEM_ENOMEM;
-    c->mem = mem;
-    c->s = *s;
-    int64_t *ts = (int64_t *) mem;
-    double *vals = (double *) (mem + (size_t) s->npoints * sizeof(int64_t));
-    if (s->npoints) {
-        memcpy(ts, s->ts, (size_t) s->npoints * sizeof(int64_t));
-        memcpy(vals, s->values, (size_t) s->npoints * sizeof(double));
-    }
-    c->s.ts = ts;
-    c->s.values = vals;
-    telem_tag_t *t = (telem_tag_t *) (mem + pts);
-    char *cursor = mem + pts + tags;
-    for (uint32_t i = 0; i < s->ntags; i++) {
-        t[i].key = s_put_str(&cursor, s->tags[i].key);
-        t[i].value = s_put_str(&cursor, s->tags[i].value);
-    }
-    c->s.tags = t;
-    c->s.metric = s_put_str(&cursor, s->metric);
-    c->s.unit = s_put_str(&cursor, s->unit);
-    c->s.doc = s_put_str(&cursor, s->doc);
-    return 0;
-}
-
-static int
-s_collect(void *arg, const telem_series_t *s)
-{
-    s_reply_t *r = arg;
-    size_t bytes = s_series_bytes(s);
-    if (r->bytes + bytes > S_REPLY_BUDGET) {
-        r->truncated = 1;
-        return 1;
-    }
-    if (telem_grow((void **) &r->items, &r->cap, (size_t) r->n + 1,
-                   sizeof *r->items, 64))
-        return TELEM_ENOMEM;
-    int rc = s_series_copy(&r->items[r->n], s);
-    if (rc)
-        return rc;
-    r->n++;
-    r->bytes += bytes;
-    return 0;
-}
-
 static int
 s_encode_error(telemd_agent_t *self, uint64_t id, int code, const char *text,
                const void **reply, size_t *size)
@@ -523,8 +428,8 @@ static int
 s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
         size_t *size)
 {
-    s_reply_t *r = &self->reply;
-    s_reply_reset(r);
+    telemd_reply_t *r = self->reply;
+    telemd_reply_reset(r);
     /* The request minus its id is what the store walks. */
     telem_store_query_t sq = {
         .metrics = q->metrics, .nmetrics = q->nmetrics,
@@ -539,25 +444,27 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
         hist = telemd_log_hist(self->log);
     int rc = hist ? telemd_history_query(self->store, hist, self->node, &sq,
                                          now, self->cfg.history_ns,
-                                         s_collect, r)
-                  : telem_store_query(self->store, &sq, now, s_collect, r);
+                                         telemd_reply_collect, r)
+                  : telem_store_query(self->store, &sq, now,
+                                      telemd_reply_collect, r);
     if (rc < 0) {
-        s_reply_reset(r);
+        telemd_reply_reset(r);
         return s_encode_error(self, q->id, rc, "query failed", reply, size);
     }
-    telem_series_t *series = malloc((r->n ? r->n : 1) * sizeof *series);
+    uint32_t n = telemd_reply_count(r);
+    telem_series_t *series = malloc((n ? n : 1) * sizeof *series);
     if (!series)
         return s_encode_error(self, q->id, TELEM_ENOMEM, "out of memory",
                               reply, size);
-    for (uint32_t i = 0; i < r->n; i++)
-        series[i] = r->items[i].s;
+    for (uint32_t i = 0; i < n; i++)
+        series[i] = *telemd_reply_series(r, i);
     telem_query_reply_t qr = {
         .id = q->id, .node = self->node, .series = series,
-        .nseries = r->n, .truncated = (uint8_t) r->truncated,
+        .nseries = n, .truncated = (uint8_t) telemd_reply_truncated(r),
     };
     rc = telem_proto_encode_query_reply(self->enc, &qr, reply, size);
     free(series);
-    s_reply_reset(r);
+    telemd_reply_reset(r);
     if (rc)
         return s_encode_error(self, q->id, rc, "reply could not be encoded",
                               reply, size);
@@ -862,7 +769,7 @@ telemd_agent_finish(telemd_agent_t *self)
         return;
     }
     int64_t t0 = telem_mono_ns();
-    int rc = telemd_log_flush(self->log, self->store, telem_now_ns());
+    int rc = telemd_log_sync(self->log, self->store, telem_now_ns());
     telem_log(rc ? TELEM_LOG_ERROR : TELEM_LOG_INFO, "received %llu samples "
               "since start; final flush %s in %.1f ms",
               (unsigned long long) ss.appended,
