@@ -6,8 +6,8 @@
  * series of a fixture (the .json.gz files of bench/data, read as bench_block reads
  * them) with its timestamps shifted to go on where the recording ends,
  * appended time-major (every series' k-th point, then the (k+1)-th) as
- * telemd's 1 Hz sampling does, with telem_store_expire() once per
- * simulated second (as telemd's 1 s expiry timer calls it).
+ * telemd's 1 Hz sampling does, with telem_store_expire() four times per
+ * simulated second (as telemd's 250 ms expiry timer calls it).
  * Every 120 simulated seconds (telemd's default flush interval) the store
  * hands what is new to a flush (telem_store_flush() into a sink that counts
  * bytes, as telemd's flush log would write them), so that flushed blocks
@@ -177,7 +177,8 @@ s_run(const s_fixture_t *f, const char *name, uint32_t nseries,
         }
         int64_t b = bench_now_ns();
         append_ns += b - a;
-        telem_store_expire(st, now);
+        for (int q = 1; q <= 4; q++)      /* telemd: every 250 ms */
+            telem_store_expire(st, now + q * (S_SEC / 4));
         expire_ns += bench_now_ns() - b;
         if (k % 120 == 119) {
             int64_t c = bench_now_ns();
