@@ -159,6 +159,23 @@ s_has_node(void *src, const char *node)
     return has;
 }
 
+/* The files' job events of `type` (the objects telem_web_job.h reads),
+ * under the lock. */
+static json_t *
+s_notes(agg_dump_t *self, telem_seg_note_t type)
+{
+    json_t *out = json_array();
+    for (uint32_t i = 0; i < telem_hist_nnotes(self->hist); i++) {
+        const telem_hist_note_t *n = telem_hist_note(self->hist, i);
+        json_t *e = n->type == type ? json_loadb(n->json, n->len, 0, NULL)
+                                    : NULL;
+        if (json_is_object(e))
+            json_array_append(out, e);
+        json_decref(e);
+    }
+    return out;
+}
+
 /* The job data object of telem_web.h: the files' nodes, all "active",
  * and "range" {start_ms, end_ms}: the time the files cover, which the
  * dashboard shows instead of the live page's last minutes. */
@@ -174,6 +191,8 @@ s_job(void *src)
             "{s:s, s:s, s:I}", "name", telem_hist_node(self->hist, i),
             "state", "active", "rank", (json_int_t) i));
     telem_hist_stats(self->hist, &st);
+    json_t *restarts = s_notes(self, TELEM_SEG_NOTE_RESTART);
+    json_t *events = s_notes(self, TELEM_SEG_NOTE_EVENT);
     pthread_mutex_unlock(&self->mu);
     json_t *range = st.first_ts <= st.last_ts
         ? json_pack("{s:I, s:I}", "start_ms",
@@ -181,22 +200,31 @@ s_job(void *src)
                     (json_int_t) ((st.last_ts + TELEM_NS_PER_MS - 1)
                                   / TELEM_NS_PER_MS))
         : json_null();
-    json_t *job = json_pack("{s:s, s:i, s:i, s:o, s:o}", "rundir",
-                            self->files, "launcher_pid", 0, "restarts", 0,
-                            "nodes", nodes, "range", range);
-    return json_pack("{s:i, s:I, s:o, s:[], s:[], s:[]}", "version", 1,
+    json_t *job = json_pack("{s:s, s:i, s:I, s:o, s:o}", "rundir",
+                            self->files, "launcher_pid", 0, "restarts",
+                            (json_int_t) json_array_size(restarts), "nodes",
+                            nodes, "range", range);
+    return json_pack("{s:i, s:I, s:o, s:[], s:o, s:o}", "version", 1,
                      "generated_ms",
                      (json_int_t) (telem_now_ns() / TELEM_NS_PER_MS), "job",
-                     job, "missing", "restarts", "events");
+                     job, "missing", "restarts", restarts, "events", events);
 }
 
+/* The dumps' events and restarts (ANNOTATION records, written from the
+ * run directory by ac_dump), as telem_agg answers them from the run
+ * directory itself. */
 static json_t *
 s_annotations(void *src, int64_t start_ms, int64_t end_ms)
 {
-    (void) src;
-    (void) start_ms;
-    (void) end_ms;
-    return json_array();
+    agg_dump_t *self = src;
+    pthread_mutex_lock(&self->mu);
+    json_t *events = s_notes(self, TELEM_SEG_NOTE_EVENT);
+    json_t *restarts = s_notes(self, TELEM_SEG_NOTE_RESTART);
+    pthread_mutex_unlock(&self->mu);
+    json_t *out = agg_annotations_of(events, restarts, start_ms, end_ms);
+    json_decref(events);
+    json_decref(restarts);
+    return out;
 }
 
 const agg_src_vt_t agg_dump_vt = {

@@ -101,4 +101,11 @@ typedef struct {
     void (*reboot)(void *src, telem_http_req_t *req);
 } agg_src_vt_t;
 
+/* OpenTSDB's annotation objects of the events and restarts (the arrays of
+ * telem_web_job.h) in [start_ms, end_ms], events first: what both sources
+ * answer (agg_job.c).  A new array (maybe empty); NULL arguments are empty
+ * arrays. */
+json_t *agg_annotations_of(json_t *events, json_t *restarts,
+                           int64_t start_ms, int64_t end_ms);
+
 #endif

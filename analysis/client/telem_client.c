@@ -133,13 +133,16 @@ static const char *const s_mode_help[] = {
         "not answer (the file is still written).\n"
         "With --dump FILE (repeatable) the series come from dump files\n"
         "(telem_client dump, telem_launch --dump) instead of the nodes: the\n"
-        "report of a finished job; --rundir adds its restarts and events.\n",
+        "report of a finished job, with the restarts and events the dumps\n"
+        "hold (dump --rundir); --rundir reads them from the run directory.\n",
     [M_DUMP] = "telem_client dump -o FILE [METRIC[,METRIC]] [--tag k=v ...]\n"
         "    [--start T] [--end T]\n"
         "Writes the job's history (every node's series in the range, their\n"
         "metric metas) into the dump file FILE (docs/store.md's dump format,\n"
         "read by telem_view and report --dump).  T as for query; default:\n"
-        "everything the nodes keep, up to now.  Progress on stderr when it\n"
+        "everything the nodes keep, up to now.  --rundir DIR adds the job's\n"
+        "detector events and restarts (telem_view shows them as telem_agg\n"
+        "does).  Progress on stderr when it\n"
         "takes long.  Exit 3 if some node did not answer (the dump holds the\n"
         "others), 1 if none did or the file cannot be written (an existing\n"
         "FILE is never overwritten).\n",
@@ -403,8 +406,8 @@ s_validate(const s_cli_t *cli)
         return S_BAD("dump needs -o FILE");
     if (cli->ndumps && m != M_REPORT)
         return S_BAD("--dump goes with report");
-    if (cli->rundir && m != M_REPORT)
-        return S_BAD("--rundir goes with report");
+    if (cli->rundir && m != M_REPORT && m != M_DUMP)
+        return S_BAD("--rundir goes with report and dump");
     if (m == M_REPORT && !cli->out_path)
         return S_BAD("report needs -o FILE");
     if (cli->have_track && m != M_TRACK && m != M_TRACK_ALL)
@@ -803,8 +806,8 @@ s_run(s_cli_t *cli)
         code = s_snapshot(ac, cli);
         break;
     case M_DUMP:
-        code = telem_client_dump(ac, &cli->o, cli->out_path, cli->start_ns,
-                                 cli->end_ns);
+        code = telem_client_dump(ac, &cli->o, cli->out_path, cli->rundir,
+                                 cli->start_ns, cli->end_ns);
         break;
     default:
         code = telem_client_track(ac, &cli->o);

@@ -239,7 +239,7 @@ int telem_client_report_write(const char *path, const json_t *data,
 
 /* `report --dump`: the same report from the n dump (or segment) files
  * `dumps`, merged without duplicates (telem_hist.h); restarts and events
- * from `rundir` when given.  Series since start_ns (0: all).  A damaged
+ * from `rundir` when given, else those the dumps hold.  Series since start_ns (0: all).  A damaged
  * file gives a warning and what could be read; a file that is not a dump
  * is an error.  Returns the exit code (0 or 1). */
 int telem_client_report_dump(const char *const *dumps, size_t n,
@@ -249,10 +249,12 @@ int telem_client_report_dump(const char *const *dumps, size_t n,
 /* ---- dump (telem_client_dump.c) --------------------------------------- */
 
 /* `dump`: ac_dump() of o's metrics and tags over [start_ns, end_ns]
- * (ac_dump.h's conventions) into `path`; progress on stderr, a summary
+ * (ac_dump.h's conventions) into `path`, with the events and restarts of
+ * run directory `rundir` (NULL: none); progress on stderr, a summary
  * on stdout.  Returns the exit code: 0, 3 (some node missing) or 1. */
 int telem_client_dump(ac_t *ac, const telem_client_opts_t *o,
-                      const char *path, int64_t start_ns, int64_t end_ns);
+                      const char *path, const char *rundir, int64_t start_ns,
+                      int64_t end_ns);
 
 
 #endif

@@ -4,8 +4,9 @@
  * The same job data object as the live report (telem_client_report.c):
  * the series of the charted metrics (collector and node metrics) from
  * every node, in the live report's order (metric, tags, node), the nodes
- * the files hold, and, with --rundir, the run directory's restarts and
- * events.  The files are read through the history index (telem_hist.h),
+ * the files hold, and the restarts and events: the run directory's with
+ * --rundir, else those the dumps hold (ANNOTATION records, dump
+ * --rundir).  The files are read through the history index (telem_hist.h),
  * so several dumps (several nodes, overlapping ranges, several runs)
  * merge without duplicate points; a damaged file gives a warning and what
  * could be read.
@@ -113,6 +114,22 @@ s_open(const char *const *dumps, size_t n)
     return h;
 }
 
+/* The dumps' job events of `type` as telem_web_job.h gives them. */
+static json_t *
+s_notes(telem_hist_t *h, telem_seg_note_t type)
+{
+    json_t *out = json_array();
+    for (uint32_t i = 0; i < telem_hist_nnotes(h); i++) {
+        const telem_hist_note_t *n = telem_hist_note(h, i);
+        json_t *e = n->type == type ? json_loadb(n->json, n->len, 0, NULL)
+                                    : NULL;
+        if (json_is_object(e))
+            json_array_append(out, e);
+        json_decref(e);
+    }
+    return out;
+}
+
 static json_t *
 s_job(telem_hist_t *h, const char *rundir, const char *first)
 {
@@ -148,9 +165,9 @@ telem_client_report_dump(const char *const *dumps, size_t n,
         "{s:i, s:I, s:o, s:o, s:[], s:o}", "version", 1, "generated_ms",
         (json_int_t) (telem_now_ns() / TELEM_NS_PER_MS),
         "restarts", rundir ? telem_web_job_restarts(rundir, S_PROG, NULL)
-                           : json_array(),
+                           : s_notes(h, TELEM_SEG_NOTE_RESTART),
         "events", rundir ? telem_web_job_events(rundir, S_PROG, NULL)
-                         : json_array(),
+                         : s_notes(h, TELEM_SEG_NOTE_EVENT),
         "missing", "series", s_sorted(w.series));
     int code = 1;
     if (data) {
