@@ -10,7 +10,9 @@
 # writes a page; damaged files give a warning or a clear error, never a
 # crash; a job's dump made by telem_launch --dump carries its detector
 # events and restarts, and telem_view answers globalAnnotations as
-# telem_agg does.  Every wait is for behaviour.
+# telem_agg does; telem_view over the nodes' flush logs (a run directory,
+# one node's log directory) answers as over the dumps.  Every wait is for
+# behaviour.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for b in telem_agg telem_view telem_client telemd; do
     [ -x "$TELEM_BIN/$b" ] || fail "$b is not built"
@@ -189,4 +191,28 @@ $CLIENT notes "$LAGG" "$LVIEW" "$J_MS" || fail "globalAnnotations differ"
 grep -q '"kind":"restart"\|restart 1 (' "$T/jobr.html" \
     || fail "the report of the job dump shows no restart"
 for n in n1 n2 n3; do stop_node "$n"; done
+
+# --- telem_view over the nodes' flush logs, no dump made -----------------------
+# SIGTERM drained every node's store into its log (RUNDIR/NODE/log): the
+# run directory, read as the nodes' segment files, answers every request
+# as the dumps do.  One node's log directory alone holds only that node.
+ls "$TELEM_RUNDIR"/n1/log/*.tseg >/dev/null 2>&1 \
+    || skip "telemd wrote no flush log in $TELEM_RUNDIR/n1/log"
+start_http logview telem_view "$TELEM_RUNDIR"
+$CLIENT same "$VIEW" "$URL" "$T0" "$S_MS" "$E_MS" \
+    || fail "telem_view over the flush logs differs from over the dumps"
+"$TELEM_BIN/telem_view" --export csv --metric it.cpu "$TELEM_RUNDIR/n2/log" \
+    >"$T/log2.csv" || fail "export of n2's log"
+[ "$(tail -n +2 "$T/log2.csv" | cut -d, -f1 | sort -u)" = n2 ] \
+    || fail "n2's log: $(head -3 "$T/log2.csv")"
+"$TELEM_BIN/telem_view" --export csv --metric it.cpu "$D/all.tdump" \
+    | grep '^n2,' | sort >"$T/dump2.csv"
+[ -s "$T/dump2.csv" ] && tail -n +2 "$T/log2.csv" | sort \
+    | cmp -s - "$T/dump2.csv" || fail "n2's log and the dump differ"
+mkdir "$T/empty"
+rc=0
+"$TELEM_BIN/telem_view" --export csv "$T/empty" >/dev/null 2>"$T/empty.err" \
+    || rc=$?
+[ "$rc" = 1 ] && grep -q "holds no segment" "$T/empty.err" \
+    || fail "an empty directory: exit $rc: $(cat "$T/empty.err")"
 echo "it_view: ok"

@@ -1,6 +1,8 @@
 /* agg_dump.c - the dump data source (agg_src.h): a finished job's dump
  * and segment files through the history index (telem_hist.h), for
- * telem_view.
+ * telem_view.  An argument that is a directory adds its segment and dump
+ * files (a node's flush log, readable after a crash without a dump), or,
+ * when it holds none, those of each NODE/log below it (a run directory).
  *
  * The files are read once at start (a dump with an index: only its
  * index); queries read the blocks they need.  The history has one user
@@ -12,13 +14,16 @@
  * can be changed (no put, no reboot). */
 #include "agg_dump.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "telem_error.h"
 #include "telem_log.h"
+#include "telem_paths.h"
 #include "telem_time.h"
 
 struct agg_dump {
@@ -39,6 +44,69 @@ s_damage(const char *path, const telem_seg_damage_t *d)
                   d->orphans ? ", blocks of unknown series" : "");
 }
 
+/* Adds directory dir's segment and dump files; when it holds none, those
+ * of every dir/NODE/log (a run directory: each node's flush log).
+ * *added: the files added. */
+static int
+s_add_dir(telem_hist_t *h, const char *dir, telem_seg_damage_t *d,
+          uint64_t *added)
+{
+    telem_hist_stats_t st;
+    telem_hist_stats(h, &st);
+    uint64_t before = st.files;
+    int rc = telem_hist_add_dir(h, dir, d);
+    telem_hist_stats(h, &st);
+    DIR *dp = rc == 0 && st.files == before ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (dp && rc == 0 && (e = readdir(dp)) != NULL) {
+        char sub[TELEM_PATH_MAX];
+        struct stat sb;
+        if (e->d_name[0] == '.' ||
+            (size_t) snprintf(sub, sizeof sub, "%s/%s/log", dir, e->d_name)
+                >= sizeof sub ||
+            stat(sub, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            continue;
+        telem_seg_damage_t sd;
+        rc = telem_hist_add_dir(h, sub, &sd);
+        d->bad += sd.bad;
+        d->bytes_skipped += sd.bytes_skipped;
+        d->torn_tail |= sd.torn_tail;
+        d->orphans += sd.orphans;
+    }
+    if (dp)
+        closedir(dp);
+    telem_hist_stats(h, &st);
+    *added = st.files - before;
+    return rc;
+}
+
+/* Adds one command-line argument: a file, or a directory (s_add_dir). */
+static int
+s_add(telem_hist_t *h, const char *path, telem_seg_damage_t *d, char *why,
+      size_t why_size)
+{
+    struct stat sb;
+    uint64_t added = 0;
+    int rc;
+    memset(d, 0, sizeof *d);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        rc = s_add_dir(h, path, d, &added);
+        if (rc == 0 && added == 0) {
+            snprintf(why, why_size, "%s holds no segment (*%s) or dump "
+                     "(*%s) file, nor NODE/log directories holding some",
+                     path, TELEM_SEG_SUFFIX, TELEM_DUMP_SUFFIX);
+            return TELEM_ENOTFOUND;
+        }
+    } else {
+        rc = telem_hist_add_file(h, path, d);
+    }
+    if (rc)
+        snprintf(why, why_size, "cannot read %s: %s%s", path,
+                 telem_strerror(rc), rc == TELEM_EPROTO
+                 ? " (not a telem dump or segment file)" : "");
+    return rc;
+}
+
 agg_dump_t *
 agg_dump_new(const char *const *files, size_t n, char *why, size_t why_size)
 {
@@ -50,11 +118,8 @@ agg_dump_new(const char *const *files, size_t n, char *why, size_t why_size)
     }
     for (size_t i = 0; self && i < n; i++) {
         telem_seg_damage_t d;
-        rc = telem_hist_add_file(self->hist, files[i], &d);
+        rc = s_add(self->hist, files[i], &d, why, why_size);
         if (rc) {
-            snprintf(why, why_size, "cannot read %s: %s%s", files[i],
-                     telem_strerror(rc), rc == TELEM_EPROTO
-                     ? " (not a telem dump or segment file)" : "");
             agg_dump_destroy(&self);
             return NULL;
         }
