@@ -8,7 +8,8 @@
 # ranges - so the overlapping dumps merged without a duplicate point;
 # --export csv/json hold the data set, each point once; report --dump
 # writes a page; damaged files give a warning or a clear error, never a
-# crash; a job's dump made by telem_launch --dump carries its detector
+# crash; node snapshots from both sources (/telem/snapshot, telem_client
+# snapshot --dump); a job's dump made by telem_launch --dump carries its detector
 # events and restarts, and telem_view answers globalAnnotations as
 # telem_agg does; telem_view over the nodes' flush logs (a run directory,
 # one node's log directory) answers as over the dumps.  Every wait is for
@@ -82,6 +83,19 @@ $CLIENT same "$AGG" "$VIEW" "$T0" "$S_MS" "$E_MS" \
 $CLIENT offline "$VIEW" || fail "/api/put, /api/reboot on telem_view"
 $CLIENT job "$VIEW" n1,n2,n3 "$(( T0 * 1000 ))" "$S_MS" || fail "/telem/job"
 curl -sf "$VIEW" | grep -q "telem.js" || fail "the dashboard's page"
+# Node snapshots: /telem/snapshot from both sources, snapshot --dump.
+$CLIENT snaps "$AGG" "$VIEW" n1,n2,n3 || fail "/telem/snapshot"
+"$TELEM_BIN/telem_client" -f json snapshot >"$T/snap-live.json" \
+    || fail "telem_client snapshot"
+"$TELEM_BIN/telem_client" -f json snapshot --dump "$D/all.tdump" \
+    --dump "$D/n3.tdump" >"$T/snap-dump.json" || fail "snapshot --dump"
+$CLIENT snapfile "$T/snap-live.json" "$T/snap-dump.json" n1,n2,n3 \
+    || fail "snapshot --dump differs from the nodes' snapshots"
+"$TELEM_BIN/telem_client" -f txt snapshot n2 --dump "$D/all.tdump" \
+    >"$T/snap-n2.txt" || fail "snapshot --dump n2"
+grep -q "^Node: *n2$" "$T/snap-n2.txt" && ! grep -q "^Node: *n1" \
+    "$T/snap-n2.txt" || fail "snapshot --dump n2: $(head -3 "$T/snap-n2.txt")"
+expect_rc 1 "$TELEM_BIN/telem_client" snapshot nx --dump "$D/all.tdump"
 
 # --- export ------------------------------------------------------------------
 "$TELEM_BIN/telem_view" --export csv -o "$T/all.csv" "$D/all.tdump" \

@@ -292,6 +292,28 @@ s_annotations(void *src, int64_t start_ms, int64_t end_ms)
     return out;
 }
 
+/* The node's newest snapshot in the files (SNAPSHOT records). */
+static int
+s_snapshot(void *src, const char *node, int timeout_ms, char **json,
+           size_t *len, char *why, size_t why_size)
+{
+    agg_dump_t *self = src;
+    const char *text = NULL;
+    (void) timeout_ms;
+    pthread_mutex_lock(&self->mu);
+    int rc = telem_hist_snapshot(self->hist, node, &text, len, NULL);
+    if (rc == 0 && !(*json = malloc(*len + 1)))
+        rc = TELEM_ENOMEM;
+    else if (rc == 0)
+        memcpy(*json, text, *len + 1);
+    pthread_mutex_unlock(&self->mu);
+    if (rc)
+        snprintf(why, why_size, "%s: %s", node, rc == TELEM_ENOTFOUND
+                 ? "no snapshot of this node in the files"
+                 : telem_strerror(rc));
+    return rc;
+}
+
 const agg_src_vt_t agg_dump_vt = {
     .name = "telem_view",
     .query = s_query,
@@ -299,6 +321,7 @@ const agg_src_vt_t agg_dump_vt = {
     .job = s_job,
     .annotations = s_annotations,
     .job_series = NULL,
+    .snapshot = s_snapshot,
     .put = NULL,
     .reboot = NULL,
 };

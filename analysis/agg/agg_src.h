@@ -96,6 +96,12 @@ typedef struct {
     /* The job's own series (agg.h's agg_job_series), or NULL. */
     agg_job_series_t *(*job_series)(void *src, const char *metric,
                                     size_t *n);
+    /* Node `node`'s system snapshot: 0 with *json (malloc'd, NUL-ended,
+     * the caller frees) and *len; TELEM_ENOTFOUND (no such node, or it has
+     * no snapshot), TELEM_ETIMEDOUT / TELEM_ECONN (the node did not
+     * answer) or TELEM_ENOMEM, with a sentence in why. */
+    int (*snapshot)(void *src, const char *node, int timeout_ms, char **json,
+                    size_t *len, char *why, size_t why_size);
     /* The endpoints that change the job; NULL where the source has none. */
     void (*put)(void *src, telem_http_req_t *req);
     void (*reboot)(void *src, telem_http_req_t *req);

@@ -90,7 +90,8 @@ static const char s_usage[] =
     "  -f, --format FMT     md (default), json, yaml or txt\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
     "  --rundir DIR         run directory (report; default $TELEM_RUNDIR, ...)\n"
-    "  --dump FILE          report: from a dump file (repeatable), not the nodes\n"
+    "  --dump FILE          report, snapshot: from a dump file (repeatable),\n"
+    "                       not the nodes\n"
     "  --tag k=v            only series with tag k=v (v \"*\": tag present);\n"
     "                       repeatable; with -l, -v, -g, -t, -T, query\n"
     "  -h, --help           this help, or a mode's help after the mode\n"
@@ -150,7 +151,9 @@ static const char *const s_mode_help[] = {
         "telemd took at start (CPU, caches, NUMA, memory, boot time, kernel,\n"
         "OS, disks, network, GPUs, telem's configuration).  txt: an lscpu-like\n"
         "summary per node; md: node, field, value rows; json and yaml: each\n"
-        "node's whole document.  Exit 3 if some node did not answer.\n",
+        "node's whole document.  Exit 3 if some node did not answer.\n"
+        "With --dump FILE (repeatable) the snapshots come from dump files\n"
+        "(each node's newest) instead of the nodes.\n",
 };
 
 /* ---- argument parsing -------------------------------------------------- */
@@ -404,8 +407,8 @@ s_validate(const s_cli_t *cli)
         return S_BAD("--max-points goes with query, not dump");
     if (m == M_DUMP && !cli->out_path)
         return S_BAD("dump needs -o FILE");
-    if (cli->ndumps && m != M_REPORT)
-        return S_BAD("--dump goes with report");
+    if (cli->ndumps && m != M_REPORT && m != M_SNAPSHOT)
+        return S_BAD("--dump goes with report and snapshot");
     if (cli->rundir && m != M_REPORT && m != M_DUMP)
         return S_BAD("--rundir goes with report and dump");
     if (m == M_REPORT && !cli->out_path)
@@ -771,6 +774,9 @@ static int
 s_run(s_cli_t *cli)
 {
     /* The report reads the run directory even when no node answers. */
+    if (cli->mode == M_SNAPSHOT && cli->ndumps)
+        return telem_client_snapshot_dump(cli->dumps, cli->ndumps, &cli->o,
+                                          cli->node);
     if (cli->mode == M_REPORT && cli->ndumps)
         return telem_client_report_dump(cli->dumps, cli->ndumps, cli->rundir,
                                         cli->out_path, cli->start_ns);

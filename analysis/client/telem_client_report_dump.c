@@ -91,9 +91,8 @@ s_sorted(json_t *series)
     return out;
 }
 
-/* The files into a history; NULL after saying why. */
-static telem_hist_t *
-s_open(const char *const *dumps, size_t n)
+telem_hist_t *
+telem_client_hist_open(const char *const *dumps, size_t n, const char *what)
 {
     telem_hist_t *h = telem_hist_new(NULL);
     for (size_t i = 0; h && i < n; i++) {
@@ -105,11 +104,11 @@ s_open(const char *const *dumps, size_t n)
             telem_hist_destroy(&h);
         } else if (dmg.bad || dmg.torn_tail)
             fprintf(stderr, S_PROG ": warning: %s is damaged: %llu "
-                    "stretch(es), %llu bytes skipped%s; the report shows "
+                    "stretch(es), %llu bytes skipped%s; %s shows "
                     "what could be read\n", dumps[i],
                     (unsigned long long) dmg.bad,
                     (unsigned long long) dmg.bytes_skipped,
-                    dmg.torn_tail ? " (cut short)" : "");
+                    dmg.torn_tail ? " (cut short)" : "", what);
     }
     return h;
 }
@@ -126,6 +125,24 @@ s_notes(telem_hist_t *h, telem_seg_note_t type)
         if (json_is_object(e))
             json_array_append(out, e);
         json_decref(e);
+    }
+    return out;
+}
+
+/* "snapshots": {node: its newest snapshot in the files}. */
+static json_t *
+s_snapshots(telem_hist_t *h)
+{
+    json_t *out = json_object();
+    for (uint32_t i = 0; i < telem_hist_nnodes(h); i++) {
+        const char *json = NULL;
+        size_t len = 0;
+        const char *node = telem_hist_node(h, i);
+        json_t *doc = telem_hist_snapshot(h, node, &json, &len, NULL) == 0
+                      ? json_loadb(json, len, 0, NULL) : NULL;
+        if (json_is_object(doc))
+            json_object_set(out, node, doc);
+        json_decref(doc);
     }
     return out;
 }
@@ -150,7 +167,7 @@ telem_client_report_dump(const char *const *dumps, size_t n,
                          const char *rundir, const char *path,
                          int64_t start_ns)
 {
-    telem_hist_t *h = s_open(dumps, n);
+    telem_hist_t *h = telem_client_hist_open(dumps, n, "the report");
     if (!h)
         return 1;
     const char *names[TELEM_QUERY_METRICS_MAX];
@@ -172,6 +189,7 @@ telem_client_report_dump(const char *const *dumps, size_t n,
     int code = 1;
     if (data) {
         json_object_set_new(data, "job", s_job(h, rundir, dumps[0]));
+        json_object_set_new(data, "snapshots", s_snapshots(h));
         char title[4200];
         snprintf(title, sizeof title, "telem job report: %s%s", dumps[0],
                  n > 1 ? " and more dumps" : "");
