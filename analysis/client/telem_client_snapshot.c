@@ -394,8 +394,8 @@ s_yaml(FILE *out, const json_t *v, int ind)
 
 /* ---- the mode ---------------------------------------------------------- */
 
-/* One node's snapshot as either source gives it: text NULL (with why)
- * when it has none. */
+/* One node's snapshot as either source gives it: text NULL when it has
+ * none, why then completing "node 'N' ...". */
 typedef struct {
     const char *node;
     const char *text;
@@ -408,7 +408,7 @@ static json_t *
 s_load(const s_snap_t *v)
 {
     if (!v->text) {
-        fprintf(stderr, "telem_client: node '%s': %s\n", v->node, v->why);
+        fprintf(stderr, "telem_client: node '%s' %s\n", v->node, v->why);
         return NULL;
     }
     json_error_t err;
@@ -560,7 +560,7 @@ telem_client_snapshot_dump(const char *const *dumps, size_t ndumps,
         if (node && strcmp(node, name) != 0)
             continue;
         v[k].node = name;
-        v[k].why = "no snapshot of this node in the dump";
+        v[k].why = "has no snapshot in the dump files";
         if (telem_hist_snapshot(h, name, &v[k].text, &v[k].len, NULL) != 0)
             v[k].text = NULL;
         k++;
