@@ -470,12 +470,13 @@ test_notes(void)
     snprintf(a, sizeof a, "%s/na.tdump", s_dir);
     snprintf(b, sizeof b, "%s/nb.tdump", s_dir);
     snprintf(c, sizeof c, "%s/nc.tdump", s_dir);
-    /* nc: nb without its footer (scanned), then a later kind and a bad
-     * annotation (type 9) */
+    /* nc: nb without its footer (scanned), then an annotation cut short,
+     * a later kind and an annotation of a bad type (9) */
     size_t n;
     unsigned char *raw = slurp(b, &n);
     spit(c, raw, n - 28);
     free(raw);
+    add_record(c, TELEM_SEG_REC_ANNOTATION, "\001\002", 2);  /* cut short */
     add_record(c, 77, "future", 6);
     unsigned char bad[9 + 2] = {9};
     memcpy(bad + 9, "{}", 2);
@@ -483,7 +484,7 @@ test_notes(void)
     telem_seg_damage_t dmg;
     CHECK_RC(telem_seg_read(c, NULL, NULL, NULL, &dmg), 0);
     CHECK_INT(dmg.unknown, 1);
-    CHECK_INT(dmg.bad, 1);
+    CHECK_INT(dmg.bad, 2);
     telem_hist_t *h = telem_hist_new(NULL);
     CHECK_RC(telem_hist_add_file(h, a, NULL), 0);
     CHECK_INT(telem_hist_nnotes(h), 2);
