@@ -10,7 +10,9 @@
 # the charts (or a generous bound runs out): one chart of the collector
 # metric with one line per device (the devices of the collector map), the
 # node names with their states, the event's text; then a screenshot must
-# show charts, not a blank page (the PNG decoded with zlib alone).  Then
+# show charts, not a blank page (the PNG decoded with zlib alone).  Every
+# node's system snapshot is summed up in a "Node systems" details element
+# (GET /telem/snapshot, or the report's embedded copies) naming its CPU.  Then
 # `telem_client report` writes the job's report, the job stops, no
 # telem_agg of this job may be left, and the report is opened from its
 # file with every host name unresolvable: the same facts, from the data
@@ -93,7 +95,7 @@ browse() {
 # ---- checks (python3's standard library only) ---------------------------------
 cat >"$T/page.py" <<'PY'
 """Checks of the job's HTTP answers, of the page's DOM and of a screenshot."""
-import json, operator, re, struct, sys, urllib.request, zlib
+import json, operator, re, struct, sys, urllib.error, urllib.request, zlib
 from html.parser import HTMLParser
 from itertools import accumulate
 
@@ -169,7 +171,7 @@ class Tree(HTMLParser):
 def by_class(root, c):
     return root.find(lambda n: c in n.cls())
 
-def dom(path, mode, metric, labels, event_file):
+def dom(path, mode, metric, labels, event_file, snap_file):
     """The rendered page: charts, nodes, the event, the page's mode."""
     t = Tree()
     t.feed(open(path, encoding="utf-8").read())
@@ -204,6 +206,43 @@ def dom(path, mode, metric, labels, event_file):
             for e in events for li in e.find(lambda n: n.tag == "li")]
     if ("warn flag", text) not in rows:
         fail("event %r not listed: %s" % (text, rows))
+    systems(root, mode, snap_file)
+
+def snapshot(url, out):
+    """n1's system snapshot from /telem/snapshot (written to out); 404 for
+    a node the job does not have."""
+    doc = get(url + "telem/snapshot?node=n1")
+    if not isinstance(doc.get("cpu"), dict):
+        fail("n1's snapshot has no cpu: %s" % str(doc)[:200])
+    try:
+        urllib.request.urlopen(url + "telem/snapshot?node=nx", timeout=10)
+        fail("a snapshot of node nx")
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            fail("node nx: HTTP %d" % e.code)
+    json.dump(doc, open(out, "w"))
+
+def systems(root, mode, snap_file):
+    """A "telem-system" details element per node, each active node's with
+    its snapshot (the reserve n3 runs no telemd until it is needed: it has
+    none); n1's summary names its CPU model."""
+    doc = json.load(open(snap_file))
+    got = {d.attrs.get("data-node"): d for d in by_class(root, "telem-system")
+           if d.tag == "details"}
+    if sorted(got) != sorted(STATES):
+        fail("node systems shown: %s" % sorted(got))
+    bare = [n for n, d in got.items() if d.attrs.get("data-ready") != "1"
+            and STATES[n] == "active"]
+    if bare:
+        fail("nodes without a system summary: %s" % bare)
+    summary = " ".join(s.text() for s in got["n1"].find(lambda n: n.tag == "summary"))
+    model = doc["cpu"].get("model_name") or "?"
+    if not summary.startswith("n1: " + model):
+        fail("n1's system summary %r, CPU model %r" % (summary, model))
+    fields = [dt.text() for dt in got["n1"].find(lambda n: n.tag == "dt")]
+    for f in ("CPU model", "Cores", "Memory", "Kernel", "GPUs"):
+        if f not in fields:
+            fail("n1's system fields: %s" % fields)
 
 def png_rows(path):
     """The rows of an 8-bit RGB or RGBA, non-interlaced PNG: (w, h, bpp, rows)."""
@@ -278,7 +317,8 @@ def png(path, w_want, h_want, nlines):
     if len(count) < 2 or off < 0.05 or min(lines) < 200:
         fail("%s looks blank or chartless" % path)
 
-{"job": job, "series": series, "dom": dom, "png": png}[sys.argv[1]](*sys.argv[2:])
+{"job": job, "series": series, "dom": dom, "png": png,
+ "snapshot": snapshot}[sys.argv[1]](*sys.argv[2:])
 PY
 page() { python3 "$T/page.py" "$@"; }
 
@@ -324,6 +364,8 @@ wait_s 60 page job "$U" || fail "/telem/job: $(page job "$U" 2>&1)"
 page job "$U" >"$T/event.txt"
 wait_s 60 page series "$U" "$metric" "$labels" \
     || fail "/api/query: $(page series "$U" "$metric" "$labels" 2>&1)"
+page snapshot "$U" "$T/snap-n1.json" \
+    || fail "/telem/snapshot: $(page snapshot "$U" "$T/snap-n1.json" 2>&1)"
 agg_pids() {
     ps -eo pid=,args= | R="--rundir $TELEM_RUNDIR " \
         awk '$2 ~ /\/telem_agg$/ && index($0 " ", ENVIRON["R"]) { print $1 }'
@@ -348,7 +390,8 @@ dom_ok() {
     shift 3
     browse "$html" "$@" --virtual-time-budget=3000 --dump-dom "$url" \
         || { echo "chromium exited $?" >"$T/check.out"; return 1; }
-    page dom "$html" "$mode" "$metric" "$labels" "$T/event.txt" >"$T/check.out" 2>&1
+    page dom "$html" "$mode" "$metric" "$labels" "$T/event.txt" \
+        "$T/snap-n1.json" >"$T/check.out" 2>&1
 }
 # shot_ok PNG URL [browser flags]: a screenshot of the page that is not blank.
 shot_ok() {

@@ -8,7 +8,12 @@
 # ranges - so the overlapping dumps merged without a duplicate point;
 # --export csv/json hold the data set, each point once; report --dump
 # writes a page; damaged files give a warning or a clear error, never a
-# crash.  Every wait is for behaviour.
+# crash; node snapshots from both sources (/telem/snapshot, telem_client
+# snapshot --dump); a job's dump made by telem_launch --dump carries its detector
+# events and restarts, and telem_view answers globalAnnotations as
+# telem_agg does; telem_view over the nodes' flush logs (a run directory,
+# one node's log directory) answers as over the dumps.  Every wait is for
+# behaviour.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for b in telem_agg telem_view telem_client telemd; do
     [ -x "$TELEM_BIN/$b" ] || fail "$b is not built"
@@ -78,7 +83,19 @@ $CLIENT same "$AGG" "$VIEW" "$T0" "$S_MS" "$E_MS" \
 $CLIENT offline "$VIEW" || fail "/api/put, /api/reboot on telem_view"
 $CLIENT job "$VIEW" n1,n2,n3 "$(( T0 * 1000 ))" "$S_MS" || fail "/telem/job"
 curl -sf "$VIEW" | grep -q "telem.js" || fail "the dashboard's page"
-for n in n1 n2 n3; do stop_node "$n"; done
+# Node snapshots: /telem/snapshot from both sources, snapshot --dump.
+$CLIENT snaps "$AGG" "$VIEW" n1,n2,n3 || fail "/telem/snapshot"
+"$TELEM_BIN/telem_client" -f json snapshot >"$T/snap-live.json" \
+    || fail "telem_client snapshot"
+"$TELEM_BIN/telem_client" -f json snapshot --dump "$D/all.tdump" \
+    --dump "$D/n3.tdump" >"$T/snap-dump.json" || fail "snapshot --dump"
+$CLIENT snapfile "$T/snap-live.json" "$T/snap-dump.json" n1,n2,n3 \
+    || fail "snapshot --dump differs from the nodes' snapshots"
+"$TELEM_BIN/telem_client" -f txt snapshot n2 --dump "$D/all.tdump" \
+    >"$T/snap-n2.txt" || fail "snapshot --dump n2"
+grep -q "^Node: *n2$" "$T/snap-n2.txt" && ! grep -q "^Node: *n1" \
+    "$T/snap-n2.txt" || fail "snapshot --dump n2: $(head -3 "$T/snap-n2.txt")"
+expect_rc 1 "$TELEM_BIN/telem_client" snapshot nx --dump "$D/all.tdump"
 
 # --- export ------------------------------------------------------------------
 "$TELEM_BIN/telem_view" --export csv -o "$T/all.csv" "$D/all.tdump" \
@@ -135,28 +152,81 @@ rc=0
 "$TELEM_BIN/telem_client" report --dump "$T/noise.tdump" -o "$T/x.html" \
     2>/dev/null || rc=$?
 [ "$rc" = 1 ] || fail "report of noise: exit $rc"
-# --- telem_launch --dump: a dump when the job ends -------------------------------
+# --- telem_launch --dump: a dump when the job ends, with its annotations ------
+# A job with a real detector event and a restart: the watcher's threshold
+# detector flags n2 (the program records it_flag there on the first run),
+# the launcher restarts the job on n1 and n3, the restarted program ends
+# once n1 and n3 hold cpu_percent rounds, and the dump made at the end
+# holds the run directory's event and restart.  telem_view over the dump
+# must answer globalAnnotations exactly as a telem_agg reading that run
+# directory (its series come from this test's nodes, still running).
 LR=$T/lrun
 mkdir -m 700 "$LR"
 cat >"$T/prog.sh" <<'PROG'
 #!/usr/bin/env bash
-# Records until every node holds some cpu_percent rounds, then ends.
+if [ -z "${TELEM_RESTARTED:-}" ]; then
+    [ "$TELEM_NODE" = n2 ] && "$TELEM_BIN/add_data_demo" --count 3 \
+        --metric it_flag --quiet
+    for _ in $(seq 1200); do sleep 0.05; done   # until the restart stops it
+    exit 1
+fi
 for _ in $(seq 400); do
     [ "$("$TELEM_BIN/telem_client" -f txt -g cpu_percent 2>/dev/null \
-         | grep -c '^n[12] ')" -ge 2 ] && exit 0
+         | grep -c '^n[13] ')" -ge 2 ] && exit 0
     sleep 0.05
 done
 exit 1
 PROG
 chmod +x "$T/prog.sh"
+export TELEM_BIN
+DET="flag=threshold:metric=it_flag,op=>,value=0,severity=act"
+J_MS=$(( $(date +%s%N) / 1000000 ))
 env -u TELEM_RUNDIR -u TELEM_NODEFILE "$TELEM_BIN/telem_launch" \
-    --rundir "$LR" --local 2 --no-agg --dump "$T/jobdumps" -- "$T/prog.sh" \
-    >"$T/launch.out" 2>"$T/launch.log" || fail "telem_launch --dump"
+    --rundir "$LR" --grace 2 --local 3 --nodes 2 --resilient --no-agg \
+    --detector "$DET" --dump "$T/jobdumps" -- "$T/prog.sh" \
+    >"$T/launch.out" 2>"$T/launch.log" || fail "telem_launch --dump: $(tail -5 "$T/launch.log")"
 ls "$T"/jobdumps/job-*.tdump >/dev/null 2>&1 || fail "no dump in --dump DIR"
 grep -q "dump written: $T/jobdumps/job-" "$T/launch.log" \
     || fail "no 'dump written' line"
+grep -q "restart" "$LR/launch/restarts.log" || fail "the job did not restart"
+[ -s "$LR/telem_watch/events.jsonl" ] || fail "the watcher wrote no event"
 "$TELEM_BIN/telem_view" --export csv --metric cpu_percent \
     "$T"/jobdumps/job-*.tdump >"$T/job.csv" || fail "export of the job dump"
 [ "$(tail -n +2 "$T/job.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" \
-    = "n1 n2 " ] || fail "the job's dump: $(head "$T/job.csv")"
+    = "n1 n2 n3 " ] || fail "the job's dump: $(head "$T/job.csv")"
+start_http lagg telem_agg --nodefile "$TELEM_NODEFILE" --rundir "$LR"
+LAGG=$URL
+start_http lview telem_view "$T"/jobdumps/job-*.tdump
+LVIEW=$URL
+$CLIENT notes "$LAGG" "$LVIEW" "$J_MS" || fail "globalAnnotations differ"
+# report --dump takes them from the dump, without --rundir.
+"$TELEM_BIN/telem_client" report --dump "$T"/jobdumps/job-*.tdump \
+    -o "$T/jobr.html" >/dev/null || fail "report --dump of the job"
+grep -q '"kind":"restart"\|restart 1 (' "$T/jobr.html" \
+    || fail "the report of the job dump shows no restart"
+for n in n1 n2 n3; do stop_node "$n"; done
+
+# --- telem_view over the nodes' flush logs, no dump made -----------------------
+# SIGTERM drained every node's store into its log (RUNDIR/NODE/log): the
+# run directory, read as the nodes' segment files, answers every request
+# as the dumps do.  One node's log directory alone holds only that node.
+ls "$TELEM_RUNDIR"/n1/log/*.tseg >/dev/null 2>&1 \
+    || skip "telemd wrote no flush log in $TELEM_RUNDIR/n1/log"
+start_http logview telem_view "$TELEM_RUNDIR"
+$CLIENT same "$VIEW" "$URL" "$T0" "$S_MS" "$E_MS" \
+    || fail "telem_view over the flush logs differs from over the dumps"
+"$TELEM_BIN/telem_view" --export csv --metric it.cpu "$TELEM_RUNDIR/n2/log" \
+    >"$T/log2.csv" || fail "export of n2's log"
+[ "$(tail -n +2 "$T/log2.csv" | cut -d, -f1 | sort -u)" = n2 ] \
+    || fail "n2's log: $(head -3 "$T/log2.csv")"
+"$TELEM_BIN/telem_view" --export csv --metric it.cpu "$D/all.tdump" \
+    | grep '^n2,' | sort >"$T/dump2.csv"
+[ -s "$T/dump2.csv" ] && tail -n +2 "$T/log2.csv" | sort \
+    | cmp -s - "$T/dump2.csv" || fail "n2's log and the dump differ"
+mkdir "$T/empty"
+rc=0
+"$TELEM_BIN/telem_view" --export csv "$T/empty" >/dev/null 2>"$T/empty.err" \
+    || rc=$?
+[ "$rc" = 1 ] && grep -q "holds no segment" "$T/empty.err" \
+    || fail "an empty directory: exit $rc: $(cat "$T/empty.err")"
 echo "it_view: ok"

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "seg_test.h"
+#include "telem_crc.h"
 #include "telem_hist.h"
 #include "telem_time.h"
 
@@ -413,6 +414,101 @@ test_random(void)
     telem_hist_destroy(&h);
 }
 
+/* Appends one framed record (docs/store.md) of kind with payload p. */
+static void
+add_record(const char *path, unsigned kind, const void *p, uint32_t len)
+{
+    size_t n;
+    unsigned char *old = slurp(path, &n);
+    unsigned char *b = malloc(n + 16 + len);
+    memcpy(b, old, n);
+    unsigned char *r = b + n;
+    uint32_t sync = 0x0a52ec7eu, crc;
+    memcpy(r, &sync, 4);
+    memcpy(r + 4, &len, 4);
+    r[8] = (unsigned char) kind;
+    r[9] = 0;
+    uint16_t h = (uint16_t) (telem_crc32c(0, r, 10) & 0xffff);
+    memcpy(r + 10, &h, 2);
+    memcpy(r + 12, p, len);
+    crc = telem_crc32c(0, p, len);
+    memcpy(r + 12 + len, &crc, 4);
+    spit(path, b, n + 16 + len);
+    free(b);
+    free(old);
+}
+
+static void
+note_dump(const char *name, int extra)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", s_dir, name);
+    telem_dump_t *d = telem_dump_open(path, NULL);
+    dput(d, "n1", "m", 0, INT64_C(1700000000) * SEC, 1, 10);
+    CHECK_RC(telem_dump_put_annotation(d, TELEM_SEG_NOTE_RESTART, 2000,
+                                       "{\"a\":2}", 7), 0);
+    CHECK_RC(telem_dump_put_annotation(d, TELEM_SEG_NOTE_EVENT, 1000,
+                                       "{\"e\":1}", 7), 0);
+    if (extra)
+        CHECK_RC(telem_dump_put_annotation(d, TELEM_SEG_NOTE_EVENT, 1500,
+                                           "{}", 2), 0);
+    CHECK_RC(telem_dump_put_annotation(d, 9, 1, "{}", 2), TELEM_EINVAL);
+    CHECK_RC(telem_dump_put_annotation(d, TELEM_SEG_NOTE_EVENT, 1, NULL, 0),
+             TELEM_EINVAL);
+    CHECK_RC(telem_dump_close(&d), 0);
+}
+
+/* ANNOTATION records: written, read by index and by scan, merged across
+ * dumps without duplicates; a bad one is damage; a record of a later kind
+ * is skipped and counted, not damage. */
+static void
+test_notes(void)
+{
+    char a[512], b[512], c[512];
+    note_dump("na.tdump", 0);
+    note_dump("nb.tdump", 1);
+    snprintf(a, sizeof a, "%s/na.tdump", s_dir);
+    snprintf(b, sizeof b, "%s/nb.tdump", s_dir);
+    snprintf(c, sizeof c, "%s/nc.tdump", s_dir);
+    /* nc: nb without its footer (scanned), then an annotation cut short,
+     * a later kind and an annotation of a bad type (9) */
+    size_t n;
+    unsigned char *raw = slurp(b, &n);
+    spit(c, raw, n - 28);
+    free(raw);
+    add_record(c, TELEM_SEG_REC_ANNOTATION, "\001\002", 2);  /* cut short */
+    add_record(c, 77, "future", 6);
+    unsigned char bad[9 + 2] = {9};
+    memcpy(bad + 9, "{}", 2);
+    add_record(c, TELEM_SEG_REC_ANNOTATION, bad, sizeof bad);
+    telem_seg_damage_t dmg;
+    CHECK_RC(telem_seg_read(c, NULL, NULL, NULL, &dmg), 0);
+    CHECK_INT(dmg.unknown, 1);
+    CHECK_INT(dmg.bad, 2);
+    telem_hist_t *h = telem_hist_new(NULL);
+    CHECK_RC(telem_hist_add_file(h, a, NULL), 0);
+    CHECK_INT(telem_hist_nnotes(h), 2);
+    CHECK_RC(telem_hist_add_file(h, b, NULL), 0);
+    CHECK_RC(telem_hist_add_file(h, c, &dmg), 0);
+    CHECK_INT(dmg.unknown, 1);
+    CHECK_INT(telem_hist_nnotes(h), 3);
+    const int64_t want_ms[3] = {1000, 1500, 2000};
+    const int want_type[3] = {TELEM_SEG_NOTE_EVENT, TELEM_SEG_NOTE_EVENT,
+                              TELEM_SEG_NOTE_RESTART};
+    for (uint32_t i = 0; i < 3; i++) {
+        const telem_hist_note_t *nt = telem_hist_note(h, i);
+        CHECK_INT(nt->time_ms, want_ms[i]);
+        CHECK_INT(nt->type, want_type[i]);
+        CHECK_INT(strlen(nt->json), nt->len);
+    }
+    CHECK_STR(telem_hist_note(h, 2)->json, "{\"a\":2}");
+    CHECK_INT(telem_hist_note(h, 3) == NULL, 1);
+    telem_hist_stats_t st;
+    telem_hist_stats(h, &st);
+    CHECK_INT(st.notes, 2 + 3 + 3);
+    telem_hist_destroy(&h);
+}
+
 int
 main(void)
 {
@@ -424,6 +520,7 @@ main(void)
     test_merge();
     test_query();
     test_random();
+    test_notes();
     test_rmtree(s_dir);
     return check_report("test_hist");
 }

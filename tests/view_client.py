@@ -12,12 +12,17 @@ ranges, the export formats against the data set, and the report.
     view_client.py json FILE T0          the JSON export holds it too
     view_client.py job VIEW NODES S E    /telem/job: the nodes and a range
                                          covering [S, E] (ms)
+    view_client.py notes AGG VIEW J      globalAnnotations since J (ms):
+                                         equal, an event and a restart
+    view_client.py snaps AGG VIEW NODES  /telem/snapshot alike from both
+    view_client.py snapfile LIVE DUMP NODES  snapshot -f json outputs alike
 
 Exit status 0 when every check held; failures are listed on stderr.
 """
 import csv
 import json
 import sys
+import time
 
 from agg_client import Agg, FAILURES, check, points, put_all, truth
 
@@ -172,6 +177,55 @@ def job(view_url, nodes, s_ms, e_ms):
           and r.get("end_ms", 0) >= e_ms, str(r))
 
 
+def notes(agg_url, view_url, j_ms):
+    """globalAnnotations of the finished job: telem_agg reads them from
+    the run directory, telem_view from the dump; they must be equal and
+    hold the job's detector event and restart."""
+    now = int(time.time() * 1000) + 1000
+    body = {"start": j_ms - 60000, "end": now, "globalAnnotations": True,
+            "queries": [{"aggregator": "max", "metric": "cpu_percent"}]}
+    ja = Agg(agg_url).json("POST", "/api/query", body)
+    jv = Agg(view_url).json("POST", "/api/query", body)
+    truth("telem_agg answers series", isinstance(ja, list) and len(ja) > 0,
+          str(ja)[:300])
+    truth("telem_view answers series", isinstance(jv, list) and len(jv) > 0,
+          str(jv)[:300])
+    na = [r.get("globalAnnotations") for r in ja or []]
+    nv = [r.get("globalAnnotations") for r in jv or []]
+    check("globalAnnotations", nv[:1], na[:1])
+    kinds = sorted({n["custom"]["kind"] for n in (na[0] if na else []) or []})
+    check("the job's annotation kinds", kinds, ["event", "restart"])
+    print("notes: %d annotation(s) alike: %s" % (
+        len(na[0] or []) if na else 0,
+        [n["description"][:40] for n in (na[0] if na else []) or []]))
+
+
+def snaps(agg_url, view_url, nodes):
+    """/telem/snapshot of every node: the same document from both sources;
+    a node neither has: 404; no node: 400."""
+    agg, view = Agg(agg_url), Agg(view_url)
+    for n in nodes:
+        a = agg.json("GET", "/telem/snapshot?node=" + n)
+        v = view.json("GET", "/telem/snapshot?node=" + n)
+        truth(n + ": a snapshot", isinstance(a, dict) and a.get("node") == n,
+              str(a)[:200])
+        check(n + ": the dump's snapshot", v, a)
+    for src in (agg, view):
+        src.json("GET", "/telem/snapshot?node=nx", want=404)
+        src.json("GET", "/telem/snapshot", want=400)
+
+
+def snapfile(live_path, dump_path, nodes):
+    """telem_client -f json snapshot from the nodes and from the dump: the
+    same documents."""
+    live = json.load(open(live_path))
+    dump = json.load(open(dump_path))
+    get = lambda d: {r["node"]: r["snapshot"] for r in d["snapshots"]}
+    check("snapshot nodes", sorted(get(dump)), sorted(nodes))
+    check("snapshot --dump documents", get(dump), get(live))
+    check("snapshot --dump missing", dump["missing"], [])
+
+
 def main(argv):
     cmds = {"put": lambda a: put_all(Agg(a[0]), points(int(a[1]))),
             "same": lambda a: same(a[0], a[1], int(a[2]), int(a[3]),
@@ -180,7 +234,10 @@ def main(argv):
             "csv": lambda a: export("csv", a[0], int(a[1])),
             "json": lambda a: export("json", a[0], int(a[1])),
             "job": lambda a: job(a[0], a[1].split(","), int(a[2]),
-                                 int(a[3]))}
+                                 int(a[3])),
+            "notes": lambda a: notes(a[0], a[1], int(a[2])),
+            "snaps": lambda a: snaps(a[0], a[1], a[2].split(",")),
+            "snapfile": lambda a: snapfile(a[0], a[1], a[2].split(","))}
     if len(argv) < 2 or argv[0] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@
  * range, encodes each series' points into compressed blocks
  * (telem_block.h) and writes them with every node's metric metas (and,
  * where the nodes give one, each node's system snapshot) to a dump file
- * (telem_seg.h: the segment format with an index).  Dumps of several
+ * (telem_seg.h: the segment format with an index), with the job's
+ * detector events and restarts when given its run directory.  Dumps of several
  * nodes, of several ranges and of several runs of a job can be read
  * together by telem_hist.h, which merges them without duplicate points.
  *
@@ -42,6 +43,7 @@ typedef struct {
     uint64_t queries;          /* ac_query calls made */
     uint64_t cut;              /* ranges left cut (see above) */
     size_t nodes_missing;      /* nodes that did not answer some query */
+    uint64_t notes;            /* job events written (opts.rundir) */
 } ac_dump_stats_t;
 
 typedef struct {
@@ -59,6 +61,12 @@ typedef struct {
     /* Called after each query with the totals so far (NULL: none). */
     void (*progress)(void *arg, const ac_dump_stats_t *st);
     void *progress_arg;
+    /* The job's run directory (NULL: none): its detector events
+     * (telem_watch/events.jsonl) and restarts (launch/restarts.log) in
+     * the range are written as ANNOTATION records, each the JSON object
+     * telem_web_job.h reads, so telem_view shows what telem_agg shows.
+     * Files absent there are no error. */
+    const char *rundir;
 } ac_dump_opts_t;
 
 /* Writes the dump to `path` (created mode 0600; an existing file is

@@ -1,5 +1,6 @@
-/* ac_dump_main.c - ac_dump(): the range, the catalog, the metas and the
- * snapshots around the series (ac_dump.c), and the file's life.
+/* ac_dump_main.c - ac_dump(): the range, the catalog, the metas, the
+ * snapshots and the job's events around the series (ac_dump.c), and the
+ * file's life.
  *
  * The catalog (a TELEM_QUERY_LIST query with the dump's filters) names
  * the metrics to fetch and gives every node's meta of each (type, unit,
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "telem_time.h"
+#include "telem_web_job.h"
 
 int
 ac__dump_fail(ac__dump_t *d, int rc, const char *what)
@@ -112,6 +114,44 @@ s_snapshots(ac__dump_t *d)
     return rc ? ac__dump_fail(d, rc, "writing the snapshots") : 0;
 }
 
+/* The run directory's events and restarts of type `type` in the range,
+ * one ANNOTATION record each (the object as telem_web_job.h gives it). */
+static int
+s_notes_of(ac__dump_t *d, json_t *list, telem_seg_note_t type)
+{
+    size_t i;
+    json_t *e;
+    int rc = list ? 0 : TELEM_ENOMEM;
+    json_array_foreach(list, i, e) {
+        json_int_t t = json_integer_value(json_object_get(e, "time_ms"));
+        if (t < d->start_ns / TELEM_NS_PER_MS || t > d->end_ns / TELEM_NS_PER_MS)
+            continue;
+        char *text = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+        rc = text ? telem_dump_put_annotation(d->dump, type, t, text,
+                                              strlen(text))
+                  : TELEM_ENOMEM;
+        free(text);
+        if (rc)
+            break;
+        d->st.notes++;
+    }
+    json_decref(list);
+    return rc;
+}
+
+static int
+s_notes(ac__dump_t *d)
+{
+    if (!d->o.rundir)
+        return 0;
+    int rc = s_notes_of(d, telem_web_job_events(d->o.rundir, NULL, NULL),
+                        TELEM_SEG_NOTE_EVENT);
+    if (rc == 0)
+        rc = s_notes_of(d, telem_web_job_restarts(d->o.rundir, NULL, NULL),
+                        TELEM_SEG_NOTE_RESTART);
+    return rc ? ac__dump_fail(d, rc, "writing the job's events") : 0;
+}
+
 static int
 s_catalog(ac__dump_t *d, ac_result_t **cat)
 {
@@ -150,6 +190,8 @@ s_run(ac__dump_t *d, const char *path)
         rc = ac__dump_series(d, names, n);
     if (rc == 0)
         rc = s_snapshots(d);
+    if (rc == 0)
+        rc = s_notes(d);
     int crc = telem_dump_close(&d->dump);
     if (rc == 0 && crc)
         rc = ac__dump_fail(d, crc, "closing the dump");

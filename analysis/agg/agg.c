@@ -345,6 +345,7 @@ static const s_route_t s_routes[] = {
     { "/api/put", S_POST, s_put },
     { "/api/reboot", S_POST, s_reboot },
     { "/telem/job", S_GET, agg_job },
+    { "/telem/snapshot", S_GET, agg_snapshot },
 };
 
 /* The path without one trailing '/' ("/api/query/" is "/api/query"). */

@@ -102,12 +102,15 @@ json_t *agg_job_data(agg_t *self);
 int agg_read_token(const char *prog, const char *path, char *token,
                    size_t size);
 
-/* The endpoints (agg_query.c, agg_meta.c, agg_job.c, agg_ops.c). */
+/* The endpoints (agg_query.c, agg_meta.c, agg_job.c, agg_ops.c,
+ * agg_snap.c). */
 void agg_query(agg_t *self, telem_http_req_t *req);
 void agg_suggest(agg_t *self, telem_http_req_t *req);
 void agg_lookup(agg_t *self, telem_http_req_t *req);
 void agg_put(agg_t *self, telem_http_req_t *req);
 void agg_reboot(agg_t *self, telem_http_req_t *req);
 void agg_job(agg_t *self, telem_http_req_t *req);
+/* GET /telem/snapshot?node=N: the node's system snapshot (agg_snap.c). */
+void agg_snapshot(agg_t *self, telem_http_req_t *req);
 
 #endif

@@ -15,7 +15,9 @@
 
 typedef struct agg_dump agg_dump_t;
 
-/* Reads the n files (dumps or segments) into one history; a damaged file
+/* Reads the n files (dumps or segments; a directory: its *.tseg and
+ * *.tdump files, else those of each NODE/log in it) into one history; a
+ * damaged file
  * is logged (warning) and served as far as it reads.  NULL with a
  * sentence in why when a file cannot be read at all (missing, not a telem
  * file, a newer version) or memory runs out. */

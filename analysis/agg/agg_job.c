@@ -75,11 +75,10 @@ s_note(int64_t t_ms, const char *description, const char *notes,
 }
 
 json_t *
-agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
+agg_annotations_of(json_t *events, json_t *restarts, int64_t start_ms,
+                   int64_t end_ms)
 {
     json_t *out = json_array();
-    json_t *events = telem_web_job_events(agg_rundir(self), NULL, NULL);
-    json_t *restarts = telem_web_job_restarts(agg_rundir(self), NULL, NULL);
     size_t i;
     json_t *e;
     json_array_foreach(events, i, e) {
@@ -101,6 +100,15 @@ agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
                 json_object_get(e, "line")), NULL, json_pack(
                 "{s:s}", "kind", "restart")));
     }
+    return out;
+}
+
+json_t *
+agg_annotations(agg_t *self, int64_t start_ms, int64_t end_ms)
+{
+    json_t *events = telem_web_job_events(agg_rundir(self), NULL, NULL);
+    json_t *restarts = telem_web_job_restarts(agg_rundir(self), NULL, NULL);
+    json_t *out = agg_annotations_of(events, restarts, start_ms, end_ms);
     json_decref(events);
     json_decref(restarts);
     return out;

@@ -84,6 +84,40 @@ s_job_series(void *src, const char *metric, size_t *n)
     return agg_job_series(src, metric, n);
 }
 
+/* The node's snapshot through ac_snapshot() (that node alone asked). */
+static int
+s_snapshot(void *src, const char *node, int timeout_ms, char **json,
+           size_t *len, char *why, size_t why_size)
+{
+    agg_t *self = src;
+    ac_t *ac = agg_ac_get(self, why, why_size);
+    if (!ac)
+        return TELEM_ECONN;
+    long i = ac_node_find(ac, node);
+    if (i < 0) {
+        agg_ac_put(self, ac);
+        snprintf(why, why_size, "%s is not in the job's node file (no "
+                 "telemd of the job runs there)", node);
+        return TELEM_ENOTFOUND;
+    }
+    ac_snapshot_result_t *r = NULL;
+    int rc = ac_snapshot(ac, i, timeout_ms, &r);
+    agg_ac_put(self, ac);
+    size_t n = r ? ac_snapshot_result_count(r) : 0;
+    const char *text = n ? ac_snapshot_result_json(r, 0, len) : NULL;
+    if (text) {
+        rc = (*json = strdup(text)) ? 0 : TELEM_ENOMEM;
+    } else {
+        if (n && ac_snapshot_result_code(r, 0))
+            rc = ac_snapshot_result_code(r, 0);
+        rc = rc ? rc : TELEM_ENOTFOUND;
+        snprintf(why, why_size, "%s: %s", node,
+                 n ? ac_snapshot_result_message(r, 0) : telem_strerror(rc));
+    }
+    ac_snapshot_result_destroy(&r);
+    return rc;
+}
+
 static void
 s_put(void *src, telem_http_req_t *req)
 {
@@ -103,6 +137,7 @@ const agg_src_vt_t agg_live_vt = {
     .job = s_job,
     .annotations = s_annotations,
     .job_series = s_job_series,
+    .snapshot = s_snapshot,
     .put = s_put,
     .reboot = s_reboot,
 };

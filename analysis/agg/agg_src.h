@@ -96,9 +96,22 @@ typedef struct {
     /* The job's own series (agg.h's agg_job_series), or NULL. */
     agg_job_series_t *(*job_series)(void *src, const char *metric,
                                     size_t *n);
+    /* Node `node`'s system snapshot: 0 with *json (malloc'd, NUL-ended,
+     * the caller frees) and *len; TELEM_ENOTFOUND (no such node, or it has
+     * no snapshot), TELEM_ETIMEDOUT / TELEM_ECONN (the node did not
+     * answer) or TELEM_ENOMEM, with a sentence in why. */
+    int (*snapshot)(void *src, const char *node, int timeout_ms, char **json,
+                    size_t *len, char *why, size_t why_size);
     /* The endpoints that change the job; NULL where the source has none. */
     void (*put)(void *src, telem_http_req_t *req);
     void (*reboot)(void *src, telem_http_req_t *req);
 } agg_src_vt_t;
+
+/* OpenTSDB's annotation objects of the events and restarts (the arrays of
+ * telem_web_job.h) in [start_ms, end_ms], events first: what both sources
+ * answer (agg_job.c).  A new array (maybe empty); NULL arguments are empty
+ * arrays. */
+json_t *agg_annotations_of(json_t *events, json_t *restarts,
+                           int64_t start_ms, int64_t end_ms);
 
 #endif

@@ -1,7 +1,7 @@
 /* telem_view.c - a finished job's telemetry from its dump files: the same
  * HTTP API and dashboard as telem_agg, or the points written out.
  *
- *   telem_view [--port N] [--bind ADDR] [options] DUMP...
+ *   telem_view [--port N] [--bind ADDR] [options] DUMP|DIR...
  *   telem_view --export csv|json [-o FILE] [--start T] [--end T]
  *              [--metric M]... [--tag k=v]... DUMP...
  *
@@ -33,15 +33,18 @@
 #define S_FILES_MAX 256
 
 static const char s_usage[] =
-"Usage: telem_view [options] DUMP...\n"
+"Usage: telem_view [options] DUMP|DIR...\n"
 "       telem_view --export csv|json [-o FILE] [--start T] [--end T]\n"
-"                  [--metric M]... [--tag k=v]... DUMP...\n"
+"                  [--metric M]... [--tag k=v]... DUMP|DIR...\n"
 "\n"
 "Serve a finished job's telemetry from its dump files (telem_client dump,\n"
 "telem_launch --dump; segment files of a node's log too) with telem_agg's\n"
 "HTTP API: OpenTSDB 2.4 (for Grafana) and the dashboard at /.  Several\n"
 "files (nodes, ranges, runs) merge without duplicate points.  /api/put\n"
-"and /api/reboot answer 501: there is no live job.\n"
+"and /api/reboot answer 501: there is no live job.  A DIR argument reads\n"
+"its segment (*.tseg) and dump (*.tdump) files: a node's flush log\n"
+"(RUNDIR/NODE/log), history after a crash with no dump made; a run\n"
+"directory reads every NODE/log in it.\n"
 "\n"
 "Options:\n"
 "  -p, --port N            TCP port (0: any free one)             [4242]\n"

@@ -37,6 +37,7 @@
 #include <jansson.h>
 
 #include "ac.h"
+#include "telem_hist.h"
 #include "telem_promname.h"
 
 /* ---- formats (telem_client_fmt.c) ---- */
@@ -239,20 +240,35 @@ int telem_client_report_write(const char *path, const json_t *data,
 
 /* `report --dump`: the same report from the n dump (or segment) files
  * `dumps`, merged without duplicates (telem_hist.h); restarts and events
- * from `rundir` when given.  Series since start_ns (0: all).  A damaged
+ * from `rundir` when given, else those the dumps hold.  Series since start_ns (0: all).  A damaged
  * file gives a warning and what could be read; a file that is not a dump
  * is an error.  Returns the exit code (0 or 1). */
 int telem_client_report_dump(const char *const *dumps, size_t n,
                              const char *rundir, const char *path,
                              int64_t start_ns);
 
+/* The n dump (or segment) files in one history (telem_hist.h); a damaged
+ * file gives a warning on stderr ("... `what` shows what could be read").
+ * NULL after saying why on stderr (a file that is not a dump). */
+telem_hist_t *telem_client_hist_open(const char *const *dumps, size_t n,
+                                     const char *what);
+
+/* `snapshot --dump FILE... [NODE]`: the system snapshots the dump files
+ * hold (each node's newest), or NODE's, written as telem_client_snapshot()
+ * writes them.  Returns the exit code (0, 3 some node has none, 1). */
+int telem_client_snapshot_dump(const char *const *dumps, size_t ndumps,
+                               const telem_client_opts_t *o,
+                               const char *node);
+
 /* ---- dump (telem_client_dump.c) --------------------------------------- */
 
 /* `dump`: ac_dump() of o's metrics and tags over [start_ns, end_ns]
- * (ac_dump.h's conventions) into `path`; progress on stderr, a summary
+ * (ac_dump.h's conventions) into `path`, with the events and restarts of
+ * run directory `rundir` (NULL: none); progress on stderr, a summary
  * on stdout.  Returns the exit code: 0, 3 (some node missing) or 1. */
 int telem_client_dump(ac_t *ac, const telem_client_opts_t *o,
-                      const char *path, int64_t start_ns, int64_t end_ns);
+                      const char *path, const char *rundir, int64_t start_ns,
+                      int64_t end_ns);
 
 
 #endif

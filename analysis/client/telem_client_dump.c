@@ -40,7 +40,7 @@ s_progress(void *arg, const ac_dump_stats_t *st)
 
 int
 telem_client_dump(ac_t *ac, const telem_client_opts_t *o, const char *path,
-                  int64_t start_ns, int64_t end_ns)
+                  const char *rundir, int64_t start_ns, int64_t end_ns)
 {
     s_progress_t p = { telem_mono_ns(), 0 };
     ac_dump_opts_t d = { 0 };
@@ -53,6 +53,7 @@ telem_client_dump(ac_t *ac, const telem_client_opts_t *o, const char *path,
     d.timeout_ms = o->timeout_ms;
     d.progress = s_progress;
     d.progress_arg = &p;
+    d.rundir = rundir;
     ac_dump_stats_t st;
     char why[1200] = "";
     int rc = ac_dump(ac, &d, path, &st, why, sizeof why);
@@ -68,12 +69,14 @@ telem_client_dump(ac_t *ac, const telem_client_opts_t *o, const char *path,
                 "were still cut to the reply limit: some points are "
                 "missing\n", (unsigned long long) st.cut);
     printf("wrote %s: %llu series, %llu points, %llu blocks, %llu bytes of "
-           "blocks (%.2f bytes/point), %zu metric%s, %llu queries\n", path,
+           "blocks (%.2f bytes/point), %zu metric%s, %llu queries, %llu job "
+           "event%s\n", path,
            (unsigned long long) st.series, (unsigned long long) st.points,
            (unsigned long long) st.blocks,
            (unsigned long long) st.block_bytes,
            st.points ? (double) st.block_bytes / (double) st.points : 0.0,
            st.nmetrics, st.nmetrics == 1 ? "" : "s",
-           (unsigned long long) st.queries);
+           (unsigned long long) st.queries, (unsigned long long) st.notes,
+           st.notes == 1 ? "" : "s");
     return rc == TELEM_EPARTIAL ? 3 : 0;
 }

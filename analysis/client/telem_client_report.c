@@ -245,6 +245,26 @@ s_nodefile(const telem_client_opts_t *o, const char *rundir_arg, char *buf,
     return buf;
 }
 
+/* "snapshots": {node: its system snapshot} of the nodes that have one
+ * (the dashboard's "Node systems"); nodes without are left out. */
+static void
+s_snapshots(ac_t *ac, int timeout_ms, json_t *data)
+{
+    json_t *out = json_object();
+    ac_snapshot_result_t *r = NULL;
+    ac_snapshot(ac, -1, timeout_ms, &r);
+    for (size_t i = 0; r && i < ac_snapshot_result_count(r); i++) {
+        size_t len = 0;
+        const char *text = ac_snapshot_result_json(r, i, &len);
+        json_t *doc = text ? json_loadb(text, len, 0, NULL) : NULL;
+        if (json_is_object(doc))
+            json_object_set(out, ac_snapshot_result_node(r, i), doc);
+        json_decref(doc);
+    }
+    ac_snapshot_result_destroy(&r);
+    json_object_set_new(data, "snapshots", out);
+}
+
 /* Series and missing nodes from the nodes; the job from the node file when
  * the launcher's is missing.  Returns the job object (owned). */
 static json_t *
@@ -262,6 +282,7 @@ s_from_nodes(const telem_client_opts_t *o, const char *rundir_arg,
     } else {
         s_query_series(ac, start_ns, json_object_get(data, "series"),
                        json_object_get(data, "missing"));
+        s_snapshots(ac, o->timeout_ms, data);
     }
     if (!job)
         job = s_job_from_nodes(rundir, ac, json_array_size(

@@ -4,8 +4,9 @@
  * The same job data object as the live report (telem_client_report.c):
  * the series of the charted metrics (collector and node metrics) from
  * every node, in the live report's order (metric, tags, node), the nodes
- * the files hold, and, with --rundir, the run directory's restarts and
- * events.  The files are read through the history index (telem_hist.h),
+ * the files hold, and the restarts and events: the run directory's with
+ * --rundir, else those the dumps hold (ANNOTATION records, dump
+ * --rundir).  The files are read through the history index (telem_hist.h),
  * so several dumps (several nodes, overlapping ranges, several runs)
  * merge without duplicate points; a damaged file gives a warning and what
  * could be read.
@@ -90,9 +91,8 @@ s_sorted(json_t *series)
     return out;
 }
 
-/* The files into a history; NULL after saying why. */
-static telem_hist_t *
-s_open(const char *const *dumps, size_t n)
+telem_hist_t *
+telem_client_hist_open(const char *const *dumps, size_t n, const char *what)
 {
     telem_hist_t *h = telem_hist_new(NULL);
     for (size_t i = 0; h && i < n; i++) {
@@ -104,13 +104,47 @@ s_open(const char *const *dumps, size_t n)
             telem_hist_destroy(&h);
         } else if (dmg.bad || dmg.torn_tail)
             fprintf(stderr, S_PROG ": warning: %s is damaged: %llu "
-                    "stretch(es), %llu bytes skipped%s; the report shows "
+                    "stretch(es), %llu bytes skipped%s; %s shows "
                     "what could be read\n", dumps[i],
                     (unsigned long long) dmg.bad,
                     (unsigned long long) dmg.bytes_skipped,
-                    dmg.torn_tail ? " (cut short)" : "");
+                    dmg.torn_tail ? " (cut short)" : "", what);
     }
     return h;
+}
+
+/* The dumps' job events of `type` as telem_web_job.h gives them. */
+static json_t *
+s_notes(telem_hist_t *h, telem_seg_note_t type)
+{
+    json_t *out = json_array();
+    for (uint32_t i = 0; i < telem_hist_nnotes(h); i++) {
+        const telem_hist_note_t *n = telem_hist_note(h, i);
+        json_t *e = n->type == type ? json_loadb(n->json, n->len, 0, NULL)
+                                    : NULL;
+        if (json_is_object(e))
+            json_array_append(out, e);
+        json_decref(e);
+    }
+    return out;
+}
+
+/* "snapshots": {node: its newest snapshot in the files}. */
+static json_t *
+s_snapshots(telem_hist_t *h)
+{
+    json_t *out = json_object();
+    for (uint32_t i = 0; i < telem_hist_nnodes(h); i++) {
+        const char *json = NULL;
+        size_t len = 0;
+        const char *node = telem_hist_node(h, i);
+        json_t *doc = telem_hist_snapshot(h, node, &json, &len, NULL) == 0
+                      ? json_loadb(json, len, 0, NULL) : NULL;
+        if (json_is_object(doc))
+            json_object_set(out, node, doc);
+        json_decref(doc);
+    }
+    return out;
 }
 
 static json_t *
@@ -133,7 +167,7 @@ telem_client_report_dump(const char *const *dumps, size_t n,
                          const char *rundir, const char *path,
                          int64_t start_ns)
 {
-    telem_hist_t *h = s_open(dumps, n);
+    telem_hist_t *h = telem_client_hist_open(dumps, n, "the report");
     if (!h)
         return 1;
     const char *names[TELEM_QUERY_METRICS_MAX];
@@ -148,13 +182,14 @@ telem_client_report_dump(const char *const *dumps, size_t n,
         "{s:i, s:I, s:o, s:o, s:[], s:o}", "version", 1, "generated_ms",
         (json_int_t) (telem_now_ns() / TELEM_NS_PER_MS),
         "restarts", rundir ? telem_web_job_restarts(rundir, S_PROG, NULL)
-                           : json_array(),
+                           : s_notes(h, TELEM_SEG_NOTE_RESTART),
         "events", rundir ? telem_web_job_events(rundir, S_PROG, NULL)
-                         : json_array(),
+                         : s_notes(h, TELEM_SEG_NOTE_EVENT),
         "missing", "series", s_sorted(w.series));
     int code = 1;
     if (data) {
         json_object_set_new(data, "job", s_job(h, rundir, dumps[0]));
+        json_object_set_new(data, "snapshots", s_snapshots(h));
         char title[4200];
         snprintf(title, sizeof title, "telem job report: %s%s", dumps[0],
                  n > 1 ? " and more dumps" : "");

@@ -13,6 +13,7 @@
  * telem_client_fmt.c.
  */
 #include "telem_client.h"
+#include "telem_hist.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -393,24 +394,29 @@ s_yaml(FILE *out, const json_t *v, int ind)
 
 /* ---- the mode ---------------------------------------------------------- */
 
-/* Node i's snapshot as a JSON object, or NULL (with a line on stderr). */
-static json_t *
-s_load(const ac_snapshot_result_t *r, size_t i)
-{
+/* One node's snapshot as either source gives it: text NULL when it has
+ * none, why then completing "node 'N' ...". */
+typedef struct {
+    const char *node;
+    const char *text;
     size_t len;
-    const char *text = ac_snapshot_result_json(r, i, &len);
-    const char *node = ac_snapshot_result_node(r, i);
-    if (!text) {
-        fprintf(stderr, "telem_client: node '%s' did not answer: %s (%s)\n",
-                node, ac_snapshot_result_message(r, i),
-                ac_strerror(ac_snapshot_result_code(r, i)));
+    const char *why;
+} s_snap_t;
+
+/* v's snapshot as a JSON object, or NULL (with a line on stderr). */
+static json_t *
+s_load(const s_snap_t *v)
+{
+    if (!v->text) {
+        fprintf(stderr, "telem_client: node '%s' %s\n", v->node, v->why);
         return NULL;
     }
     json_error_t err;
-    json_t *doc = json_loadb(text, len, 0, &err);
+    json_t *doc = json_loadb(v->text, v->len, 0, &err);
     if (!json_is_object(doc)) {
-        fprintf(stderr, "telem_client: node '%s' sent a snapshot that is not "
-                "a JSON object: %s\n", node, doc ? "another value" : err.text);
+        fprintf(stderr, "telem_client: node '%s' has a snapshot that is not "
+                "a JSON object: %s\n", v->node,
+                doc ? "another value" : err.text);
         json_decref(doc);
         return NULL;
     }
@@ -466,13 +472,13 @@ s_end(telem_client_fmt_kind_t kind, FILE *out, json_t *rows,
     }
 }
 
-int
-telem_client_snapshot(ac_t *ac, const telem_client_opts_t *o, long node)
+/* Writes the n snapshots v in o->fmt; rc: how they were fetched.
+ * Returns the exit code. */
+static int
+s_show(const telem_client_opts_t *o, const s_snap_t *v, size_t n, int rc)
 {
     static const char *const cols[] = { "node", "field", "value" };
-    ac_snapshot_result_t *r = NULL;
-    int rc = ac_snapshot(ac, node, o->timeout_ms, &r);
-    size_t n = ac_snapshot_result_count(r), nm = 0;
+    size_t nm = 0;
     const char **missing = calloc(n + 1, sizeof *missing);
     json_t *rows = json_array();
     s_out_t out = { .out = o->out };
@@ -483,8 +489,8 @@ telem_client_snapshot(ac_t *ac, const telem_client_opts_t *o, long node)
     if (o->fmt == TELEM_CLIENT_FMT_YAML && rc != TELEM_ENOMEM)
         fputs("\"snapshots\":", o->out);
     for (size_t i = 0, shown = 0; rc != TELEM_ENOMEM && i < n; i++) {
-        json_t *doc = s_load(r, i);
-        out.node = ac_snapshot_result_node(r, i);
+        json_t *doc = s_load(&v[i]);
+        out.node = v[i].node;
         if (!doc) {
             missing[nm++] = out.node;
             continue;
@@ -507,6 +513,65 @@ telem_client_snapshot(ac_t *ac, const telem_client_opts_t *o, long node)
     telem_client_fmt_destroy(&out.fmt);
     json_decref(rows);
     free(missing);
+    return code;
+}
+
+int
+telem_client_snapshot(ac_t *ac, const telem_client_opts_t *o, long node)
+{
+    ac_snapshot_result_t *r = NULL;
+    int rc = ac_snapshot(ac, node, o->timeout_ms, &r);
+    size_t n = ac_snapshot_result_count(r);
+    s_snap_t *v = calloc(n + 1, sizeof *v);
+    char (*why)[300] = calloc(n + 1, sizeof *why);
+    int code = 1;
+    if (v && why) {
+        for (size_t i = 0; i < n; i++) {
+            v[i].node = ac_snapshot_result_node(r, i);
+            v[i].text = ac_snapshot_result_json(r, i, &v[i].len);
+            snprintf(why[i], sizeof why[i], "did not answer: %s (%s)",
+                     ac_snapshot_result_message(r, i),
+                     ac_strerror(ac_snapshot_result_code(r, i)));
+            v[i].why = why[i];
+        }
+        code = s_show(o, v, n, rc);
+    } else {
+        fprintf(stderr, "telem_client: out of memory\n");
+    }
+    free(v);
+    free(why);
     ac_snapshot_result_destroy(&r);
+    return code;
+}
+
+int
+telem_client_snapshot_dump(const char *const *dumps, size_t ndumps,
+                           const telem_client_opts_t *o, const char *node)
+{
+    telem_hist_t *h = telem_client_hist_open(dumps, ndumps, "the output");
+    if (!h)
+        return 1;
+    uint32_t n = telem_hist_nnodes(h);
+    s_snap_t *v = calloc(n + 1, sizeof *v);
+    size_t k = 0;
+    int code = 1;
+    for (uint32_t i = 0; v && i < n; i++) {
+        const char *name = telem_hist_node(h, i);
+        if (node && strcmp(node, name) != 0)
+            continue;
+        v[k].node = name;
+        v[k].why = "has no snapshot in the dump files";
+        if (telem_hist_snapshot(h, name, &v[k].text, &v[k].len, NULL) != 0)
+            v[k].text = NULL;
+        k++;
+    }
+    if (!v)
+        fprintf(stderr, "telem_client: out of memory\n");
+    else if (node && k == 0)
+        fprintf(stderr, "telem_client: no node '%s' in the dump\n", node);
+    else
+        code = s_show(o, v, k, 0);
+    free(v);
+    telem_hist_destroy(&h);
     return code;
 }

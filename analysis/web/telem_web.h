@@ -30,7 +30,9 @@
  *     "series":   [ {"metric": "cg_dgemm_seconds",
  *                    "tags": {"host": "n1", "gpu": "0"},
  *                    "aggregateTags": [],
- *                    "dps": [[1764000000000, 0.0123], ...]} ]
+ *                    "dps": [[1764000000000, 0.0123], ...]} ],
+ *     "snapshots": {"n1": {...}}             optional: each node's system
+ *                                            snapshot (GET /telem/snapshot)
  *   }
  *
  * "series" holds OpenTSDB /api/query result objects with millisecond times

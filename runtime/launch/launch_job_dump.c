@@ -5,7 +5,8 @@
  * The dump asks every node whose telemd still runs (the launcher's
  * launch/telemd_nodes, nodes taken out of the job included) through
  * ac_dump() (analysis/ac/ac_dump.h) for everything they hold, into
- * DIR/job-<UTC time>-<launcher pid>.tdump (DIR created mode 0700).  It runs
+ * DIR/job-<UTC time>-<launcher pid>.tdump (DIR created mode 0700), with
+ * the run directory's detector events and restarts.  It runs
  * in the job's loop, at its end: nothing else is left to do then.  A
  * failed dump is logged and never changes the job's exit code. */
 #include "launch_job_int.h"
@@ -54,7 +55,8 @@ launch_job_dump(launch_job_t *self)
                   telem_strerror(err));
         return;
     }
-    ac_dump_opts_t o = { .timeout_ms = S_DUMP_TIMEOUT_MS };
+    ac_dump_opts_t o = { .timeout_ms = S_DUMP_TIMEOUT_MS,
+                         .rundir = self->rundir };
     ac_dump_stats_t st;
     char why[1200] = "";
     int64_t t0 = telem_mono_ns();

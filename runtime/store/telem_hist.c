@@ -1,5 +1,6 @@
 /* telem_hist.c - building the history index: files, nodes, series and
- * where each kept block version lies; metas and snapshots per node.
+ * where each kept block version lies; metas and snapshots per node (job
+ * events: telem_hist_notes.c).
  *
  * A block's bytes are never kept: adding a file keeps 48 bytes per block
  * version (telem_hist_int.h) and the query half reads blocks again from
@@ -58,6 +59,7 @@ telem_hist_destroy(telem_hist_t **self_p)
         close(self->files[i].fd);
         free(self->files[i].path);
     }
+    hist_notes_free(self);
     free(self->files);
     for (size_t i = 0; i < self->node_keys.n; i++)
         s_node_free(&self->nodes[i]);
@@ -304,6 +306,8 @@ s_on_record(void *arg, const telem_seg_rec_t *r)
     case TELEM_SEG_REC_SNAPSHOT:
         return s_set_snapshot(a->self, r->node, a->file, r->offset,
                               r->created_ns);
+    case TELEM_SEG_REC_ANNOTATION:
+        return hist_note_add(a->self, r);
     default:
         return 0;
     }

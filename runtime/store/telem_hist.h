@@ -55,6 +55,8 @@ typedef struct {
     uint64_t bad;                 /* damaged stretches in the files read */
     uint64_t bytes_skipped;
     uint64_t files_refused;       /* not telem files, newer versions */
+    uint64_t notes;               /* annotation records read (before
+                                     duplicates are merged) */
 } telem_hist_stats_t;
 
 /* Returns an empty history, or NULL with *err (NULL allowed) set to
@@ -134,5 +136,21 @@ int telem_hist_chunks(telem_hist_t *self, const char *node, int64_t since_ns,
                       void *arg);
 
 void telem_hist_stats(const telem_hist_t *self, telem_hist_stats_t *out);
+
+/* One job event of the files' ANNOTATION records (telem_seg.h). */
+typedef struct {
+    telem_seg_note_t type;        /* event or restart */
+    int64_t time_ms;
+    const char *json;             /* its JSON text, NUL-terminated */
+    size_t len;
+} telem_hist_note_t;
+
+/* The job events of every file added, sorted by time, then type, then
+ * text; records equal in all three (two dumps of one run) are one.  The
+ * count and the i-th (NULL past the end); pointers valid until the next
+ * telem_hist_add_* or destroy.  Job events are not a node's: a dump holds
+ * those of the run directory it was made with. */
+uint32_t telem_hist_nnotes(telem_hist_t *self);
+const telem_hist_note_t *telem_hist_note(telem_hist_t *self, uint32_t i);
 
 #endif

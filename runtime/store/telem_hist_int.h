@@ -62,6 +62,9 @@ struct telem_hist {
     size_t ser_cap;
     uint32_t *ser_order;          /* series sorted by node name, key */
     int dirty;                    /* the orders need building again */
+    telem_hist_note_t *notes;     /* job events (json owned) */
+    size_t nnotes, notes_cap;
+    int notes_dirty;              /* to sort and merge again */
     char **graveyard;             /* replaced snapshot texts */
     size_t ngrave, grave_cap;
     telem_hist_stats_t st;
@@ -84,6 +87,12 @@ int hist_prepare(telem_hist_t *self);
 /* Reads the BLOCK record of b: *block, *len point into self->rec. */
 int hist_block(telem_hist_t *self, const hist_blk_t *b, const void **block,
                size_t *len);
+
+/* Keeps a copy of the ANNOTATION record r.  0 or TELEM_ENOMEM. */
+int hist_note_add(telem_hist_t *self, const telem_seg_rec_t *r);
+
+/* Frees the notes (telem_hist_destroy). */
+void hist_notes_free(telem_hist_t *self);
 
 /* The meta of metric in node, or NULL. */
 const telem_meta_t *hist_meta(const telem_hist_t *self, uint32_t node,

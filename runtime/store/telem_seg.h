@@ -20,7 +20,12 @@
  *   META     (node, telem_meta_t)
  *   SNAPSHOT (node, creation time, JSON text)
  *   INDEX    (dumps: per series node, key, and for each of its blocks the
- *            record's offset, first_seq, point count and time range).
+ *            record's offset, first_seq, point count and time range)
+ *   ANNOTATION (dumps: one job event - a detector event or a restart -
+ *            with its time and its JSON object, as telem_agg shows them).
+ * A record of a kind this reader does not know (a later kind) whose
+ * framing and checksums hold is skipped and counted (damage.unknown), not
+ * taken for damage.
  * Every file is self-contained: a BLOCK's series is defined by a SERIES
  * record earlier in the same file, so the oldest segment can be deleted.
  *
@@ -66,8 +71,18 @@ typedef enum {
     TELEM_SEG_REC_BLOCK = 2,
     TELEM_SEG_REC_META = 3,
     TELEM_SEG_REC_SNAPSHOT = 4,
-    TELEM_SEG_REC_INDEX = 5
+    TELEM_SEG_REC_INDEX = 5,
+    TELEM_SEG_REC_ANNOTATION = 6
 } telem_seg_rec_kind_t;
+
+/* The type of an ANNOTATION record. */
+typedef enum {
+    TELEM_SEG_NOTE_EVENT = 1,     /* a detector event (events.jsonl) */
+    TELEM_SEG_NOTE_RESTART = 2    /* a restart (restarts.log) */
+} telem_seg_note_t;
+
+/* The largest JSON text an ANNOTATION record holds. */
+#define TELEM_SEG_NOTE_MAX (1u << 20)
 
 /* --- a node's log directory ------------------------------------------- */
 
@@ -199,6 +214,15 @@ int telem_dump_put_meta(telem_dump_t *self, const char *node,
 int telem_dump_put_snapshot(telem_dump_t *self, const char *node,
                             const char *json, size_t len, int64_t created_ns);
 
+/* Appends an ANNOTATION record: a job event of `type` at time_ms (ms
+ * since the epoch, realtime) described by json[0..len) (the event's JSON
+ * object as the run directory gives it; any bytes, at most
+ * TELEM_SEG_NOTE_MAX).  Its offset goes into the index with the META and
+ * SNAPSHOT offsets.  Returns as above (TELEM_EINVAL: a bad type, NULL
+ * json, too long). */
+int telem_dump_put_annotation(telem_dump_t *self, telem_seg_note_t type,
+                              int64_t time_ms, const char *json, size_t len);
+
 /* Writes the INDEX records and the footer, fsyncs and closes the file, and
  * frees the dump (also on failure; a file left without its footer is still
  * read, by scanning).  Accepts NULL (returns 0) and nulls *self_p.
@@ -235,6 +259,9 @@ typedef struct {
     const char *json;             /* SNAPSHOT: json[0..json_len) */
     size_t json_len;
     int64_t created_ns;           /* SNAPSHOT */
+    telem_seg_note_t note;        /* ANNOTATION: its type; json, json_len:
+                                     its JSON text */
+    int64_t note_ms;              /* ANNOTATION: its time */
 } telem_seg_rec_t;
 
 /* Return non-zero to stop the walk (telem_seg_read() returns it). */
@@ -257,6 +284,8 @@ typedef struct {
         uint64_t bytes;
     } list[TELEM_SEG_DAMAGE_LIST];
     uint32_t nlist;
+    uint64_t unknown;             /* well-formed records of a kind this
+                                     reader does not know: skipped */
 } telem_seg_damage_t;
 
 /* Reads path's file header into *info.  Returns 0, TELEM_ENOTFOUND (no
@@ -298,13 +327,13 @@ typedef struct {
     uint32_t nblocks;
 } telem_seg_iseries_t;
 
-/* The offsets of the dump's META and SNAPSHOT records come as one more
+/* The offsets of the dump's META, SNAPSHOT and ANNOTATION records come as one more
  * call per record with nblocks 0 and key NULL: iother_offset set. */
 typedef int (*telem_seg_index_fn)(void *arg, const telem_seg_iseries_t *s,
                                   uint64_t iother_offset);
 
 /* Reads a dump's footer and INDEX records (not its blocks) and calls fn
- * per series, then per META/SNAPSHOT record offset.  Returns 0, fn's
+ * per series, then per META/SNAPSHOT/ANNOTATION record offset.  Returns 0, fn's
  * value, TELEM_ENOTFOUND (no valid footer or index: scan with
  * telem_seg_read()), what telem_seg_info() returns, or TELEM_ENOMEM. */
 int telem_seg_read_index(const char *path, telem_seg_index_fn fn, void *arg);

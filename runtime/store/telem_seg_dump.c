@@ -37,7 +37,7 @@ struct telem_dump {
     seg_keys_t keys;
     s_dser_t *ser;
     size_t ser_cap;
-    uint64_t *other;              /* META and SNAPSHOT record offsets */
+    uint64_t *other;              /* META, SNAPSHOT, ANNOTATION offsets */
     size_t nother, other_cap;
 };
 
@@ -190,6 +190,20 @@ telem_dump_put_snapshot(telem_dump_t *self, const char *node,
         return self->err;
     size_t at = self->buf.len;
     int rc = seg_enc_snapshot(&self->buf, node, json, len, created_ns);
+    return rc ? rc : s_other(self, at);
+}
+
+int
+telem_dump_put_annotation(telem_dump_t *self, telem_seg_note_t type,
+                          int64_t time_ms, const char *json, size_t len)
+{
+    if (!self || !json || len > TELEM_SEG_NOTE_MAX ||
+        (type != TELEM_SEG_NOTE_EVENT && type != TELEM_SEG_NOTE_RESTART))
+        return TELEM_EINVAL;
+    if (self->err)
+        return self->err;
+    size_t at = self->buf.len;
+    int rc = seg_enc_note(&self->buf, type, time_ms, json, len);
     return rc ? rc : s_other(self, at);
 }
 

@@ -81,7 +81,8 @@ long long seg_rec_begin(seg_buf_t *b, telem_seg_rec_kind_t kind,
 void seg_rec_end(seg_buf_t *b, long long start);
 
 /* Checks the record header at p (SEG_REC_HDR bytes): 0 with *kind and
- * *len (payload) set, else TELEM_EPROTO. */
+ * *len (payload) set (a kind 1..255: above SEG_REC_KNOWN is a later
+ * kind), else TELEM_EPROTO. */
 int seg_rec_header(const unsigned char *p, unsigned *kind, uint32_t *len);
 
 /* Appends the dump footer. */
@@ -102,11 +103,18 @@ int seg_enc_block(seg_buf_t *b, uint64_t id, const telem_chunk_t *c,
 int seg_enc_meta(seg_buf_t *b, const char *node, const telem_meta_t *m);
 int seg_enc_snapshot(seg_buf_t *b, const char *node, const char *json,
                      size_t len, int64_t created_ns);
+int seg_enc_note(seg_buf_t *b, telem_seg_note_t type, int64_t time_ms,
+                 const char *json, size_t len);
+
+/* The highest record kind this reader decodes; a record whose header
+ * names a higher one (up to 255) is framed, checked and skipped. */
+#define SEG_REC_KNOWN TELEM_SEG_REC_ANNOTATION
 
 /* Decodes the payload of a record of kind into *r (its strings copied,
  * NUL-terminated, into scratch, which must hold len + 8 bytes).  BLOCK
  * records get series_id, first_seq, closed, block; the caller resolves the
- * series.  Returns 0 or TELEM_EPROTO. */
+ * series.  Returns 0 or TELEM_EPROTO (also for a kind above
+ * SEG_REC_KNOWN). */
 int seg_dec_payload(unsigned kind, const unsigned char *p, uint32_t len,
                     char *scratch, telem_seg_rec_t *r);
 

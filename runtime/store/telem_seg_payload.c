@@ -1,5 +1,5 @@
-/* telem_seg_payload.c - the payloads of SERIES, BLOCK, META and SNAPSHOT
- * records (docs/store.md, "Segment files"), encoded and decoded.
+/* telem_seg_payload.c - the payloads of SERIES, BLOCK, META, SNAPSHOT
+ * and ANNOTATION records (docs/store.md, "Segment files"), encoded and decoded.
  *
  * The writers' argument checks live here too, so what a writer accepts
  * is exactly what the reader accepts back.
@@ -138,6 +138,20 @@ seg_enc_snapshot(seg_buf_t *b, const char *node, const char *json, size_t len,
     return 0;
 }
 
+int
+seg_enc_note(seg_buf_t *b, telem_seg_note_t type, int64_t time_ms,
+             const char *json, size_t len)
+{
+    long long at = seg_rec_begin(b, TELEM_SEG_REC_ANNOTATION, 1 + 8 + len);
+    if (at < 0)
+        return (int) at;
+    seg_put_u8(b, (unsigned) type);
+    seg_put_u64(b, (uint64_t) time_ms);
+    seg_put_bytes(b, json, len);
+    seg_rec_end(b, at);
+    return 0;
+}
+
 /* Copies s[0..n) NUL-terminated into scratch at *at; returns the copy. */
 static const char *
 s_copy(char *scratch, size_t *at, const unsigned char *s, size_t n)
@@ -247,6 +261,21 @@ s_dec_snapshot(seg_cur_t *c, char *scratch, size_t *at, telem_seg_rec_t *r)
     return 0;
 }
 
+static int
+s_dec_note(seg_cur_t *c, telem_seg_rec_t *r)
+{
+    unsigned type = seg_cur_u8(c);
+    r->note_ms = (int64_t) seg_cur_u64(c);
+    if (c->bad || (type != TELEM_SEG_NOTE_EVENT &&
+                   type != TELEM_SEG_NOTE_RESTART) ||
+        c->len - c->pos > TELEM_SEG_NOTE_MAX)
+        return TELEM_EPROTO;
+    r->note = (telem_seg_note_t) type;
+    r->json = (const char *) c->p + c->pos;
+    r->json_len = c->len - c->pos;
+    return 0;
+}
+
 int
 seg_dec_payload(unsigned kind, const unsigned char *p, uint32_t len,
                 char *scratch, telem_seg_rec_t *r)
@@ -265,6 +294,8 @@ seg_dec_payload(unsigned kind, const unsigned char *p, uint32_t len,
         return s_dec_snapshot(&c, scratch, &at, r);
     case TELEM_SEG_REC_INDEX:
         return len > 0 ? 0 : TELEM_EPROTO;
+    case TELEM_SEG_REC_ANNOTATION:
+        return s_dec_note(&c, r);
     default:
         return TELEM_EPROTO;
     }

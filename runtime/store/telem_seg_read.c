@@ -180,7 +180,9 @@ s_try(s_reader_t *r, uint64_t off, telem_seg_rec_t *rec)
                    1, 4096))
         return TELEM_ENOMEM;
     memset(rec, 0, sizeof *rec);
-    if (seg_dec_payload(kind, pl, len, r->scratch, rec))
+    if (kind > SEG_REC_KNOWN)
+        rec->kind = (telem_seg_rec_kind_t) kind;   /* later kind: skipped */
+    else if (seg_dec_payload(kind, pl, len, r->scratch, rec))
         return TELEM_EPROTO;
     rec->offset = off;
     rec->size = SEG_REC_OVERHEAD + len;
@@ -222,6 +224,11 @@ static int
 s_deliver(s_reader_t *r, telem_seg_rec_t *rec, telem_seg_rec_fn fn,
           void *arg)
 {
+    if (rec->kind > SEG_REC_KNOWN) {
+        if (r->damage)
+            r->damage->unknown++;
+        return 0;
+    }
     if (rec->kind == TELEM_SEG_REC_SERIES) {
         int rc = s_ser_add(r, rec);
         if (rc)

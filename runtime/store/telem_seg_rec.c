@@ -265,8 +265,7 @@ seg_rec_header(const unsigned char *p, unsigned *kind, uint32_t *len)
         return TELEM_EPROTO;
     *len = seg_get_u32(p + 4);
     *kind = p[8];
-    if (*len > TELEM_SEG_RECORD_MAX || *kind < TELEM_SEG_REC_SERIES ||
-        *kind > TELEM_SEG_REC_INDEX)
+    if (*len > TELEM_SEG_RECORD_MAX || *kind < TELEM_SEG_REC_SERIES)
         return TELEM_EPROTO;
     return 0;
 }

@@ -34,10 +34,15 @@
  * Series are OpenTSDB /api/query results with ms times and [ms, value]
  * pairs.  Any list may be missing or empty.
  *
+ *   "snapshots" (optional): {"n1": the node's system snapshot document, ...}
+ *     (the live page fetches GET telem/snapshot?node=N once per node)
+ *
  * What it draws: a header (nodes with state badges, restarts, missing
  * nodes), one chart per collector metric (one line per host/gpu), one per
  * node metric (one line per node), detector events and restarts as vertical
- * markers on every chart and as lists below.  Each chart is an element of
+ * markers on every chart and as lists below, and per node a details
+ * element (class "telem-system", data-node) summing up its system
+ * snapshot.  Each chart is an element of
  * class "telem-chart" with data-metric and data-series (lines drawn).
  * Data only ever reaches the page as text (textContent), never as markup.
  * Times are shown in UTC.
@@ -296,6 +301,70 @@
 
   function byTime(a, b) { return (a.time_ms || 0) - (b.time_ms || 0); }
 
+  // ---- node systems (GET /telem/snapshot?node=N) ---------------------------
+
+  function fmtBytes(n) {
+    if (typeof n !== "number" || !(n >= 0)) return "?";
+    var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+    while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(1) : String(n)) + " " + u[i];
+  }
+
+  // The summary fields of a snapshot document: [[label, text]].
+  function systemFields(doc) {
+    var cpu = doc.cpu || {}, k = doc.kernel || {}, mem = doc.memory || {};
+    var os = doc.os || {};
+    var cores = [];
+    if (typeof cpu.sockets === "number" && typeof cpu.cores_per_socket === "number")
+      cores.push(cpu.sockets * cpu.cores_per_socket + " cores");
+    if (typeof cpu.threads === "number") cores.push(cpu.threads + " threads");
+    var gpus = list(doc.gpus).map(function (g) {
+      return (g.name || "?") + " (" + fmtBytes(g.memory_total_bytes) + ")";
+    });
+    return [
+      ["CPU model", cpu.model_name || "?"],
+      ["Cores", cores.join(", ") || "?"],
+      ["Memory", fmtBytes(mem.total_bytes)],
+      ["Kernel", [k.sysname, k.release].filter(Boolean).join(" ") || "?"],
+      ["OS", os.pretty_name || os.name || "?"],
+      ["GPUs", gpus.length ? gpus.length + ": " + gpus.join(", ") : "none"]
+    ];
+  }
+
+  // One <details> per node: its CPU, cores, memory in the summary line,
+  // the fields in the body; "not available" while a node has none.
+  function renderSystems(job, snaps) {
+    var s = section("telem-systems", "Node systems");
+    var box = s.querySelector(".telem-system-list");
+    if (!box) {
+      box = el("div", "telem-system-list");
+      s.appendChild(box);
+    }
+    list(job.nodes).forEach(function (n) {
+      var doc = snaps[n.name];
+      var d = box.querySelector('details[data-node="' + n.name + '"]');
+      if (d && d.getAttribute("data-ready") === (doc ? "1" : "0")) return;
+      var open = d ? d.open : false;
+      var nd = el("details", "telem-system");
+      nd.setAttribute("data-node", n.name);
+      nd.setAttribute("data-ready", doc ? "1" : "0");
+      nd.open = open;
+      var f = doc ? systemFields(doc) : [];
+      nd.appendChild(el("summary", null, n.name + ": " + (doc
+        ? f[0][1] + ", " + f[1][1] + ", " + f[2][1] + ", " + f[5][0] + " " + f[5][1]
+        : "system snapshot not available")));
+      if (doc) {
+        var dl = el("dl", "telem-system-fields");
+        f.forEach(function (kv) {
+          dl.appendChild(el("dt", null, kv[0]));
+          dl.appendChild(el("dd", null, kv[1]));
+        });
+        nd.appendChild(dl);
+      }
+      if (d) box.replaceChild(nd, d); else box.appendChild(nd);
+    });
+  }
+
   // ---- the whole page -------------------------------------------------------
 
   // Renders data; cgMetrics: the collector metrics to chart (null: those in
@@ -327,6 +396,7 @@
                list(data.events).filter(Boolean).sort(byTime), eventRow);
     renderList("telem-restart-list", "Restarts",
                list(data.restarts).filter(Boolean).sort(byTime), restartRow);
+    renderSystems(data.job || {}, data.snapshots || {});
   }
 
   // ---- live mode --------------------------------------------------------------
@@ -336,6 +406,7 @@
     var headers = token ? { Authorization: "Bearer " + token } : {};
     var cgMetrics = [];
     var round = 0;
+    var snaps = {};                       // node -> snapshot, fetched once
 
     function get(url, body) {
       var init = { headers: Object.assign({}, headers), cache: "no-store" };
@@ -379,6 +450,14 @@
         }));
       }).then(function (results) {
         job.series = [].concat.apply(list(job.series), results);
+        return Promise.all(list(job.job && job.job.nodes).filter(function (n) {
+          return !snaps[n.name];
+        }).map(function (n) {
+          return get("telem/snapshot?node=" + encodeURIComponent(n.name))
+            .then(function (doc) { snaps[n.name] = doc; }, function () { /* later */ });
+        })).then(function () { return results; });
+      }).then(function () {
+        job.snapshots = snaps;
         render(job, "live", cgMetrics, null);
       }).catch(function (err) {
         var s = document.querySelector("#telem-header .telem-status");
