@@ -220,7 +220,8 @@ const telem_meta_t *telem_store_meta(const telem_store_t *self,
 
 /* Removes the points older than now_ns - window (by blocks, as above), and
  * series left empty for a whole window; trims buffers and indexes that
- * became sparse; seals up to 100,000 points of closed blocks.  Appends
+ * became sparse; seals closed blocks, then merges flushed ones
+ * (merge_points), up to 10,000 points re-coded a call.  Appends
  * the total of each counter series whose newest point is older than half
  * the window again, at now_ns (telem_store_counter_add()).
  * O(number of series).  Returns the number of points removed. */
