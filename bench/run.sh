@@ -52,6 +52,8 @@ fi
     echo
     "$build/bin/bench_seg"            # the flush log: ~15 s, ~330 MB of disk
     echo
+    "$build/bin/bench_reload"         # telemd start over an hour of log: ~12 s
+    echo
     "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
     echo
     "$here/bench_run.sh" "$build"

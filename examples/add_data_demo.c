@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <telem/telem.h>
 #include <telem/telem_error.h>
@@ -30,6 +31,7 @@ typedef struct {
     const char *tags[2 * S_TAGS_MAX];
     int ntags;
     int quiet;
+    const char *until_file;
 } s_opts_t;
 
 static void
@@ -43,6 +45,8 @@ s_usage(FILE *out)
         "  --count N         steps to record (default 1000)\n"
         "  --duration S      record for S seconds instead of a count\n"
         "  --interval-ms MS  pause between steps (default 0)\n"
+        "  --until-file PATH after the steps, go on until PATH exists (a test\n"
+        "                    ends a steady load when it has seen what it waits for)\n"
         "  --metric NAME     base metric name (default demo_value)\n"
         "  --tag KEY=VALUE   extra tag on every sample (up to 8)\n"
         "  --quiet           print nothing but errors\n"
@@ -92,6 +96,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         { "metric", required_argument, NULL, 'm' },
         { "tag", required_argument, NULL, 't' },
         { "quiet", no_argument, NULL, 'q' },
+        { "until-file", required_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 } };
     double v;
@@ -104,6 +109,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case 'm': o->metric = optarg; break;
         case 't': if (s_tag(o, optarg)) return -1; break;
         case 'q': o->quiet = 1; break;
+        case 'u': o->until_file = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -1;
         }
@@ -172,8 +178,9 @@ main(int argc, char **argv)
     double start = s_now(CLOCK_MONOTONIC);
     double next = start;
     for (;; steps++) {
-        if (o.duration_s > 0 ? s_now(CLOCK_MONOTONIC) - start >= o.duration_s
-                             : steps >= o.count)
+        if ((o.duration_s > 0 ? s_now(CLOCK_MONOTONIC) - start >= o.duration_s
+                              : steps >= o.count)
+            && (!o.until_file || access(o.until_file, F_OK) == 0))
             break;
         double s = (double) steps;
         const double values[4] = { s, s / 2, s * s, -s };

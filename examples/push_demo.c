@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <telem/telem.h>
 #include <telem/telem_error.h>
@@ -34,6 +35,8 @@ typedef struct {
     const char *doc;
     int quiet;
     double rate;
+    const char *until_file;
+    long steps;
 } s_opts_t;
 
 static void
@@ -57,6 +60,8 @@ s_usage(FILE *out)
         "                    (demo_flood_total{id=\"0\"} ...), once each\n"
         "  --rate R          at most R steps a second (default: as fast as it\n"
 "                    can), a steady load\n"
+"  --until-file PATH after the steps, go on until PATH exists (a test\n"
+"                    ends a steady load when it has seen what it waits for)\n"
 "  --quiet           print nothing but errors\n"
         "  --help            this text\n"
         "\n"
@@ -92,6 +97,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         { "flood", required_argument, NULL, 'F' },
         { "quiet", no_argument, NULL, 'q' },
         { "rate", required_argument, NULL, 'r' },
+        { "until-file", required_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -126,6 +132,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case 'g': o->gauge = optarg; break;
         case 'D': o->doc = optarg; break;
         case 'q': o->quiet = 1; break;
+        case 'u': o->until_file = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -1;
         }
@@ -165,12 +172,14 @@ s_pace(double rate, long done, struct timespec *start)
 
 /* The pushes; returns the number of --bad names that were refused. */
 static int
-s_push(const s_opts_t *o, long *accepted, long *full)
+s_push(s_opts_t *o, long *accepted, long *full)
 {
     struct timespec start = { 0, 0 };
     for (int k = 0; o->doc && k < o->ncounters; k++)
         telem_describe(o->counters[k], "counter", "", o->doc);
-    for (long i = 0; i < o->count; i++) {
+    long i;
+    for (i = 0; i < o->count
+                || (o->until_file && access(o->until_file, F_OK) != 0); i++) {
         for (int k = 0; k < o->ncounters; k++) {
             int rc = telem_counter_add(o->counters[k], o->delta);
             *accepted += rc == 0;
@@ -181,9 +190,10 @@ s_push(const s_opts_t *o, long *accepted, long *full)
         if (o->rate > 0)
             s_pace(o->rate, i + 1, &start);
     }
-    for (long i = 0; i < o->flood; i++) {
+    o->steps = i;
+    for (long f = 0; f < o->flood; f++) {
         char name[64];
-        snprintf(name, sizeof name, "demo_flood_total{id=\"%ld\"}", i);
+        snprintf(name, sizeof name, "demo_flood_total{id=\"%ld\"}", f);
         telem_counter_add(name, 1);
     }
     int refused = 0;
@@ -208,7 +218,7 @@ main(int argc, char **argv)
     if (!o.quiet)
         printf("steps=%ld accepted=%ld full=%ld invalid=%llu bad_refused=%d "
                "queued=%llu sent=%llu dropped=%llu finalize=%s\n",
-               o.count, accepted, full, (unsigned long long) st.invalid,
+               o.steps, accepted, full, (unsigned long long) st.invalid,
                refused, (unsigned long long) st.queued,
                (unsigned long long) st.sent, (unsigned long long) st.dropped,
                s_finalize_word(rc));

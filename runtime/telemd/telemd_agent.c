@@ -439,6 +439,9 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
         .max_points = q->max_points, .flags = q->flags,
     };
     int64_t now = telem_now_ns();
+    /* --history bounds what queries reach, in memory as in the log. */
+    if (self->cfg.history_ns > 0 && sq.start_ns < now - self->cfg.history_ns)
+        sq.start_ns = now - self->cfg.history_ns;
     telem_hist_t *hist = NULL;
     if (self->log && telemd_history_reaches(&sq, now,
                                             telem_store_window(self->store)))
