@@ -115,7 +115,7 @@ wait_for seen2 || fail "no increments reached telemd 2"
 old_log=n1.2.log
 handover 3
 reaped push
-"$C" -g ho_hits_total -f json >"$T/get.json" || fail "query"
+"$C" query ho_hits_total --start -300s -f json >"$T/get.json" || fail "query"
 python3 - "$T/get.json" "$sent" <<'PY' || fail "counter: $(head -c 800 "$T/get.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))["series"]
@@ -126,7 +126,8 @@ assert last == float(sys.argv[2]), ("total", last, "sent", sys.argv[2])
 ts = [p[0] for p in pts]
 gaps = [b - a for a, b in zip(ts, ts[1:])]
 assert all(v2 >= v1 for (_, v1), (_, v2) in zip(pts, pts[1:])), "counter went back"
-print("points", len(pts), "largest step", max(gaps) if gaps else 0)
+print("points", len(pts), "of", sys.argv[2], "increments; largest step",
+      max(gaps) if gaps else 0, "ns")
 PY
 
 expect_rc 1 "$B/telemd" --node n1 --no-handover
