@@ -14,6 +14,7 @@
 
 #include "telem_error.h"
 #include "telem_grow.h"
+#include "telemd_reply.h"
 
 typedef struct {
     telem_series_t s;
@@ -41,50 +42,6 @@ telemd_history_reaches(const telem_store_query_t *q, int64_t now_ns,
     return q->start_ns != 0 && q->start_ns < now_ns - window_ns;
 }
 
-static char *
-s_put(char **cur, const char *str)
-{
-    size_t len = strlen(str) + 1;
-    char *out = memcpy(*cur, str, len);
-    *cur += len;
-    return out;
-}
-
-static int
-s_copy(s_copy_t *c, const telem_series_t *s)
-{
-    size_t strs = strlen(s->metric) + strlen(s->unit) + strlen(s->doc) + 3;
-    for (uint32_t i = 0; i < s->ntags; i++)
-        strs += strlen(s->tags[i].key) + strlen(s->tags[i].value) + 2;
-    size_t pts = (size_t) s->npoints * (sizeof(int64_t) + sizeof(double));
-    size_t tags = (size_t) s->ntags * sizeof(telem_tag_t);
-    char *mem = malloc(pts + tags + strs + 1);
-    if (!mem)
-        return TELEM_ENOMEM;
-    c->mem = mem;
-    c->used = 0;
-    c->s = *s;
-    int64_t *ts = (int64_t *) mem;
-    double *v = (double *) (mem + (size_t) s->npoints * sizeof(int64_t));
-    if (s->npoints) {
-        memcpy(ts, s->ts, (size_t) s->npoints * sizeof *ts);
-        memcpy(v, s->values, (size_t) s->npoints * sizeof *v);
-    }
-    c->s.ts = ts;
-    c->s.values = v;
-    telem_tag_t *t = (telem_tag_t *) (mem + pts);
-    char *cur = mem + pts + tags;
-    for (uint32_t i = 0; i < s->ntags; i++) {
-        t[i].key = s_put(&cur, s->tags[i].key);
-        t[i].value = s_put(&cur, s->tags[i].value);
-    }
-    c->s.tags = t;
-    c->s.metric = s_put(&cur, s->metric);
-    c->s.unit = s_put(&cur, s->unit);
-    c->s.doc = s_put(&cur, s->doc);
-    return 0;
-}
-
 static int
 s_collect(void *arg, const char *node, const telem_series_t *s)
 {
@@ -93,7 +50,8 @@ s_collect(void *arg, const char *node, const telem_series_t *s)
     if (telem_grow((void **) &w->items, &w->cap, w->n + 1, sizeof *w->items,
                    16))
         return TELEM_ENOMEM;
-    int rc = s_copy(&w->items[w->n], s);
+    w->items[w->n].used = 0;
+    int rc = telemd_series_copy(s, &w->items[w->n].s, &w->items[w->n].mem);
     w->n += rc == 0;
     return rc;
 }

@@ -94,9 +94,8 @@ s_put_str(char **cursor, const char *str)
     return out;
 }
 
-/* Copies `s` into one allocation: points first (aligned), tags, strings. */
-static int
-s_series_copy(s_series_copy_t *c, const telem_series_t *s)
+int
+telemd_series_copy(const telem_series_t *s, telem_series_t *out, void **mem_out)
 {
     size_t strs = strlen(s->metric) + strlen(s->unit) + strlen(s->doc) + 3;
     for (uint32_t i = 0; i < s->ntags; i++)
@@ -106,26 +105,26 @@ s_series_copy(s_series_copy_t *c, const telem_series_t *s)
     char *mem = malloc(pts + tags + strs + 1);
     if (!mem)
         return TELEM_ENOMEM;
-    c->mem = mem;
-    c->s = *s;
+    *mem_out = mem;
+    *out = *s;
     int64_t *ts = (int64_t *) mem;
     double *vals = (double *) (mem + (size_t) s->npoints * sizeof(int64_t));
     if (s->npoints) {
         memcpy(ts, s->ts, (size_t) s->npoints * sizeof(int64_t));
         memcpy(vals, s->values, (size_t) s->npoints * sizeof(double));
     }
-    c->s.ts = ts;
-    c->s.values = vals;
+    out->ts = ts;
+    out->values = vals;
     telem_tag_t *t = (telem_tag_t *) (mem + pts);
     char *cursor = mem + pts + tags;
     for (uint32_t i = 0; i < s->ntags; i++) {
         t[i].key = s_put_str(&cursor, s->tags[i].key);
         t[i].value = s_put_str(&cursor, s->tags[i].value);
     }
-    c->s.tags = t;
-    c->s.metric = s_put_str(&cursor, s->metric);
-    c->s.unit = s_put_str(&cursor, s->unit);
-    c->s.doc = s_put_str(&cursor, s->doc);
+    out->tags = t;
+    out->metric = s_put_str(&cursor, s->metric);
+    out->unit = s_put_str(&cursor, s->unit);
+    out->doc = s_put_str(&cursor, s->doc);
     return 0;
 }
 
@@ -141,7 +140,7 @@ telemd_reply_collect(void *arg, const telem_series_t *s)
     if (telem_grow((void **) &r->items, &r->cap, (size_t) r->n + 1,
                    sizeof *r->items, 64))
         return TELEM_ENOMEM;
-    int rc = s_series_copy(&r->items[r->n], s);
+    int rc = telemd_series_copy(s, &r->items[r->n].s, &r->items[r->n].mem);
     if (rc)
         return rc;
     r->n++;

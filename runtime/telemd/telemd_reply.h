@@ -35,6 +35,11 @@ int telemd_reply_collect(void *arg, const telem_series_t *s);
 uint32_t telemd_reply_count(const telemd_reply_t *r);
 const telem_series_t *telemd_reply_series(const telemd_reply_t *r,
                                           uint32_t i);
+/* Copies *s into *out, everything it points to in one malloc'd block
+ * (*mem, the caller's to free): points first (aligned), tags, strings.
+ * Returns 0 or TELEM_ENOMEM. */
+int telemd_series_copy(const telem_series_t *s, telem_series_t *out,
+                       void **mem);
 /* 1 when the budget stopped the walk. */
 int telemd_reply_truncated(const telemd_reply_t *r);
 
