@@ -30,7 +30,6 @@
  * Usage: bench_block [-r RUNS] [-v] [FIXTURE.json.gz ...]
  */
 #include <dirent.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,91 +38,12 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_fixture.h"
 #include "telem_block.h"
 
-#ifndef BENCH_DATA_DIR
-#define BENCH_DATA_DIR "bench/data"
-#endif
-
-typedef struct {
-    char name[512];         /* metric{k="v",...} */
-    char metric[256];
-    uint32_t n;
-    int64_t *ts;
-    double *val;
-} s_series_t;
-
-typedef struct {
-    const char *path;
-    s_series_t *s;
-    size_t ns;
-    uint64_t npoints;
-} s_fixture_t;
-
-/* --- loading ------------------------------------------------------------ */
-
-static void
-s_series_name(s_series_t *s, json_t *js)
-{
-    json_t *tags = json_object_get(js, "tags");
-    size_t k = (size_t) snprintf(s->name, sizeof s->name, "%s{", s->metric);
-    const char *key;
-    json_t *v;
-    int first = 1;
-    json_object_foreach(tags, key, v) {
-        if (k < sizeof s->name)
-            k += (size_t) snprintf(s->name + k, sizeof s->name - k,
-                                   "%s%s=\"%s\"", first ? "" : ",", key,
-                                   json_string_value(v));
-        first = 0;
-    }
-    if (k < sizeof s->name - 1)
-        snprintf(s->name + k, sizeof s->name - k, "}");
-}
-
-static void
-s_series_load(s_series_t *s, json_t *js)
-{
-    snprintf(s->metric, sizeof s->metric, "%s",
-             json_string_value(json_object_get(js, "metric")));
-    s_series_name(s, js);
-    json_t *pts = json_object_get(js, "points");
-    s->n = (uint32_t) json_array_size(pts);
-    s->ts = malloc((s->n + 1) * sizeof *s->ts);
-    s->val = malloc((s->n + 1) * sizeof *s->val);
-    if (!s->ts || !s->val)
-        bench_die("bench_block", "out of memory");
-    for (uint32_t i = 0; i < s->n; i++) {
-        json_t *p = json_array_get(pts, i);
-        s->ts[i] = json_integer_value(json_array_get(p, 0));
-        json_t *v = json_array_get(p, 1);
-        s->val[i] = json_is_null(v) ? NAN : json_number_value(v);
-    }
-}
-
-static void
-s_fixture_load(s_fixture_t *f, const char *path)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
-    FILE *in = popen(cmd, "r");
-    json_error_t err;
-    json_t *root = in ? json_loadf(in, 0, &err) : NULL;
-    if (in)
-        pclose(in);
-    if (!root)
-        bench_die("bench_block", "cannot read %s", path);
-    json_t *arr = json_object_get(root, "series");
-    f->path = path;
-    f->ns = json_array_size(arr);
-    f->s = calloc(f->ns, sizeof *f->s);
-    f->npoints = 0;
-    for (size_t i = 0; i < f->ns; i++) {
-        s_series_load(&f->s[i], json_array_get(arr, i));
-        f->npoints += f->s[i].n;
-    }
-    json_decref(root);
-}
+/* The fixtures' series (bench_fixture.h), under this file's names. */
+typedef bench_series_t s_series_t;
+typedef bench_fixture_t s_fixture_t;
 
 /* --- sizes -------------------------------------------------------------- */
 
@@ -582,7 +502,7 @@ main(int argc, char **argv)
     bench_print_machine("bench_block");
     for (int i = 0; i < nf; i++) {
         s_fixture_t f;
-        s_fixture_load(&f, files[i]);
+        bench_fixture_load(&f, files[i]);
         const char *base = strrchr(files[i], '/');
         base = base ? base + 1 : files[i];
         int node = strstr(base, "node") != NULL;
@@ -597,6 +517,7 @@ main(int argc, char **argv)
         s_print_prometheus(&f, node ? 1.0 : 2.0);
         if (node)
             s_print_whatif(&f);
+        bench_fixture_free(&f);
     }
     return 0;
 }

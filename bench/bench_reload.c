@@ -15,7 +15,6 @@
  *
  * Usage: bench_reload [-s SERIES] [-r RUNS] [FIXTURE]
  */
-#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,14 +23,11 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_fixture.h"
 #include "bench_proc.h"
 #include "telem_block.h"
 #include "telem_seg.h"
 #include "telem_time.h"
-
-#ifndef BENCH_DATA_DIR
-#define BENCH_DATA_DIR "bench/data"
-#endif
 
 #define S_SEC INT64_C(1000000000)
 #define S_HOUR 3600u
@@ -40,41 +36,7 @@
 #define S_METRIC "reload_value"
 #define S_TARGET_NS (1 * S_SEC)
 
-typedef struct {
-    double **val;        /* val[i][0..n[i]) */
-    uint32_t *n;
-    size_t ns;
-} s_fixture_t;
-
-static void
-s_fixture_load(s_fixture_t *f, const char *path)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
-    FILE *in = popen(cmd, "r");
-    json_error_t err;
-    json_t *root = in ? json_loadf(in, 0, &err) : NULL;
-    if (in)
-        pclose(in);
-    json_t *arr = json_object_get(root, "series");
-    if (!root || json_array_size(arr) == 0)
-        bench_die("bench_reload", "cannot read series from %s", path);
-    f->ns = json_array_size(arr);
-    f->val = calloc(f->ns, sizeof *f->val);
-    f->n = calloc(f->ns, sizeof *f->n);
-    for (size_t i = 0; i < f->ns; i++) {
-        json_t *pts = json_object_get(json_array_get(arr, i), "points");
-        uint32_t n = (uint32_t) json_array_size(pts);
-        f->val[i] = malloc((n + 1) * sizeof **f->val);
-        f->val[i][0] = 0;
-        for (uint32_t k = 0; k < n; k++) {
-            json_t *v = json_array_get(json_array_get(pts, k), 1);
-            f->val[i][k] = json_is_null(v) ? NAN : json_number_value(v);
-        }
-        f->n[i] = n ? n : 1;
-    }
-    json_decref(root);
-}
+typedef bench_fixture_t s_fixture_t;
 
 /* One flush: block number b (points b*120 .. b*120+119) of every series,
  * put and committed. */
@@ -90,7 +52,7 @@ s_flush(telem_seglog_t *log, const s_fixture_t *f, uint32_t nseries,
         for (uint32_t i = 0; i < S_BLOCK; i++) {
             uint32_t k = b * S_BLOCK + i;
             ts[i] = t0 + (int64_t) k * S_SEC;
-            val[i] = f->val[src][k % f->n[src]];
+            val[i] = f->s[src].val[k % (f->s[src].n ? f->s[src].n : 1)];
         }
         unsigned char *blk = NULL;
         size_t len = 0;
@@ -205,7 +167,7 @@ main(int argc, char **argv)
     if (nseries == 0 || runs < 1 || runs > 20)
         bench_die("bench_reload", "-s: at least 1 series; -r: 1 to 20 runs");
     s_fixture_t f;
-    s_fixture_load(&f, optind < argc ? argv[optind]
+    bench_fixture_load(&f, optind < argc ? argv[optind]
                    : BENCH_DATA_DIR "/node_metrics_grid.json.gz");
     bench_print_machine("bench_reload");
     char rundir[512], logdir[600];

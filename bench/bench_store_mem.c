@@ -24,7 +24,6 @@
  * Usage: bench_store_mem [-s SERIES] [-b BLOCK_POINTS]... [-m MERGE_POINTS]
  *                        [-g] [FIXTURE ...]
  */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,56 +31,14 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_fixture.h"
 #include "telem_store.h"
-
-#ifndef BENCH_DATA_DIR
-#define BENCH_DATA_DIR "bench/data"
-#endif
 
 #define S_POINTS 3600
 #define S_SEC INT64_C(1000000000)
 
-typedef struct {
-    uint32_t n;
-    int64_t *ts;
-    double *val;
-} s_src_t;
-
-typedef struct {
-    s_src_t *s;
-    size_t ns;
-} s_fixture_t;
-
-static void
-s_fixture_load(s_fixture_t *f, const char *path)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
-    FILE *in = popen(cmd, "r");
-    json_error_t err;
-    json_t *root = in ? json_loadf(in, 0, &err) : NULL;
-    if (in)
-        pclose(in);
-    if (!root)
-        bench_die("bench_store_mem", "cannot read %s", path);
-    json_t *arr = json_object_get(root, "series");
-    f->ns = json_array_size(arr);
-    f->s = calloc(f->ns, sizeof *f->s);
-    for (size_t i = 0; i < f->ns; i++) {
-        json_t *pts = json_object_get(json_array_get(arr, i), "points");
-        s_src_t *s = &f->s[i];
-        s->n = (uint32_t) json_array_size(pts);
-        s->ts = malloc((s->n + 1) * sizeof *s->ts);
-        s->val = malloc((s->n + 1) * sizeof *s->val);
-        for (uint32_t k = 0; k < s->n; k++) {
-            json_t *p = json_array_get(pts, k);
-            s->ts[k] = json_integer_value(json_array_get(p, 0));
-            json_t *v = json_array_get(p, 1);
-            s->val[k] = json_is_null(v) ? NAN : json_number_value(v);
-        }
-    }
-    json_decref(root);
-}
+typedef bench_series_t s_src_t;
+typedef bench_fixture_t s_fixture_t;
 
 /* Point k of a replay of s: the recording again and again, each round
  * starting a period after the last one ended. */
@@ -256,15 +213,11 @@ main(int argc, char **argv)
     for (int i = 0; i < nf; i++) {
         const char *path = optind < argc ? argv[optind + i] : def[i];
         s_fixture_t f;
-        s_fixture_load(&f, path);
+        bench_fixture_load(&f, path);
         const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
         for (uint32_t b = 0; b < nb; b++)
             s_run(&f, name, nseries, blocks[b], merge, grid);
-        for (size_t k = 0; k < f.ns; k++) {
-            free(f.s[k].ts);
-            free(f.s[k].val);
-        }
-        free(f.s);
+        bench_fixture_free(&f);
     }
     return 0;
 }
