@@ -10,6 +10,7 @@
  * from a signalfd (telem_signals.h), so no handler runs inside the HTTP
  * module's threads. */
 #include "agg.h"
+#include "agg_cli.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -68,46 +69,24 @@ typedef struct {
 } s_args_t;
 
 static int
-s_uint(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out,
-       const char *what)
-{
-    return telem_cli_int64(v, lo, hi, out) ? telem_cli_bad(S_PROG, flag, v,
-                                                           what) : 0;
-}
-
-static int
 s_option(void *arg, int c, char *v)
 {
     s_args_t *a = arg;
-    int64_t i = 0;
-    int rc = 0;
-    switch (c) {
-    case 'p':
-        rc = s_uint("--port", v, 0, 65535, &i, "a port from 0 to 65535");
-        a->http.port = (int) i;
+    int rc = agg_cli_http_option(S_PROG, c, v, &a->http);
+    if (rc >= 0) {
+        if (c == 'H')
+            a->agg.pool = a->http.threads;
         return rc;
-    case 'b': a->http.bind = v; return 0;
+    }
+    int64_t i = 0;
+    switch (c) {
     case 'T': a->token_file = v; return 0;
     case 't':
-        rc = s_uint("--timeout", v, 1, 3600000, &i, "milliseconds, 1 to "
-                    "3600000");
+        rc = telem_cli_int64(v, 1, 3600000, &i)
+             ? telem_cli_bad(S_PROG, "--timeout", v, "milliseconds, 1 to "
+                             "3600000") : 0;
         a->agg.timeout_ms = (int) i;
         return rc;
-    case 'B':
-        rc = s_uint("--max-body", v, 1024, INT64_C(1) << 30, &i, "bytes, "
-                    "1024 to 1073741824");
-        a->http.max_body = (size_t) i;
-        return rc;
-    case 'C':
-        rc = s_uint("--max-conns", v, 1, 100000, &i, "1 to 100000");
-        a->http.max_conns = (unsigned) i;
-        return rc;
-    case 'H':
-        rc = s_uint("--threads", v, 1, 64, &i, "1 to 64");
-        a->http.threads = (unsigned) i;
-        a->agg.pool = (unsigned) i;
-        return rc;
-    case 'O': a->http.cors = true; return 0;
     case 'N': a->agg.nodefile = v; return 0;
     case 'r': a->agg.rundir = v; return 0;
     case 'E': a->agg.launch_ep = v; return 0;
@@ -183,17 +162,12 @@ s_serve(s_args_t *a, int sigfd)
         agg_destroy(&agg);
         return 1;
     }
-    const char *bind = a->http.bind ? a->http.bind : "127.0.0.1";
-    snprintf(url, sizeof url, strchr(bind, ':') ? "http://[%s]:%d/"
-             : "http://%s:%d/", bind, telem_http_port(http));
+    agg_cli_url(&a->http, telem_http_port(http), url, sizeof url);
     s_url_file(agg_rundir(agg), url, path, sizeof path);
     printf("telem_agg: serving %s (OpenTSDB API, dashboard at /)%s\n", url,
            a->http.token ? "; a bearer token is required" : "");
     fflush(stdout);
-    struct signalfd_siginfo si = { 0 };
-    while (read(sigfd, &si, sizeof si) < 0 && errno == EINTR)
-        ;
-    telem_log(TELEM_LOG_INFO, "signal %u: stopping", si.ssi_signo);
+    agg_cli_wait_stop(sigfd);
     telem_http_destroy(&http);
     agg_destroy(&agg);
     if (*path)

@@ -12,6 +12,7 @@
  * writes the export (telem_view_export.c) and exits.  Signals are read
  * from a signalfd, as in telem_agg. */
 #include "agg.h"
+#include "agg_cli.h"
 #include "agg_dump.h"
 #include "telem_view.h"
 
@@ -106,14 +107,6 @@ s_time(const char *v, int64_t *out)
 }
 
 static int
-s_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out,
-      const char *what)
-{
-    return telem_cli_int64(v, lo, hi, out) ? telem_cli_bad(S_PROG, flag, v,
-                                                           what) : 0;
-}
-
-static int
 s_tag(s_args_t *a, char *v)
 {
     char *eq = strchr(v, '=');
@@ -128,29 +121,11 @@ static int
 s_option(void *arg, int c, char *v)
 {
     s_args_t *a = arg;
-    int64_t i = 0;
-    int rc = 0;
+    int rc = agg_cli_http_option(S_PROG, c, v, &a->http);
+    if (rc >= 0)
+        return rc;
     switch (c) {
-    case 'p':
-        rc = s_int("--port", v, 0, 65535, &i, "a port from 0 to 65535");
-        a->http.port = (int) i;
-        return rc;
-    case 'b': a->http.bind = v; return 0;
     case 'T': a->token_file = v; return 0;
-    case 'B':
-        rc = s_int("--max-body", v, 1024, INT64_C(1) << 30, &i, "bytes, "
-                   "1024 to 1073741824");
-        a->http.max_body = (size_t) i;
-        return rc;
-    case 'C':
-        rc = s_int("--max-conns", v, 1, 100000, &i, "1 to 100000");
-        a->http.max_conns = (unsigned) i;
-        return rc;
-    case 'H':
-        rc = s_int("--threads", v, 1, 64, &i, "1 to 64");
-        a->http.threads = (unsigned) i;
-        return rc;
-    case 'O': a->http.cors = true; return 0;
     case 'e':
         a->export_fmt = strcmp(v, "csv") == 0 ? 1 : strcmp(v, "json") == 0
                         ? 2 : 0;
@@ -289,18 +264,14 @@ s_serve(s_args_t *a, agg_dump_t *d, int sigfd)
         agg_destroy(&agg);
         return 1;
     }
-    const char *bind = a->http.bind ? a->http.bind : "127.0.0.1";
-    printf(strchr(bind, ':') ? "telem_view: serving http://[%s]:%d/ "
-           : "telem_view: serving http://%s:%d/ ", bind,
-           telem_http_port(http));
-    printf("(OpenTSDB API, dashboard at /) from %zu file%s%s\n", a->nfiles,
+    char url[600];
+    agg_cli_url(&a->http, telem_http_port(http), url, sizeof url);
+    printf("telem_view: serving %s (OpenTSDB API, dashboard at /) from %zu "
+           "file%s%s\n", url, a->nfiles,
            a->nfiles == 1 ? "" : "s", a->http.token
            ? "; a bearer token is required" : "");
     fflush(stdout);
-    struct signalfd_siginfo si = { 0 };
-    while (read(sigfd, &si, sizeof si) < 0 && errno == EINTR)
-        ;
-    telem_log(TELEM_LOG_INFO, "signal %u: stopping", si.ssi_signo);
+    agg_cli_wait_stop(sigfd);
     telem_http_destroy(&http);
     agg_destroy(&agg);
     return 0;
