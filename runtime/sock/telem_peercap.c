@@ -1,15 +1,8 @@
 /* telem_peercap.c - a cap on the TCP connections of a listening socket
  * (telem_peercap.h).
  *
- * Events come from zmq_socket_monitor() in its version 1 format: a first
- * frame of 6 bytes (uint16 event, uint32 value: the descriptor for both
- * events used here) and a second frame naming the endpoint (for an
- * accepted connection, the address the socket is bound to).  The PAIR
- * that reads them has no receive limit: libzmq's I/O thread sends events
- * with a blocking send, and a full pipe would stall every socket of the
- * context until the owner read it.  Memory stays bounded because every
- * event stands for a connection, and connections are bounded by the
- * descriptor limit.
+ * Accepted and closed connections come from the socket's monitor
+ * (telem_sockmon.h): the descriptor and the bound address of each.
  */
 #include "telem_peercap.h"
 
@@ -24,12 +17,12 @@
 
 #include "telem_error.h"
 #include "telem_log.h"
+#include "telem_sockmon.h"
 
 #define S_EVENTS (ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED)
 
 struct telem_peercap {
-    void *watched;           /* the monitored libzmq socket */
-    zsock_t *pair;           /* reads its events */
+    telem_sockmon_t *mon;    /* the socket's connection events */
     int max;
     telem_peercap_stats_t st;
     telem_ratelimit_t log;   /* refusals, at most 10 lines a second */
@@ -47,19 +40,10 @@ telem_peercap_new(zsock_t *sock, int max_peers, int *err)
         goto out;
     self->max = max_peers;
     self->log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 1);
-    self->watched = zsock_resolve(sock);
-    char ep[64];
-    snprintf(ep, sizeof ep, "inproc://telem-peercap-%p", (void *) self);
-    rc = TELEM_EIO;
-    if (zmq_socket_monitor(self->watched, ep, S_EVENTS) != 0) {
-        self->watched = NULL;
+    self->mon = telem_sockmon_new(sock, S_EVENTS, &rc);
+    if (!self->mon)
         goto out;
-    }
-    rc = TELEM_ENOMEM;
-    if (!(self->pair = zsock_new(ZMQ_PAIR)))
-        goto out;
-    zsock_set_rcvhwm(self->pair, 0);
-    rc = zsock_connect(self->pair, "%s", ep) == 0 ? 0 : TELEM_EIO;
+    rc = 0;
 out:
     if (rc) {
         int saved = errno;
@@ -74,7 +58,7 @@ out:
 zsock_t *
 telem_peercap_sock(telem_peercap_t *self)
 {
-    return self->pair;
+    return telem_sockmon_sock(self->mon);
 }
 
 int
@@ -122,39 +106,6 @@ s_refuse(int fd, const char *addr)
     return shutdown(fd, SHUT_RD) == 0;
 }
 
-/* Reads one event; returns 1 with *event, *value and addr set, 0 when
- * none waits. */
-static int
-s_next(telem_peercap_t *self, uint16_t *event, uint32_t *value, char *addr,
-       size_t size)
-{
-    void *pair = zsock_resolve(self->pair);
-    zmq_msg_t head, where;
-    zmq_msg_init(&head);
-    if (zmq_msg_recv(&head, pair, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&head);
-        return 0;
-    }
-    int ok = zmq_msg_size(&head) >= 6 && zmq_msg_more(&head);
-    if (ok) {
-        memcpy(event, zmq_msg_data(&head), 2);
-        memcpy(value, (char *) zmq_msg_data(&head) + 2, 4);
-    }
-    zmq_msg_close(&head);
-    zmq_msg_init(&where);
-    *addr = '\0';
-    if (ok && zmq_msg_recv(&where, pair, 0) >= 0) {
-        size_t n = zmq_msg_size(&where) < size ? zmq_msg_size(&where)
-                                                : size - 1;
-        memcpy(addr, zmq_msg_data(&where), n);
-        addr[n] = '\0';
-    }
-    zmq_msg_close(&where);
-    if (!ok)
-        *event = 0;
-    return 1;
-}
-
 int
 telem_peercap_handle(telem_peercap_t *self)
 {
@@ -162,7 +113,7 @@ telem_peercap_handle(telem_peercap_t *self)
     uint16_t event;
     uint32_t fd;
     char addr[256];
-    while (s_next(self, &event, &fd, addr, sizeof addr)) {
+    while (telem_sockmon_next(self->mon, &event, &fd, addr, sizeof addr)) {
         if (strncmp(addr, "tcp://", 6) != 0)
             continue;            /* ipc connections are not capped */
         if (event == ZMQ_EVENT_DISCONNECTED) {
@@ -193,10 +144,7 @@ telem_peercap_destroy(telem_peercap_t **self_p)
     if (!self_p || !*self_p)
         return;
     telem_peercap_t *self = *self_p;
-    /* Stop the monitor first: its PAIR must not outlive our reader. */
-    if (self->watched)
-        zmq_socket_monitor(self->watched, NULL, 0);
-    zsock_destroy(&self->pair);
+    telem_sockmon_destroy(&self->mon);
     free(self);
     *self_p = NULL;
 }

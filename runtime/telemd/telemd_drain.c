@@ -1,7 +1,8 @@
 /* telemd_drain.c - telemd's ingest connections, shut one side at a time
  * so that a hand-over loses nothing (telemd_drain.h says why).
  *
- * A small set of descriptors fed by the PULL socket's monitor events; the
+ * A small set of descriptors fed by the PULL socket's connection events
+ * (telem_sockmon.h); the
  * set is bounded by the process's descriptor limit, as the connections
  * themselves are.
  */
@@ -15,12 +16,12 @@
 
 #include "telem_error.h"
 #include "telem_grow.h"
+#include "telem_sockmon.h"
 
 #define S_EVENTS (ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED)
 
 struct telemd_drain {
-    void *watched;           /* the monitored PULL socket */
-    zsock_t *pair;           /* reads its events */
+    telem_sockmon_t *mon;    /* the PULL socket's connection events */
     int *fds;                /* open ingest connections */
     size_t nfds, cap;
     int released;            /* 1: shut new connections as they come */
@@ -31,26 +32,10 @@ telemd_drain_new(zsock_t *pull, int *err)
 {
     int rc = TELEM_ENOMEM;
     telemd_drain_t *self = calloc(1, sizeof *self);
-    if (!self)
-        goto out;
-    self->watched = zsock_resolve(pull);
-    char ep[64];
-    snprintf(ep, sizeof ep, "inproc://telemd-drain-%p", (void *) self);
-    rc = TELEM_EIO;
-    if (zmq_socket_monitor(self->watched, ep, S_EVENTS) != 0) {
-        self->watched = NULL;
-        goto out;
-    }
-    rc = TELEM_ENOMEM;
-    if (!(self->pair = zsock_new(ZMQ_PAIR)))
-        goto out;
-    zsock_set_rcvhwm(self->pair, 0);
-    rc = zsock_connect(self->pair, "%s", ep) == 0 ? 0 : TELEM_EIO;
-out:
-    if (rc)
+    if (self && !(self->mon = telem_sockmon_new(pull, S_EVENTS, &rc)))
         telemd_drain_destroy(&self);
     if (err)
-        *err = rc;
+        *err = self ? 0 : rc;
     return self;
 }
 
@@ -60,9 +45,7 @@ telemd_drain_destroy(telemd_drain_t **self_p)
     if (!self_p || !*self_p)
         return;
     telemd_drain_t *self = *self_p;
-    if (self->watched)
-        zmq_socket_monitor(self->watched, NULL, 0);
-    zsock_destroy(&self->pair);
+    telem_sockmon_destroy(&self->mon);
     free(self->fds);
     free(self);
     *self_p = NULL;
@@ -71,7 +54,7 @@ telemd_drain_destroy(telemd_drain_t **self_p)
 zsock_t *
 telemd_drain_sock(telemd_drain_t *self)
 {
-    return self->pair;
+    return telem_sockmon_sock(self->mon);
 }
 
 /* Shuts the writing side of `fd` if it is still a connected unix socket
@@ -120,29 +103,12 @@ s_event(telemd_drain_t *self, uint16_t event, int fd)
 void
 telemd_drain_handle(telemd_drain_t *self)
 {
-    void *pair = zsock_resolve(self->pair);
-    for (;;) {
-        zmq_msg_t head, where;
-        zmq_msg_init(&head);
-        if (zmq_msg_recv(&head, pair, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&head);
-            return;
-        }
-        uint16_t event = 0;
-        uint32_t value = 0;
-        int ok = zmq_msg_size(&head) >= 6 && zmq_msg_more(&head);
-        if (ok) {
-            memcpy(&event, zmq_msg_data(&head), 2);
-            memcpy(&value, (char *) zmq_msg_data(&head) + 2, 4);
-        }
-        zmq_msg_close(&head);
-        zmq_msg_init(&where);
-        if (ok && zmq_msg_recv(&where, pair, 0) >= 0
-            && zmq_msg_size(&where) >= 6
-            && memcmp(zmq_msg_data(&where), "ipc://", 6) == 0)
-            s_event(self, event, (int) value);
-        zmq_msg_close(&where);
-    }
+    uint16_t event;
+    uint32_t fd;
+    char ep[64];
+    while (telem_sockmon_next(self->mon, &event, &fd, ep, sizeof ep))
+        if (strncmp(ep, "ipc://", 6) == 0)
+            s_event(self, event, (int) fd);
 }
 
 int
