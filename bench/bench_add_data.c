@@ -31,9 +31,7 @@ typedef struct {
     uint64_t ok, full, filtered, other;
 } s_rc_count_t;
 
-typedef struct {
-    int64_t p50, p99, p999, max;
-} s_lat_t;
+typedef bench_lat_t s_lat_t;
 
 /* Keeps the compiler from dropping the floor loop's clock reads. */
 static volatile int64_t s_sink;
@@ -70,16 +68,6 @@ s_floor_ns(void)
     return best;
 }
 
-static void
-s_summarise(int64_t *lat, size_t n, s_lat_t *out)
-{
-    bench_sort_i64(lat, n);
-    out->p50 = bench_percentile_sorted(lat, n, 50);
-    out->p99 = bench_percentile_sorted(lat, n, 99);
-    out->p999 = bench_percentile_sorted(lat, n, 99.9);
-    out->max = lat[n - 1];
-}
-
 /* Two back-to-back monotonic reads: what timing one call adds to it. */
 static void
 s_timer_overhead(int64_t *lat, s_lat_t *out)
@@ -88,7 +76,7 @@ s_timer_overhead(int64_t *lat, s_lat_t *out)
         int64_t t0 = bench_now_ns();
         lat[i] = bench_now_ns() - t0;
     }
-    s_summarise(lat, S_LAT_CALLS, out);
+    bench_summarise(lat, S_LAT_CALLS, out);
 }
 
 typedef enum { S_PLAIN, S_TAGS, S_FILTERED } s_call_t;
@@ -144,7 +132,7 @@ s_latency(int flush_ms, int64_t *lat, s_lat_t *out, s_rc_count_t *rcs)
         lat[i] = bench_now_ns() - t0;
         s_count(rcs, rc);
     }
-    s_summarise(lat, S_LAT_CALLS, out);
+    bench_summarise(lat, S_LAT_CALLS, out);
 }
 
 static void

@@ -57,18 +57,7 @@
 
 extern char **environ;
 
-typedef struct {
-    int64_t p50, p99, max;
-} s_lat_t;
-
-static void
-s_summarise(int64_t *v, size_t n, s_lat_t *out)
-{
-    bench_sort_i64(v, n);
-    out->p50 = bench_percentile_sorted(v, n, 50);
-    out->p99 = bench_percentile_sorted(v, n, 99);
-    out->max = v[n - 1];
-}
+typedef bench_lat_t s_lat_t;
 
 /* ---- filling the nodes --------------------------------------------------- */
 
@@ -411,8 +400,8 @@ s_parts(const s_case_t *c, ac_t *ac, s_lat_t *exec, s_lat_t *dump)
         tsdb_results_destroy(&results);
         tsdb_query_destroy(&q);
     }
-    s_summarise(lat[0], S_QUERIES, exec);
-    s_summarise(lat[1], S_QUERIES, dump);
+    bench_summarise(lat[0], S_QUERIES, exec);
+    bench_summarise(lat[1], S_QUERIES, dump);
     free(lat[0]);
     free(lat[1]);
     free(series);
@@ -439,8 +428,8 @@ s_run_case(const s_case_t *c, ac_t *ac, s_http_t *h, s_lat_t *http,
         for (int i = b; i < b + S_BLOCK; i++)
             lat[1][i] = s_ac_once(ac, c);
     }
-    s_summarise(lat[0], S_QUERIES, http);
-    s_summarise(lat[1], S_QUERIES, acl);
+    bench_summarise(lat[0], S_QUERIES, http);
+    bench_summarise(lat[1], S_QUERIES, acl);
     free(lat[0]);
     free(lat[1]);
 }
@@ -515,7 +504,7 @@ main(void)
         bench_die("bench_agg", "out of memory");
     for (int i = 0; i < S_QUERIES; i++)
         lat[i] = s_http_once(&h, NULL, NULL);
-    s_summarise(lat, S_QUERIES, &f.floor);
+    bench_summarise(lat, S_QUERIES, &f.floor);
     free(lat);
     close(h.fd);
     free(h.buf);

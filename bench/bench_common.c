@@ -315,3 +315,17 @@ bench_verdict(int ok)
 {
     return ok ? "PASS" : "MISS";
 }
+
+void
+bench_summarise(int64_t *v, size_t n, bench_lat_t *out)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double) v[i];
+    bench_sort_i64(v, n);
+    out->p50 = bench_percentile_sorted(v, n, 50);
+    out->p99 = bench_percentile_sorted(v, n, 99);
+    out->p999 = bench_percentile_sorted(v, n, 99.9);
+    out->max = v[n - 1];
+    out->mean = sum / (double) n;
+}

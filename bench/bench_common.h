@@ -72,4 +72,12 @@ int64_t bench_ingested(void *zctx, const char *ctl_ep);
 /* "PASS" or "MISS" */
 const char *bench_verdict(int ok);
 
+/* A latency sample's summary: percentiles and max of v[0..n) (n >= 1;
+ * sorts v) and its mean. */
+typedef struct {
+    int64_t p50, p99, p999, max;
+    double mean;
+} bench_lat_t;
+void bench_summarise(int64_t *v, size_t n, bench_lat_t *out);
+
 #endif

@@ -45,28 +45,13 @@
 #define S_NODE "benchnode"
 #define S_WINDOW_S 3600
 
-typedef struct {
-    int64_t p50, p99;
-    double mean;
-} s_lat_t;
+typedef bench_lat_t s_lat_t;
 
 typedef struct {
     char *frames[S_PROCS + S_METRICS];
     size_t sizes[S_PROCS + S_METRICS];
     int n;
 } s_fill_t;
-
-static void
-s_summarise(int64_t *v, size_t n, s_lat_t *out)
-{
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double) v[i];
-    bench_sort_i64(v, n);
-    out->p50 = bench_percentile_sorted(v, n, 50);
-    out->p99 = bench_percentile_sorted(v, n, 99);
-    out->mean = sum / (double) n;
-}
 
 static void
 s_keep(s_fill_t *f, const void *data, size_t size)
@@ -151,11 +136,11 @@ s_time_renders(const void *block, size_t len, int64_t *lat, s_parts_t *o)
                         lat[S_RUNS + k] = bench_now_ns() - g0;
                     free(gz);
                 }
-                s_summarise(lat + S_RUNS, S_RUNS, &o->gzip);
+                bench_summarise(lat + S_RUNS, S_RUNS, &o->gzip);
             }
             free(out);
         }
-        s_summarise(lat, S_RUNS, fmt ? &o->om : &o->text);
+        bench_summarise(lat, S_RUNS, fmt ? &o->om : &o->text);
     }
 }
 
@@ -179,7 +164,7 @@ s_time_query(telemd_agent_t *a, int64_t *lat, s_parts_t *o)
         if (i >= 0)
             lat[i] = dt;
     }
-    s_summarise(lat, S_RUNS, &o->query);
+    bench_summarise(lat, S_RUNS, &o->query);
     telem_proto_encoder_destroy(&enc);
 }
 
@@ -206,7 +191,7 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
         if (i >= 0)
             lat[i] = bench_now_ns() - t0;
     }
-    s_summarise(lat, S_RUNS, &o->snap);
+    bench_summarise(lat, S_RUNS, &o->snap);
     s_time_renders(block, o->block, lat, o);
     free(block);
     s_time_query(a, lat, o);
@@ -265,7 +250,7 @@ s_time_gets(int port, int64_t *lat, s_e2e_t *o)
             else if (c == 2)
                 o->gz_bytes = n;
         }
-        s_summarise(lat, S_RUNS, out[c]);
+        bench_summarise(lat, S_RUNS, out[c]);
     }
     free(buf);
 }
@@ -292,7 +277,7 @@ s_time_ac(const char *endpoint, int64_t *lat, s_e2e_t *o)
         if (i >= 0)
             lat[i] = dt;
     }
-    s_summarise(lat, S_RUNS, &o->query);
+    bench_summarise(lat, S_RUNS, &o->query);
     ac_close(&ac);
 }
 

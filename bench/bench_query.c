@@ -31,23 +31,7 @@
 #define S_METRIC "bench.query"
 #define S_WINDOW_S 7200
 
-typedef struct {
-    int64_t p50, p99, max;
-    double mean;
-} s_lat_t;
-
-static void
-s_summarise(int64_t *v, size_t n, s_lat_t *out)
-{
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double) v[i];
-    bench_sort_i64(v, n);
-    out->p50 = bench_percentile_sorted(v, n, 50);
-    out->p99 = bench_percentile_sorted(v, n, 99);
-    out->max = v[n - 1];
-    out->mean = sum / (double) n;
-}
+typedef bench_lat_t s_lat_t;
 
 /* Encoded batches holding the series' 3,600 points, 64 per batch. */
 typedef struct {
@@ -280,9 +264,9 @@ s_bench_round_trips(telemd_t *td, size_t *req_size, size_t *reply_size,
     s_raw_close(&e);
     ac_close(&ac_tcp);
     ac_close(&ac_ipc);
-    s_summarise(lat[0], S_QUERIES, tcp);
-    s_summarise(lat[1], S_QUERIES, ipc);
-    s_summarise(lat[2], S_QUERIES, raw);
+    bench_summarise(lat[0], S_QUERIES, tcp);
+    bench_summarise(lat[1], S_QUERIES, ipc);
+    bench_summarise(lat[2], S_QUERIES, raw);
     for (int k = 0; k < 3; k++)
         free(lat[k]);
 }
@@ -314,7 +298,7 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
         telemd_agent_request(a, qdata, qsize, &reply, &rsize);
         lat[i] = bench_now_ns() - t0;
     }
-    s_summarise(lat, S_QUERIES, agent_out);
+    bench_summarise(lat, S_QUERIES, agent_out);
     char *copy = malloc(rsize);
     memcpy(copy, reply, rsize);
     telem_proto_decoder_t *dec = telem_proto_decoder_new();
@@ -328,7 +312,7 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
             bench_die("agent query", "unexpected reply (%s)",
                       telem_strerror(rc));
     }
-    s_summarise(lat, S_QUERIES, decode_out);
+    bench_summarise(lat, S_QUERIES, decode_out);
     telem_proto_decoder_destroy(&dec);
     free(copy);
     telem_proto_encoder_destroy(&enc);
