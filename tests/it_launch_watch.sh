@@ -18,7 +18,7 @@ unset TELEM_LEVEL SLURM_JOB_NODELIST || true
 cat >"$T/prog.sh" <<'EOF2'
 #!/usr/bin/env bash
 run=$OUT/run-$TELEM_RESTART_COUNT-$TELEM_NODE
-env | grep '^TELEM_' | sort >"$run.env"
+env | grep '^TELEM_' | sort >"$run.tmp" && mv "$run.tmp" "$run.env"   # whole or absent
 if [ "$TELEM_NODE" = n2 ] && [ -z "${TELEM_RESTARTED:-}" ]; then
     "$TELEM_BIN/add_data_demo" --count 3 --metric it_flag --quiet
 fi
