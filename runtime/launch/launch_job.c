@@ -458,7 +458,7 @@ static int
 s_keeps_telemd(const char *trigger)
 {
     return strcmp(trigger, "heartbeat") != 0 && strcmp(trigger, "daemon") != 0
-           && strcmp(trigger, "start") != 0;
+           && strcmp(trigger, "start") != 0 && strcmp(trigger, "slurmd") != 0;
 }
 
 /* Lists, comparing with the states before the failure, the nodes that
@@ -505,6 +505,29 @@ s_record(launch_job_t *self, const char *trigger, const char *why,
         s_list_add(r->promoted, sizeof r->promoted, promoted);
 }
 
+/* Gives the nodes that went DOWN back to Slurm (launch_source_release):
+ * a lost node then no longer takes the allocation with it when Slurm
+ * marks it DOWN. */
+static void
+s_release(launch_job_t *self, const launch_state_node_t *before)
+{
+    for (size_t i = 0; i < self->n; i++) {
+        char why[512];
+        const char *name = launch_state_name(self->state, i);
+        if (before[i] == LAUNCH_NODE_DOWN
+            || launch_state_node(self->state, i) != LAUNCH_NODE_DOWN)
+            continue;
+        int rc = launch_source_release(self->source, name, why, sizeof why);
+        if (rc < 0)
+            telem_log(TELEM_LOG_WARN, "%s stays in the Slurm allocation: "
+                      "%s; if Slurm marks it DOWN the allocation may end "
+                      "(salloc/sbatch --no-kill keeps it)", name, why);
+        else if (rc == 1)
+            telem_log(TELEM_LOG_INFO, "%s given back to Slurm: the "
+                      "allocation goes on without it", name);
+    }
+}
+
 static int
 s_verdict_exit(launch_state_verdict_t v)
 {
@@ -531,6 +554,8 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     launch_state_fail(self->state, idx, n, &o);
     s_note_changes(self, before, s_keeps_telemd(trigger), down, promoted,
                    sizeof down);
+    if (!s_keeps_telemd(trigger))
+        s_release(self, before);
     if (o.verdict == LAUNCH_VERDICT_NONE) {
         telem_log(TELEM_LOG_WARN, "reserve node %s lost (%s): %s; %zu "
                   "reserve(s) left", down, trigger, why,

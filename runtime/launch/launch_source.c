@@ -30,6 +30,7 @@ struct launch_source {
     launch_source_kind_t kind;
     launch_argv_t names;
     launch_argv_t addrs;        /* per name, "" where unknown */
+    unsigned char *released;    /* per name: given back to Slurm */
     char *template_;
 };
 
@@ -248,6 +249,7 @@ launch_source_destroy(launch_source_t **self_p)
         return;
     launch_argv_clear(&(*self_p)->names);
     launch_argv_clear(&(*self_p)->addrs);
+    free((*self_p)->released);
     free((*self_p)->template_);
     free(*self_p);
     *self_p = NULL;
@@ -333,6 +335,62 @@ launch_source_route_addr(const launch_source_t *self, char *out, size_t size)
     }
     out[0] = '\0';
     return TELEM_ENOTFOUND;
+}
+
+/* argv for `scontrol update JobId=ID NodeList=LIST` keeping every node
+ * not released; the words are written into `job` and `list`. */
+static int
+s_release_argv(const launch_source_t *self, const char *id, char *job,
+               size_t job_size, char *list, size_t list_size)
+{
+    size_t len = (size_t) snprintf(list, list_size, "NodeList=");
+    for (size_t i = 0; i < self->names.n; i++) {
+        if (self->released[i])
+            continue;
+        int n = snprintf(list + len, list_size - len, "%s%s",
+                         list[len - 1] == '=' ? "" : ",", self->names.v[i]);
+        if (n < 0 || (size_t) n >= list_size - len)
+            return TELEM_ETOOBIG;
+        len += (size_t) n;
+    }
+    snprintf(job, job_size, "JobId=%s", id);
+    return list[len - 1] == '=' ? TELEM_EINVAL : 0;
+}
+
+int
+launch_source_release(launch_source_t *self, const char *node, char *why,
+                      size_t why_size)
+{
+    const char *id = getenv("SLURM_JOB_ID"), *me = getenv("SLURMD_NODENAME");
+    if (self->kind != LAUNCH_SOURCE_SLURM || !id || !*id
+        || (me && node && strcmp(me, node) == 0))
+        return 0;
+    if (!self->released
+        && !(self->released = calloc(self->names.n, 1)))
+        return TELEM_ENOMEM;
+    size_t i = 0;
+    while (i < self->names.n && strcmp(self->names.v[i], node) != 0)
+        i++;
+    if (i == self->names.n || self->released[i])
+        return 0;
+    self->released[i] = 1;
+    char job[64], *list = malloc(S_HOSTNAMES_MAX), out[512];
+    int rc = list ? s_release_argv(self, id, job, sizeof job, list,
+                                   S_HOSTNAMES_MAX) : TELEM_ENOMEM;
+    if (rc == 0) {
+        /* Without SLURM_JOB_ID scontrol writes no resize scripts into
+           the working directory. */
+        char *argv[] = { "env", "-u", "SLURM_JOB_ID", "-u", "SLURM_JOBID",
+                         "scontrol", "update", job, list, NULL };
+        rc = launch_proc_run_capture(argv, out, sizeof out);
+        if (rc)
+            telem_why(why, why_size, "`scontrol update %s %.200s` failed",
+                      job, list);
+    }
+    if (rc)
+        self->released[i] = 0;
+    free(list);
+    return rc == TELEM_EINVAL ? 0 : rc ? rc : 1;
 }
 
 static int

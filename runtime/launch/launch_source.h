@@ -87,6 +87,18 @@ const char *launch_source_addr(const launch_source_t *self, const char *node);
 int launch_source_route_addr(const launch_source_t *self, char *out,
                              size_t size);
 
+/* Gives node `node` back to Slurm for the rest of the job: the
+ * allocation shrinks to the nodes not given back (`scontrol update
+ * JobId=$SLURM_JOB_ID NodeList=...`), so Slurm ends whatever still runs
+ * there and the node's later failure (Slurm marking it DOWN) no longer
+ * ends the whole allocation.  The node this launcher itself runs on (its
+ * SLURMD_NODENAME, under sbatch) is never given back.  Only the Slurm
+ * source does anything.  Returns 1 (given back), 0 (nothing to do), or
+ * TELEM_EIO with a sentence in `why` (scontrol failed; the node stays in
+ * the allocation). */
+int launch_source_release(launch_source_t *self, const char *node, char *why,
+                          size_t why_size);
+
 /* Appends to `out` the command that runs `argv` on node `node` in the
  * role `role` (a short word used in job step names), with `env_kv` (a
  * NULL-terminated "KEY=VALUE" list, may be NULL) reaching the command
