@@ -82,4 +82,44 @@ wait_for bash -c '[ -z "$(squeue -h)" ]' || fail "jobs left: $(squeue)"
 if pgrep -f "$T/" >"$T/left.txt"; then
     fail "processes left behind: $(xargs -r ps -o pid,args -p <"$T/left.txt")"
 fi
+
+# --- slowgpu's collectors on every node; n2's slurmd dies --------------
+# Each active node runs its own telem_collect (its map names that node
+# only); restart requests listen on TCP; a killed slurmd is seen by the
+# node's telemd and the node is taken out at the next heartbeat (trigger
+# slurmd), given back to Slurm, and the allocation goes on when Slurm
+# marks it DOWN.
+rm -f "$OUT"/run-* "$OUT"/go-*
+MODE=wait salloc -N 3 "$TELEM_BIN/telem_launch" --rundir "$TELEM_RUNDIR" \
+    --nodes 2 --resilient --no-agg --grace 2 --detector slowgpu -- "$T/prog.sh" \
+    >"$T/launch2.out" 2>"$T/launch2.log" &
+LPID=$!
+EXTRA_PIDS+=("$LPID")
+wait_for test -f "$OUT/run-0-n1.env" -a -f "$OUT/run-0-n2.env" \
+    || fail "second job: the program did not start on n1 and n2"
+wait_for bash -c "[ \$(grep -c '^ready\$' '$T/launch2.out') -ge 2 ]" \
+    || fail "two telem_collect maps expected: $(cat "$T/launch2.out")"
+for n in n1 n2; do
+    grep -q "^node $n device 0 -> cpu device 0 (id 0) phase 0.0 ms" "$T/launch2.out" \
+        || fail "no collector of $n on its own device 0: $(grep '^node ' "$T/launch2.out")"
+done
+if grep -q "^node n3 " "$T/launch2.out"; then fail "collectors on the reserve n3"; fi
+envval 0 n1 TELEM_LAUNCH_ENDPOINT | grep -q '^tcp://' \
+    || fail "restart endpoint not on TCP: $(envval 0 n1 TELEM_LAUNCH_ENDPOINT)"
+kill -9 "$(cat "$S/slurmd.n2.pid")"
+wait_for test -f "$OUT/run-1-n3.env" \
+    || fail "no restart on n3 after n2's slurmd died: $(grep -v collector "$T/launch2.log" | tail -n 5)"
+line=$(grep "restart 1 " "$T/launch2.log" || true)
+[[ $line == *"trigger slurmd; nodes n2; promoted n3"* ]] || fail "restart line: $line"
+grep -q "n2 given back to Slurm" "$T/launch2.log" || fail "n2 not given back to Slurm"
+# Slurm notices n2 is not responding (DOWN, or '*' while it still
+# completes the steps it was told to end) while the job goes on without it.
+wait_for_s() { local n=$1; shift; for _ in $(seq $((n * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
+wait_for_s 60 bash -c '[[ $(sinfo -h -N -n n2 -o %t) == down* || $(sinfo -h -N -n n2 -o %t) == *"*" ]]' \
+    || fail "Slurm did not notice n2: $(sinfo -h -N -o '%N %t' | paste -sd ' ' -)"
+touch "$OUT/go-1"
+rc=0
+wait "$LPID" || rc=$?
+[ "$rc" = 0 ] || fail "the job did not survive n2's loss: exit $rc: $(tail -n 5 "$T/launch2.log")"
+SLURM_CONF=$S/slurm.conf slurmd -N n2
 echo "it_slurm: ok"

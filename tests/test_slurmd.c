@@ -89,10 +89,16 @@ test_named(void)
     REQUIRE(w);
     CHECK_INT(telemd_slurmd_pid(w), 11);
     telemd_slurmd_destroy(&w);
+    /* Two clusters on one host: the n2 of telemd's namespace. */
+    s_proc(14, "slurmd", 'S', 650, CMD("slurmd\0-N\0n2\0"), "net:[900]");
+    w = telemd_slurmd_find(s_root, "n2", why, sizeof why);
+    REQUIRE(w);
+    CHECK_INT(telemd_slurmd_pid(w), 12);
+    telemd_slurmd_destroy(&w);
     /* Started for other nodes only: none is n3's. */
     w = telemd_slurmd_find(s_root, "n3", why, sizeof why);
     CHECK(w == NULL);
-    CHECK(strstr(why, "2 slurmd processes") != NULL);
+    CHECK(strstr(why, "3 slurmd processes") != NULL);
 }
 
 static void

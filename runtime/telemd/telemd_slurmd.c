@@ -147,6 +147,10 @@ s_only(const s_cand_t *c, size_t n, int (*pick)(const s_cand_t *))
     return found;
 }
 
+static int s_pick_named_net(const s_cand_t *c)
+{
+    return c->named && c->same_net;
+}
 static int s_pick_named(const s_cand_t *c) { return c->named; }
 static int s_pick_net(const s_cand_t *c) { return !c->other && c->same_net; }
 static int s_pick_any(const s_cand_t *c) { return !c->other; }
@@ -158,7 +162,9 @@ telemd_slurmd_find(const char *proc_root, const char *node, char *why,
     const char *root = proc_root ? proc_root : "/proc";
     s_cand_t c[64];
     size_t n = s_scan(root, node ? node : "", c, 64);
-    long i = s_only(c, n, s_pick_named);
+    long i = s_only(c, n, s_pick_named_net);
+    if (i < 0)
+        i = s_only(c, n, s_pick_named);
     if (i < 0)
         i = s_only(c, n, s_pick_net);
     if (i < 0)

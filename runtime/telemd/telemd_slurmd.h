@@ -10,7 +10,8 @@
  *
  * Finding it: among the processes named "slurmd" under the proc root,
  *   1. the one started for this node (`slurmd -N NODE`, as with several
- *      slurmd on one host), else
+ *      slurmd on one host) in telemd's network namespace, else the one
+ *      started for this node anywhere, else
  *   2. the only one in telemd's own network namespace, else
  *   3. the only one there is.
  * Otherwise (none, or several that cannot be told apart) nothing is
