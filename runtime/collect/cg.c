@@ -474,6 +474,28 @@ cg_start(cg_t *g, char *why, size_t why_size)
     return 0;
 }
 
+int
+cg_restart(cg_t *g, size_t i, char *why, size_t why_size)
+{
+    char scratch[8];
+    if (!why || why_size == 0) {
+        why = scratch;
+        why_size = sizeof scratch;
+    }
+    why[0] = '\0';
+    if (!g->started || i >= g->ncolls)
+        return g->started ? TELEM_EINVAL : TELEM_ESTATE;
+    cg__coll_t *c = &g->colls[i];
+    if (c->state != CG_EXITED)
+        return TELEM_ESTATE;
+    c->exit_code = -1;
+    c->signal = 0;
+    int rc = cg__spawn(g, i, why, why_size);
+    if (rc)
+        c->state = CG_EXITED;
+    return rc;
+}
+
 /* ---- reading ----------------------------------------------------------- */
 
 size_t

@@ -170,6 +170,12 @@ int cg_stop(cg_t *g, int timeout_ms);
  * running, TELEM_EIO if poll() failed. */
 int cg_wait(cg_t *g, int timeout_ms, int wake_fd);
 
+/* Starts collector i again after it exited, with the same node, device,
+ * pin, phase and epoch (its rounds stay on the group's grid).  Returns 0,
+ * TELEM_EINVAL (no such collector), TELEM_ESTATE (it is running, or the
+ * group never started) or TELEM_EIO with a sentence in `why`. */
+int cg_restart(cg_t *g, size_t i, char *why, size_t why_size);
+
 /* Collectors of a started group (0 before cg_start), and collector i's
  * state (TELEM_EINVAL when i is out of range). */
 size_t cg_count(const cg_t *g);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,9 @@ static const char s_usage[] =
 "Samples: cg_<kernel>_seconds and cg_<kernel>_seconds_spread, tags gpu,\n"
 "backend, group, host, pid; see docs/collectors.md.\n"
 "Exit status: 0 after a clean stop (every collector exited 0), 1 on a\n"
-"start-up error, when every collector died or when one did not end\n"
+"start-up error, when every collector died for good (a dead collector\n"
+"is started again after 1 s, doubling per death up to 30 s) or when one\n"
+"did not end\n"
 "cleanly, 2 on bad usage, 3 when no listed backend is present.\n";
 
 typedef struct {
@@ -312,27 +315,110 @@ s_unclean(const cg_t *g)
     return n;
 }
 
-/* Runs until a stop signal (returns 0) or every collector died (1). */
+/* A collector that dies is started again after a back-off: 1 s, doubling
+ * per death of that collector, at most S_BACKOFF_MAX_NS; one that says its
+ * backend is not there (exit 3) is not. */
+#define S_BACKOFF_MAX_NS (30 * TELEM_NS_PER_SEC)
+
+typedef struct {
+    unsigned char reported;
+    int deaths;
+    int64_t due_ns;             /* restart time; 0: none pending */
+} s_slot_t;
+
+/* Schedules restarts of collectors that exited since the last call. */
+static void
+s_schedule(const cg_t *g, s_slot_t *slot)
+{
+    cg_info_t in;
+    for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
+        if (in.state != CG_EXITED || slot[i].reported || in.exit_code == 3)
+            continue;
+        int shift = slot[i].deaths < 5 ? slot[i].deaths : 5;
+        int64_t wait = TELEM_NS_PER_SEC << shift;
+        wait = wait < S_BACKOFF_MAX_NS ? wait : S_BACKOFF_MAX_NS;
+        slot[i].deaths++;
+        slot[i].due_ns = telem_mono_ns() + wait;
+        telem_log(TELEM_LOG_WARN, "collector of node %s device %d starts "
+                  "again in %.0f s (death %d)", in.node, in.device,
+                  (double) wait / 1e9, slot[i].deaths);
+    }
+}
+
+/* Restarts the collectors whose back-off is over; returns the ms until
+ * the next one is due (-1: none). */
+static int
+s_restart_due(cg_t *g, s_slot_t *slot)
+{
+    int64_t now = telem_mono_ns(), next = -1;
+    cg_info_t in;
+    for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
+        if (!slot[i].due_ns)
+            continue;
+        if (slot[i].due_ns > now) {
+            int64_t left = slot[i].due_ns - now;
+            next = next < 0 || left < next ? left : next;
+            continue;
+        }
+        char why[256];
+        slot[i].due_ns = 0;
+        slot[i].reported = 0;
+        if (cg_restart(g, i, why, sizeof why) == 0 && cg_info(g, i, &in) == 0)
+            telem_log(TELEM_LOG_WARN, "collector of node %s device %d "
+                      "started again (pid %ld)", in.node, in.device,
+                      (long) in.pid);
+        else
+            telem_log(TELEM_LOG_ERROR, "collector of node %s device %d not "
+                      "started again: %s", in.node, in.device, why);
+    }
+    return next < 0 ? -1 : (int) (next / TELEM_NS_PER_MS) + 1;
+}
+
+static int
+s_pending(const s_slot_t *slot, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (slot[i].due_ns)
+            return 1;
+    return 0;
+}
+
+/* Runs until a stop signal (returns 0) or every collector died for good
+ * (1). */
 static int
 s_watch(cg_t *g, int sfd)
 {
-    unsigned char *reported = calloc(cg_count(g) + 1, 1);
-    int rc = 1;
-    while (reported) {
+    size_t n = cg_count(g);
+    s_slot_t *slot = calloc(n + 1, sizeof *slot);
+    unsigned char *reported = calloc(n + 1, 1);
+    int rc = 1, timeout = -1;
+    while (slot && reported) {
         struct signalfd_siginfo si;
-        int n = cg_wait(g, -1, sfd);
+        cg_wait(g, timeout, sfd);
         if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
             telem_log(TELEM_LOG_INFO, "signal %u: stopping the group",
                       si.ssi_signo);
             rc = 0;
             break;
         }
+        for (size_t i = 0; i < n; i++)
+            reported[i] = slot[i].reported;
         s_report_exits(g, reported);
-        if (n == TELEM_ESTATE || cg_running(g) == 0) {
+        s_schedule(g, slot);
+        for (size_t i = 0; i < n; i++)
+            slot[i].reported = reported[i];
+        timeout = s_restart_due(g, slot);
+        if (cg_running(g) == 0 && !s_pending(slot, n)) {
             telem_log(TELEM_LOG_ERROR, "every collector has ended");
             break;
         }
+        if (cg_running(g) == 0 && timeout > 0) {
+            /* None running: wait for the next restart or a signal. */
+            struct pollfd p = { .fd = sfd, .events = POLLIN };
+            poll(&p, 1, timeout);
+        }
     }
+    free(slot);
     free(reported);
     return rc;
 }

@@ -138,14 +138,14 @@ s_copy_other_lines(FILE *in, FILE *out, const char *node)
     }
 }
 
-int
-telem_nodefile_register(const char *path, const char *node,
-                        const char *endpoint)
+/* Rewrites the node file without `node`'s line, then with `node
+ * endpoint` when endpoint is not NULL, under an exclusive flock. */
+static int
+s_nodefile_rewrite(const char *path, const char *node, const char *endpoint)
 {
-    if (!path || !telem_node_valid(node) || !endpoint || !*endpoint
-        || strpbrk(endpoint, "\t\n"))
-        return TELEM_EINVAL;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd = open(path, O_RDWR | (endpoint ? O_CREAT : 0) | O_CLOEXEC, 0600);
+    if (fd < 0 && !endpoint && errno == ENOENT)
+        return 0;
     if (fd < 0)
         return TELEM_EIO;
     int rc = TELEM_EIO;
@@ -157,7 +157,8 @@ telem_nodefile_register(const char *path, const char *node,
     if (!cur || !tmp)
         goto out;
     s_copy_other_lines(cur, tmp, node);
-    fprintf(tmp, "%s\t%s\n", node, endpoint);
+    if (endpoint)
+        fprintf(tmp, "%s\t%s\n", node, endpoint);
     if (fflush(tmp) != 0 || ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET))
         goto out;
     rewind(tmp);
@@ -174,6 +175,24 @@ out:
         fclose(tmp);
     close(fd);
     return rc;
+}
+
+int
+telem_nodefile_register(const char *path, const char *node,
+                        const char *endpoint)
+{
+    if (!path || !telem_node_valid(node) || !endpoint || !*endpoint
+        || strpbrk(endpoint, "\t\n"))
+        return TELEM_EINVAL;
+    return s_nodefile_rewrite(path, node, endpoint);
+}
+
+int
+telem_nodefile_unregister(const char *path, const char *node)
+{
+    if (!path || !telem_node_valid(node))
+        return TELEM_EINVAL;
+    return s_nodefile_rewrite(path, node, NULL);
 }
 
 int

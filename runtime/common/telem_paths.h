@@ -64,6 +64,10 @@ int telem_node_endpoint(char *buf, size_t size, const char *rundir,
 int telem_nodefile_register(const char *path, const char *node,
                             const char *endpoint);
 
+/* Removes the line of `node` from the node file at `path` under the same
+ * lock (no file: nothing to do).  Returns 0, TELEM_EINVAL or TELEM_EIO. */
+int telem_nodefile_unregister(const char *path, const char *node);
+
 /* Looks up `node` in the node file at `path` (under a shared flock, so a
  * concurrent register is seen whole) and writes its endpoint to ep.
  * Returns 0, TELEM_ENOTFOUND (no file, or no such line) or TELEM_ETOOBIG

@@ -312,6 +312,9 @@ static void
 s_dictd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
 {
     launch_job_node_t *nd = &self->nodes[p->node];
+    if (nd->dictd == p && strncmp(line, "endpoint\t", 9) == 0)
+        snprintf(nd->dict_endpoint, sizeof nd->dict_endpoint, "%s",
+                 line + 9);
     if (strcmp(line, "ready") != 0 || nd->dictd != p)
         return;
     nd->dict_ready = 1;
@@ -505,6 +508,22 @@ s_record(launch_job_t *self, const char *trigger, const char *why,
         s_list_add(r->promoted, sizeof r->promoted, promoted);
 }
 
+/* Takes the nodes that went DOWN out of the dictionary node file: their
+ * servers are stopped (or cut off), and a client that found one there
+ * would wait for it; the re-form that follows leaves them out of the map. */
+static void
+s_forget_down(launch_job_t *self, const launch_state_node_t *before)
+{
+    for (size_t i = 0; self->dict && i < self->n; i++)
+        if (before[i] != LAUNCH_NODE_DOWN
+            && launch_state_node(self->state, i) == LAUNCH_NODE_DOWN
+            && telem_nodefile_unregister(self->dict_nodefile,
+                                         launch_state_name(self->state, i)))
+            telem_log(TELEM_LOG_WARN, "cannot take %s out of %s: %s",
+                      launch_state_name(self->state, i), self->dict_nodefile,
+                      strerror(errno));
+}
+
 /* Gives the nodes that went DOWN back to Slurm (launch_source_release):
  * a lost node then no longer takes the allocation with it when Slurm
  * marks it DOWN. */
@@ -554,6 +573,7 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     launch_state_fail(self->state, idx, n, &o);
     s_note_changes(self, before, s_keeps_telemd(trigger), down, promoted,
                    sizeof down);
+    s_forget_down(self, before);
     if (!s_keeps_telemd(trigger))
         s_release(self, before);
     if (o.verdict == LAUNCH_VERDICT_NONE) {

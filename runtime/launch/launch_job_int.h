@@ -88,6 +88,10 @@ typedef struct {
     launch_job_proc_t *dictd;           /* NULL when not running */
     int ready;                  /* telemd printed "ready" */
     int dict_ready;             /* telem_dictd printed "ready" */
+    char dict_endpoint[TELEM_PATH_MAX]; /* telem_dictd's, as it printed */
+    long dict_keep_port;        /* a restarted telem_dictd binds this TCP
+                                   port again (its peers and the dict
+                                   node file keep the endpoint); 0: any */
     int done;                   /* the program ended 0 in this run */
     int misses;                 /* heartbeat misses in a row */
     int64_t started_ns;         /* when telemd was started (monotonic) */

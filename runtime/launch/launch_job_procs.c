@@ -295,9 +295,14 @@ launch_job_start_dictd(launch_job_t *self, size_t i)
                                 launch_state_name(self->state, i), "--rundir",
                                 self->rundir, "--nodefile",
                                 self->dict_nodefile, "--nodes", list, NULL };
+        char port[24];
+        snprintf(port, sizeof port, "%ld", nd->dict_keep_port);
         if (launch_argv_addv(&argv, words) == 0
             && (!bind || (launch_argv_add(&argv, "--bind") == 0
-                && launch_argv_add(&argv, bind) == 0))) {
+                && launch_argv_add(&argv, bind) == 0))
+            && (nd->dict_keep_port <= 0 || !bind
+                || (launch_argv_add(&argv, "--port") == 0
+                    && launch_argv_add(&argv, port) == 0))) {
             nd->dictd = s_spawn_role(self, i, LAUNCH_ROLE_DICTD,
                                      (const char *const *) argv.v);
             rc = nd->dictd ? 0 : TELEM_EIO;

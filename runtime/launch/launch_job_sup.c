@@ -288,6 +288,9 @@ launch_job_sup_on_death(launch_job_t *self, const launch_job_proc_t *p,
         self->on_node_lost(self, p->node, "start", why);
         return 1;
     }
+    if (p->role == LAUNCH_ROLE_DICTD)
+        nd->dict_keep_port = before_ready ? 0
+                             : s_tcp_port(nd->dict_endpoint);
     if (p->role == LAUNCH_ROLE_TELEMD) {
         /* Its port again, unless binding it may be what failed. */
         nd->keep_port = before_ready ? 0 : s_tcp_port(nd->endpoint);
