@@ -78,8 +78,7 @@ static const char s_usage[] =
 "Exit status: 0 after a clean stop (every collector exited 0), 1 on a\n"
 "start-up error, when every collector died for good (a dead collector\n"
 "is started again after 1 s, doubling per death up to 30 s) or when one\n"
-"did not end\n"
-"cleanly, 2 on bad usage, 3 when no listed backend is present.\n";
+"did not end cleanly, 2 on bad usage, 3 when no listed backend is present.\n";
 
 typedef struct {
     char *backends;
