@@ -40,8 +40,10 @@ typedef struct {
     double ring[SG_RING_MAX];  /* newest values, for Dragon's rule */
     uint32_t nring, ring_pos;
     double warm[SG_RING_MAX];  /* first ratios to peers (drift) */
+    double warm_s[SG_RING_MAX]; /* its own times in those rounds */
     uint32_t nwarm;
     double base, sigma;        /* their median and scaled MAD, once set */
+    double base_s;             /* median of warm_s, once set */
     double cusum;              /* in units of sigma */
     double ratio;              /* last ratio to peers, for status */
     double lr[SG_RING_MAX];    /* newest changes of the log ratio */

@@ -8,7 +8,11 @@
  * deviation the peers' own spread cannot explain.  Leaving i out keeps a
  * slow device from pulling its own reference up, which is what lets 2 and 3
  * devices work at all.  The device is flagged when k of its last n rounds
- * were slow, once, until a run of n clean rounds clears it.
+ * were slow, once, until a run of n clean rounds clears it.  With 2
+ * devices the slower one is named (a fault slows a device down; it does
+ * not make a healthy one faster), and the event says so with what decided:
+ * the gap, its persistence, its z and which floor set the scale, and each
+ * device's own time against its baseline once both have one.
  *
  * Noise floor (parameter noise).  The peers' spread in one round says
  * nothing about how much a device wanders from round to round, and with 2
@@ -94,36 +98,69 @@ s_popcount(uint64_t v)
     return c;
 }
 
-static int
-s_peer_event(const det_slowgpu_state_t *st, const det_slowgpu_round_t *r,
-             size_t i,
-             double ratio, double z, int count, int n, det_events_t *out)
+/* What decided a robust-rule event: the device's ratio to its peer
+ * median, its z, the z scale relative to the median and which floor set
+ * it, and the k of n count. */
+typedef struct {
+    double ratio, z, rel;
+    const char *scale_by;
+    int count, n;
+} s_verdict_t;
+
+/* The text of a 2-device event.  The two devices are each other's only
+ * reference, so the text names what decided: the gap, its persistence and
+ * its z against the noise, each device's own time against its baseline
+ * when both have one, and the rule that names the slower one. */
+static void
+s_two_text(char *text, size_t size, const det_slowgpu_state_t *st,
+           const det_params_t *p, const det_slowgpu_round_t *r, size_t i,
+           const s_verdict_t *v)
 {
     const det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
-    char who[600], text[1400];
+    const det_slowgpu_dev_t *o = &st->devs[r->dev[1 - i]];
+    uint32_t warmup = (uint32_t) det_params_num(p, SG_WARMUP);
+    char who[600], other[600], hist[300];
     s_name(who, sizeof who, d);
-    if (r->n == 2 && !r->late) {
-        const det_slowgpu_dev_t *o = &st->devs[r->dev[1 - i]];
-        char other[600];
-        s_name(other, sizeof other, o);
-        snprintf(text, sizeof text, "%s is %.1f %% slower than the only other "
-                 "device, %s (%.4g s against %.4g s) in %d of its last %d "
-                 "rounds; with 2 devices a slow device cannot be told from a "
-                 "fast one by comparison alone", who, 100 * (ratio - 1), other,
-                 r->x[i], r->med[i], count, n);
-    } else {
+    s_name(other, sizeof other, o);
+    if (d->nwarm >= warmup && o->nwarm >= warmup)
+        snprintf(hist, sizeof hist, "against their own first %u rounds "
+                 "after start-up its time changed %+.1f %% and the other's "
+                 "%+.1f %%", warmup, 100 * (r->x[i] / d->base_s - 1),
+                 100 * (r->x[1 - i] / o->base_s - 1));
+    else
+        snprintf(hist, sizeof hist, "no baseline of its own yet (its "
+                 "first %u rounds after start-up)", warmup);
+    snprintf(text, size, "%s is the slower of 2 devices: %.1f %% slower "
+             "than %s (%.4g s against %.4g s) in %d of its last %d rounds, "
+             "z %.1f against %s (%.2g %% of the other's time); %s; of 2 "
+             "devices the slower one is named, as a fault slows a device "
+             "down and does not make its peer faster", who,
+             100 * (v->ratio - 1), other, r->x[i], r->med[i], v->count, v->n,
+             v->z, v->scale_by, 100 * v->rel, hist);
+}
+
+static int
+s_peer_event(const det_slowgpu_state_t *st, const det_params_t *p,
+             const det_slowgpu_round_t *r, size_t i, const s_verdict_t *v,
+             det_events_t *out)
+{
+    const det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
+    char who[600], text[2000];
+    s_name(who, sizeof who, d);
+    if (r->n == 2 && !r->late)
+        s_two_text(text, sizeof text, st, p, r, i, v);
+    else
         snprintf(text, sizeof text, "%s is %.1f %% slower than the median of "
                  "its %zu peers (%.4g s against %.4g s, robust z %.1f) in %d "
-                 "of its last %d rounds", who, 100 * (ratio - 1), r->peers,
-                 r->x[i], r->med[i], z, count, n);
-    }
+                 "of its last %d rounds", who, 100 * (v->ratio - 1), r->peers,
+                 r->x[i], r->med[i], v->z, v->count, v->n);
     det_evidence_t ev[] = {
         { "value_s", r->x[i] }, { "peer_median_s", r->med[i] },
-        { "peer_mad_s", r->mad[i] }, { "ratio", ratio }, { "z", z },
-        { "slow_rounds", count }, { "rounds", n },
+        { "peer_mad_s", r->mad[i] }, { "ratio", v->ratio }, { "z", v->z },
+        { "slow_rounds", v->count }, { "rounds", v->n },
         { "devices", (double) r->peers + 1 }, { "noise", r->noise },
     };
-    return s_emit(out, d, r->ts, DET_SEV_ACT, ratio - 1, ev,
+    return s_emit(out, d, r->ts, DET_SEV_ACT, v->ratio - 1, ev,
                   sizeof ev / sizeof ev[0], text);
 }
 
@@ -205,8 +242,9 @@ s_peer(det_slowgpu_state_t *st, const det_params_t *p,
      * own history: a device that joined late is not judged on the others'
      * noise alone. */
     int learning = isnan(r->noise) || s_learning(d, p);
-    double scale = fmax(fmax(r->mad[i], det_params_num(p, SG_MAD_FLOOR) * m),
-                        learning ? 0 : r->noise * m);
+    double floor = det_params_num(p, SG_MAD_FLOOR) * m;
+    double wander = learning ? 0 : r->noise * m;
+    double scale = fmax(fmax(r->mad[i], floor), wander);
     double ratio = r->x[i] / m, z = (r->x[i] - m) / scale;
     s_lr_push(d, log(ratio), (uint32_t) det_params_num(p, SG_NOISE));
     int slow = !learning && ratio >= 1 + det_params_num(p, SG_EFFECT) &&
@@ -222,9 +260,13 @@ s_peer(det_slowgpu_state_t *st, const det_params_t *p,
     if (d->peer_active || count < k)
         return 0;
     d->peer_active = 1;
-    return s_peer_event(st, r, i, ratio, z, count,
-                        (int) (d->nbits < (uint32_t) n ? d->nbits : (uint32_t) n),
-                        out);
+    s_verdict_t v = {
+        ratio, z, scale / m,
+        scale == wander ? "the devices' round-to-round noise"
+        : scale == floor ? "the floor mad_floor" : "the peers' spread",
+        count, (int) (d->nbits < (uint32_t) n ? d->nbits : (uint32_t) n),
+    };
+    return s_peer_event(st, p, r, i, &v, out);
 }
 
 /* Sets d's baseline ratio and noise from its warm-up ratios. */
@@ -241,6 +283,9 @@ s_set_baseline(det_slowgpu_dev_t *d, double floor)
     gsl_sort(v, 1, n);
     d->sigma = fmax(DET_UTIL_MAD_SCALE * det_util_median_skip(v, n, n),
                     floor * d->base);
+    memcpy(v, d->warm_s, n * sizeof *v);
+    gsl_sort(v, 1, n);
+    d->base_s = det_util_median_skip(v, n, n);
 }
 
 /* Drift of device i's ratio to its peers against its own baseline. */
@@ -252,14 +297,17 @@ s_drift(det_slowgpu_state_t *st, const det_params_t *p,
     det_slowgpu_dev_t *d = &st->devs[r->dev[i]];
     double h = det_params_num(p, SG_DRIFT);
     uint32_t warmup = (uint32_t) det_params_num(p, SG_WARMUP);
-    if (h <= 0 || !isfinite(d->ratio))
+    if (!isfinite(d->ratio))
         return 0;
-    if (d->nwarm < warmup) {
+    if (d->nwarm < warmup) {        /* the baseline, drift on or off */
+        d->warm_s[d->nwarm] = r->x[i];
         d->warm[d->nwarm++] = d->ratio;
         if (d->nwarm == warmup)
             s_set_baseline(d, det_params_num(p, SG_MAD_FLOOR));
         return 0;
     }
+    if (h <= 0)
+        return 0;
     /* The noise now: the larger of the device's own (warm-up) and the
      * peers' spread in this round, so a machine that got noisier since
      * the warm-up does not look like a drift. */

@@ -29,8 +29,9 @@
  * "<ns>/done/<t>"; rank 0 waits for every task's event, merges the
  * histograms and prints the result: the number of eigenvalues, the
  * histogram's checksum, the largest distance between the histogram's and
- * the semicircle's distribution functions (pass/fail against
- * `--tolerance`) and a chi-square; `--plot FILE` writes an SVG picture.
+ * the semicircle's distribution functions, and the verdict (pass when
+ * every eigenvalue was counted once and that distance is within
+ * `--tolerance`); `--plot FILE` writes an SVG picture.
  *
  * Telemetry (telem.h): slow_gpu_iteration_seconds (level 1, tag gpu),
  * slow_gpu_task_done (level 2, tag task), slow_gpu_eigen_max (level 3).
@@ -267,9 +268,10 @@ s_task_store(ddict_t *d, const sg_opts_t *o, int t, const sg_task_t *task,
     return rc;
 }
 
-/* The hold of --hold-at: on a first run, waits (in notified slices) until
- * the hold event is set; a restarted run never gets here, and a run that
- * the launcher restarts is stopped while it waits. */
+/* The hold of --hold-at: in a held run (TELEM_RESTART_COUNT below
+ * --hold-runs), waits (in notified slices) until the hold event is set; a
+ * run that the launcher restarts is stopped while it waits, and the next
+ * run holds again only if it is held too. */
 static int
 s_hold(ddict_t *d, s_worker_t *wk, int t, int done)
 {
@@ -311,7 +313,7 @@ s_task_run(ddict_t *d, s_worker_t *wk, s_work_t *w, int t)
                task.done, o->iterations);
         fflush(stdout);
     }
-    int hold = o->hold_at > 0 && !o->restarted
+    int hold = o->hold_at > 0 && o->restart_count < o->hold_runs
                ? (int) ceil(o->hold_at * o->iterations) : -1;
     while (rc == 0 && task.done < o->iterations) {
         if (task.done == hold && (rc = s_hold(d, wk, t, task.done)) != 0)

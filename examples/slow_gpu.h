@@ -21,10 +21,12 @@ typedef struct {
     const char *ns;         /* dictionary namespace */
     const char *plot;       /* SVG file, or NULL */
     int64_t timeout_ms;     /* deadline of dictionary calls */
-    double hold_at;         /* first run: wait at this fraction (0: off) */
+    double hold_at;         /* held runs: wait at this fraction (0: off) */
     const char *hold_event; /* ... until this event is set (NULL: <ns>/release) */
+    int hold_runs;          /* runs with TELEM_RESTART_COUNT below it hold */
     int rank, nnodes;       /* TELEM_RANK, TELEM_NNODES */
     int restarted;          /* TELEM_RESTARTED=1 */
+    int restart_count;      /* TELEM_RESTART_COUNT (restarted: at least 1) */
 } sg_opts_t;
 
 /* A task's state: iterations done and its histogram (bins, then the

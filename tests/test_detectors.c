@@ -163,7 +163,10 @@ check_one_slow(size_t ndev, size_t per_node, size_t slow_dev)
         CHECK(e->score > 0.05 && e->score < 0.15);
         CHECK(strstr(e->text, "slower") != NULL);
         if (ndev == 2)
-            CHECK(strstr(e->text, "only other device") != NULL);
+            CHECK(strstr(e->text, "is the slower of 2 devices: ") != NULL &&
+                  strstr(e->text, "round-to-round noise") != NULL &&
+                  strstr(e->text, "of 2 devices the slower one is named, "
+                         "as a fault slows a device down") != NULL);
     }
     if (!e || ev_round(e) >= 40 + SLOW_SEEN)
         fprintf(stderr, "  (with %zu devices)\n", ndev);
@@ -182,6 +185,49 @@ test_one_slow_device_any_count(void)
     check_one_slow(8, 4, 5);
     check_one_slow(64, 8, 17);
     check_one_slow(1000, 8, 999);
+}
+
+/* With 2 devices the event says what decided, word for word: the gap and
+ * its persistence, z against the floor that set it, each device's own time
+ * against its baseline (or that there is none yet), and the rule that
+ * names the slower one; never that it cannot tell, since it acts. */
+static void
+check_two_text(size_t from, size_t rounds, const char *want)
+{
+    fx_t *fx = fx_new(2, 1, "cg_dgemm_seconds");
+    det_t *d = fx_det("slowgpu", NULL);
+    det_events_t *evs = det_events_new();
+    slow_t s = { 1, SIZE_MAX, 1.10, from };
+    sim(fx, d, 0, rounds, 0.0, f_slow, &s, evs);
+    CHECK_INT(det_events_count(evs), 1);
+    const det_event_t *e = det_events_get(evs, 0);
+    if (e) {
+        CHECK_INT(e->severity, DET_SEV_ACT);
+        CHECK_STR(e->text, want);
+    }
+    det_events_destroy(&evs);
+    det_destroy(&d);
+    fx_destroy(&fx);
+}
+
+static void
+test_two_devices_text(void)
+{
+    /* Slow after both baselines (rounds 10-41) were taken. */
+    check_two_text(50, 60, "device 0 on node 'n1' is the slower of 2 devices: "
+        "10.0 % slower than device 0 on node 'n0' (0.011 s against 0.01 s) "
+        "in 4 of its last 5 rounds, z 10.0 against the floor mad_floor "
+        "(1 % of the other's time); against their own first 32 rounds after "
+        "start-up its time changed +10.0 % and the other's +0.0 %; of 2 "
+        "devices the slower one is named, as a fault slows a device down "
+        "and does not make its peer faster");
+    /* Slow from the start: named before it has a baseline. */
+    check_two_text(0, 40, "device 0 on node 'n1' is the slower of 2 devices: "
+        "10.0 % slower than device 0 on node 'n0' (0.011 s against 0.01 s) "
+        "in 4 of its last 5 rounds, z 10.0 against the floor mad_floor "
+        "(1 % of the other's time); no baseline of its own yet (its first "
+        "32 rounds after start-up); of 2 devices the slower one is named, "
+        "as a fault slows a device down and does not make its peer faster");
 }
 
 static void
@@ -684,6 +730,7 @@ main(void)
 {
     test_loo_matches_brute_force();
     test_one_slow_device_any_count();
+    test_two_devices_text();
     test_clean_rounds_no_event();
     test_spiky_rounds_no_event();
     test_noise_floor();
