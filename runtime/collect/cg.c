@@ -83,6 +83,7 @@ cg_destroy(cg_t **g_p)
     free(g->local);
     free(g->nodefile);
     free(g->spawn);
+    free(g->only);
     free(g);
     *g_p = NULL;
 }
@@ -245,6 +246,14 @@ cg_set_spawn(cg_t *g, const char *tmpl)
 }
 
 int
+cg_set_only(cg_t *g, const char *node)
+{
+    if (node && !telem_node_valid(node))
+        return TELEM_EINVAL;
+    return s_set_str(g, &g->only, node);
+}
+
+int
 cg_set_collector(cg_t *g, const char *path)
 {
     if (path && !*path)
@@ -369,6 +378,35 @@ s_map(cg_t *g, const telem_backend_t *b, char *why, size_t why_size)
     return 0;
 }
 
+/* Keeps only the collectors of g->only (cg_set_only): their pins are
+ * the node's own devices unless a local device list asked for the map. */
+static int
+s_keep_only(cg_t *g, const telem_backend_t *b, char *why, size_t why_size)
+{
+    size_t k = 0;
+    for (size_t j = 0; j < g->ncolls; j++) {
+        cg__coll_t c = g->colls[j];
+        if (strcmp(c.node, g->only) != 0) {
+            free(c.node);
+            continue;
+        }
+        if (b && !g->spawn && !g->nlocal && !g->per_node) {
+            c.pin = c.device;
+            c.phase_ns = 0;
+            snprintf(c.pin_id, sizeof c.pin_id, "%s",
+                     telem_backend_device(b, (size_t) c.pin)->id);
+        }
+        g->colls[k++] = c;
+    }
+    g->ncolls = k;
+    if (k == 0) {
+        snprintf(why, why_size, "node '%s' is not in the job's node list",
+                 g->only);
+        return TELEM_ENOTFOUND;
+    }
+    return 0;
+}
+
 /* Builds the collector list, node-major. */
 static int
 s_plan(cg_t *g, const telem_backend_t *b, char *why, size_t why_size)
@@ -386,7 +424,8 @@ s_plan(cg_t *g, const telem_backend_t *b, char *why, size_t why_size)
         if (!(c->node = strdup(g->nodes[j / per])))
             return TELEM_ENOMEM;
     }
-    return g->spawn || !b ? 0 : s_map(g, b, why, why_size);
+    int rc = g->spawn || !b ? 0 : s_map(g, b, why, why_size);
+    return rc || !g->only ? rc : s_keep_only(g, b, why, why_size);
 }
 
 /* Everything before the first spawn. */

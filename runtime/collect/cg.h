@@ -41,7 +41,10 @@
  * collector's arguments; a word that is exactly "{cmd}" is replaced instead
  * by the whole collector command as one shell string, "exec 'prog' 'arg'
  * ...", for commands that hand it to a shell ("ssh {node} {cmd}",
- * "bash -c {cmd}"); the exec makes the shell become the collector.  Remote collectors run on device i itself,
+ * "bash -c {cmd}"); the exec makes the shell become the collector.
+ * With cg_set_only() the group runs one node's collectors here (one group
+ * per node, each started on its own node, as telem_launch does under
+ * Slurm).  Remote collectors run on device i itself,
  * phase 0.  The default device list of remote nodes is this machine's (as
  * for homogeneous nodes); pass cg_set_devices() otherwise.
  *
@@ -134,6 +137,14 @@ int cg_set_nodefile(cg_t *g, const char *path);   /* NULL: the default */
 /* Explicit node names instead of the node file (copied). */
 int cg_set_nodes(cg_t *g, const char *const *names, size_t n);
 int cg_set_spawn(cg_t *g, const char *tmpl);      /* NULL: local spawn */
+/* Only the collectors of node `node` (which must be in the node list), run
+ * here: how one telem_collect per node of a cluster runs its own node's
+ * devices.  Device i then runs on this machine's device i at phase 0,
+ * unless cg_set_local_devices() was given: then the map is the one all the
+ * nodes would get from one local group (the node's position in the node
+ * list decides its pins and phases), for nodes that share one machine.
+ * NULL: every node's collectors (the default). */
+int cg_set_only(cg_t *g, const char *node);
 /* The collector program for built-in kernels (default: telem_collector
  * beside this program's executable, else found on PATH). */
 int cg_set_collector(cg_t *g, const char *path);

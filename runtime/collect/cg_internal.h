@@ -40,6 +40,7 @@ struct cg {
     char **nodes;                       /* explicit names, or NULL */
     size_t nnodes;
     char *spawn;                        /* template, NULL: local */
+    char *only;                         /* this node's collectors only */
     int started;
     int64_t epoch_ns;
     cg__coll_t *colls;

@@ -23,6 +23,7 @@
 #include "telem_error.h"
 #include "telem_signals.h"
 #include "telem_log.h"
+#include "telem_paths.h"
 #include "telem_time.h"
 
 static const char s_usage[] =
@@ -53,6 +54,12 @@ static const char s_usage[] =
 "  -s, --spawn TEMPLATE   command that starts a collector on a remote\n"
 "                         node, e.g. 'ssh {node}' (default: spawn here,\n"
 "                         as virtual nodes)\n"
+"  -n, --node NAME        only NAME's collectors, run here on this\n"
+"                         machine's devices (device i on device i, phase\n"
+"                         0; with --local-devices, the map all the nodes\n"
+"                         would get from one local group): one\n"
+"                         telem_collect per node, as telem_launch runs it\n"
+"                         under Slurm; not with --spawn\n"
 "      --collector PATH   collector program (default: telem_collector\n"
 "                         beside this program, else on PATH)\n"
 "  -t, --stop-timeout S   wait this long for collectors to stop before\n"
@@ -74,6 +81,7 @@ static const char s_usage[] =
 typedef struct {
     char *backends;
     const char *kernel, *devices, *name, *nodefile, *spawn, *collector;
+    const char *only;
     const char *local;
     int64_t period_ns;
     int reps, per_node, spread;
@@ -143,6 +151,11 @@ s_option(void *arg, int c, char *v)
         a->local = v;
         return 0;
     case 's': a->spawn = v; return 0;
+    case 'n':
+        if (!telem_node_valid(v))
+            return telem_cli_bad(S_PROG, "--node", v, "a node name");
+        a->only = v;
+        return 0;
     case 'C': a->collector = v; return 0;
     case 't':
         if (telem_cli_number(v, 0.001, 3600, &d))
@@ -167,11 +180,11 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "spawn", 1, 0, 's' }, { "collector", 1, 0, 'C' },
         { "stop-timeout", 1, 0, 't' }, { "log-level", 1, 0, 'l' },
         { "spread", 0, 0, 'S' }, { "local-devices", 1, 0, 'D' },
-        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+        { "node", 1, 0, 'n' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
     const telem_cli_spec_t spec = {
         .prog = S_PROG, .usage = s_usage,
-        .shortopts = "b:k:d:p:R:g:N:s:t:D:l:h", .longopts = opts,
+        .shortopts = "b:k:d:p:R:g:N:s:t:D:l:n:h", .longopts = opts,
         .option = s_option, .log_level = &a->loglevel,
     };
     return telem_cli_parse_spec(&spec, argc, argv, a);
@@ -199,6 +212,8 @@ s_configure(cg_t *g, const s_args_t *a, const char *backend)
         rc = cg_set_nodefile(g, a->nodefile);
     if (!rc)
         rc = cg_set_spawn(g, a->spawn);
+    if (!rc)
+        rc = cg_set_only(g, a->only);
     if (!rc && a->collector)
         rc = cg_set_collector(g, a->collector);
     return rc;
@@ -333,6 +348,11 @@ main(int argc, char **argv)
     int rc = s_parse(&a, argc, argv);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (a.only && a.spawn) {
+        fprintf(stderr, "telem_collect: --node runs one node's collectors "
+                "here; it cannot be combined with --spawn\n");
+        return 2;
+    }
     telem_log_init("telem_collect", a.loglevel);
     int sfd = telem_signals_open_stop(1);
     if (sfd < 0) {

@@ -151,7 +151,9 @@ struct launch_job {
     char launch_dir[TELEM_PATH_MAX];
     char nodefile[TELEM_PATH_MAX];
     char dict_nodefile[TELEM_PATH_MAX];    /* telem_dictd registers here */
-    char restart_ep[TELEM_PATH_MAX + 32];
+    char restart_ep[TELEM_PATH_MAX + 32];  /* the one the nodes are told:
+                                              ipc, or TCP off this host */
+    char restart_ipc[TELEM_PATH_MAX + 32]; /* always bound */
     char prom_config[TELEM_PATH_MAX];      /* absolute; "" when none */
     char prom_targets[TELEM_PATH_MAX + 16];
     char bin_telemd[TELEM_PATH_MAX];
@@ -183,6 +185,11 @@ launch_job_proc_t *launch_job_spawn(launch_job_t *self, size_t node,
                                     const char *const *argv,
                                     const launch_env_t *env,
                                     const char *const *telem_kv);
+
+/* The address node i's telemd and telem_dictd bind: --bind, else the
+ * node's own address from the source (Slurm's NodeAddr), else NULL (their
+ * default, 127.0.0.1). */
+const char *launch_job_bind_addr(const launch_job_t *self, size_t i);
 
 /* Starts telemd on node i.  Returns 0 or a negative error (logged). */
 int launch_job_start_telemd(launch_job_t *self, size_t i);

@@ -113,15 +113,25 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
     if (!self->ac || (ac_status(self->ac, &r), !r))
         return 0;
     size_t failed[self->n ? self->n : 1], nf = 0;
-    char why[1024] = "";
+    size_t lost[self->n ? self->n : 1], nl = 0;
+    char why[1024] = "", lost_why[1024] = "";
     for (size_t j = 0; j < ac_status_result_count(r); j++) {
         long i = launch_state_find(self->state, ac_status_result_node(r, j));
         if (i < 0 || launch_state_node(self->state,
                                        (size_t) i) == LAUNCH_NODE_DOWN)
             continue;
         launch_job_node_t *nd = &self->nodes[i];
-        if (ac_status_result_code(r, j) == 0) {
+        int code = ac_status_result_code(r, j);
+        if (code == 0) {
             nd->misses = 0;
+        } else if (code == TELEM_ESTATE) {
+            /* telemd's own word that its node is lost (its slurmd is
+               gone): no need to wait for more misses. */
+            size_t len = strlen(lost_why);
+            snprintf(lost_why + len, sizeof lost_why - len, "%s%s: %s",
+                     len ? "; " : "", ac_status_result_node(r, j),
+                     ac_status_result_message(r, j));
+            lost[nl++] = (size_t) i;
         } else if (++nd->misses >= self->cfg.heartbeat_misses) {
             size_t len = strlen(why);
             snprintf(why + len, sizeof why - len, "%s%s: telemd missed %d "
@@ -133,7 +143,9 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
         }
     }
     ac_status_result_destroy(&r);
-    if (nf)
+    if (nl)
+        launch_job_nodes_failed(self, lost, nl, "slurmd", lost_why);
+    else if (nf)
         launch_job_nodes_failed(self, failed, nf, "heartbeat", why);
     return launch_job_loop_result(self);
 }
@@ -172,8 +184,10 @@ s_paths(launch_job_t *self, char *why, size_t why_size)
     }
     snprintf(self->launch_dir, sizeof self->launch_dir, "%.*s/launch",
              (int) sizeof self->launch_dir - 8, self->rundir);
-    snprintf(self->restart_ep, sizeof self->restart_ep,
+    snprintf(self->restart_ipc, sizeof self->restart_ipc,
              "ipc://%.*s/restart.sock", TELEM_PATH_MAX - 1, self->launch_dir);
+    snprintf(self->restart_ep, sizeof self->restart_ep, "%s",
+             self->restart_ipc);
     const char *bin = c->bindir ? c->bindir : ".";
     snprintf(self->bin_telemd, TELEM_PATH_MAX, "%.400s/telemd", bin);
     snprintf(self->bin_dictd, TELEM_PATH_MAX, "%.400s/telem_dictd", bin);
@@ -215,6 +229,32 @@ s_binaries(launch_job_t *self, char *why, size_t why_size)
     return 0;
 }
 
+/* Nodes elsewhere cannot reach an ipc socket of this host: on other
+ * sources than local the restart socket also listens on TCP, on this
+ * host's address on the route to the nodes, and that endpoint is the one
+ * the nodes are given.  Where no such address is known it stays ipc-only,
+ * which is right when this host is one of the nodes. */
+static void
+s_restart_tcp(launch_job_t *self)
+{
+    char addr[64], ep[96], bound[sizeof self->restart_ep];
+    if (launch_source_kind(self->source) == LAUNCH_SOURCE_LOCAL)
+        return;
+    if (launch_source_route_addr(self->source, addr, sizeof addr) != 0) {
+        telem_log(TELEM_LOG_WARN, "no route to the nodes' addresses is "
+                  "known: restart requests only at %s (reachable from this "
+                  "host only)", self->restart_ipc);
+        return;
+    }
+    snprintf(ep, sizeof ep, strchr(addr, ':') ? "tcp://[%s]:0"
+             : "tcp://%s:0", addr);
+    if (telem_sock_bind(self->restart_sock, ep, bound, sizeof bound) == 0)
+        snprintf(self->restart_ep, sizeof self->restart_ep, "%s", bound);
+    else
+        telem_log(TELEM_LOG_WARN, "cannot bind %s for restart requests: %s",
+                  ep, zmq_strerror(errno));
+}
+
 static int
 s_sockets(launch_job_t *self, char *why, size_t why_size)
 {
@@ -230,16 +270,17 @@ s_sockets(launch_job_t *self, char *why, size_t why_size)
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0, .sndtimeo_ms = 0,
     };
     int err = 0;
-    self->restart_sock = telem_sock_new_bind(ZMQ_ROUTER, &o, self->restart_ep,
-                                             NULL, 0, &err);
+    self->restart_sock = telem_sock_new_bind(ZMQ_ROUTER, &o,
+                                             self->restart_ipc, NULL, 0, &err);
     if (!self->restart_sock) {
         if (err == TELEM_ENOMEM)
             snprintf(why, why_size, "out of memory");
         else
-            snprintf(why, why_size, "cannot bind %s: %s", self->restart_ep,
+            snprintf(why, why_size, "cannot bind %s: %s", self->restart_ipc,
                      zmq_strerror(errno));
         return err ? err : TELEM_EIO;
     }
+    s_restart_tcp(self);
     return 0;
 }
 

@@ -204,6 +204,14 @@ s_spawn_role(launch_job_t *self, size_t i, launch_job_role_t role,
     return p;
 }
 
+const char *
+launch_job_bind_addr(const launch_job_t *self, size_t i)
+{
+    if (self->cfg.bind_addr)
+        return self->cfg.bind_addr;
+    return launch_source_addr(self->source, launch_state_name(self->state, i));
+}
+
 int
 launch_job_start_telemd(launch_job_t *self, size_t i)
 {
@@ -224,9 +232,10 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
     argv[k++] = self->rundir;
     argv[k++] = "--level";
     argv[k++] = level;
-    if (self->cfg.bind_addr) {
+    const char *bind = launch_job_bind_addr(self, i);
+    if (bind) {
         argv[k++] = "--bind";
-        argv[k++] = self->cfg.bind_addr;
+        argv[k++] = bind;
     }
     if (nd->keep_port > 0) {    /* a restart: clients keep their endpoint */
         argv[k++] = "--port";
@@ -279,6 +288,7 @@ launch_job_start_dictd(launch_job_t *self, size_t i)
         return 0;
     launch_argv_t argv = { 0 };
     char *list = s_dict_list(self);
+    const char *bind = launch_job_bind_addr(self, i);
     int rc = TELEM_ENOMEM;
     if (list) {
         const char *words[] = { self->bin_dictd, "--node",
@@ -286,8 +296,8 @@ launch_job_start_dictd(launch_job_t *self, size_t i)
                                 self->rundir, "--nodefile",
                                 self->dict_nodefile, "--nodes", list, NULL };
         if (launch_argv_addv(&argv, words) == 0
-            && (!self->cfg.bind_addr || (launch_argv_add(&argv, "--bind") == 0
-                && launch_argv_add(&argv, self->cfg.bind_addr) == 0))) {
+            && (!bind || (launch_argv_add(&argv, "--bind") == 0
+                && launch_argv_add(&argv, bind) == 0))) {
             nd->dictd = s_spawn_role(self, i, LAUNCH_ROLE_DICTD,
                                      (const char *const *) argv.v);
             rc = nd->dictd ? 0 : TELEM_EIO;
@@ -298,13 +308,27 @@ launch_job_start_dictd(launch_job_t *self, size_t i)
     return rc;
 }
 
+/* Local virtual nodes share this machine: one telem_collect on the first
+ * active node runs every node's collectors and maps them onto this
+ * machine's devices.  Elsewhere every active node runs its own
+ * telem_collect --node NAME, on its own devices. */
+static int
+s_collect_per_node(const launch_job_t *self)
+{
+    return launch_source_kind(self->source) != LAUNCH_SOURCE_LOCAL;
+}
+
 static int
 s_start_collect(launch_job_t *self, size_t i)
 {
     launch_argv_t argv = { 0 };
     int rc = 0;
     if (self->cfg.collect && launch_argv_add(&argv, self->bin_collect) == 0
-        && launch_argv_split(&argv, self->cfg.collect, NULL) == 0)
+        && launch_argv_split(&argv, self->cfg.collect, NULL) == 0
+        && (!s_collect_per_node(self)
+            || (launch_argv_add(&argv, "--node") == 0
+                && launch_argv_add(&argv,
+                                   launch_state_name(self->state, i)) == 0)))
         rc = s_spawn_role(self, i, LAUNCH_ROLE_COLLECT,
                           (const char *const *) argv.v) ? 0 : TELEM_EIO;
     launch_argv_clear(&argv);
@@ -336,7 +360,12 @@ s_start_watch(launch_job_t *self, size_t i)
 void
 launch_job_start_observers(launch_job_t *self, size_t i)
 {
-    s_start_collect(self, i);
+    if (!s_collect_per_node(self))
+        s_start_collect(self, i);
+    else
+        for (size_t k = 0; k < self->n; k++)
+            if (launch_state_node(self->state, k) == LAUNCH_NODE_ACTIVE)
+                s_start_collect(self, k);
     launch_job_start_agg(self, i);
     s_start_watch(self, i);
 }

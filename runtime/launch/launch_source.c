@@ -8,10 +8,14 @@
  */
 #include "launch_source.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "launch_proc.h"
 #include "telem_error.h"
@@ -25,6 +29,7 @@
 struct launch_source {
     launch_source_kind_t kind;
     launch_argv_t names;
+    launch_argv_t addrs;        /* per name, "" where unknown */
     char *template_;
 };
 
@@ -95,6 +100,75 @@ s_add_names(launch_source_t *self, const char *list, const char *seps,
     return rc;
 }
 
+/* Writes `host` as a numeric address into out (IPv4 preferred); 0 or -1. */
+static int
+s_numeric(const char *host, char *out, size_t size)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                              .ai_socktype = SOCK_DGRAM }, *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
+        return -1;
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *a = res; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
+    int rc = getnameinfo(pick->ai_addr, pick->ai_addrlen, out,
+                         (socklen_t) size, NULL, 0, NI_NUMERICHOST) == 0
+             ? 0 : -1;
+    freeaddrinfo(res);
+    return rc;
+}
+
+/* The value of "KEY=" in one line of `scontrol -o show node`, copied. */
+static void
+s_field(const char *line, const char *key, char *out, size_t size)
+{
+    out[0] = '\0';
+    size_t klen = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)) != NULL; p += klen) {
+        if (p != line && p[-1] != ' ')
+            continue;
+        p += klen;
+        size_t n = strcspn(p, " \n");
+        snprintf(out, size, "%.*s", (int) n, p);
+        return;
+    }
+}
+
+/* Fills self->addrs from `scontrol -o show node NODELIST` (buf: scratch
+ * of S_HOSTNAMES_MAX).  Unknown addresses stay "": the daemons then bind
+ * their default.  Only out of memory is an error. */
+static int
+s_slurm_addrs(launch_source_t *self, const char *nodelist, char *buf)
+{
+    for (size_t i = 0; i < self->names.n; i++)
+        if (launch_argv_add(&self->addrs, ""))
+            return TELEM_ENOMEM;
+    char *argv[] = { "scontrol", "-o", "show", "node", (char *) nodelist,
+                     NULL };
+    if (launch_proc_run_capture(argv, buf, S_HOSTNAMES_MAX) != 0)
+        return 0;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char name[TELEM_NAME_MAX + 1], addr[256], num[64];
+        s_field(line, "NodeName=", name, sizeof name);
+        s_field(line, "NodeAddr=", addr, sizeof addr);
+        for (size_t i = 0; *addr && i < self->names.n; i++)
+            if (strcmp(self->names.v[i], name) == 0
+                && s_numeric(addr, num, sizeof num) == 0) {
+                char *copy = strdup(num);
+                if (!copy)
+                    return TELEM_ENOMEM;
+                free(self->addrs.v[i]);
+                self->addrs.v[i] = copy;
+            }
+    }
+    return 0;
+}
+
 launch_source_t *
 launch_source_new_slurm(const char *nodelist, char *why, size_t why_size,
                         int *err)
@@ -125,6 +199,8 @@ launch_source_new_slurm(const char *nodelist, char *why, size_t why_size,
         goto fail;
     }
     if ((*err = s_add_names(self, buf, "\n", why, why_size)) != 0)
+        goto fail;
+    if ((*err = s_slurm_addrs(self, nodelist, buf)) != 0)
         goto fail;
     free(buf);
     return self;
@@ -171,6 +247,7 @@ launch_source_destroy(launch_source_t **self_p)
     if (!self_p || !*self_p)
         return;
     launch_argv_clear(&(*self_p)->names);
+    launch_argv_clear(&(*self_p)->addrs);
     free((*self_p)->template_);
     free(*self_p);
     *self_p = NULL;
@@ -205,6 +282,57 @@ int
 launch_source_daemon_names_itself(const launch_source_t *self)
 {
     return self->kind == LAUNCH_SOURCE_SLURM;
+}
+
+const char *
+launch_source_addr(const launch_source_t *self, const char *node)
+{
+    for (size_t i = 0; node && i < self->addrs.n; i++)
+        if (strcmp(self->names.v[i], node) == 0)
+            return *self->addrs.v[i] ? self->addrs.v[i] : NULL;
+    return NULL;
+}
+
+/* This host's address on the route to numeric address `to`; 0 or -1. */
+static int
+s_route(const char *to, char *out, size_t size)
+{
+    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST,
+                              .ai_socktype = SOCK_DGRAM }, *res = NULL;
+    if (getaddrinfo(to, "9", &hints, &res) != 0 || !res)
+        return -1;
+    int fd = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+    struct sockaddr_storage me;
+    socklen_t len = sizeof me;
+    /* A UDP connect sends nothing: it only asks the kernel for a route. */
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0
+        && getsockname(fd, (struct sockaddr *) &me, &len) == 0)
+        rc = getnameinfo((struct sockaddr *) &me, len, out, (socklen_t) size,
+                         NULL, 0, NI_NUMERICHOST) == 0 ? 0 : -1;
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    return rc;
+}
+
+int
+launch_source_route_addr(const launch_source_t *self, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (self->kind == LAUNCH_SOURCE_LOCAL)
+        return TELEM_ENOTFOUND;
+    for (size_t i = 0; i < self->names.n; i++) {
+        char num[64];
+        const char *a = i < self->addrs.n && *self->addrs.v[i]
+                        ? self->addrs.v[i] : NULL;
+        if (!a && self->kind == LAUNCH_SOURCE_TEMPLATE
+            && s_numeric(self->names.v[i], num, sizeof num) == 0)
+            a = num;
+        if (a && s_route(a, out, size) == 0)
+            return 0;
+    }
+    out[0] = '\0';
+    return TELEM_ENOTFOUND;
 }
 
 static int

@@ -10,7 +10,10 @@
  *             which carries the launcher's environment to the node.  On
  *             the node, telemd takes its name from SLURMD_NODENAME (several
  *             slurmd may share one host name), and the launcher checks that
- *             the name it reports is the node it was sent to.
+ *             the name it reports is the node it was sent to.  Each
+ *             node's address is Slurm's NodeAddr (`scontrol show node`,
+ *             made numeric), which the node daemons bind by default so
+ *             that other nodes and the launcher reach them.
  *   template  a user list of hosts and a command template such as
  *             "ssh {node}": the template's words (split as a shell would,
  *             "{node}" replaced by the host) are put in front of
@@ -71,6 +74,18 @@ const char *const *launch_source_names(const launch_source_t *self);
 /* 1 if telemd on this source names itself (Slurm: SLURMD_NODENAME) and
  * must not be given --node. */
 int launch_source_daemon_names_itself(const launch_source_t *self);
+
+/* The numeric address other hosts reach node `node` at (Slurm: its
+ * NodeAddr, resolved), or NULL where the source does not know it (local,
+ * template, or scontrol did not say). */
+const char *launch_source_addr(const launch_source_t *self, const char *node);
+
+/* This host's numeric address on the route to the first node with an
+ * address (Slurm's NodeAddr, else the template host's name resolved),
+ * for endpoints the nodes must reach back.  Returns 0, or TELEM_ENOTFOUND
+ * (no node address known, or no route) with `out` empty. */
+int launch_source_route_addr(const launch_source_t *self, char *out,
+                             size_t size);
 
 /* Appends to `out` the command that runs `argv` on node `node` in the
  * role `role` (a short word used in job step names), with `env_kv` (a

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "launch_detect.h"
 #include "launch_job.h"
 #include "telem_cli.h"
 #include "telem_error.h"
@@ -78,8 +79,13 @@ static const char s_usage[] =
 "Telemetry:\n"
 "  -L, --telemetry-level L  0-4 (default: $TELEM_LEVEL, else 2)\n"
 "  -d, --detector NAME      run telem_watch with this detector on the first\n"
-"                           active node (repeatable; needs telem_watch)\n"
-"      --collect ARGS       run 'telem_collect ARGS' on every node\n"
+"                           active node (repeatable; needs telem_watch);\n"
+"                           each is checked against the data it needs\n"
+"                           before the job starts; slowgpu without\n"
+"                           --collect starts the collectors it reads\n"
+"      --collect ARGS       run telem_collect ARGS: under Slurm or a\n"
+"                           template one per active node (--node NODE, its\n"
+"                           own devices); on local nodes one for them all\n"
 "      --agg-port N         telem_agg's port on the first active node: the\n"
 "                           dashboard and Grafana's OpenTSDB API (default\n"
 "                           4242; 0: any free one; at level 1 or more)\n"
@@ -452,8 +458,16 @@ main(int argc, char **argv)
                                "this host; use --metrics-port 0 (a free "
                                "port per node)");
     }
-    char why[1024] = "";
-    int err = 0;
+    char why[1024] = "", watch[PATH_MAX + 16], collect[128];
+    snprintf(watch, sizeof watch, "%s/telem_watch", a.bindir);
+    int err = launch_detect_check(&a.job, watch, launch_source_kind(src)
+                                  == LAUNCH_SOURCE_LOCAL, collect,
+                                  sizeof collect, why, sizeof why);
+    if (err) {
+        launch_source_destroy(&src);
+        fprintf(stderr, "telem_launch: %s\n", why);
+        return LAUNCH_EXIT_USAGE;
+    }
     launch_job_t *job = launch_job_new(&a.job, &src, why, sizeof why, &err);
     if (!job) {
         fprintf(stderr, "telem_launch: %s\n", why);

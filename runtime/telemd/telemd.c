@@ -63,6 +63,11 @@ static const char s_usage[] =
 "      --no-log           keep no log: history is in memory only\n"
 "      --no-handover      refuse to start while a telemd runs for the node\n"
 "                         (default: take the node over, see below)\n"
+"      --no-slurmd-watch  under Slurm, do not watch the node's slurmd\n"
+"                         (default: when SLURMD_NODENAME is set, a status\n"
+"                         request is answered 'node lost' once the node's\n"
+"                         slurmd is gone, so telem_launch restarts the job\n"
+"                         without the node at once)\n"
 "      --handover-wait S  after asking the old telemd to exit, wait S\n"
 "                         seconds before SIGTERM (default 5)\n"
 "      --term-wait S      after SIGTERM, wait S seconds before SIGKILL\n"
@@ -92,6 +97,7 @@ typedef struct {
     const char *http_bind;
     char log_dir[TELEM_PATH_MAX];
     int no_log;
+    int no_slurmd_watch;
 } s_args_t;
 
 #define S_PROG "telemd"
@@ -223,6 +229,7 @@ s_option_log(s_args_t *a, int c, char *v)
         return 0;
     case 'O': a->no_log = 1; return 0;
     case 'K': a->cfg.handover = 0; return 0;
+    case 'J': a->no_slurmd_watch = 1; return 0;
     case 'A':
         if (telem_cli_seconds(v, 0.001, 3600, &a->cfg.handover_cfg.ask_ns))
             return telem_cli_bad(S_PROG, "--handover-wait", v,
@@ -252,6 +259,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "log-dir", 1, 0, 'D' }, { "flush", 1, 0, 'F' },
         { "history", 1, 0, 'Y' }, { "log-max", 1, 0, 'X' },
         { "no-log", 0, 0, 'O' }, { "no-handover", 0, 0, 'K' },
+        { "no-slurmd-watch", 0, 0, 'J' },
         { "handover-wait", 1, 0, 'A' }, { "term-wait", 1, 0, 'T' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
@@ -323,6 +331,9 @@ s_finish_config(s_args_t *a)
         return 2;
     }
     a->cfg.log_dir = a->no_log ? NULL : a->log_dir;
+    const char *slurm = getenv("SLURMD_NODENAME");
+    if (!a->no_slurmd_watch && slurm && *slurm)
+        a->cfg.slurmd_node = slurm;
     return 0;
 }
 

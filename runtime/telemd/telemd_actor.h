@@ -52,6 +52,10 @@ typedef struct {
     int64_t history_ns;         /* what the log keeps and queries reach;
                                    0 = no bound but log_max_bytes */
     uint64_t log_max_bytes;     /* bound on the log's segments; 0 = 1 GiB */
+    const char *slurmd_node;    /* watch this Slurm node's slurmd and answer
+                                   status requests TELEM_ESTATE, "node
+                                   lost: ...", once it is gone
+                                   (telemd_slurmd.h); NULL = no watch */
 } telemd_config_t;
 
 /* Largest request frame (query, control) the request sockets take; a

@@ -1,0 +1,170 @@
+/* launch_detect.c - every detector's data source checked before the job
+ * starts (see launch_detect.h).
+ *
+ * A detector spec is NAME[:PARAM=VALUE,...] or LABEL=NAME[:...]
+ * (telem_watch(1)); only the name and its metric parameter matter here.
+ * The names telem_watch knows come from `telem_watch --list` itself, so
+ * this file keeps no copy of the detector registry.
+ */
+#include "launch_detect.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch_proc.h"
+#include "telem_error.h"
+#include "telem_log.h"
+#include "telem_why.h"
+
+#define S_LIST_MAX (64u << 10)      /* bytes of `telem_watch --list` */
+
+typedef struct {
+    char name[64];
+    char metric[256];       /* "" when the spec does not set it */
+} s_spec_t;
+
+/* Splits a detector spec into its name and its metric parameter. */
+static void
+s_parse(const char *spec, s_spec_t *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t colon = strcspn(spec, ":"), eq = strcspn(spec, "=");
+    const char *name = eq < colon ? spec + eq + 1 : spec;
+    size_t len = strcspn(name, ":");
+    snprintf(out->name, sizeof out->name, "%.*s", (int) len, name);
+    const char *params = name[len] == ':' ? name + len + 1 : "";
+    for (const char *p = params; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")]
+                                                              ? 1 : 0)) {
+        size_t n = strcspn(p, ",");
+        if (strncmp(p, "metric=", 7) == 0 && n >= 7)
+            snprintf(out->metric, sizeof out->metric, "%.*s", (int) n - 7,
+                     p + 7);
+    }
+}
+
+/* Whether `name` is a line of its own (a detector) in telem_watch's list. */
+static int
+s_known(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p; p += strcspn(p, "\n") + (p[strcspn(p,
+                                                               "\n")] ? 1 : 0))
+        if (strncmp(p, name, len) == 0 && (p[len] == '\n' || p[len] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* The collectors' kernel of a metric cg_<kernel>_seconds, else "". */
+static void
+s_kernel(const char *metric, char *out, size_t size)
+{
+    size_t n = strlen(metric);
+    out[0] = '\0';
+    if (n > 11 && strncmp(metric, "cg_", 3) == 0
+        && strcmp(metric + n - 8, "_seconds") == 0)
+        snprintf(out, size, "%.*s", (int) (n - 11), metric + 3);
+}
+
+/* The level the metric is collected at (1: the program's own). */
+static int
+s_metric_level(const char *metric)
+{
+    if (strncmp(metric, "gpu_", 4) == 0)
+        return 3;
+    if (strncmp(metric, "telemd_", 7) == 0)
+        return 4;
+    return 1;
+}
+
+/* Collectors for `kernel` where none were asked for. */
+static int
+s_collectors(launch_job_config_t *cfg, const s_spec_t *s, const char *kernel,
+             char *buf, size_t size, char *why, size_t why_size)
+{
+    const char *backend = strcmp(kernel, "dgemm") == 0 ? "cpu"
+                          : strcmp(kernel, "fma") == 0 ? "cuda" : NULL;
+    if (cfg->collect)
+        return 0;
+    if (!backend) {
+        telem_why(why, why_size, "--detector %s reads cg_%s_seconds, which "
+                  "only collectors running kernel '%s' record: add --collect "
+                  "'--kernel %s ...' (docs/collectors.md)", s->name, kernel,
+                  kernel, kernel);
+        return TELEM_EINVAL;
+    }
+    snprintf(buf, size, "--backend %s --kernel %s", backend, kernel);
+    cfg->collect = buf;
+    telem_log(TELEM_LOG_INFO, "--detector %s reads cg_%s_seconds from "
+              "collectors and no --collect was given: starting telem_collect "
+              "%s on every active node (--collect ARGS chooses%s)", s->name,
+              kernel, buf, strcmp(kernel, "dgemm") == 0
+              ? "; for GPUs use --detector slowgpu:metric=cg_fma_seconds" : "");
+    return 0;
+}
+
+/* Checks one detector; 0 or TELEM_EINVAL with the reason. */
+static int
+s_check_one(launch_job_config_t *cfg, const char *spec, const char *list,
+            char *buf, size_t size, char *why, size_t why_size)
+{
+    s_spec_t s;
+    s_parse(spec, &s);
+    if (list && !s_known(list, s.name)) {
+        telem_why(why, why_size, "--detector %s: telem_watch has no detector "
+                  "'%s' (telem_watch --list shows them)", spec, s.name);
+        return TELEM_EINVAL;
+    }
+    const char *metric = *s.metric ? s.metric
+                         : strcmp(s.name, "slowgpu") == 0 ? "cg_dgemm_seconds"
+                         : strcmp(s.name, "proc-threshold") == 0
+                         ? "num_running_processes" : "";
+    int need = strcmp(s.name, "proc-threshold") == 0 ? 2
+               : s_metric_level(metric);
+    if (cfg->level < need) {
+        telem_why(why, why_size, "--detector %s reads %s, which telemd "
+                  "collects at telemetry level %d and above; this job runs "
+                  "at level %d: use --telemetry-level %d", spec,
+                  *metric ? metric : "the job's data", need, cfg->level, need);
+        return TELEM_EINVAL;
+    }
+    char kernel[128];
+    s_kernel(metric, kernel, sizeof kernel);
+    return *kernel ? s_collectors(cfg, &s, kernel, buf, size, why, why_size)
+                   : 0;
+}
+
+int
+launch_detect_check(launch_job_config_t *cfg, const char *watch,
+                    int check_bin, char *collect_buf, size_t collect_size,
+                    char *why, size_t why_size)
+{
+    if (cfg->ndetectors == 0)
+        return 0;
+    if (check_bin && access(watch, X_OK) != 0) {
+        telem_why(why, why_size, "--detector needs telem_watch, and %s: %s "
+                  "(build it, or point --bindir at it)", watch,
+                  strerror(errno));
+        return TELEM_ENOTFOUND;
+    }
+    if (cfg->level < 1) {
+        telem_why(why, why_size, "--detector: at telemetry level 0 telemd "
+                  "keeps no data for a detector to read; use "
+                  "--telemetry-level 1 or more");
+        return TELEM_EINVAL;
+    }
+    char *list = check_bin ? malloc(S_LIST_MAX) : NULL;
+    char *argv[] = { (char *) watch, "--list", NULL };
+    if (list && launch_proc_run_capture(argv, list, S_LIST_MAX) != 0) {
+        free(list);
+        list = NULL;
+    }
+    int rc = 0;
+    for (size_t i = 0; !rc && i < cfg->ndetectors; i++)
+        rc = s_check_one(cfg, cfg->detectors[i], list, collect_buf,
+                         collect_size, why, why_size);
+    free(list);
+    return rc;
+}
