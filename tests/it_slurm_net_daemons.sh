@@ -1,7 +1,7 @@
 # it_slurm_net_daemons.sh - telem_launch under Slurm on a real network (the
-# namespaced cluster of tests/slurm/netns.sh): kill -9 of a node's telemd, telem_dictd and a collector, on
-# n2 and on the first node n1: supervision restarts the daemon on its node,
-# the job is not restarted.
+# namespaced cluster of tests/slurm/netns.sh): kill -9 of a node's telemd,
+# telem_dictd and a collector, on n2 and on the first node n1: supervision
+# restarts the daemon on its node, the job is not restarted.
 # Each scenario is a fresh `salloc -N 3 telem_launch --nodes 2 --resilient
 # --exhaust-resources` job on the 4-node cluster; tests/slurm/faults.sh
 # says what each fault does and what is checked.

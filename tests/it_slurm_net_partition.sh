@@ -1,6 +1,7 @@
-# it_slurm_net_partition.sh - telem_launch under Slurm on a real network (the
-# namespaced cluster of tests/slurm/netns.sh): a partition: the node's veth is set down (then up after
-# the restart line) on n2 and on the first node n1.
+# it_slurm_net_partition.sh - telem_launch under Slurm on a real network
+# (the namespaced cluster of tests/slurm/netns.sh): a partition: the node's
+# veth is set down (then up after the restart line) on n2 and on the first
+# node n1.
 # Each scenario is a fresh `salloc -N 3 telem_launch --nodes 2 --resilient
 # --exhaust-resources` job on the 4-node cluster; tests/slurm/faults.sh
 # says what each fault does and what is checked.

@@ -1,6 +1,7 @@
 # it_slurm_net_program.sh - telem_launch under Slurm on a real network (the
-# namespaced cluster of tests/slurm/netns.sh): kill -9 of the program (--restart-on-failure) on n2 and on
-# the first node n1: the job restarts without that node.
+# namespaced cluster of tests/slurm/netns.sh): kill -9 of the program
+# (--restart-on-failure) on n2 and on the first node n1: the job restarts
+# without that node.
 # Each scenario is a fresh `salloc -N 3 telem_launch --nodes 2 --resilient
 # --exhaust-resources` job on the 4-node cluster; tests/slurm/faults.sh
 # says what each fault does and what is checked.

@@ -1,6 +1,7 @@
 # it_slurm_net_slurmd.sh - telem_launch under Slurm on a real network (the
-# namespaced cluster of tests/slurm/netns.sh): kill -9 of a node's slurmd, on n2 and on the first node n1:
-# telemd's slurmd watch fails the node before Slurm marks it DOWN.
+# namespaced cluster of tests/slurm/netns.sh): kill -9 of a node's slurmd,
+# on n2 and on the first node n1: telemd's slurmd watch fails the node
+# before Slurm marks it DOWN.
 # Each scenario is a fresh `salloc -N 3 telem_launch --nodes 2 --resilient
 # --exhaust-resources` job on the 4-node cluster; tests/slurm/faults.sh
 # says what each fault does and what is checked.

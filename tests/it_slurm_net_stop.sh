@@ -1,6 +1,7 @@
 # it_slurm_net_stop.sh - telem_launch under Slurm on a real network (the
-# namespaced cluster of tests/slurm/netns.sh): SIGSTOP of every process of a node (a hung machine) past the
-# heartbeat timeout, SIGCONT after the restart, on n2 and on n1.
+# namespaced cluster of tests/slurm/netns.sh): SIGSTOP of every process of a
+# node (a hung machine) past the heartbeat timeout, SIGCONT after the
+# restart, on n2 and on n1.
 # Each scenario is a fresh `salloc -N 3 telem_launch --nodes 2 --resilient
 # --exhaust-resources` job on the 4-node cluster; tests/slurm/faults.sh
 # says what each fault does and what is checked.
