@@ -204,8 +204,10 @@ has_down() { [ -n "$(down_time "$1")" ]; }
 
 check_moved() {   # check_moved: after a restart without n1
     local agg first
-    agg=$(awk -F'\t' '$2 == "agg" && $3 == "running" { print $1 }' "$R/launch/daemons" 2>/dev/null)
-    [ "$agg" = n2 ] || why "telem_agg runs on '${agg}', not the new first node n2: $(cat "$R/launch/daemons" 2>&1)" || return 1
+    # By its process: launch/daemons is not rewritten when the observers
+    # start on the new first node.
+    agg=$(net pid_of "$S" n2 telem_agg)
+    [ -n "$agg" ] || why "no telem_agg on the new first node n2: launch/daemons: $(cat "$R/launch/daemons" 2>&1)" || return 1
     first=$(head -n 1 "$R/dict_nodes" 2>/dev/null | cut -f1)
     [ "$first" = n2 ] || why "dictionary's first server is '$first', not n2: $(cat "$R/dict_nodes" 2>&1)" || return 1
     ! grep -q '^n1	' "$R/dict_nodes" || why "n1 still in the dictionary: $(cat "$R/dict_nodes")" || return 1
