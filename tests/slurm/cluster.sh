@@ -18,85 +18,19 @@
 set -euo pipefail
 
 NODES=${TELEM_SLURM_NODES:-3}
-NEEDED=(slurmctld slurmd munged srun salloc scontrol sinfo)
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-check() {
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "needs root (slurmd runs as root)"; return 77
-    fi
-    local missing=()
-    for p in "${NEEDED[@]}"; do command -v "$p" >/dev/null || missing+=("$p"); done
-    if ((${#missing[@]})); then
-        if [ "${CI:-}" = true ] || [ "${TELEM_SLURM_INSTALL:-0}" = 1 ]; then
-            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-                apt-get install -y -qq --no-install-recommends slurm-wlm \
-                munge; } >/dev/null 2>&1 \
-                || { echo "installing slurm-wlm and munge failed"; return 77; }
-        else
-            echo "missing ${missing[*]} (apt-get install slurm-wlm munge, or" \
-                 "set TELEM_SLURM_INSTALL=1 to let the test install them)"
-            return 77
-        fi
-    fi
-    return 0
-}
-
-free_ports() {   # free_ports N: N free TCP ports on 127.0.0.1
-    python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
-
-start_munge() {
-    local d=$1/munge
-    mkdir -p "$d"
-    chmod 0755 "$1" "$d"            # munged wants every directory searchable
-    dd if=/dev/urandom of="$d/munge.key" bs=1024 count=1 status=none
-    chmod 0400 "$d/munge.key"
-    munged --force --socket="$d/munge.sock" --key-file="$d/munge.key" \
-        --pid-file="$d/munged.pid" --log-file="$d/munged.log" \
-        --seed-file="$d/munged.seed"
-}
+check() { slurm_check; }
 
 write_conf() {
     local dir=$1 ports cpus mem
-    read -r -a ports <<<"$(free_ports $((NODES + 1)))"
+    read -r -a ports <<<"$(slurm_free_ports 127.0.0.1 $((NODES + 1)))"
     cpus=$(nproc)
     mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2))
     {
-        echo "ClusterName=telemtest"
+        slurm_conf_common "$dir"
         echo "SlurmctldHost=localhost(127.0.0.1)"
         echo "SlurmctldPort=${ports[0]}"
-        echo "AuthType=auth/munge"
-        echo "CredType=cred/munge"
-        echo "AuthInfo=socket=$dir/munge/munge.sock"
-        echo "SlurmUser=root"
-        echo "SlurmdUser=root"
-        echo "StateSaveLocation=$dir/state"
-        echo "SlurmdSpoolDir=$dir/spool/%n"
-        echo "SlurmctldPidFile=$dir/slurmctld.pid"
-        echo "SlurmdPidFile=$dir/slurmd.%n.pid"
-        echo "SlurmctldLogFile=$dir/slurmctld.log"
-        echo "SlurmdLogFile=$dir/slurmd.%n.log"
-        echo "ProctrackType=proctrack/linuxproc"
-        echo "TaskPlugin=task/none"
-        echo "JobAcctGatherType=jobacct_gather/none"
-        echo "AccountingStorageType=accounting_storage/none"
-        echo "JobCompType=jobcomp/none"
-        echo "SchedulerType=sched/builtin"
-        echo "SelectType=select/cons_tres"
-        echo "SelectTypeParameters=CR_Core"
-        echo "MpiDefault=none"
-        echo "ReturnToService=2"
-        echo "SlurmdTimeout=5"
-        echo "MessageTimeout=3"
-        echo "KillWait=2"
         for i in $(seq "$NODES"); do
             echo "NodeName=n$i NodeHostname=localhost NodeAddr=127.0.0.1" \
                  "Port=${ports[$i]} CPUs=$cpus RealMemory=$mem State=UNKNOWN"
@@ -114,31 +48,17 @@ up() {
     dir=$(cd "$dir" && pwd)
     mkdir -p "$dir/state"
     for i in $(seq "$NODES"); do mkdir -p "$dir/spool/n$i"; done
-    start_munge "$dir"
+    slurm_start_munge "$dir"
     write_conf "$dir"
     export SLURM_CONF=$dir/slurm.conf
     slurmctld
     for i in $(seq "$NODES"); do slurmd -N "n$i"; done
     # Every node idle, bounded: 30 s.
-    for _ in $(seq 300); do
-        if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle')" = "$NODES" ]; then
-            return 0
-        fi
-        sleep 0.1
-    done
+    slurm_wait_idle "$NODES" && return 0
     echo "cluster.sh: nodes did not become idle:" >&2
     sinfo -N 2>&1 >&2 || true
     tail -n 20 "$dir/slurmctld.log" >&2 || true
     return 1
-}
-
-stop_pidfile() {
-    local f=$1 pid
-    [ -f "$f" ] || return 0
-    pid=$(cat "$f")
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
-    kill -KILL "$pid" 2>/dev/null || true
 }
 
 down() {
@@ -146,9 +66,9 @@ down() {
     [ -f "$dir/slurm.conf" ] || { rm -rf "$dir"; return 0; }
     export SLURM_CONF=$dir/slurm.conf
     scancel --user=root 2>/dev/null || true
-    for f in "$dir"/slurmd.*.pid; do stop_pidfile "$f"; done
-    stop_pidfile "$dir/slurmctld.pid"
-    stop_pidfile "$dir/munge/munged.pid"
+    for f in "$dir"/slurmd.*.pid; do slurm_stop_pidfile "$f"; done
+    slurm_stop_pidfile "$dir/slurmctld.pid"
+    slurm_stop_pidfile "$dir/munge/munged.pid"
     if [ "${TELEM_KEEP:-0}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
 }
 
