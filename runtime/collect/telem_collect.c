@@ -278,23 +278,6 @@ s_print_map(const cg_t *g)
     fflush(stdout);
 }
 
-/* Logs collectors that exited since the last call. */
-static void
-s_report_exits(const cg_t *g, unsigned char *reported)
-{
-    cg_info_t in;
-    for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
-        if (in.state != CG_EXITED || reported[i])
-            continue;
-        reported[i] = 1;
-        telem_log(TELEM_LOG_WARN, "collector of node %s device %d (pid %ld) "
-                  "ended: %s %d%s", in.node, in.device, (long) in.pid,
-                  in.signal ? "signal" : "exit status",
-                  in.signal ? in.signal : in.exit_code,
-                  in.exit_code == 3 ? " (backend not present there)" : "");
-    }
-}
-
 /* Collectors that did not exit 0 (logs each one). */
 static size_t
 s_unclean(const cg_t *g)
@@ -325,13 +308,22 @@ typedef struct {
     int64_t due_ns;             /* restart time; 0: none pending */
 } s_slot_t;
 
-/* Schedules restarts of collectors that exited since the last call. */
+/* Logs the collectors that exited since the last call and schedules
+ * their restarts. */
 static void
-s_schedule(const cg_t *g, s_slot_t *slot)
+s_on_exits(const cg_t *g, s_slot_t *slot)
 {
     cg_info_t in;
     for (size_t i = 0; cg_info(g, i, &in) == 0; i++) {
-        if (in.state != CG_EXITED || slot[i].reported || in.exit_code == 3)
+        if (in.state != CG_EXITED || slot[i].reported)
+            continue;
+        slot[i].reported = 1;
+        telem_log(TELEM_LOG_WARN, "collector of node %s device %d (pid %ld) "
+                  "ended: %s %d%s", in.node, in.device, (long) in.pid,
+                  in.signal ? "signal" : "exit status",
+                  in.signal ? in.signal : in.exit_code,
+                  in.exit_code == 3 ? " (backend not present there)" : "");
+        if (in.exit_code == 3)
             continue;
         int shift = slot[i].deaths < 5 ? slot[i].deaths : 5;
         int64_t wait = TELEM_NS_PER_SEC << shift;
@@ -389,9 +381,8 @@ s_watch(cg_t *g, int sfd)
 {
     size_t n = cg_count(g);
     s_slot_t *slot = calloc(n + 1, sizeof *slot);
-    unsigned char *reported = calloc(n + 1, 1);
     int rc = 1, timeout = -1;
-    while (slot && reported) {
+    while (slot) {
         struct signalfd_siginfo si;
         cg_wait(g, timeout, sfd);
         if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
@@ -400,12 +391,7 @@ s_watch(cg_t *g, int sfd)
             rc = 0;
             break;
         }
-        for (size_t i = 0; i < n; i++)
-            reported[i] = slot[i].reported;
-        s_report_exits(g, reported);
-        s_schedule(g, slot);
-        for (size_t i = 0; i < n; i++)
-            slot[i].reported = reported[i];
+        s_on_exits(g, slot);
         timeout = s_restart_due(g, slot);
         if (cg_running(g) == 0 && !s_pending(slot, n)) {
             telem_log(TELEM_LOG_ERROR, "every collector has ended");
@@ -418,7 +404,6 @@ s_watch(cg_t *g, int sfd)
         }
     }
     free(slot);
-    free(reported);
     return rc;
 }
 

@@ -35,13 +35,13 @@ s_parse(const char *spec, s_spec_t *out)
     const char *name = eq < colon ? spec + eq + 1 : spec;
     size_t len = strcspn(name, ":");
     snprintf(out->name, sizeof out->name, "%.*s", (int) len, name);
-    const char *params = name[len] == ':' ? name + len + 1 : "";
-    for (const char *p = params; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")]
-                                                              ? 1 : 0)) {
+    const char *p = name[len] == ':' ? name + len + 1 : "";
+    while (*p) {
         size_t n = strcspn(p, ",");
-        if (strncmp(p, "metric=", 7) == 0 && n >= 7)
+        if (n >= 7 && strncmp(p, "metric=", 7) == 0)
             snprintf(out->metric, sizeof out->metric, "%.*s", (int) n - 7,
                      p + 7);
+        p += n + (p[n] == ',');
     }
 }
 
@@ -50,10 +50,12 @@ static int
 s_known(const char *list, const char *name)
 {
     size_t len = strlen(name);
-    for (const char *p = list; *p; p += strcspn(p, "\n") + (p[strcspn(p,
-                                                               "\n")] ? 1 : 0))
-        if (strncmp(p, name, len) == 0 && (p[len] == '\n' || p[len] == '\0'))
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n == len && strncmp(p, name, len) == 0)
             return 1;
+        p += n + (p[n] == '\n');
+    }
     return 0;
 }
 

@@ -464,8 +464,38 @@ s_keeps_telemd(const char *trigger)
            && strcmp(trigger, "start") != 0 && strcmp(trigger, "slurmd") != 0;
 }
 
+/* Takes node i, just gone DOWN, out of the dictionary node file: its
+ * server is stopped (or cut off), and a client that found it there would
+ * wait for it; the re-form that follows leaves it out of the map. */
+static void
+s_forget_dict(launch_job_t *self, size_t i)
+{
+    const char *name = launch_state_name(self->state, i);
+    if (self->dict && telem_nodefile_unregister(self->dict_nodefile, name))
+        telem_log(TELEM_LOG_WARN, "cannot take %s out of %s: %s", name,
+                  self->dict_nodefile, strerror(errno));
+}
+
+/* Gives node i, lost, back to Slurm (launch_source_release): it then no
+ * longer takes the allocation with it when Slurm marks it DOWN. */
+static void
+s_release(launch_job_t *self, size_t i)
+{
+    char why[512];
+    const char *name = launch_state_name(self->state, i);
+    int rc = launch_source_release(self->source, name, why, sizeof why);
+    if (rc < 0)
+        telem_log(TELEM_LOG_WARN, "%s stays in the Slurm allocation: %s; if "
+                  "Slurm marks it DOWN the allocation may end (salloc/sbatch "
+                  "--no-kill keeps it)", name, why);
+    else if (rc == 1)
+        telem_log(TELEM_LOG_INFO, "%s given back to Slurm: the allocation "
+                  "goes on without it", name);
+}
+
 /* Lists, comparing with the states before the failure, the nodes that
- * went down (whose processes it stops) and the reserves promoted. */
+ * went down (whose processes it stops and whose dictionary entry it
+ * removes; a lost one it gives back to Slurm) and the reserves promoted. */
 static void
 s_note_changes(launch_job_t *self, const launch_state_node_t *before,
                int keep_telemd, char *down, char *promoted, size_t size)
@@ -477,6 +507,9 @@ s_note_changes(launch_job_t *self, const launch_state_node_t *before,
         if (before[i] != LAUNCH_NODE_DOWN && now == LAUNCH_NODE_DOWN) {
             s_list_add(down, size, name);
             s_stop_node(self, i, keep_telemd);
+            s_forget_dict(self, i);
+            if (!keep_telemd)       /* the node itself is lost */
+                s_release(self, i);
         } else if (before[i] == LAUNCH_NODE_IDLE && now == LAUNCH_NODE_ACTIVE) {
             s_list_add(promoted, size, name);
         }
@@ -508,45 +541,6 @@ s_record(launch_job_t *self, const char *trigger, const char *why,
         s_list_add(r->promoted, sizeof r->promoted, promoted);
 }
 
-/* Takes the nodes that went DOWN out of the dictionary node file: their
- * servers are stopped (or cut off), and a client that found one there
- * would wait for it; the re-form that follows leaves them out of the map. */
-static void
-s_forget_down(launch_job_t *self, const launch_state_node_t *before)
-{
-    for (size_t i = 0; self->dict && i < self->n; i++)
-        if (before[i] != LAUNCH_NODE_DOWN
-            && launch_state_node(self->state, i) == LAUNCH_NODE_DOWN
-            && telem_nodefile_unregister(self->dict_nodefile,
-                                         launch_state_name(self->state, i)))
-            telem_log(TELEM_LOG_WARN, "cannot take %s out of %s: %s",
-                      launch_state_name(self->state, i), self->dict_nodefile,
-                      strerror(errno));
-}
-
-/* Gives the nodes that went DOWN back to Slurm (launch_source_release):
- * a lost node then no longer takes the allocation with it when Slurm
- * marks it DOWN. */
-static void
-s_release(launch_job_t *self, const launch_state_node_t *before)
-{
-    for (size_t i = 0; i < self->n; i++) {
-        char why[512];
-        const char *name = launch_state_name(self->state, i);
-        if (before[i] == LAUNCH_NODE_DOWN
-            || launch_state_node(self->state, i) != LAUNCH_NODE_DOWN)
-            continue;
-        int rc = launch_source_release(self->source, name, why, sizeof why);
-        if (rc < 0)
-            telem_log(TELEM_LOG_WARN, "%s stays in the Slurm allocation: "
-                      "%s; if Slurm marks it DOWN the allocation may end "
-                      "(salloc/sbatch --no-kill keeps it)", name, why);
-        else if (rc == 1)
-            telem_log(TELEM_LOG_INFO, "%s given back to Slurm: the "
-                      "allocation goes on without it", name);
-    }
-}
-
 static int
 s_verdict_exit(launch_state_verdict_t v)
 {
@@ -573,9 +567,6 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     launch_state_fail(self->state, idx, n, &o);
     s_note_changes(self, before, s_keeps_telemd(trigger), down, promoted,
                    sizeof down);
-    s_forget_down(self, before);
-    if (!s_keeps_telemd(trigger))
-        s_release(self, before);
     if (o.verdict == LAUNCH_VERDICT_NONE) {
         telem_log(TELEM_LOG_WARN, "reserve node %s lost (%s): %s; %zu "
                   "reserve(s) left", down, trigger, why,

@@ -286,13 +286,21 @@ launch_source_daemon_names_itself(const launch_source_t *self)
     return self->kind == LAUNCH_SOURCE_SLURM;
 }
 
+/* The index of node `node`, or the node count when it is not a node. */
+static size_t
+s_find(const launch_source_t *self, const char *node)
+{
+    size_t i = 0;
+    while (node && i < self->names.n && strcmp(self->names.v[i], node) != 0)
+        i++;
+    return node ? i : self->names.n;
+}
+
 const char *
 launch_source_addr(const launch_source_t *self, const char *node)
 {
-    for (size_t i = 0; node && i < self->addrs.n; i++)
-        if (strcmp(self->names.v[i], node) == 0)
-            return *self->addrs.v[i] ? self->addrs.v[i] : NULL;
-    return NULL;
+    size_t i = s_find(self, node);
+    return i < self->addrs.n && *self->addrs.v[i] ? self->addrs.v[i] : NULL;
 }
 
 /* This host's address on the route to numeric address `to`; 0 or -1. */
@@ -368,9 +376,7 @@ launch_source_release(launch_source_t *self, const char *node, char *why,
     if (!self->released
         && !(self->released = calloc(self->names.n, 1)))
         return TELEM_ENOMEM;
-    size_t i = 0;
-    while (i < self->names.n && strcmp(self->names.v[i], node) != 0)
-        i++;
+    size_t i = s_find(self, node);
     if (i == self->names.n || self->released[i])
         return 0;
     self->released[i] = 1;

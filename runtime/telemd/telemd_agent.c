@@ -80,7 +80,6 @@ struct telemd_agent {
     telem_ratelimit_t bad_log;
     telem_ratelimit_t sampler_log;
     telemd_slurmd_t *slurmd;           /* the node's slurmd, or NULL */
-    int slurmd_reported;
     char *sysinfo;                     /* the system snapshot (JSON) */
     size_t sysinfo_len;
 };
@@ -202,24 +201,6 @@ s_open_log(telemd_agent_t *self)
     return telemd_log_reload(self->log, self->store, telem_now_ns());
 }
 
-/* Finds the node's slurmd when asked to watch it (cfg.slurmd_node). */
-static void
-s_slurmd_find(telemd_agent_t *self)
-{
-    char why[256];
-    if (!self->cfg.slurmd_node)
-        return;
-    self->slurmd = telemd_slurmd_find(self->cfg.proc_root,
-                                      self->cfg.slurmd_node, why, sizeof why);
-    if (self->slurmd)
-        telem_log(TELEM_LOG_INFO, "watching slurmd (pid %ld) of node %s",
-                  (long) telemd_slurmd_pid(self->slurmd),
-                  self->cfg.slurmd_node);
-    else
-        telem_log(TELEM_LOG_WARN, "slurmd of node %s not watched: %s",
-                  self->cfg.slurmd_node, why);
-}
-
 telemd_agent_t *
 telemd_agent_new(const telemd_config_t *cfg, int *err)
 {
@@ -263,7 +244,8 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
     s_open_samplers(self);
     s_sysinfo_take(self);
-    s_slurmd_find(self);
+    if (cfg->slurmd_node)
+        self->slurmd = telemd_slurmd_start(cfg->proc_root, cfg->slurmd_node);
     if ((rc = s_open_log(self)) != 0)
         telemd_agent_destroy(&self);
 out:
@@ -604,22 +586,6 @@ s_token_seen(const telemd_agent_t *self, uint64_t token)
     return 0;
 }
 
-/* 1 with "node lost: ..." in why once the node's slurmd is gone (logged
- * once). */
-static int
-s_node_lost(telemd_agent_t *self, char *why, size_t why_size)
-{
-    char gone[200];
-    if (!self->slurmd || telemd_slurmd_alive(self->slurmd, gone, sizeof gone))
-        return 0;
-    snprintf(why, why_size, "node lost: %s", gone);
-    if (!self->slurmd_reported) {
-        self->slurmd_reported = 1;
-        telem_log(TELEM_LOG_ERROR, "%s", why);
-    }
-    return 1;
-}
-
 static int
 s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
           size_t *size)
@@ -628,7 +594,7 @@ s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
     char why[256];
     switch (c->op) {
     case TELEM_CTL_STATUS:
-        if (s_node_lost(self, why, sizeof why))
+        if (telemd_slurmd_lost(self->slurmd, why, sizeof why))
             return s_encode_error(self, c->id, TELEM_ESTATE, why, reply,
                                   size);
         break;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "telem_log.h"
 #include "telem_why.h"
 
 #define S_CMDLINE_MAX 4096
@@ -22,6 +23,7 @@ struct telemd_slurmd {
     pid_t pid;
     unsigned long long start;       /* clock ticks after boot */
     int gone;
+    int reported;                   /* the loss was logged */
 };
 
 typedef struct {
@@ -218,4 +220,33 @@ telemd_slurmd_alive(telemd_slurmd_t *self, char *why, size_t why_size)
                   "nothing on this node and will mark it DOWN",
                   (long) self->pid);
     return !self->gone;
+}
+
+telemd_slurmd_t *
+telemd_slurmd_start(const char *proc_root, const char *node)
+{
+    char why[256];
+    telemd_slurmd_t *self = telemd_slurmd_find(proc_root, node, why,
+                                               sizeof why);
+    if (self)
+        telem_log(TELEM_LOG_INFO, "watching slurmd (pid %ld) of node %s",
+                  (long) self->pid, node);
+    else
+        telem_log(TELEM_LOG_WARN, "slurmd of node %s not watched: %s", node,
+                  why);
+    return self;
+}
+
+int
+telemd_slurmd_lost(telemd_slurmd_t *self, char *why, size_t why_size)
+{
+    char gone[200];
+    if (!self || telemd_slurmd_alive(self, gone, sizeof gone))
+        return 0;
+    telem_why(why, why_size, "node lost: %s", gone);
+    if (!self->reported) {
+        self->reported = 1;
+        telem_log(TELEM_LOG_ERROR, "node lost: %s", gone);
+    }
+    return 1;
 }

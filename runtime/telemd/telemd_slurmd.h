@@ -34,6 +34,16 @@ typedef struct telemd_slurmd telemd_slurmd_t;
 telemd_slurmd_t *telemd_slurmd_find(const char *proc_root, const char *node,
                                     char *why, size_t why_size);
 
+/* telemd_slurmd_find() for telemd: logs "watching slurmd (pid P) of node
+ * N", or, when none is found, a warning saying why nothing is watched (and
+ * returns NULL). */
+telemd_slurmd_t *telemd_slurmd_start(const char *proc_root, const char *node);
+
+/* 1 with "node lost: <why>" in `why` once the watched slurmd is gone (an
+ * error line is logged the first time); 0 while it runs, or when `self`
+ * is NULL (nothing watched). */
+int telemd_slurmd_lost(telemd_slurmd_t *self, char *why, size_t why_size);
+
 /* Frees; accepts NULL or a pointer to NULL; nulls the pointer. */
 void telemd_slurmd_destroy(telemd_slurmd_t **self_p);
 
