@@ -459,8 +459,9 @@ launch_job_stop(launch_job_t *self, int role, long node)
         if (!p->stopping) {
             p->stopping = 1;
             p->kill_at_ns = deadline;
+            launch_proc_signal_group(p->pid,
+                                     launch_source_stop_signal(self->source));
         }
-        launch_proc_signal_group(p->pid, SIGTERM);
         n++;
     }
     return n;

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,9 +408,16 @@ s_slurm_command(const char *node, const char *role, launch_argv_t *out)
     snprintf(name, sizeof name, "--job-name=telem-%s", role);
     const char *const words[] = {
         "srun", "--nodes=1", "--ntasks=1", nodelist, name, "--overlap",
-        "--quiet", "--kill-on-bad-exit=1", "--input=none", NULL
+        "--quiet", "--kill-on-bad-exit=1", "--input=none",
+        "--disable-status", NULL
     };
     return launch_argv_addv(out, words);
+}
+
+int
+launch_source_stop_signal(const launch_source_t *self)
+{
+    return self->kind == LAUNCH_SOURCE_SLURM ? SIGINT : SIGTERM;
 }
 
 int

@@ -99,6 +99,13 @@ int launch_source_route_addr(const launch_source_t *self, char *out,
 int launch_source_release(launch_source_t *self, const char *node, char *why,
                           size_t why_size);
 
+/* The signal that asks a command of launch_source_command to stop, sent
+ * once: SIGTERM, or under Slurm SIGINT, which srun (run with
+ * --disable-status) forwards to its task as SIGINT; srun answers a
+ * SIGTERM by killing its step's tasks with SIGKILL, and a second SIGINT
+ * within a second the same way. */
+int launch_source_stop_signal(const launch_source_t *self);
+
 /* Appends to `out` the command that runs `argv` on node `node` in the
  * role `role` (a short word used in job step names), with `env_kv` (a
  * NULL-terminated "KEY=VALUE" list, may be NULL) reaching the command
