@@ -165,7 +165,8 @@ struct launch_job {
     char bin_collect[TELEM_PATH_MAX];
     char bin_watch[TELEM_PATH_MAX];
     char bin_agg[TELEM_PATH_MAX];
-    int agg_announced;          /* the tunnel line was printed */
+    size_t agg_announced;       /* 1 + the node whose tunnel line was
+                                   printed last (0: none yet) */
     /* Each line of a daemon's output, handed up by launch_job_procs.c
      * (launch_job_on_line), so that the process table never calls up. */
     void (*on_line)(launch_job_t *self, launch_job_proc_t *p,

@@ -200,6 +200,7 @@ s_spawn_role(launch_job_t *self, size_t i, launch_job_role_t role,
               || role == LAUNCH_ROLE_AGG)) {
         self->nodes[i].sup[role].state = LAUNCH_SUP_RUNNING;
         self->nodes[i].sup[role].up_once = 1;
+        launch_job_files_write_daemons(self);
     }
     return p;
 }
@@ -390,15 +391,15 @@ launch_job_start_role(launch_job_t *self, size_t i, launch_job_role_t role)
     }
 }
 
-/* Prints, once per job, where telem_agg serves and the tunnel a user runs
- * on a login node to reach it (the node's loopback is not reachable from
- * elsewhere). */
+/* Prints where telem_agg serves and the tunnel a user runs on a login node
+ * to reach it (the node's loopback is not reachable from elsewhere): when
+ * it first starts, and again when it moves to a new first node. */
 static void
 s_announce_agg(launch_job_t *self, size_t i)
 {
-    if (self->agg_announced)
+    if (self->agg_announced == i + 1)
         return;
-    self->agg_announced = 1;
+    self->agg_announced = i + 1;
     char host[256] = "";
     if (launch_source_kind(self->source) == LAUNCH_SOURCE_LOCAL)
         gethostname(host, sizeof host - 1);
@@ -473,10 +474,15 @@ launch_job_stop_agg_off(launch_job_t *self)
     size_t n = 0;
     for (size_t i = 0; i < self->nprocs; i++) {
         const launch_job_proc_t *p = self->procs[i];
-        if (p->role == LAUNCH_ROLE_AGG
-            && launch_state_node(self->state, p->node) != LAUNCH_NODE_ACTIVE)
+        if (p->role == LAUNCH_ROLE_AGG && !p->stopping
+            && launch_state_node(self->state, p->node) != LAUNCH_NODE_ACTIVE) {
+            self->nodes[p->node].sup[LAUNCH_ROLE_AGG].state
+                = LAUNCH_SUP_STOPPED;
             n += launch_job_stop(self, LAUNCH_ROLE_AGG, (long) p->node);
+        }
     }
+    if (n)
+        launch_job_files_write_daemons(self);
     return n;
 }
 

@@ -204,10 +204,14 @@ has_down() { [ -n "$(down_time "$1")" ]; }
 
 check_moved() {   # check_moved: after a restart without n1
     local agg first
-    # By its process: launch/daemons is not rewritten when the observers
-    # start on the new first node.
+    # Its process, its row in launch/daemons, the line that says where.
     agg=$(net pid_of "$S" n2 telem_agg)
-    [ -n "$agg" ] || why "no telem_agg on the new first node n2: launch/daemons: $(cat "$R/launch/daemons" 2>&1)" || return 1
+    [ -n "$agg" ] || why "no telem_agg on the new first node n2" || return 1
+    grep -Eq "^n2	agg	running	[1-9][0-9]*	" "$R/launch/daemons" \
+        && grep -Eq "^n1	agg	stopped	0	" "$R/launch/daemons" \
+        || why "launch/daemons does not show the observers on n2: $(cat "$R/launch/daemons" 2>&1)" || return 1
+    grep_err "info: telem_agg on n2: dashboard and OpenTSDB API" \
+        || why "no line says telem_agg moved to n2" || return 1
     # The dictionary's servers are the new nodes' (its map is re-formed on
     # n2,n3 in that order); the node file's line order is only the order
     # the servers registered in.
