@@ -4,8 +4,10 @@
 #
 # Detectors: telem_launch refuses (exit 2, one line naming the detector and
 # the fix) an unknown detector, telemetry level 0, proc-threshold below
-# level 2, a gpu_* metric below level 3 and a collector kernel it cannot
-# start; `--detector slowgpu` alone starts `telem_collect --backend cpu
+# level 2, a gpu_* metric below level 3, a collector kernel it cannot
+# start, --collect options whose collectors record another kernel than the
+# detector reads, and --collect options a shell could not split;
+# `--detector slowgpu` alone starts `telem_collect --backend cpu
 # --kernel dgemm` and its collectors record cg_dgemm_seconds on every node.
 # telem_collect --node: on a node file of three nodes, `--node n2` maps only
 # n2's collectors; with --local-devices its pin and phase equal the n2 line
@@ -27,6 +29,15 @@ refused "use --telemetry-level 1" -L 0 --detector slowgpu
 refused "use --telemetry-level 2" -L 1 --detector proc-threshold
 refused "use --telemetry-level 3" -L 2 --detector hot=threshold:metric=gpu_temperature_c,value=80
 refused "add --collect '--kernel foo" --detector slowgpu:metric=cg_foo_seconds
+# --collect given: its collectors must record what the detector reads.
+refused "collectors of --collect (--backend cuda) record cg_fma_seconds: use --detector slowgpu:metric=cg_fma_seconds, or --collect '--backend cpu" \
+    --detector slowgpu --collect "--period 1 --backend cuda"
+refused "(--kernel fma) record cg_fma_seconds" --detector slowgpu --collect "-k fma"
+refused "(--backend cpu) record cg_dgemm_seconds: use --detector slowgpu:metric=cg_dgemm_seconds, or --collect '--backend cuda" \
+    --detector slowgpu:metric=cg_fma_seconds --collect "-bcpu"
+refused "names no backend telem_collect knows" --detector slowgpu --collect "--backend=nope"
+refused "invalid --collect '--kernel 'x'" --collect "--kernel 'x"
+refused "invalid --collect ''" --collect ""
 
 # ---- slowgpu alone starts its collectors ----
 "$B/telem_launch" --local 2 --no-agg --detector slowgpu -- bash -c '

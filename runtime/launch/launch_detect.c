@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "launch_argv.h"
 #include "launch_proc.h"
 #include "telem_error.h"
 #include "telem_log.h"
@@ -81,13 +82,107 @@ s_metric_level(const char *metric)
     return 1;
 }
 
-/* Collectors for `kernel` where none were asked for. */
+/* Each collector backend's one kernel (telem_collect(1): cpu: dgemm;
+ * cuda: fma). */
+static const struct {
+    const char *backend, *kernel;
+} s_backends[] = { { "cpu", "dgemm" }, { "cuda", "fma" } };
+
+/* The kernel of `backend`, or NULL for a backend telem_collect refuses. */
+static const char *
+s_backend_kernel(const char *backend, size_t len)
+{
+    for (size_t i = 0; i < sizeof s_backends / sizeof *s_backends; i++)
+        if (strlen(s_backends[i].backend) == len
+            && strncmp(s_backends[i].backend, backend, len) == 0)
+            return s_backends[i].kernel;
+    return NULL;
+}
+
+/* The value of option `lng` (--LNG V, --LNG=V) or `shrt` (-S V, -SV) at
+ * words[*i], moving *i past it; NULL when words[*i] is not that option. */
+static const char *
+s_option(char **words, size_t n, size_t *i, const char *lng, char shrt)
+{
+    const char *w = words[*i];
+    size_t len = strlen(lng);
+    if (strncmp(w, lng, len) == 0 && w[len] == '=')
+        return w + len + 1;
+    if (strcmp(w, lng) == 0 || (w[0] == '-' && w[1] == shrt && !w[2]))
+        return *i + 1 < n ? words[++*i] : NULL;
+    if (w[0] == '-' && w[1] == shrt)
+        return w + 2;
+    return NULL;
+}
+
+/* Whether the collectors of `collect` (telem_collect's options) record
+ * cg_<kernel>_seconds: their --kernel, else the kernel of a backend of
+ * their --backend list (default cpu).  Otherwise sets `got` to the kernel
+ * they run ("" if none) and `how` to the option that decides it. */
+static int
+s_collect_records(const char *collect, const char *kernel, char *got,
+                  size_t got_size, char *how, size_t how_size)
+{
+    launch_argv_t a = { 0 };
+    if (launch_argv_split(&a, collect, NULL) != 0) {
+        launch_argv_clear(&a);
+        return 1;               /* telem_collect says what is wrong */
+    }
+    const char *backends = "cpu", *want = NULL, *v;
+    for (size_t i = 0; i < a.n; i++) {
+        if ((v = s_option(a.v, a.n, &i, "--backend", 'b')))
+            backends = v;
+        else if ((v = s_option(a.v, a.n, &i, "--kernel", 'k')))
+            want = v;
+    }
+    int ok = 0;
+    got[0] = '\0';
+    if (want) {
+        ok = strcmp(want, kernel) == 0;
+        snprintf(got, got_size, "%s", want);
+        snprintf(how, how_size, "--kernel %s", want);
+    } else {
+        snprintf(how, how_size, "--backend %s", backends);
+        for (const char *p = backends; *p && !ok;) {
+            size_t n = strcspn(p, ",");
+            const char *k = s_backend_kernel(p, n);
+            if (k && strcmp(k, kernel) == 0)
+                ok = 1;
+            else if (k && !got[0])
+                snprintf(got, got_size, "%s", k);
+            p += n + (p[n] == ',');
+        }
+    }
+    launch_argv_clear(&a);
+    return ok;
+}
+
+/* Collectors for `kernel` where none were asked for; where some were, a
+ * check that they record it. */
 static int
 s_collectors(launch_job_config_t *cfg, const s_spec_t *s, const char *kernel,
              char *buf, size_t size, char *why, size_t why_size)
 {
-    const char *backend = strcmp(kernel, "dgemm") == 0 ? "cpu"
-                          : strcmp(kernel, "fma") == 0 ? "cuda" : NULL;
+    const char *backend = NULL;
+    for (size_t i = 0; i < sizeof s_backends / sizeof *s_backends; i++)
+        if (strcmp(s_backends[i].kernel, kernel) == 0)
+            backend = s_backends[i].backend;
+    char got[64], how[128];
+    if (cfg->collect && !s_collect_records(cfg->collect, kernel, got,
+                                           sizeof got, how, sizeof how)) {
+        if (*got)
+            telem_why(why, why_size, "--detector %s reads cg_%s_seconds, "
+                      "but the collectors of --collect (%s) record "
+                      "cg_%s_seconds: use --detector %s:metric=cg_%s_seconds, "
+                      "or --collect '%s%s ...'", s->name, kernel, how, got,
+                      s->name, got, backend ? "--backend " : "--kernel ",
+                      backend ? backend : kernel);
+        else
+            telem_why(why, why_size, "--detector %s reads cg_%s_seconds, "
+                      "but --collect '%s' names no backend telem_collect "
+                      "knows (cpu, cuda)", s->name, kernel, how);
+        return TELEM_EINVAL;
+    }
     if (cfg->collect)
         return 0;
     if (!backend) {

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "launch_argv.h"
 #include "launch_detect.h"
 #include "launch_job.h"
 #include "telem_cli.h"
@@ -288,7 +289,18 @@ s_option(void *arg, int c, char *v)
                                  "too many detectors (16 at most)");
         a->detectors[j->ndetectors++] = v;
         return 0;
-    case O_COLLECT: j->collect = v; return 0;
+    case O_COLLECT: {
+        launch_argv_t words = { 0 };
+        rc = launch_argv_split(&words, v, NULL);
+        launch_argv_clear(&words);
+        if (rc)
+            return telem_cli_bad(S_PROG, "--collect", v, "telem_collect's "
+                                 "options, split as a shell would (a quote "
+                                 "left open, or none: for its defaults "
+                                 "give '--backend cpu')");
+        j->collect = v;
+        return 0;
+    }
     case O_AGG_PORT:
         if ((rc = s_count("--agg-port", v, 0, 65535, &n)) == 0)
             j->agg_port = (int) n;
