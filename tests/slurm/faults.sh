@@ -115,12 +115,31 @@ launch() {   # launch FAULT: the job in the background, pid in LPID
     collector) extra=(--collect "--backend cpu --period 1 --reps 1 --local-devices 0") ;;
     program) extra=(--restart-on-failure) ;;
     esac
-    # shellcheck disable=SC2086
-    OUT=$OUT salloc --no-kill -N 3 "$TELEM_BIN/telem_launch" --rundir "$R" \
-        --nodes 2 --resilient --exhaust-resources --grace 2 \
-        --start-timeout 15 --agg-port 0 "${extra[@]}" \
-        ${TELEM_NET_LAUNCH_ARGS:-} -- "$T/prog.sh" \
-        >"$W/launch.out" 2>"$W/launch.err" &
+    local cmd=("$TELEM_BIN/telem_launch" --rundir "$R" --nodes 2 --resilient
+               --exhaust-resources --grace 2 --start-timeout 15 --agg-port 0
+               "${extra[@]}")
+    # shellcheck disable=SC2206
+    cmd+=(${TELEM_NET_LAUNCH_ARGS:-} -- "$T/prog.sh")
+    if [ "${NET_SBATCH:-0}" = 1 ]; then
+        # The launcher in the batch script, on the allocation's first node
+        # n1; its exit status comes back through a file, to a local waiter
+        # that stands for salloc.
+        { echo '#!/usr/bin/env bash'
+          printf '%q ' "${cmd[@]}"
+          printf '>%q 2>%q\n' "$W/launch.out" "$W/launch.err"
+          printf 'echo $? >%q.tmp && mv %q.tmp %q\n' "$W/rc" "$W/rc" "$W/rc"
+        } >"$W/batch.sh"
+        OUT=$OUT sbatch --no-kill -N 3 -o "$W/batch.log" "$W/batch.sh" \
+            >"$W/sbatch.out" 2>&1 || why "sbatch failed: $(cat "$W/sbatch.out")" || return 1
+        ( while [ ! -e "$W/rc" ]; do
+              [ -n "$(squeue -h 2>/dev/null)" ] || [ -e "$W/rc" ] || sleep 1
+              [ -n "$(squeue -h 2>/dev/null)" ] || [ -e "$W/rc" ] || exit 99
+              sleep 0.1
+          done; exit "$(cat "$W/rc")" ) &
+    else
+        OUT=$OUT salloc --no-kill -N 3 "${cmd[@]}" \
+            >"$W/launch.out" 2>"$W/launch.err" &
+    fi
     LPID=$!
     echo "$LPID" >"$W/salloc.pid"
 }
@@ -233,7 +252,7 @@ only_slurmd_left() {
 # The job's course after the fault; every check of the brief.
 scenario_body() {
     local fault=$1 node=$2 c=0 actives rc=0 down_t='' lines
-    launch "$fault"
+    launch "$fault" || return 1
     until_t 60 test -f "$OUT/ready-0-n1" -a -f "$OUT/ready-0-n2" \
         || why "the program did not start on n1 and n2: $(tail -n 5 "$W/launch.err")" || return 1
     [ "$(ls "$OUT/acked" | wc -l)" = 2 ] \
