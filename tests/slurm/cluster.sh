@@ -67,6 +67,7 @@ down() {
     export SLURM_CONF=$dir/slurm.conf
     scancel --user=root 2>/dev/null || true
     for f in "$dir"/slurmd.*.pid; do slurm_stop_pidfile "$f"; done
+    slurm_kill_steps "$dir"
     slurm_stop_pidfile "$dir/slurmctld.pid"
     slurm_stop_pidfile "$dir/munge/munged.pid"
     if [ "${TELEM_KEEP:-0}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi

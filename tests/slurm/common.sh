@@ -11,6 +11,8 @@
 #   slurm_conf_common DIR      the slurm.conf lines both clusters share
 #   slurm_wait_idle N          until N nodes are idle (bounded: 30 s)
 #   slurm_stop_pidfile FILE    SIGTERM the pid in FILE, SIGKILL after 5 s
+#   slurm_kill_steps DIR       SIGKILL every slurmstepd of the cluster in
+#                              DIR and everything it runs
 #
 # Why shared: munged's directory rules, the per-node file names that
 # several slurmd on one host need, and the short failure timeouts are the
@@ -109,4 +111,22 @@ slurm_stop_pidfile() {
     kill -TERM "$pid" 2>/dev/null || return 0
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
     kill -KILL "$pid" 2>/dev/null || true
+}
+
+# A step whose node lost its slurmd (a test kills it) is never ended by
+# Slurm: its slurmstepd and the step's processes outlive the cluster unless
+# they are killed.  They are this cluster's by SLURM_CONF in slurmstepd's
+# environment, which it has from its slurmd.
+slurm_kill_steps() {
+    local conf=SLURM_CONF=$1/slurm.conf p all=() todo kids
+    for p in $(pgrep -x slurmstepd || true); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "$conf" || continue
+        todo=("$p")
+        while ((${#todo[@]})); do
+            all+=("${todo[@]}")
+            kids=$(pgrep -P "$(IFS=,; echo "${todo[*]}")" || true)
+            read -r -a todo <<<"$(echo $kids)"
+        done
+    done
+    ((${#all[@]})) && kill -KILL "${all[@]}" 2>/dev/null || true
 }
