@@ -27,19 +27,23 @@ MARGIN = 1.5
 MIN_ROUNDS = 30
 
 
-def rounds_of(doc):
-    """{ts: {device: seconds}} for rounds where every device reported."""
-    by_ts, devices = {}, set()
+def rounds_of(doc, load_ns):
+    """{ts: {device: seconds}} for rounds where every device reported, the
+    devices being those that reported under the load: a device of an
+    earlier run of the job (a node taken out before the load) is left out,
+    and so are rounds from before a device started."""
+    by_ts = {}
     for s in doc.get("series", []):
         if s.get("metric") != "cg_dgemm_seconds":
             continue
         dev = (s.get("node") or s["tags"].get("host", "?"),
                s["tags"].get("gpu", ""))
-        devices.add(dev)
         for ts, v in s.get("points", []):
             if v and v > 0 and math.isfinite(v):
                 by_ts.setdefault(ts, {})[dev] = v
-    full = {ts: r for ts, r in by_ts.items() if len(r) == len(devices)}
+    devices = {d for ts, r in by_ts.items() if ts >= load_ns for d in r}
+    full = {ts: {d: r[d] for d in devices} for ts, r in by_ts.items()
+            if devices <= r.keys()}
     return full, sorted(devices)
 
 
@@ -73,7 +77,7 @@ def main(argv):
     except ValueError as e:
         print(f"no figures to judge: the query's output is not JSON ({e})")
         return 1
-    rounds, devices = rounds_of(doc)
+    rounds, devices = rounds_of(doc, load_ns)
     slow = [d for d in devices if d[0] == node]
     if len(devices) < 2 or len(slow) != 1 or len(rounds) < 8:
         print(f"no figures to judge: {len(devices)} device(s), "

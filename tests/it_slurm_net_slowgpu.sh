@@ -215,20 +215,20 @@ slow() {
     stop_load "$1"
 }
 
-until_job 60 grep -q "n2: task [0-9]* holds at iteration 300 of 600" "$W2/launch.out" \
-    || seed_fail n2 "run 0 did not hold"
-slow n2 1 2
-named n2 1
-grep -q "restart 1 (of at most [0-9]*): trigger slowgpu; nodes n2; promoted n3; why: .*device 0 on node 'n2' is" "$W2/launch.err" \
-    || seed_fail n2 "restart 1 does not promote n3 or say why: $(grep ' restart 1 ' "$W2/launch.err")"
+# detect NODE RESTART REST: once the run RESTART-1 holds on NODE, NODE is
+# slowed until slowgpu names it; restart RESTART's line goes on with REST.
+detect() {
+    until_job 60 grep -q "$1: task [0-9]* holds at iteration 300 of 600" "$W2/launch.out" \
+        || seed_fail "$1" "run $(($2 - 1)) did not hold on $1"
+    slow "$1" "$2" 2
+    named "$1" "$2"
+    grep -q "restart $2 (of at most [0-9]*): trigger slowgpu; nodes $1; $3" "$W2/launch.err" \
+        || seed_fail "$1" "restart $2: $(grep " restart $2 " "$W2/launch.err")"
+}
+detect n2 1 "promoted n3; why: .*device 0 on node 'n2' is"
 first_s=$DETECT_S
-# The restarted run holds on n1 and n3; n3's collector maps (its own).
-until_job 60 grep -q "n3: task [0-9]* holds at iteration 300 of 600" "$W2/launch.out" \
-    || seed_fail n3 "run 1 did not hold on n3"
-slow n3 2 2
-named n3 2
-grep -q "restart 2 (of at most [0-9]*): trigger slowgpu; nodes n3; promoted none; why: .*device 0 on node 'n3' is.*; active n1$" "$W2/launch.err" \
-    || seed_fail n3 "restart 2 does not go on with n1 alone: $(grep ' restart 2 ' "$W2/launch.err")"
+# The restarted run holds on n1 and n3; n3's map line is its own.
+detect n3 2 "promoted none; why: .*device 0 on node 'n3' is.*; active n1$"
 second_s=$DETECT_S
 until_t 120 bash -c "! kill -0 $LPID" || seed_fail n1 "the job did not end within 120 s of restart 2"
 rc=0
