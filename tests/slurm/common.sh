@@ -120,7 +120,7 @@ slurm_stop_pidfile() {
 slurm_kill_steps() {
     local conf=SLURM_CONF=$1/slurm.conf p all=() todo kids
     for p in $(pgrep -x slurmstepd || true); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "$conf" || continue
+        tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "$conf" || continue
         todo=("$p")
         while ((${#todo[@]})); do
             all+=("${todo[@]}")
