@@ -126,7 +126,7 @@ s_collect_records(const char *collect, const char *kernel, char *got,
     launch_argv_t a = { 0 };
     if (launch_argv_split(&a, collect, NULL) != 0) {
         launch_argv_clear(&a);
-        return 1;               /* telem_collect says what is wrong */
+        return 1;               /* telem_launch refused it already */
     }
     const char *backends = "cpu", *want = NULL, *v;
     for (size_t i = 0; i < a.n; i++) {
