@@ -43,12 +43,8 @@ if [ -z "$B" ]; then
              "TELEM_BROWSER_INSTALL=1 to let the test install it)"
     fi
     [ "$(id -u)" = 0 ] || skip "chromium is not installed and installing it needs root"
-    # Other tests may install packages at the same time: wait for dpkg's lock.
-    apt=(apt-get -o DPkg::Lock::Timeout=120 -qq)
-    { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive \
-        "${apt[@]}" install -y --no-install-recommends chromium; } \
-        >"$T/apt.out" 2>&1 \
-        || skip "installing chromium failed: $(tail -n 3 "$T/apt.out")"
+    why=$(bash "$(dirname "${BASH_SOURCE[0]}")/peer_install.sh" chromium) \
+        || skip "$why"
     B=$(find_browser)
     [ -n "$B" ] || skip "chromium was installed but is not on PATH"
 fi

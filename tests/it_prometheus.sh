@@ -50,11 +50,8 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
              "TELEM_PROMETHEUS_INSTALL=1 to let the test install them)"
     fi
     [ "$(id -u)" = 0 ] || skip "prometheus is not installed and installing it needs root"
-    apt=(apt-get -o DPkg::Lock::Timeout=120 -qq)
-    { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive \
-        "${apt[@]}" install -y --no-install-recommends prometheus \
-        python3-prometheus-client; } >"$T/apt.out" 2>&1 \
-        || skip "installing prometheus failed: $(tail -n 3 "$T/apt.out")"
+    why=$(bash "$HERE/peer_install.sh" prometheus python3-prometheus-client) \
+        || skip "$why"
     command -v prometheus >/dev/null && command -v promtool >/dev/null \
         || skip "prometheus was installed but is not on PATH"
 fi

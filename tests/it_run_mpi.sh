@@ -31,11 +31,8 @@ if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
              "install it)"
     fi
     [ "$(id -u)" = 0 ] || skip "Open MPI is not installed and installing it needs root"
-    apt=(apt-get -o DPkg::Lock::Timeout=120 -qq)
-    { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive \
-        "${apt[@]}" install -y --no-install-recommends openmpi-bin \
-        libopenmpi-dev; } >"$T/apt.out" 2>&1 \
-        || skip "installing Open MPI failed: $(tail -n 3 "$T/apt.out")"
+    why=$(bash "$(dirname "${BASH_SOURCE[0]}")/peer_install.sh" openmpi-bin \
+          libopenmpi-dev) || skip "$why"
     command -v mpirun >/dev/null || skip "Open MPI was installed but mpirun is not on PATH"
 fi
 

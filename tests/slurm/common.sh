@@ -18,6 +18,7 @@
 # several slurmd on one host need, and the short failure timeouts are the
 # same for both clusters; one place keeps them from drifting apart.
 
+SLURM_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SLURM_NEEDED=(slurmctld slurmd munged srun salloc scontrol sinfo)
 
 slurm_check() {
@@ -28,10 +29,8 @@ slurm_check() {
     for p in "${SLURM_NEEDED[@]}"; do command -v "$p" >/dev/null || missing+=("$p"); done
     if ((${#missing[@]})); then
         if [ "${CI:-}" = true ] || [ "${TELEM_SLURM_INSTALL:-0}" = 1 ]; then
-            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-                apt-get install -y -qq --no-install-recommends slurm-wlm \
-                munge "$@"; } >/dev/null 2>&1 \
-                || { echo "installing slurm-wlm and munge failed"; return 77; }
+            bash "$SLURM_TESTS/peer_install.sh" slurm-wlm munge "$@" \
+                || return 77
         else
             echo "missing ${missing[*]} (apt-get install slurm-wlm munge, or" \
                  "set TELEM_SLURM_INSTALL=1 to let the test install them)"
