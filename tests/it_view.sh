@@ -42,9 +42,11 @@ start_http agg telem_agg --nodefile "$TELEM_NODEFILE" --rundir "$TELEM_RUNDIR"
 AGG=$URL
 $CLIENT put "$AGG" "$T0" || fail "the data set could not be put"
 S_MS=$(( $(date +%s%N) / 1000000 ))
-# A few rounds of node metrics on every node.
+# A few rounds of node metrics on every node, inside [S_MS, E_MS]: rounds
+# from before S_MS (the put can outlast several) do not count, or the range
+# the two servers are compared on may hold none.
 rounds() {
-    "$TELEM_BIN/telem_client" -f txt query cpu_percent --start -60s \
+    "$TELEM_BIN/telem_client" -f txt query cpu_percent --start "${S_MS}ms" \
         | awk '$1 ~ /^n[123]$/ { n[$1]++ } END { exit !(n["n1"] >= 3 &&
                n["n2"] >= 3 && n["n3"] >= 3) }'
 }
