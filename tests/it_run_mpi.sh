@@ -30,7 +30,6 @@ if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
              "libopenmpi-dev, or set TELEM_MPI_INSTALL=1 to let the test" \
              "install it)"
     fi
-    [ "$(id -u)" = 0 ] || skip "Open MPI is not installed and installing it needs root"
     why=$(bash "$(dirname "${BASH_SOURCE[0]}")/peer_install.sh" openmpi-bin \
           libopenmpi-dev) || skip "$why"
     command -v mpirun >/dev/null || skip "Open MPI was installed but mpirun is not on PATH"
