@@ -42,7 +42,8 @@
 # Exit status: 0 the job was restarted without n2 on slowgpu's word and
 # finished; 1 it was not (or the job failed), with the reason; 2 not built;
 # 3 undecidable: other work on the machine made the devices' noise too
-# high for slowgpu to tell the slowdown from it (the figures are printed);
+# high for slowgpu to tell the slowdown from it (the figures are printed),
+# or kept the job's workers (at nice 19) from finishing within the bound;
 # 128 + the signal when it was interrupted.
 #
 # Environment: TELEM_BIN (default: build/bin of this tree), SLOW_GPU_ARGS
@@ -258,9 +259,10 @@ fi
 rc=0
 finish=$((SECONDS + finish_s))
 while kill -0 "$job" 2>/dev/null && ((SECONDS < finish)); do sleep 0.2; done
+late=0
 if kill -0 "$job" 2>/dev/null; then
     stop "$job"
-    ((verdict)) || verdict=1 why="the job did not finish within $finish_s s"
+    ((verdict)) || late=1 verdict=1 why="the job did not finish within $finish_s s"
 fi
 wait "$job" || rc=$?
 job=""
@@ -283,7 +285,10 @@ fi
 # A healthy node taken out while other work kept a core busy: that work
 # slowed its device for real, and this machine cannot tell it from a slow
 # device; undecidable, not a detection error.
-if ((verdict == 1)) && [[ $why == *"took out"* ]] && ((busy_pct > 70)); then
+# The same for a job whose workers (at nice 19) other work kept from the
+# cores until the bound passed: this machine was too busy to finish it.
+if ((verdict == 1)) && { [[ $why == *"took out"* ]] || ((late)); } &&
+   ((busy_pct > 70)); then
     verdict=3 why="$why, while a core was $busy_pct % busy with work this script did not start"
 fi
 if ((rc != 0)) && ((verdict == 0)); then
@@ -291,9 +296,13 @@ if ((rc != 0)) && ((verdict == 0)); then
 fi
 if ((verdict != 0)); then
     echo "slow_gpu.sh: FAILED: $why"
-    ((verdict == 3)) && echo "slow_gpu.sh: undecidable here: other work on" \
-        "the machine or its noise kept slowgpu from telling n2's slowdown" \
-        "apart (figures above)"
+    if ((verdict == 3 && late)); then
+        echo "slow_gpu.sh: undecidable here: other work on the machine kept" \
+             "the job's workers (at nice 19) from the cores until the bound passed"
+    elif ((verdict == 3)); then
+        echo "slow_gpu.sh: undecidable here: other work on the machine or its" \
+             "noise kept slowgpu from telling n2's slowdown apart (figures above)"
+    fi
     exit "$verdict"
 fi
 echo "slow_gpu.sh: ok: slowgpu named n2 and the job finished without it"
