@@ -110,7 +110,8 @@ typedef struct {
 /* The text of a 2-device event.  The two devices are each other's only
  * reference, so the text names what decided: the gap, its persistence and
  * its z against the noise, each device's own time against its baseline
- * when both have one, and the rule that names the slower one. */
+ * when both have one (as support when the named one rose more, otherwise
+ * said to be no support), and the rule that names the slower one. */
 static void
 s_two_text(char *text, size_t size, const det_slowgpu_state_t *st,
            const det_params_t *p, const det_slowgpu_round_t *r, size_t i,
@@ -122,11 +123,21 @@ s_two_text(char *text, size_t size, const det_slowgpu_state_t *st,
     char who[600], other[600], hist[300];
     s_name(who, sizeof who, d);
     s_name(other, sizeof other, o);
-    if (d->nwarm >= warmup && o->nwarm >= warmup)
+    double dc = 100 * (r->x[i] / d->base_s - 1);
+    double oc = 100 * (r->x[1 - i] / o->base_s - 1);
+    if (d->nwarm >= warmup && o->nwarm >= warmup && dc > 0 && dc > oc)
+        snprintf(hist, sizeof hist, "its own time rose %.1f %% against its "
+                 "first %u rounds after start-up, the other's changed "
+                 "%+.1f %%", dc, warmup, oc);
+    else if (d->nwarm >= warmup && o->nwarm >= warmup)
+        /* Both moved with the machine since their baselines (a busy
+         * start-up, a clock change): history cannot say which changed,
+         * and the line must not look as if it backed the rule below. */
         snprintf(hist, sizeof hist, "against their own first %u rounds "
                  "after start-up its time changed %+.1f %% and the other's "
-                 "%+.1f %%", warmup, 100 * (r->x[i] / d->base_s - 1),
-                 100 * (r->x[1 - i] / o->base_s - 1));
+                 "%+.1f %%, so both moved with the machine since then and "
+                 "the gap, timed in the same rounds, decides", warmup, dc,
+                 oc);
     else
         snprintf(hist, sizeof hist, "no baseline of its own yet (its "
                  "first %u rounds after start-up)", warmup);

@@ -189,16 +189,26 @@ test_one_slow_device_any_count(void)
 
 /* With 2 devices the event says what decided, word for word: the gap and
  * its persistence, z against the floor that set it, each device's own time
- * against its baseline (or that there is none yet), and the rule that
- * names the slower one; never that it cannot tell, since it acts. */
+ * against its baseline (as support where the named one rose, as no support
+ * where the machine moved both, or that there is none yet), and the rule
+ * that names the slower one; never that it cannot tell, since it acts. */
+/* f_slow on a machine that became twice as fast in the same round (both
+ * devices timed at half their start-up time from then on). */
+static double
+f_slow_faster_machine(size_t dev, size_t round, const void *arg)
+{
+    const slow_t *s = arg;
+    return (round >= s->from ? 0.5 : 1) * f_slow(dev, round, arg);
+}
+
 static void
-check_two_text(size_t from, size_t rounds, const char *want)
+check_two_text(factor_fn f, size_t from, size_t rounds, const char *want)
 {
     fx_t *fx = fx_new(2, 1, "cg_dgemm_seconds");
     det_t *d = fx_det("slowgpu", NULL);
     det_events_t *evs = det_events_new();
     slow_t s = { 1, SIZE_MAX, 1.10, from };
-    sim(fx, d, 0, rounds, 0.0, f_slow, &s, evs);
+    sim(fx, d, 0, rounds, 0.0, f, &s, evs);
     CHECK_INT(det_events_count(evs), 1);
     const det_event_t *e = det_events_get(evs, 0);
     if (e) {
@@ -214,20 +224,31 @@ static void
 test_two_devices_text(void)
 {
     /* Slow after both baselines (rounds 10-41) were taken. */
-    check_two_text(50, 60, "device 0 on node 'n1' is the slower of 2 devices: "
+    check_two_text(f_slow, 50, 60, "device 0 on node 'n1' is the slower of 2 devices: "
         "10.0 % slower than device 0 on node 'n0' (0.011 s against 0.01 s) "
         "in 4 of its last 5 rounds, z 10.0 against the floor mad_floor "
-        "(1 % of the other's time); against their own first 32 rounds after "
-        "start-up its time changed +10.0 % and the other's +0.0 %; of 2 "
+        "(1 % of the other's time); its own time rose 10.0 % against its "
+        "first 32 rounds after start-up, the other's changed +0.0 %; of 2 "
         "devices the slower one is named, as a fault slows a device down "
         "and does not make its peer faster");
     /* Slow from the start: named before it has a baseline. */
-    check_two_text(0, 40, "device 0 on node 'n1' is the slower of 2 devices: "
+    check_two_text(f_slow, 0, 40, "device 0 on node 'n1' is the slower of 2 devices: "
         "10.0 % slower than device 0 on node 'n0' (0.011 s against 0.01 s) "
         "in 4 of its last 5 rounds, z 10.0 against the floor mad_floor "
         "(1 % of the other's time); no baseline of its own yet (its first "
         "32 rounds after start-up); of 2 devices the slower one is named, "
         "as a fault slows a device down and does not make its peer faster");
+    /* Slow while the whole machine became faster: both times fell against
+     * their baselines, which the line says is no evidence either way. */
+    check_two_text(f_slow_faster_machine, 50, 60, "device 0 on node 'n1' is "
+        "the slower of 2 devices: 10.0 % slower than device 0 on node 'n0' "
+        "(0.0055 s against 0.005 s) in 4 of its last 5 rounds, z 10.0 "
+        "against the floor mad_floor (1 % of the other's time); against "
+        "their own first 32 rounds after start-up its time changed -45.0 % "
+        "and the other's -50.0 %, so both moved with the machine since then "
+        "and the gap, timed in the same rounds, decides; of 2 devices the "
+        "slower one is named, as a fault slows a device down and does not "
+        "make its peer faster");
 }
 
 static void
