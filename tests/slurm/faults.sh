@@ -279,7 +279,12 @@ scenario_body() {
         down_t=$(down_time "$node")
         repair "$fault" "$node" ;;
     esac
-    echo "$fault $node: line after ${LINE_T} s, Slurm DOWN ${down_t:+after }${down_t:-not within ${DOWN_WAIT} s}" >"$W/timing"
+    local down="Slurm DOWN after $down_t s"
+    case $fault in
+    partition|stop|slurmd) [ -n "$down_t" ] || down="Slurm DOWN not within $DOWN_WAIT s" ;;
+    *) down="the node stays up in Slurm (not waited for)" ;;
+    esac
+    echo "$fault $node: line after ${LINE_T} s, $down" >"$W/timing"
     if [ -n "$down_t" ]; then
         awk -v a="$LINE_T" -v b="$down_t" 'BEGIN { exit !(a < b) }' \
             || why "Slurm marked $node DOWN (${down_t} s) before telem's restart line (${LINE_T} s)" || return 1
