@@ -221,7 +221,10 @@ if line=$(restart_line); then
     if [[ $line =~ nodes\ n2([^0-9]|$) ]]; then
         echo "== n2 is out of the job: the load stopped"
         # The job report, while the nodes still hold the job's data: the
-        # devices' round times with the detector's decision, the restart.
+        # devices' round times with the detector's decision, the restart
+        # (once the launcher has logged it, after the new start).
+        job_wait 30 grep -q "restart 1 (of at most" \
+            "$TELEM_RUNDIR/launch/restarts.log" || true
         echo "== telem_client report -o $report"
         TELEM_NODEFILE=$TELEM_RUNDIR/nodes "$bin/telem_client" report \
             -o "$report" --rundir "$TELEM_RUNDIR" --timeout 5000 || true

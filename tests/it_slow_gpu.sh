@@ -49,7 +49,8 @@ ref=$(sed -n 's/.*histogram checksum //p' "$T/ref.out" | tail -n 1)
 rc=0
 TELEM_BIN=$TELEM_BIN SLOW_GPU_ARGS=$ARGS SLOW_GPU_WAIT=$WAIT_S \
     SLOW_GPU_FINISH=$FINISH_S \
-    bash "$SRC/examples/slow_gpu.sh" "$T/sg.svg" >"$T/sg.out" 2>"$T/sg.log" \
+    bash "$SRC/examples/slow_gpu.sh" "$T/sg.svg" "$T/sg.html" >"$T/sg.out" \
+    2>"$T/sg.log" \
     || rc=$?
 if [ "$rc" = 3 ]; then
     skip "$(grep -m1 'slow_gpu.sh: FAILED: ' "$T/sg.out" | sed 's/.*FAILED: //')"
@@ -70,4 +71,6 @@ grep -q "semicircle law: PASS" "$T/sg.out" || fail "semicircle law"
 got=$(sed -n 's/.*histogram checksum //p' "$T/sg.out" | tail -n 1)
 [ "$got" = "$ref" ] || fail "histogram $got after the restart, $ref undisturbed"
 grep -q "<polyline" "$T/sg.svg" || fail "no plot"
+grep -q "restart 1 (of at most [0-9]*): trigger slowgpu; nodes n2" "$T/sg.html" \
+    || fail "the job report does not hold the restart: $(grep 'telem_client report\|wrote ' "$T/sg.out")"
 echo "it_slow_gpu: ok (restart on detection: $(grep -o 'stop [0-9.]* s.*start [0-9.]* s' "$T/sg.out" | head -n 1))"
