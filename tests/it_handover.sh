@@ -2,15 +2,18 @@
 # it_handover.sh - a second telemd for a node takes it over under a steady
 # push load with no sample lost (docs/telemd.md, "Hand-over").
 #
-# Four push_demo processes add to one counter at a steady rate.  While
-# they run, a second telemd starts for the node: it binds the ingest
-# socket, asks the first to hand over (TELEM_CTL_HANDOVER), and the first
-# lets its ingest connections go, reads each to its end, flushes its log
-# and exits.  Asserted:
+# Four producers (libtelem) push samples at a steady rate, beside a plain
+# PUSH that is not libtelem (tests/ingest_raw.c).  While they run, a
+# second telemd starts for the node: it binds the ingest socket and asks
+# the first to hand over (TELEM_CTL_HANDOVER).  libtelem's senders see the
+# new socket file and move to it by themselves; the first telemd waits for
+# them, then lets the connections still open go (the plain PUSH's), reads
+# each to its end, flushes its log and exits.  Asserted:
 #  - every producer's finalize is acknowledged (by the new telemd) and
 #    none dropped a sample;
 #  - zero loss: what the old telemd received (its last log line) plus what
-#    the new one received equals the increments the producers sent;
+#    the new one received equals what the producers and the plain PUSH
+#    sent; the old telemd let the plain PUSH's connection go itself;
 #  - with the flush log, the counter continues: its total on the new
 #    telemd equals the sum of every increment sent (the old total reloaded
 #    from the log), and its series has no gap (no step between two points
@@ -78,6 +81,9 @@ for i in $(seq 1 $NPROC); do
         >"$T/add$i.out" 2>"$T/add$i.log" &
     pids+=($!)
 done
+"$TELEM_BIN/ingest_raw" "ipc://$TELEM_RUNDIR/n1/ingest.sock" ho_raw 5 \
+    "$T/stop.add" >"$T/raw.out" 2>"$T/raw.log" &
+raw_pid=$!
 # has_points ARGS...: the client's JSON answer to ARGS has a point.  The
 # whole answer is read first: grep -q on a pipe would close it at the first
 # match, and the client, killed by SIGPIPE while it still writes a large
@@ -87,16 +93,29 @@ has_points() {
     out=$("$C" "$@" -f json 2>/dev/null) || return 1
     [[ $out == *'"points": [['* ]]
 }
-seen() { has_points query ho_value; }
+seen() { has_points query ho_value && has_points query ho_raw; }
 wait_for seen || fail "no samples reached the first telemd"
 old_log=n1.log
 handover 2
 unset "NODE_PID[n1]"
 reaped add
+wait "$raw_pid" || fail "ingest_raw: $(cat "$T/raw.out" "$T/raw.log")"
+raw=$(sed -n 's/^sent \([0-9]*\)$/\1/p' "$T/raw.out")
+[ -n "$raw" ] || fail "ingest_raw did not say what it sent: $(cat "$T/raw.log")"
+sent=$((sent + raw))
+grep -Eq "hand-over: [0-9]+ of [0-9]+ ingest connections .*released [1-9]" \
+    "$T/n1.log" || fail "the old telemd did not let the plain PUSH go: $(grep 'hand-over' "$T/n1.log")"
 old_got=$(sed -n 's/.*received \([0-9]*\) samples since start.*/\1/p' "$T/n1.log")
 [ -n "$old_got" ] || fail "old telemd did not report what it received"
-new_got=$("$C" status -f json | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0]["ingested"])')
-echo "it_handover: sent $sent samples; the old telemd received $old_got, the new $new_got"
+# The plain PUSH has no acknowledgement: its last samples may still be on
+# their way into the new telemd when it exits.
+ingested() {
+    "$C" status -f json | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0]["ingested"])'
+}
+all_in() { [ $((old_got + $(ingested))) -ge "$sent" ]; }
+wait_for all_in || true
+new_got=$(ingested)
+echo "it_handover: sent $sent samples ($raw from the plain PUSH); the old telemd received $old_got, the new $new_got; $(grep -o '[0-9]* of [0-9]* ingest connections.*released [0-9]*' "$T/n1.log")"
 [ $((old_got + new_got)) = "$sent" ] || fail "lost $((sent - old_got - new_got)) of $sent samples in the hand-over"
 old_pid=$new_pid
 

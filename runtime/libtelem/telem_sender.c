@@ -19,6 +19,15 @@
  * that token until telemd says it has seen it.  When the control endpoint
  * is an ipc path that does not exist, no telemd runs: the flush returns
  * TELEM_ECONN at once, after dropping what was queued.
+ *
+ * A hand-over (docs/telemd.md) binds a new socket file at the ingest path.
+ * Before a send, at most every S_MOVE_CHECK_MS, the sender compares that
+ * file with the one its PUSH connected to; when it changed, it closes the
+ * PUSH with a linger (what it holds still goes to the old telemd, which
+ * reads its connections to their end) and opens one to the new telemd.
+ * The old telemd waits for its senders to move before it ends their
+ * connections itself: libzmq drops an immediate PUSH's queue when the
+ * connection ends under it, and a batch queued at that instant was lost.
  */
 #include "telem_sender.h"
 
@@ -45,6 +54,8 @@
 #define S_SYNC_RESEND_MS 100       /* resend SYNC when no answer came */
 #define S_SYNC_PAUSE_MS 10         /* pause after "not yet synced" */
 #define S_TAGS_MAX 4
+#define S_MOVE_CHECK_MS 50         /* how often a sender looks for a successor */
+#define S_MOVE_LINGER_MS 2000      /* a left PUSH's time to deliver its queue */
 #define S_WAIT_NONE INT64_C(-1)    /* s_push: do not wait */
 #define S_WAIT_NORMAL INT64_C(0)   /* s_push: normal mode */
 
@@ -69,6 +80,9 @@ struct telem_sender {
     int push_failed;           /* endpoint unusable: drop everything */
     int link_down;             /* the last normal wait timed out */
     int ever_sent;
+    dev_t ingest_dev;          /* the ingest socket file the PUSH went to */
+    ino_t ingest_ino;          /* (0: not known) */
+    int64_t move_check_at;     /* next look for a successor's socket file */
     uint64_t req_id;
     telem_proto_encoder_t *enc;
     telem_proto_decoder_t *dec;
@@ -120,15 +134,63 @@ s_ctl_present(const telem_sender_t *self)
     return stat(self->ctl + 6, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+/* 1 with *st filled when the ingest endpoint is an ipc path that names a
+ * socket file now. */
+static int
+s_ingest_file(const telem_sender_t *self, struct stat *st)
+{
+    if (strncmp(self->ingest, "ipc://", 6) != 0 || self->ingest[6] == '@')
+        return 0;
+    return stat(self->ingest + 6, st) == 0 && S_ISSOCK(st->st_mode);
+}
+
+static void
+s_open_push(telem_sender_t *self)
+{
+    struct stat st;
+    int known = s_ingest_file(self, &st);
+    self->ingest_dev = known ? st.st_dev : 0;
+    self->ingest_ino = known ? st.st_ino : 0;
+    self->push = s_socket(self, ZMQ_PUSH, self->ingest, S_LINGER_MS);
+    self->push_failed = !self->push;
+}
+
+/* Moves the PUSH to a successor's socket file (see the top of this file). */
+static void
+s_follow_handover(telem_sender_t *self)
+{
+    int64_t now = telem_mono_ns();
+    if (!self->push || now < self->move_check_at)
+        return;
+    self->move_check_at = now + S_MOVE_CHECK_MS * TELEM_NS_PER_MS;
+    struct stat st;
+    if (!s_ingest_file(self, &st))
+        return;
+    if (!self->ingest_ino) {           /* telemd came after the PUSH */
+        self->ingest_dev = st.st_dev;
+        self->ingest_ino = st.st_ino;
+        return;
+    }
+    if (st.st_ino == self->ingest_ino && st.st_dev == self->ingest_dev)
+        return;
+    int linger = S_MOVE_LINGER_MS;
+    zmq_setsockopt(self->push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(self->push);
+    self->push = NULL;
+    s_open_push(self);
+}
+
 /* Sends one frame on PUSH; `until` is S_WAIT_NONE, S_WAIT_NORMAL or a
  * monotonic deadline (flush).  Returns 0 or a negative code. */
 static int
 s_push(telem_sender_t *self, const void *data, size_t size, int64_t until)
 {
-    if (!self->push && !self->push_failed) {
-        self->push = s_socket(self, ZMQ_PUSH, self->ingest, S_LINGER_MS);
-        self->push_failed = !self->push;
-    }
+    /* Stopping (no wait) stays on the PUSH it has: a new one would not
+     * be connected yet, and the old telemd reads the old one to its end. */
+    if (!self->push && !self->push_failed)
+        s_open_push(self);
+    else if (until != S_WAIT_NONE)
+        s_follow_handover(self);
     if (!self->push)
         return TELEM_ECONN;
     int64_t end = 0;

@@ -42,6 +42,7 @@
 #define S_REPLY_LINGER_MS 200     /* drain after a stop, and linger */
 #define S_REQ_FRAMES 3            /* identity, empty delimiter, request */
 #define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
+#define S_HANDOVER_MOVE_MS 500    /* longest wait for senders to move */
 #define S_HANDOVER_DRAIN_MS 1500  /* longest wait for released senders */
 #define S_LAST_READS 100000       /* frames read after the loop, at most */
 
@@ -65,7 +66,10 @@ struct telemd {
     size_t big_bytes;             /* large-message bytes freed since a trim */
     int64_t stop_at;              /* end of the drain after a stop; 0: none */
     int64_t linger_at;            /* earliest end of a hand-over drain */
+    int64_t release_at;           /* when the senders still here are shut */
     int handing_over;             /* a successor takes the node */
+    int released;                 /* ... and the rest have been let go */
+    int open_at_handover;         /* ingest connections when it began */
     telemd_drain_t *drain;        /* the ingest connections */
     ino_t ingest_ino, ctl_ino;    /* our socket files (0: unknown) */
     zactor_t *actor;
@@ -232,9 +236,11 @@ s_ingest_waiting(telemd_t *self)
     return (zsock_events(self->pull) & ZMQ_POLLIN) != 0;
 }
 
-/* Starts the stop: a hand-over lets the ingest connections go to the
-   successor (telemd_drain.h) and waits, up to S_HANDOVER_DRAIN_MS, until
-   each has been read to its end. */
+/* Starts the stop.  A hand-over first waits, up to S_HANDOVER_MOVE_MS, for
+   libtelem's senders to move to the successor's socket file by themselves
+   (they close their connection here once what it holds is sent), then lets
+   the connections still open go (telemd_drain.h) and waits, up to
+   S_HANDOVER_DRAIN_MS more, until each has been read to its end. */
 static void
 s_stop_begin(telemd_t *self, int64_t now)
 {
@@ -244,18 +250,34 @@ s_stop_begin(telemd_t *self, int64_t now)
     if (!telemd_agent_handing_over(self->agent) || !self->drain)
         return;
     self->handing_over = 1;
-    self->stop_at = now + S_HANDOVER_DRAIN_MS * TELEM_NS_PER_MS;
+    self->open_at_handover = telemd_drain_open(self->drain);
+    self->release_at = now + S_HANDOVER_MOVE_MS * TELEM_NS_PER_MS;
+    self->stop_at = self->release_at + S_HANDOVER_DRAIN_MS * TELEM_NS_PER_MS;
+}
+
+/* Lets the ingest connections still open go, once they have had their
+   time to move or none is left. */
+static void
+s_release_due(telemd_t *self, int64_t now)
+{
+    int open = telemd_drain_open(self->drain);
+    if (self->released || (now < self->release_at && open > 0))
+        return;
+    self->released = 1;
     int n = telemd_drain_release(self->drain);
-    telem_log(TELEM_LOG_INFO, "hand-over: released %d ingest connections; "
-              "reading what they still carry", n);
+    int moved = self->open_at_handover - open;
+    telem_log(TELEM_LOG_INFO, "hand-over: %d of %d ingest connections "
+              "moved to the successor or ended by themselves; released %d; "
+              "reading what they still carry", moved > 0 ? moved : 0,
+              self->open_at_handover, n);
 }
 
 /* True once the agent should close its sockets.  A stop (signal or
    shutdown request) first opens a short drain: the loop keeps serving so
    that the reply to the shutdown request leaves through a live socket,
    since over ipc a reply left only to ZMQ_LINGER is sometimes lost.  A
-   hand-over ends early once every released connection has ended and
-   nothing waits to be read. */
+   hand-over ends early once every connection has ended and nothing waits
+   to be read. */
 static int
 s_stop_due(telemd_t *self, int64_t *stop_at)
 {
@@ -264,7 +286,9 @@ s_stop_due(telemd_t *self, int64_t *stop_at)
         s_stop_begin(self, now);
     if (!*stop_at)
         return 0;
-    if (self->handing_over && now >= self->linger_at
+    if (self->handing_over)
+        s_release_due(self, now);
+    if (self->handing_over && self->released && now >= self->linger_at
         && telemd_drain_open(self->drain) == 0 && !s_ingest_waiting(self))
         return 1;
     return now >= *stop_at;
@@ -281,6 +305,8 @@ static int64_t
 s_next(void *arg)
 {
     telemd_t *self = arg;
+    if (self->handing_over && !self->released)
+        return self->release_at;
     return self->stop_at ? self->stop_at : telemd_agent_tick(self->agent);
 }
 
