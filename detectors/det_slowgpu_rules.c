@@ -123,13 +123,14 @@ s_two_text(char *text, size_t size, const det_slowgpu_state_t *st,
     char who[600], other[600], hist[300];
     s_name(who, sizeof who, d);
     s_name(other, sizeof other, o);
-    double dc = 100 * (r->x[i] / d->base_s - 1);
-    double oc = 100 * (r->x[1 - i] / o->base_s - 1);
-    if (d->nwarm >= warmup && o->nwarm >= warmup && dc > 0 && dc > oc)
+    int based = d->nwarm >= warmup && o->nwarm >= warmup;
+    double dc = based ? 100 * (r->x[i] / d->base_s - 1) : 0;
+    double oc = based ? 100 * (r->x[1 - i] / o->base_s - 1) : 0;
+    if (based && dc > 0 && dc > oc)
         snprintf(hist, sizeof hist, "its own time rose %.1f %% against its "
                  "first %u rounds after start-up, the other's changed "
                  "%+.1f %%", dc, warmup, oc);
-    else if (d->nwarm >= warmup && o->nwarm >= warmup)
+    else if (based)
         /* Both moved with the machine since their baselines (a busy
          * start-up, a clock change): history cannot say which changed,
          * and the line must not look as if it backed the rule below. */

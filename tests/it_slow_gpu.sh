@@ -26,11 +26,12 @@ if ! chrt -f 30 true 2>/dev/null; then
          "without it the load cannot slow one device"
 fi
 SRC=${TELEM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-# The work is small (under a second of one core in all): slow_gpu's workers run
-# at nice 19, and on a machine kept busy at normal priority they get about
-# 1.5 % of a core, so the job's second half after the restart takes half a
-# minute there instead of a fraction of a second.  The hold, not the work, makes the job
-# last until slowgpu has seen enough rounds.
+# The work is small (under a second of one core in all): slow_gpu's
+# workers run at nice 19, and on a machine kept busy at normal priority
+# they get about 1.5 % of a core, so the job's second half after the
+# restart takes half a minute there instead of a fraction of a second.
+# The hold, not the work, makes the job last until slowgpu has seen
+# enough rounds.
 ARGS="--tasks 8 --iterations 200 --size 64"
 # The script's bounds fit the test's CTest timeout (600 s, in
 # tests/CMakeLists.txt) with room for the reference run and the start:

@@ -187,11 +187,6 @@ test_one_slow_device_any_count(void)
     check_one_slow(1000, 8, 999);
 }
 
-/* With 2 devices the event says what decided, word for word: the gap and
- * its persistence, z against the floor that set it, each device's own time
- * against its baseline (as support where the named one rose, as no support
- * where the machine moved both, or that there is none yet), and the rule
- * that names the slower one; never that it cannot tell, since it acts. */
 /* f_slow on a machine that became twice as fast in the same round (both
  * devices timed at half their start-up time from then on). */
 static double
@@ -201,6 +196,11 @@ f_slow_faster_machine(size_t dev, size_t round, const void *arg)
     return (round >= s->from ? 0.5 : 1) * f_slow(dev, round, arg);
 }
 
+/* With 2 devices the event says what decided, word for word: the gap and
+ * its persistence, z against the floor that set it, each device's own time
+ * against its baseline (as support where the named one rose, as no support
+ * where the machine moved both, or that there is none yet), and the rule
+ * that names the slower one; never that it cannot tell, since it acts. */
 static void
 check_two_text(factor_fn f, size_t from, size_t rounds, const char *want)
 {
@@ -224,20 +224,21 @@ static void
 test_two_devices_text(void)
 {
     /* Slow after both baselines (rounds 10-41) were taken. */
-    check_two_text(f_slow, 50, 60, "device 0 on node 'n1' is the slower of 2 devices: "
-        "10.0 % slower than device 0 on node 'n0' (0.011 s against 0.01 s) "
-        "in 4 of its last 5 rounds, z 10.0 against the floor mad_floor "
-        "(1 % of the other's time); its own time rose 10.0 % against its "
-        "first 32 rounds after start-up, the other's changed +0.0 %; of 2 "
-        "devices the slower one is named, as a fault slows a device down "
-        "and does not make its peer faster");
+    check_two_text(f_slow, 50, 60, "device 0 on node 'n1' is the slower of "
+        "2 devices: 10.0 % slower than device 0 on node 'n0' "
+        "(0.011 s against 0.01 s) in 4 of its last 5 rounds, z 10.0 "
+        "against the floor mad_floor (1 % of the other's time); its own "
+        "time rose 10.0 % against its first 32 rounds after start-up, the "
+        "other's changed +0.0 %; of 2 devices the slower one is named, as a "
+        "fault slows a device down and does not make its peer faster");
     /* Slow from the start: named before it has a baseline. */
-    check_two_text(f_slow, 0, 40, "device 0 on node 'n1' is the slower of 2 devices: "
-        "10.0 % slower than device 0 on node 'n0' (0.011 s against 0.01 s) "
-        "in 4 of its last 5 rounds, z 10.0 against the floor mad_floor "
-        "(1 % of the other's time); no baseline of its own yet (its first "
-        "32 rounds after start-up); of 2 devices the slower one is named, "
-        "as a fault slows a device down and does not make its peer faster");
+    check_two_text(f_slow, 0, 40, "device 0 on node 'n1' is the slower of "
+        "2 devices: 10.0 % slower than device 0 on node 'n0' "
+        "(0.011 s against 0.01 s) in 4 of its last 5 rounds, z 10.0 "
+        "against the floor mad_floor (1 % of the other's time); no baseline "
+        "of its own yet (its first 32 rounds after start-up); of 2 devices "
+        "the slower one is named, as a fault slows a device down and does "
+        "not make its peer faster");
     /* Slow while the whole machine became faster: both times fell against
      * their baselines, which the line says is no evidence either way. */
     check_two_text(f_slow_faster_machine, 50, 60, "device 0 on node 'n1' is "

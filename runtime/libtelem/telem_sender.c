@@ -54,8 +54,8 @@
 #define S_SYNC_RESEND_MS 100       /* resend SYNC when no answer came */
 #define S_SYNC_PAUSE_MS 10         /* pause after "not yet synced" */
 #define S_TAGS_MAX 4
-#define S_MOVE_CHECK_MS 50         /* how often a sender looks for a successor */
-#define S_MOVE_LINGER_MS 2000      /* a left PUSH's time to deliver its queue */
+#define S_MOVE_CHECK_MS 50         /* looks for a successor's socket */
+#define S_MOVE_LINGER_MS 2000      /* a left PUSH delivers its queue */
 #define S_WAIT_NONE INT64_C(-1)    /* s_push: do not wait */
 #define S_WAIT_NORMAL INT64_C(0)   /* s_push: normal mode */
 
@@ -122,16 +122,28 @@ s_socket(telem_sender_t *self, int type, const char *endpoint, int linger)
     return telem_sock_raw_new(self->zctx, type, &o, endpoint, NULL);
 }
 
+/* 1 when `endpoint` is an ipc path in the file system (not abstract). */
+static int
+s_ipc_path(const char *endpoint)
+{
+    return strncmp(endpoint, "ipc://", 6) == 0 && endpoint[6] != '@';
+}
+
+/* 1 with *st filled when the ipc path of `endpoint` names a socket file. */
+static int
+s_socket_file(const char *endpoint, struct stat *st)
+{
+    return stat(endpoint + 6, st) == 0 && S_ISSOCK(st->st_mode);
+}
+
 /* 1 unless the control endpoint is an ipc path that does not exist. */
 static int
 s_ctl_present(const telem_sender_t *self)
 {
+    struct stat st;
     if (!*self->ctl)
         return 0;
-    if (strncmp(self->ctl, "ipc://", 6) != 0 || self->ctl[6] == '@')
-        return 1;
-    struct stat st;
-    return stat(self->ctl + 6, &st) == 0 && S_ISSOCK(st.st_mode);
+    return !s_ipc_path(self->ctl) || s_socket_file(self->ctl, &st);
 }
 
 /* 1 with *st filled when the ingest endpoint is an ipc path that names a
@@ -139,9 +151,7 @@ s_ctl_present(const telem_sender_t *self)
 static int
 s_ingest_file(const telem_sender_t *self, struct stat *st)
 {
-    if (strncmp(self->ingest, "ipc://", 6) != 0 || self->ingest[6] == '@')
-        return 0;
-    return stat(self->ingest + 6, st) == 0 && S_ISSOCK(st->st_mode);
+    return s_ipc_path(self->ingest) && s_socket_file(self->ingest, st);
 }
 
 static void

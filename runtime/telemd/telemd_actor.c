@@ -66,9 +66,9 @@ struct telemd {
     size_t big_bytes;             /* large-message bytes freed since a trim */
     int64_t stop_at;              /* end of the drain after a stop; 0: none */
     int64_t linger_at;            /* earliest end of a hand-over drain */
-    int64_t release_at;           /* when the senders still here are shut */
+    int64_t release_at;           /* when the senders still here are shut;
+                                     0 once they have been */
     int handing_over;             /* a successor takes the node */
-    int released;                 /* ... and the rest have been let go */
     int open_at_handover;         /* ingest connections when it began */
     telemd_drain_t *drain;        /* the ingest connections */
     ino_t ingest_ino, ctl_ino;    /* our socket files (0: unknown) */
@@ -261,9 +261,9 @@ static void
 s_release_due(telemd_t *self, int64_t now)
 {
     int open = telemd_drain_open(self->drain);
-    if (self->released || (now < self->release_at && open > 0))
+    if (!self->release_at || (now < self->release_at && open > 0))
         return;
-    self->released = 1;
+    self->release_at = 0;
     int n = telemd_drain_release(self->drain);
     int moved = self->open_at_handover - open;
     telem_log(TELEM_LOG_INFO, "hand-over: %d of %d ingest connections "
@@ -288,7 +288,7 @@ s_stop_due(telemd_t *self, int64_t *stop_at)
         return 0;
     if (self->handing_over)
         s_release_due(self, now);
-    if (self->handing_over && self->released && now >= self->linger_at
+    if (self->handing_over && !self->release_at && now >= self->linger_at
         && telemd_drain_open(self->drain) == 0 && !s_ingest_waiting(self))
         return 1;
     return now >= *stop_at;
@@ -305,7 +305,7 @@ static int64_t
 s_next(void *arg)
 {
     telemd_t *self = arg;
-    if (self->handing_over && !self->released)
+    if (self->release_at)
         return self->release_at;
     return self->stop_at ? self->stop_at : telemd_agent_tick(self->agent);
 }
