@@ -156,7 +156,7 @@ s_time_query(telemd_agent_t *a, int64_t *lat, s_parts_t *o)
     for (int i = -S_WARMUP; i < S_RUNS; i++) {
         const void *reply;
         int64_t t0 = bench_now_ns();
-        int rc = telemd_agent_request(a, req, req_size, &reply,
+        int rc = telemd_agent_request(a, req, req_size, TELEMD_FROM_JOB, &reply,
                                       &o->reply_len);
         int64_t dt = bench_now_ns() - t0;
         if (rc)

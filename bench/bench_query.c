@@ -295,7 +295,7 @@ s_bench_parts(const s_fill_t *f, const char *dir, int64_t *lat,
     telem_proto_encode_query(enc, &q, &qdata, &qsize);
     for (int i = 0; i < S_QUERIES; i++) {
         int64_t t0 = bench_now_ns();
-        telemd_agent_request(a, qdata, qsize, &reply, &rsize);
+        telemd_agent_request(a, qdata, qsize, TELEMD_FROM_JOB, &reply, &rsize);
         lat[i] = bench_now_ns() - t0;
     }
     bench_summarise(lat, S_QUERIES, agent_out);

@@ -142,7 +142,7 @@ s_stored(telemd_agent_t *agent, telem_proto_encoder_t *enc,
     size_t size, rsize;
     telem_msg_t m;
     if (telem_proto_encode_query(enc, &q, &data, &size) != 0
-        || telemd_agent_request(agent, data, size, &reply, &rsize) != 0
+        || telemd_agent_request(agent, data, size, TELEMD_FROM_JOB, &reply, &rsize) != 0
         || telem_proto_decode(dec, reply, rsize, &m) != 0
         || m.type != TELEM_MSG_QUERY_REPLY)
         return UINT32_MAX;
@@ -163,7 +163,7 @@ test_agent_refuses_ingest(void)
         const void *data, *reply = NULL;
         size_t size, rsize = 0;
         REQUIRE(s_ingest_msg(enc, meta, &data, &size) == 0);
-        CHECK_RC(telemd_agent_request(agent, data, size, &reply, &rsize),
+        CHECK_RC(telemd_agent_request(agent, data, size, TELEMD_FROM_JOB, &reply, &rsize),
                  TELEM_EPROTO);
         REQUIRE(reply != NULL);
         int type;

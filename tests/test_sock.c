@@ -122,10 +122,10 @@ test_ipc_and_more(const char *dir)
                                      &err);
     CHECK_RC(err, 0);
     CHECK_STR(ep, want);
-    CHECK_RC(telem_sock_bind(s, "tcp://127.0.0.1:0", ep, sizeof ep), 0);
+    CHECK_RC(telem_sock_bind(s, "tcp://127.0.0.1:0", NULL, ep, sizeof ep), 0);
     CHECK(strncmp(ep, "tcp://127.0.0.1:", 16) == 0);
     /* NULL bound: bind only. */
-    CHECK_RC(telem_sock_bind(s, "tcp://127.0.0.1:0", NULL, 0), 0);
+    CHECK_RC(telem_sock_bind(s, "tcp://127.0.0.1:0", NULL, NULL, 0), 0);
     zsock_destroy(&s);
 
     char cwd[512];
@@ -174,7 +174,8 @@ test_failures(void)
     /* On a socket already made, it stays bound and usable. */
     s = telem_sock_new_bind(ZMQ_ROUTER, &s_opts, "tcp://127.0.0.1:0", NULL, 0,
                             &err);
-    CHECK_RC(telem_sock_bind(s, "tcp://127.0.0.1:0", small, sizeof small),
+    CHECK_RC(telem_sock_bind(s, "tcp://127.0.0.1:0", NULL, small,
+                             sizeof small),
              TELEM_ETOOBIG);
     zsock_destroy(&s);
 

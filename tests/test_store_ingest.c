@@ -83,7 +83,7 @@ s_request(s_fix_t *f, const void *data, size_t size, telem_msg_t *m)
 {
     const void *reply;
     size_t rsize;
-    int rc = telemd_agent_request(f->agent, data, size, &reply, &rsize);
+    int rc = telemd_agent_request(f->agent, data, size, TELEMD_FROM_JOB, &reply, &rsize);
     if (rc == 0)
         rc = reply ? telem_proto_decode(f->dec, reply, rsize, m)
                    : TELEM_EPROTO;

@@ -356,7 +356,7 @@ test_agent(void)
     size_t size, rsize;
     telem_sysinfo_req_t q = { .id = 99 };
     REQUIRE(telem_proto_encode_sysinfo(e, &q, &data, &size) == 0);
-    CHECK_RC(telemd_agent_request(a, data, size, &reply, &rsize), 0);
+    CHECK_RC(telemd_agent_request(a, data, size, TELEMD_FROM_JOB, &reply, &rsize), 0);
     telem_msg_t m;
     REQUIRE(telem_proto_decode(dec, reply, rsize, &m) == 0);
     CHECK_INT(m.type, TELEM_MSG_SYSINFO_REPLY);

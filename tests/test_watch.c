@@ -470,7 +470,7 @@ test_net(void)
     zsock_t *launcher = zsock_new_router("@tcp://127.0.0.1:*");
     char ep[128];
     snprintf(ep, sizeof ep, "%s", zsock_endpoint(launcher));
-    watch_net_opts_t o = { dir, "w one", NULL, NULL, ep };
+    watch_net_opts_t o = { dir, "w one", NULL, NULL, ep, NULL, 0 };
     char why[512];
     watch_net_t *net = watch_net_new(&o, why, sizeof why, NULL);
     CHECK(net != NULL);

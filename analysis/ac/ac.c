@@ -33,6 +33,7 @@ typedef struct {
 
 struct ac {
     void *ctx;
+    telem_keys_t *keys;      /* the job's keys: CURVE to TCP nodes; NULL */
     s_node_t *nodes;
     size_t n;
     int timeout_ms;
@@ -56,7 +57,7 @@ s_sock_open(ac_t *self, s_node_t *nd)
         .max_msg = (int64_t) self->max_reply, .sndhwm = 16,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
         .sndtimeo_ms = TELEM_SOCK_KEEP, .immediate = 1,
-        .reconnect_ivl_max_ms = 1000,
+        .reconnect_ivl_max_ms = 1000, .keys = self->keys,
     };
     int rc;
     nd->sock = telem_sock_raw_new(self->ctx, ZMQ_DEALER, &o, nd->endpoint,
@@ -100,6 +101,9 @@ s_new(ac__node_entry_t **entries_p, size_t n, int timeout_ms, int *err)
     if (!self->nodes || !self->items || !self->item_node || !self->enc
         || !self->dec || !self->ctx)
         goto out;
+    if ((rc = telem_keys_find(NULL, &self->keys, NULL, 0)) != 0)
+        goto out;
+    rc = TELEM_ENOMEM;
     if (n + 64 > 1023)
         zmq_ctx_set(self->ctx, ZMQ_MAX_SOCKETS, (int) (n + 64));
     self->n = n;
@@ -165,6 +169,7 @@ ac_close(ac_t **self_p)
         zmq_ctx_term(self->ctx);
     telem_proto_encoder_destroy(&self->enc);
     telem_proto_decoder_destroy(&self->dec);
+    telem_keys_destroy(&self->keys);
     free(self->nodes);
     free(self->items);
     free(self->item_node);

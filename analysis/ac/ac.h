@@ -60,12 +60,16 @@ typedef struct ac_status_result ac_status_result_t;
 /* ---- connecting -------------------------------------------------------- */
 
 /* Reads the node file `nodefile` (NULL: $TELEM_NODEFILE, else <rundir>/nodes)
- * and connects one socket to every node listed.  Calls wait at most
+ * and connects one socket to every node listed.  A node at a tcp://
+ * endpoint is reached with CURVE when the job's key is found: in the
+ * directory $TELEM_KEYS names, else in <rundir>/keys (docs/security.md);
+ * a key file of the wrong mode or owner is refused.  Calls wait at most
  * `timeout_ms` by default (<= 0: AC_TIMEOUT_DEFAULT_MS).  Connecting does not
  * wait for any node.  Returns the client, or NULL with *err (if err is not
  * NULL) set to TELEM_ENOTFOUND (no such file, or it lists no node), TELEM_EIO
  * (unreadable), TELEM_EINVAL (a malformed line, a bad node name or endpoint,
- * a duplicate name) or TELEM_ENOMEM.  ac_nodefile_check() explains a
+ * a duplicate name, a malformed key file), TELEM_EPERM (a key file others
+ * could read or write) or TELEM_ENOMEM.  ac_nodefile_check() explains a
  * failure in words. */
 ac_t *ac_connect(const char *nodefile, int timeout_ms, int *err);
 
@@ -74,7 +78,8 @@ ac_t *ac_connect(const char *nodefile, int timeout_ms, int *err);
 ac_t *ac_connect_nodes(const char *const *names, const char *const *endpoints,
                        size_t n, int timeout_ms, int *err);
 
-/* Parses `nodefile` (NULL: the default above) without connecting.  Returns
+/* Parses `nodefile` (NULL: the default above) and loads the job's key
+ * where one is found, without connecting.  Returns
  * 0 and the number of nodes in *nnodes (may be NULL), or the error
  * ac_connect() would give, with a sentence such as "nodes:3: no tab between
  * node name and endpoint" written to why (if why_size > 0). */

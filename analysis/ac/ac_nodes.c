@@ -8,6 +8,7 @@
  * blanks around the endpoint and a CR before the LF are forgiven.
  */
 #include "ac_internal.h"
+#include "telem_keys.h"
 #include "telem_error.h"
 #include "telem_grow.h"
 #include "telem_paths.h"
@@ -265,5 +266,9 @@ ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
     if (nnodes)
         *nnodes = n;
     ac__nodes_free(&nodes, n);
+    telem_keys_t *keys = NULL;
+    if (!rc)
+        rc = telem_keys_find(NULL, &keys, why, why_size);
+    telem_keys_destroy(&keys);
     return rc;
 }

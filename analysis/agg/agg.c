@@ -45,7 +45,10 @@ struct agg {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     telem_ratelimit_t rl;      /* under mu */
+    int has_token;             /* writes allowed (agg_cfg_t) */
     void *zctx;                /* put and reboot sockets */
+    telem_keys_t *keys;        /* the job's: CURVE to a TCP restart
+                                  endpoint; NULL */
     const agg_src_vt_t *vt;    /* the data source */
     void *src;
 };
@@ -93,18 +96,22 @@ agg_new(const agg_cfg_t *cfg, int *err)
         self->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms
                                                : AC_TIMEOUT_DEFAULT_MS;
         self->pool = cfg->pool ? cfg->pool : 4;
+        self->has_token = cfg->has_token;
         self->pool = self->pool > S_POOL_MAX ? S_POOL_MAX : self->pool;
         self->rl = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
         pthread_mutex_init(&self->mu, NULL);
         pthread_cond_init(&self->cv, NULL);
         self->zctx = zmq_ctx_new();
-        rc = self->zctx ? 0 : TELEM_ENOMEM;
+        /* Keys only for the live job (telem_view reads files). */
+        rc = !self->zctx ? TELEM_ENOMEM : cfg->src_vt ? 0
+             : telem_keys_find(self->rundir, &self->keys, NULL, 0);
         self->vt = cfg->src_vt ? cfg->src_vt : &agg_live_vt;
         self->src = cfg->src_vt ? cfg->src : self;
     }
     if (rc && self) {
         if (self->zctx)
             zmq_ctx_term(self->zctx);
+        telem_keys_destroy(&self->keys);
         free(self);
         self = NULL;
     }
@@ -124,6 +131,7 @@ agg_destroy(agg_t **self_p)
     pthread_mutex_destroy(&self->mu);
     pthread_cond_destroy(&self->cv);
     zmq_ctx_term(self->zctx);
+    telem_keys_destroy(&self->keys);
     free(self);
     *self_p = NULL;
 }
@@ -132,6 +140,7 @@ int agg_timeout_ms(const agg_t *self) { return self->timeout_ms; }
 const char *agg_rundir(const agg_t *self) { return self->rundir; }
 const char *agg_launch_ep(const agg_t *self) { return self->launch_ep; }
 void *agg_zctx(agg_t *self) { return self->zctx; }
+const telem_keys_t *agg_keys(const agg_t *self) { return self->keys; }
 const agg_src_vt_t *agg_src_vt(const agg_t *self) { return self->vt; }
 void *agg_src(const agg_t *self) { return self->src; }
 
@@ -320,9 +329,26 @@ s_offline(agg_t *self, telem_http_req_t *req, const char *what)
                            details);
 }
 
+/* Writes and restarts change the job: never served to whoever reaches the
+   port without proving the token. */
+static int
+s_tokenless(agg_t *self, telem_http_req_t *req, const char *what)
+{
+    if (self->has_token || !self->vt->put)
+        return 0;
+    char details[256];
+    snprintf(details, sizeof details, "%s needs %s to run with a token "
+             "(--token-file; telem_launch makes one for its jobs): any user "
+             "of this machine can reach this port", what, self->vt->name);
+    telem_http_reply_error(req, 403, "Forbidden", details);
+    return 1;
+}
+
 static void
 s_put(agg_t *self, telem_http_req_t *req)
 {
+    if (s_tokenless(self, req, "/api/put"))
+        return;
     if (self->vt->put)
         self->vt->put(self->src, req);
     else
@@ -332,6 +358,8 @@ s_put(agg_t *self, telem_http_req_t *req)
 static void
 s_reboot(agg_t *self, telem_http_req_t *req)
 {
+    if (s_tokenless(self, req, "/api/reboot"))
+        return;
     if (self->vt->reboot)
         self->vt->reboot(self->src, req);
     else

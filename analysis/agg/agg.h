@@ -26,6 +26,7 @@
 
 #include "ac.h"
 #include "agg_src.h"
+#include "telem_keys.h"
 #include "telem_http.h"
 #include "telem_paths.h"
 
@@ -42,13 +43,19 @@ typedef struct {
      * aggregator's own pool of analysis clients). */
     const agg_src_vt_t *src_vt;
     void *src;
+    /* 1 when the HTTP server requires a token (telem_http_opts_t.token):
+     * only then are /api/put and /api/reboot served; without one they
+     * answer 403, since any user of the machine can reach the port. */
+    int has_token;
 } agg_cfg_t;
 
 /* The live source: src is the agg_t itself (agg_live.c). */
 extern const agg_src_vt_t agg_live_vt;
 
 /* A new aggregator (connects nothing yet: clients are made on first use).
- * NULL with *err: TELEM_EINVAL (a path too long), TELEM_ENOMEM. */
+ * The live one loads the job's keys (telem_keys_find over the run
+ * directory).  NULL with *err: TELEM_EINVAL (a path too long, a malformed
+ * key file), TELEM_EPERM (a key file others could read), TELEM_ENOMEM. */
 agg_t *agg_new(const agg_cfg_t *cfg, int *err);
 
 /* Frees the aggregator; the HTTP server must be stopped first.  Accepts
@@ -70,6 +77,9 @@ int agg_timeout_ms(const agg_t *self);
 const char *agg_rundir(const agg_t *self);
 const char *agg_launch_ep(const agg_t *self);
 void *agg_zctx(agg_t *self);
+/* The job's keys (telem_keys_find over the run directory), NULL when
+ * there are none: the restart request's socket is CURVE with them. */
+const telem_keys_t *agg_keys(const agg_t *self);
 
 /* Logs (rate-limited) and sets X-Telem-Missing: "n2 (no reply within 2000
  * ms), n3 (...)" when rows `r` name missing nodes. */

@@ -332,6 +332,7 @@ s_ask_launcher(agg_t *self, const telem_restart_t *m, int *code, char *msg,
     snprintf(ep, sizeof ep, ">%s", agg_launch_ep(self));
     telem_sock_opts_t o = s_opts;
     o.linger_ms = 0;
+    o.keys = agg_keys(self);
     int rc = enc && dec ? 0 : TELEM_ENOMEM;
     void *sock = rc ? NULL : telem_sock_raw_new(agg_zctx(self), ZMQ_DEALER,
                                                 &o, ep, &rc);

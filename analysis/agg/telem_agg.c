@@ -41,9 +41,11 @@ static const char s_usage[] =
 "  -p, --port N            TCP port (0: any free one)             [4242]\n"
 "  -b, --bind ADDR         address to listen on (an IPv4 or IPv6\n"
 "                          literal; 0.0.0.0 for every interface) [127.0.0.1]\n"
-"      --token-file F      require 'Authorization: Bearer TOKEN' on every\n"
-"                          request; F holds the token and must be mode\n"
-"                          0600 (or stricter) and owned by you\n"
+"      --token-file F      require 'Authorization: Bearer TOKEN' (or the\n"
+"                          query argument token=TOKEN) on every request;\n"
+"                          F holds the token and must be mode 0600 (or\n"
+"                          stricter) and owned by you.  Without a token\n"
+"                          /api/put and /api/reboot answer 403\n"
 "  -t, --timeout MS        deadline of one request's node queries   [2000]\n"
 "      --max-body BYTES    largest request body (larger: 413)    [1048576]\n"
 "      --max-conns N       connections at once (more are refused)     [64]\n"
@@ -120,6 +122,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *level)
     int rc = telem_cli_parse_spec(&spec, argc, argv, a);
     if (rc == 0 && a->token_file && (rc = s_read_token(a)) == 0)
         a->http.token = a->token;
+    a->agg.has_token = a->http.token != NULL;
     return rc;
 }
 

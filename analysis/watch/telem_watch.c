@@ -23,6 +23,7 @@
 #include "telem_paths.h"
 #include "telem_log.h"
 #include "telem_time.h"
+#include "telem_zap.h"
 
 #include <czmq.h>
 #include <errno.h>
@@ -102,6 +103,8 @@ typedef struct {
     watch_cli_t *cli;
     watch_t *watch;
     watch_net_t *net;
+    telem_keys_t *keys;        /* the job's, where found */
+    telem_zap_t *zap;          /* with keys and a TCP --pub or --ctl */
     zpoller_t *poller;
     uint64_t seq;
     size_t children;
@@ -424,6 +427,27 @@ s_loop(s_run_t *r)
 
 /* Detectors first (a bad spec is a bad command line, exit 2), then the
  * node file and the sockets (exit 1). */
+/* The job's keys and, when an endpoint of ours is TCP, the ZAP handler
+   that checks them (docs/security.md).  0, or 1 with a logged reason. */
+static int
+s_security(s_run_t *r, char *why, size_t why_size)
+{
+    int err = telem_keys_find(r->cli->rundir, &r->keys, why, why_size);
+    if (err) {
+        telem_log(TELEM_LOG_ERROR, "%s", why);
+        return 1;
+    }
+    const char *pub = r->cli->pub_ep, *ctl = r->cli->ctl_ep;
+    int tcp = (pub && strncmp(pub, "tcp://", 6) == 0)
+              || (ctl && strncmp(ctl, "tcp://", 6) == 0);
+    if (r->keys && tcp && !(r->zap = telem_zap_new(r->keys, &err))) {
+        telem_log(TELEM_LOG_ERROR, "cannot start the ZAP handler: %s",
+                  telem_strerror(err));
+        return 1;
+    }
+    return 0;
+}
+
 static int
 s_setup(s_run_t *r, ac_t **ac)
 {
@@ -451,8 +475,11 @@ s_setup(s_run_t *r, ac_t **ac)
     }
     watch_set_ac(r->watch, *ac);
     watch_set_timeout(r->watch, r->cli->timeout_ms);
+    if (s_security(r, why, sizeof why))
+        return 1;
     watch_net_opts_t no = { r->cli->rundir, r->cli->name, r->cli->pub_ep,
-                         r->cli->ctl_ep, r->cli->restart_ep };
+                            r->cli->ctl_ep, r->cli->restart_ep, r->keys,
+                            r->cli->insecure };
     if (!(r->net = watch_net_new(&no, why, sizeof why, NULL))) {
         telem_log(TELEM_LOG_ERROR, "%s", why);
         return 1;
@@ -525,6 +552,8 @@ main(int argc, char **argv)
     if (r.events)
         fclose(r.events);
     watch_net_destroy(&r.net);
+    telem_zap_destroy(&r.zap);
+    telem_keys_destroy(&r.keys);
     watch_destroy(&r.watch);
     ac_close(&ac);
     s_names_clear(&r.asked);

@@ -48,6 +48,10 @@ static const char s_usage[] =
 "      --rundir DIR      run directory (default $TELEM_RUNDIR, ...)\n"
 "      --pub EP          bind events here (default ipc://<rundir>/NAME/pub.sock)\n"
 "      --ctl EP          bind control here (default ipc://<rundir>/NAME/ctl.sock)\n"
+"                        a tcp:// --pub or --ctl is CURVE with the job's key\n"
+"                        ($TELEM_KEYS, else <rundir>/keys); without one a\n"
+"                        TCP --ctl, or a --pub off loopback, needs --insecure\n"
+"      --insecure        allow those on plain TCP (a network only you use)\n"
 "      --count N         stop after N ticks\n"
 "      --duration S      stop after S seconds\n"
 "  -v, --verbose         debug log lines on stderr\n"
@@ -94,7 +98,7 @@ s_list(void)
 enum {
     O_SET = 256, O_LIST, O_NODEFILE, O_PERIOD, O_TIMEOUT, O_JSON, O_EXEC,
     O_RESTART, O_RESTART_TIMEOUT, O_ACT_ON, O_NAME, O_RUNDIR, O_PUB, O_CTL,
-    O_COUNT, O_DURATION
+    O_COUNT, O_DURATION, O_INSECURE
 };
 
 static const struct option s_opts[] = {
@@ -113,6 +117,7 @@ static const struct option s_opts[] = {
     { "rundir", required_argument, NULL, O_RUNDIR },
     { "pub", required_argument, NULL, O_PUB },
     { "ctl", required_argument, NULL, O_CTL },
+    { "insecure", no_argument, NULL, O_INSECURE },
     { "count", required_argument, NULL, O_COUNT },
     { "duration", required_argument, NULL, O_DURATION },
     { "verbose", no_argument, NULL, 'v' },
@@ -199,6 +204,7 @@ s_option(watch_cli_t *cli, int c, const char *arg)
     case O_RUNDIR: cli->rundir = arg; return 0;
     case O_PUB: cli->pub_ep = arg; return 0;
     case O_CTL: cli->ctl_ep = arg; return 0;
+    case O_INSECURE: cli->insecure = 1; return 0;
     case O_COUNT:
         if (telem_cli_int64(arg, 1, INT64_MAX, &v))
             return S_BAD("--count '%s': expected a positive whole number", arg);

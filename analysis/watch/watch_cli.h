@@ -29,6 +29,7 @@ typedef struct {
     const char *name;
     const char *rundir;
     const char *pub_ep, *ctl_ep;
+    int insecure;               /* --insecure: plain TCP for --pub/--ctl */
     uint64_t count;             /* --count: ticks, 0 = no limit */
     int64_t duration_ns;        /* --duration, 0 = no limit */
     int verbose;

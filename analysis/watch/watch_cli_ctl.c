@@ -14,6 +14,7 @@
 #include "watch_out.h"
 #include "telem_cli.h"
 #include "telem_paths.h"
+#include "telem_keys.h"
 #include "telem_sock.h"
 #include "telem_time.h"
 
@@ -230,7 +231,7 @@ s_show(const s_ctl_t *c, const telem_watch_ctl_reply_t *r)
 /* ---- the request ------------------------------------------------------- */
 
 static int
-s_exchange(s_ctl_t *c, const char *ep)
+s_exchange(s_ctl_t *c, const char *ep, const telem_keys_t *keys)
 {
     int rc = 1;
     telem_proto_encoder_t *enc = telem_proto_encoder_new();
@@ -248,7 +249,7 @@ s_exchange(s_ctl_t *c, const char *ep)
     const telem_sock_opts_t o = {
         .max_msg = TELEM_PROTO_MAX_MSG, .sndhwm = TELEM_SOCK_KEEP,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
-        .sndtimeo_ms = TELEM_SOCK_KEEP,
+        .sndtimeo_ms = TELEM_SOCK_KEEP, .keys = keys,
     };
     if (!(s = telem_sock_new_connect(ZMQ_DEALER, &o, ep))) {
         fprintf(stderr, S_PROG ": bad endpoint %s\n", ep);
@@ -295,6 +296,15 @@ watch_cli_ctl_main(int argc, char **argv)
         snprintf(ep, sizeof ep, "%s", c.endpoint);
     else if (s_find_endpoint(&c, ep, sizeof ep))
         return 1;
+    /* A watcher's control on TCP is CURVE with the job's key. */
+    char why[512];
+    telem_keys_t *keys = NULL;
+    if (telem_keys_find(c.rundir, &keys, why, sizeof why) != 0) {
+        fprintf(stderr, S_PROG ": %s\n", why);
+        return 1;
+    }
     zsys_handler_set(NULL);
-    return s_exchange(&c, ep);
+    rc = s_exchange(&c, ep, keys);
+    telem_keys_destroy(&keys);
+    return rc;
 }

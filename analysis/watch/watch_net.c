@@ -33,6 +33,7 @@ struct watch_net {
     int lock_fd;
     int wrote_endpoints;
     zsock_t *pub, *ctl, *restart;
+    const telem_keys_t *keys;  /* borrowed from the options */
     telem_proto_encoder_t *enc;
     telem_proto_decoder_t *dec;
     watch_out_wire_t wire;
@@ -111,13 +112,32 @@ s_write_endpoints(watch_net_t *self, char *why, size_t why_size)
 }
 
 static zsock_t *
-s_dealer(const char *ep)
+s_dealer(const char *ep, const telem_keys_t *keys)
 {
     const telem_sock_opts_t o = {
         .max_msg = 1 << 20, .sndhwm = 16, .rcvhwm = TELEM_SOCK_KEEP,
-        .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
+        .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP, .keys = keys,
     };
     return telem_sock_new_connect(ZMQ_DEALER, &o, ep);
+}
+
+/* Plain TCP reaches anyone on the network (on loopback, every user of the
+   machine): events may be read there only on loopback, control never,
+   unless the user said the network is theirs. */
+static int
+s_tcp_allowed(const watch_net_opts_t *o, const char *ep, int control,
+              char *why, size_t why_size)
+{
+    if (o->keys || o->insecure || !ep || strncmp(ep, "tcp://", 6) != 0
+        || (!control && telem_keys_loopback(ep)))
+        return 0;
+    snprintf(why, why_size, "%s %s on plain TCP: %s; the job's keys "
+             "($TELEM_KEYS, or <rundir>/keys) make it CURVE, or "
+             "--insecure on a network only you use",
+             control ? "--ctl" : "--pub", ep,
+             control ? "anyone who reaches it could change the detectors"
+                     : "anyone who reaches it could read the events");
+    return TELEM_EPERM;
 }
 
 static int
@@ -128,14 +148,17 @@ s_sockets(watch_net_t *self, const watch_net_opts_t *o, char *why,
     const telem_sock_opts_t pub = {
         .max_msg = TELEM_SOCK_KEEP, .sndhwm = 10000,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
-        .sndtimeo_ms = TELEM_SOCK_KEEP,
+        .sndtimeo_ms = TELEM_SOCK_KEEP, .keys = o->keys,
     };
     const telem_sock_opts_t ctl = {
         .max_msg = 1 << 20, .sndhwm = TELEM_SOCK_KEEP,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
-        .sndtimeo_ms = TELEM_SOCK_KEEP,
+        .sndtimeo_ms = TELEM_SOCK_KEEP, .keys = o->keys,
     };
     int rc;
+    if ((rc = s_tcp_allowed(o, o->pub_ep, 0, why, why_size))
+        || (rc = s_tcp_allowed(o, o->ctl_ep, 1, why, why_size)))
+        return rc;
     snprintf(def, sizeof def, "ipc://%s/pub.sock", self->dir);
     if (!(self->pub = s_bind(ZMQ_PUB, &pub, o->pub_ep ? o->pub_ep : def,
                              self->pub_ep, sizeof self->pub_ep, why,
@@ -149,7 +172,8 @@ s_sockets(watch_net_t *self, const watch_net_opts_t *o, char *why,
     if (!o->restart_ep)
         return 0;
     snprintf(self->restart_ep, sizeof self->restart_ep, "%s", o->restart_ep);
-    if (!(self->restart = s_dealer(o->restart_ep)))
+    self->keys = o->keys;
+    if (!(self->restart = s_dealer(o->restart_ep, self->keys)))
         return snprintf(why, why_size, "cannot connect to %s: %s",
                         o->restart_ep, zmq_strerror(zmq_errno())),
                TELEM_ECONN;
@@ -337,6 +361,6 @@ watch_net_restart_reset(watch_net_t *self)
     if (!self->restart)
         return 0;
     zsock_destroy(&self->restart);
-    self->restart = s_dealer(self->restart_ep);
+    self->restart = s_dealer(self->restart_ep, self->keys);
     return self->restart ? 0 : TELEM_EIO;
 }

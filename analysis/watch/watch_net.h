@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "det.h"
+#include "telem_keys.h"
 #include "telem_proto.h"
 #include "watch.h"
 
@@ -21,6 +22,11 @@ typedef struct {
     const char *pub_ep;        /* NULL: ipc://<rundir>/<name>/pub.sock */
     const char *ctl_ep;        /* NULL: ipc://<rundir>/<name>/ctl.sock */
     const char *restart_ep;    /* NULL: no restart action */
+    const telem_keys_t *keys;  /* the job's: tcp:// endpoints are CURVE
+                                  (a bind needs the process's ZAP handler,
+                                  telem_zap.h); NULL: plain */
+    int insecure;              /* without keys, allow control on TCP and
+                                  events on TCP off loopback */
 } watch_net_opts_t;
 
 /* Takes <rundir>/<name>/ (created 0700, locked with flock so a second
@@ -29,8 +35,9 @@ typedef struct {
  * EP", "pid N" lines).  Returns the watcher's sockets, or NULL with a
  * sentence in why and *err (NULL allowed): TELEM_ESTATE (another watcher
  * of that name runs), TELEM_EINVAL (run directory or name), TELEM_EIO
- * (directory, bind or file), TELEM_ECONN (the restart endpoint) or
- * TELEM_ENOMEM. */
+ * (directory, bind or file), TELEM_ECONN (the restart endpoint),
+ * TELEM_EPERM (control on plain TCP, or events on plain TCP off loopback,
+ * without o->insecure) or TELEM_ENOMEM. */
 watch_net_t *watch_net_new(const watch_net_opts_t *o, char *why,
                           size_t why_size, int *err);
 

@@ -78,6 +78,8 @@ ddict_open(const char *nodefile, const char *ns, int64_t timeout_ms, int *err)
     if (!nodefile && (rc = s_default_nodefile(self->nodefile,
                                               sizeof self->nodefile)) != 0)
         goto out;
+    if ((rc = telem_keys_find(NULL, &self->keys, NULL, 0)) != 0)
+        goto out;
     rc = dc_refresh(self, telem_mono_ns()
                               + self->timeout_ms * TELEM_NS_PER_MS);
 out:
@@ -100,6 +102,7 @@ ddict_close(ddict_t **self_p)
     telem_proto_encoder_destroy(&self->enc);
     telem_proto_decoder_destroy(&self->dec);
     ddict_batch_destroy(&self->one);
+    telem_keys_destroy(&self->keys);
     free(self);
     *self_p = NULL;
 }

@@ -14,6 +14,7 @@
 #include <zmq.h>
 
 #include "ddict.h"
+#include "telem_keys.h"
 #include "ddict_map.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
@@ -39,6 +40,8 @@ struct ddict {
     int64_t timeout_ms;
     void *zctx;                    /* the process's shared libzmq context
                                       (dc_ctx_hold) */
+    telem_keys_t *keys;            /* the job's keys: CURVE to servers on
+                                      TCP (telem_keys_find); NULL: none */
     ddict_map_t *map;
     uint64_t epoch;
     dc_node_t *nodes;              /* in map order */

@@ -91,8 +91,9 @@ static const telem_sock_opts_t s_dealer_opts = {
 void *
 dc_connect(ddict_t *self, const char *endpoint)
 {
-    return telem_sock_raw_new(self->zctx, ZMQ_DEALER, &s_dealer_opts,
-                              endpoint, NULL);
+    telem_sock_opts_t o = s_dealer_opts;
+    o.keys = self->keys;
+    return telem_sock_raw_new(self->zctx, ZMQ_DEALER, &o, endpoint, NULL);
 }
 
 void

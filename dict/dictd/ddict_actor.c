@@ -98,7 +98,9 @@ s_peer(ddict_actor_t *self, const char *name)
     if (!p)
         return NULL;
     self->peers = p;
-    zsock_t *s = telem_sock_new_connect(ZMQ_DEALER, &s_peer_opts, ep);
+    telem_sock_opts_t o = s_peer_opts;
+    o.keys = self->cfg.keys;
+    zsock_t *s = telem_sock_new_connect(ZMQ_DEALER, &o, ep);
     if (!s)
         return NULL;
     snprintf(p[self->npeers].name, sizeof p[0].name, "%s", name);
@@ -343,8 +345,8 @@ s_bind(ddict_actor_t *self)
                                        sizeof self->endpoint, &rc);
     if (rc || !self->cfg.tcp)
         return rc;
-    if ((rc = telem_sock_bind(self->router, self->cfg.tcp, self->endpoint,
-                              sizeof self->endpoint)) != 0)
+    if ((rc = telem_sock_bind(self->router, self->cfg.tcp, self->cfg.keys,
+                              self->endpoint, sizeof self->endpoint)) != 0)
         return rc;
     int max = self->cfg.max_tcp_peers > 0 ? self->cfg.max_tcp_peers
                                           : TELEM_TCP_PEERS_DEFAULT;

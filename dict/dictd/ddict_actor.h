@@ -13,6 +13,7 @@
 #define DDICT_ACTOR_H
 
 #include "ddict_server.h"
+#include "telem_keys.h"
 #include "telem_proto_dict.h"
 
 typedef struct {
@@ -20,6 +21,11 @@ typedef struct {
     const char *rundir;
     const char *nodefile;       /* dictionary node file to register in */
     const char *tcp;            /* "tcp://127.0.0.1:0" or NULL for ipc only */
+    const telem_keys_t *keys;   /* the job's keys: the TCP endpoint and the
+                                   peer connections are CURVE (the
+                                   process's ZAP handler, telem_zap.h, must
+                                   run); NULL: plain TCP.  Kept by pointer:
+                                   they outlive the actor */
     int max_tcp_peers;          /* TCP connections held at once; more are
                                    refused (telem_peercap.h); 0 = the
                                    default, TELEM_TCP_PEERS_DEFAULT */

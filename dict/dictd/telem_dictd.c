@@ -18,11 +18,13 @@
 #include "telem.h"
 #include "telem_cli.h"
 #include "telem_error.h"
+#include "telem_keys.h"
 #include "telem_limits.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
 #include "telem_time.h"
+#include "telem_zap.h"
 
 static const char s_usage[] =
 "Usage: telem_dictd [OPTIONS]\n"
@@ -45,6 +47,14 @@ static const char s_usage[] =
 "                         default) or none (no fdatasync)\n"
 "  -b, --bind ADDR        also listen on TCP at ADDR (e.g. 127.0.0.1)\n"
 "  -p, --port PORT        TCP port (default 0: ephemeral)\n"
+"      --keys DIR         the job's key directory (DIR/job.key, mode 0600):\n"
+"                         TCP, to clients and to the other servers, is\n"
+"                         CURVE and serves only holders of the key\n"
+"                         (default: $TELEM_KEYS, else RUNDIR/keys when it\n"
+"                         holds a key, else plain TCP)\n"
+"      --insecure         allow plain TCP off loopback (a network only you\n"
+"                         use): anyone who reaches it can read and write\n"
+"                         the dictionary\n"
 "      --max-tcp-peers N  TCP connections held at once; more are refused\n"
 "                         (default 512; at most half the open-file limit)\n"
 "  -l, --log-level LVL    error, warn, info (default) or debug\n"
@@ -68,6 +78,8 @@ typedef struct {
     const char *names[DDICT_NODES_MAX];
     const char *bind;
     long port;
+    const char *keys_dir;       /* --keys */
+    int insecure;
     telem_log_level_t level;
 } s_args_t;
 
@@ -140,6 +152,12 @@ s_option(void *opt_arg, int c, char *arg)
                                  "expected 1-1048576");
         a->cfg.max_tcp_peers = (int) v;
         return 0;
+    case 'k':
+        a->keys_dir = arg;
+        return 0;
+    case 'I':
+        a->insecure = 1;
+        return 0;
     }
     return 2;
 }
@@ -179,6 +197,7 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "replicas", 1, NULL, 'R' }, { "sync", 1, NULL, 's' },
         { "bind", 1, NULL, 'b' }, { "port", 1, NULL, 'p' },
         { "log-level", 1, NULL, 'l' }, { "max-tcp-peers", 1, NULL, 'M' },
+        { "keys", 1, NULL, 'k' }, { "insecure", 0, NULL, 'I' },
         { "help", 0, NULL, 'h' },
         { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 } };
     const telem_cli_spec_t spec = {
@@ -237,6 +256,53 @@ s_self_metrics(s_args_t *a)
     a->cfg.stats_period_ns = TELEM_NS_PER_SEC;
 }
 
+/* Runs the server until a signal or a shutdown request.  0, or 1 when it
+   could not start. */
+static int
+s_serve(s_args_t *a)
+{
+    int err = 0;
+    ddict_actor_t *actor = ddict_actor_new(&a->cfg, &err);
+    if (!actor) {
+        telem_log(TELEM_LOG_ERROR, "cannot start: %s", telem_strerror(err));
+        return 1;
+    }
+    printf("endpoint\t%s\nready\n", ddict_actor_endpoint(actor));
+    fflush(stdout);
+    char *msg = zstr_recv(ddict_actor_pipe(actor));
+    zstr_free(&msg);
+    ddict_actor_destroy(&actor);
+    return 0;
+}
+
+/* The job's keys and the ZAP handler that checks them, before the
+   server binds (docs/security.md).  0, or an exit status. */
+static int
+s_security(s_args_t *a, telem_keys_t **keys, telem_zap_t **zap)
+{
+    char why[512];
+    int err = telem_keys_for_bind(a->keys_dir, a->insecure, a->rundir,
+                                  a->tcp[0] ? a->tcp : NULL, keys, why,
+                                  sizeof why);
+    if (err) {
+        fprintf(stderr, S_PROG ": %s\n", why);
+        return err == TELEM_EPERM ? 2 : 1;
+    }
+    a->cfg.keys = *keys;
+    if (*keys && !(*zap = telem_zap_new(*keys, &err))) {
+        fprintf(stderr, S_PROG ": cannot start the ZAP handler: %s\n",
+                telem_strerror(err));
+        return 1;
+    }
+    if (a->tcp[0] && !*keys)
+        telem_log(TELEM_LOG_WARN, "plain TCP at %s (no keys): anyone who "
+                  "reaches it%s can read and write this dictionary; "
+                  "--keys makes it CURVE", a->tcp,
+                  telem_keys_loopback(a->tcp) ? " (every user of this "
+                  "machine)" : "");
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -260,19 +326,14 @@ main(int argc, char **argv)
     a.cfg.rundir = a.rundir;
     a.cfg.nodefile = a.nodefile;
     a.cfg.tcp = a.tcp[0] ? a.tcp : NULL;
-    s_self_metrics(&a);
-    int err = 0;
-    ddict_actor_t *actor = ddict_actor_new(&a.cfg, &err);
-    if (!actor) {
-        telem_log(TELEM_LOG_ERROR, "cannot start: %s", telem_strerror(err));
-        free(a.list);
-        return 1;
+    telem_keys_t *keys = NULL;
+    telem_zap_t *zap = NULL;
+    if ((rc = s_security(&a, &keys, &zap)) == 0) {
+        s_self_metrics(&a);
+        rc = s_serve(&a);
     }
-    printf("endpoint\t%s\nready\n", ddict_actor_endpoint(actor));
-    fflush(stdout);
-    char *msg = zstr_recv(ddict_actor_pipe(actor));
-    zstr_free(&msg);
-    ddict_actor_destroy(&actor);
+    telem_zap_destroy(&zap);
+    telem_keys_destroy(&keys);
     free(a.list);
-    return 0;
+    return rc;
 }

@@ -19,6 +19,9 @@ telem_strerror(int code)
     case TELEM_EPARTIAL: return "some nodes did not answer";
     case TELEM_ESTATE: return "operation not valid in the current state";
     case TELEM_EUNSUPPORTED: return "not supported on this system";
+    case TELEM_EPERM:
+        return "not permitted (needs the job's key, or the request may not "
+               "come this way)";
     case TELEM_ECONFLICT: return "version differs (compare-and-set conflict)";
     default: return "unknown error";
     }

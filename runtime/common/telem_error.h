@@ -28,6 +28,8 @@ typedef enum {
     TELEM_EPARTIAL = -11,    /* some nodes did not answer */
     TELEM_ESTATE = -12,      /* call not valid in the current state */
     TELEM_EUNSUPPORTED = -13, /* feature or backend not available here */
+    TELEM_EPERM = -14,       /* not permitted: the peer lacks the job's key,
+                                or the request may not come this way */
     /* Dictionary codes travel in its replies (docs/dict.md): their values
        are part of the wire and never change. */
     TELEM_ECONFLICT = -64    /* compare-and-set: the version differs */

@@ -305,21 +305,30 @@ s_queue(telem_http_req_t *r)
 /* Constant-time in the token's content: every byte of the expected token
  * is compared whatever the first difference. */
 static bool
-s_token_ok(const telem_http_t *self, const char *auth)
+s_token_eq(const telem_http_t *self, const char *got, size_t got_len)
+{
+    unsigned diff = got_len != self->token_len;
+    for (size_t i = 0; i < self->token_len; i++)
+        diff |= (unsigned) (unsigned char) self->token[i] ^
+                (unsigned) (unsigned char) (i < got_len ? got[i] : 0);
+    return diff == 0;
+}
+
+/* The token of "Authorization: Bearer T", or of a "token=T" query
+ * argument (how a browser opening the dashboard's URL proves it; the
+ * page then sends the header itself). */
+static bool
+s_token_ok(const telem_http_t *self, const char *auth, const char *arg)
 {
     if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-        return false;
+        return arg && s_token_eq(self, arg, strlen(arg));
     const char *got = auth + 7;
     while (*got == ' ')
         got++;
     size_t got_len = strlen(got);
     while (got_len && (got[got_len - 1] == ' ' || got[got_len - 1] == '\t'))
         got_len--;
-    unsigned diff = got_len != self->token_len;
-    for (size_t i = 0; i < self->token_len; i++)
-        diff |= (unsigned) (unsigned char) self->token[i] ^
-                (unsigned) (unsigned char) (i < got_len ? got[i] : 0);
-    return diff == 0;
+    return s_token_eq(self, got, got_len);
 }
 
 static enum MHD_Result
@@ -376,8 +385,10 @@ s_first(telem_http_t *self, struct MHD_Connection *conn, const char *url,
         return s_preflight(r);
     if (self->token) {
         const char *auth = telem_http_req_header(r, "Authorization");
-        if (!s_token_ok(self, auth))
-            return s_refuse_token(self, r, auth != NULL);
+        const char *arg = MHD_lookup_connection_value(
+            conn, MHD_GET_ARGUMENT_KIND, "token");
+        if (!s_token_ok(self, auth, arg))
+            return s_refuse_token(self, r, auth != NULL || arg != NULL);
     }
     const char *cl = telem_http_req_header(r, "Content-Length");
     if (cl) {

@@ -64,9 +64,11 @@ typedef struct {
                              a host name is TELEM_EINVAL */
     int port;             /* 0..65535; 0: ephemeral (telem_http_port) */
     const char *token;    /* NULL: none; else every request needs
-                             "Authorization: Bearer <token>" (compared in
-                             constant time); 401 otherwise.  No CR, LF or
-                             space in it, not empty */
+                             "Authorization: Bearer <token>", or the
+                             query argument token=<token> (a browser
+                             opening a URL); compared in constant time;
+                             401 otherwise.  No CR, LF or space in it,
+                             not empty */
     size_t max_body;      /* 0: 1 MiB.  Request bodies above it get 413 */
     unsigned max_conns;   /* 0: 64 open connections at most */
     unsigned timeout_s;   /* 0: 10 s without progress closes a connection */

@@ -456,6 +456,8 @@ launch_job_env(const launch_job_t *self, size_t i, launch_job_role_t role,
           || s_put(env, kv, "TELEM_LEVEL", "%d", self->cfg.level)
           || s_put(env, kv, "TELEM_NODEFILE", "%s", self->nodefile)
           || s_put(env, kv, "TELEM_LAUNCH_ENDPOINT", "%s", self->restart_ep)
+          || (self->keys && s_put(env, kv, TELEM_KEYS_ENV, "%s",
+                                  self->keys_dir))
           || (self->dict && s_put(env, kv, "TELEM_DICT_NODEFILE", "%s",
                                   self->dict_nodefile));
     /* Under Slurm telemd names itself from SLURMD_NODENAME. */

@@ -30,9 +30,11 @@
 #include "launch_env.h"
 #include "launch_job.h"
 #include "launch_proc.h"
+#include "telem_keys.h"
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
+#include "telem_zap.h"
 
 typedef enum {
     LAUNCH_ROLE_TELEMD = 0,
@@ -167,6 +169,13 @@ struct launch_job {
     char bin_agg[TELEM_PATH_MAX];
     size_t agg_announced;       /* 1 + the node whose tunnel line was
                                    printed last (0: none yet) */
+    /* The job's secrets (launch_job_keys.c). */
+    telem_keys_t *keys;         /* RUNDIR/keys/job.key */
+    telem_zap_t *zap;           /* checks the restart socket's clients */
+    char keys_dir[TELEM_PATH_MAX];
+    char token_file[TELEM_PATH_MAX];   /* RUNDIR/keys/agg.token; "" when
+                                          the user gave --agg-token-file */
+    char agg_token[65];         /* its token, for the tunnel line */
     /* Each line of a daemon's output, handed up by launch_job_procs.c
      * (launch_job_on_line), so that the process table never calls up. */
     void (*on_line)(launch_job_t *self, launch_job_proc_t *p,
@@ -176,6 +185,21 @@ struct launch_job {
     void (*on_node_lost)(launch_job_t *self, size_t i, const char *trigger,
                          const char *why);
 };
+
+/* ---- launch_job_keys.c --------------------------------------------------- */
+
+/* Makes the job's key pair in RUNDIR/keys, sets TELEM_KEYS in the
+ * launcher's own environment, starts the ZAP handler and, unless the user
+ * gave --agg-token-file, writes telem_agg's token.  0, or an error with
+ * a sentence in why. */
+int launch_job_keys_open(launch_job_t *self, char *why, size_t why_size);
+
+/* The token file telem_agg is given (the user's, or the job's own). */
+const char *launch_job_keys_token_file(const launch_job_t *self);
+
+/* Stops the ZAP handler and removes the key and the token.  Safe to call
+ * when nothing was made. */
+void launch_job_keys_close(launch_job_t *self);
 
 /* ---- launch_job_procs.c -------------------------------------------------- */
 

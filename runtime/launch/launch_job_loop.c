@@ -248,7 +248,8 @@ s_restart_tcp(launch_job_t *self)
     }
     snprintf(ep, sizeof ep, strchr(addr, ':') ? "tcp://[%s]:0"
              : "tcp://%s:0", addr);
-    if (telem_sock_bind(self->restart_sock, ep, bound, sizeof bound) == 0)
+    if (telem_sock_bind(self->restart_sock, ep, self->keys, bound,
+                        sizeof bound) == 0)
         snprintf(self->restart_ep, sizeof self->restart_ep, "%s", bound);
     else
         telem_log(TELEM_LOG_WARN, "cannot bind %s for restart requests: %s",
@@ -301,7 +302,8 @@ s_setup(launch_job_t *self, char *why, size_t why_size)
     launch_job_sup_init(self);
     if ((rc = s_paths(self, why, why_size)) != 0
         || (rc = s_binaries(self, why, why_size)) != 0
-        || (rc = launch_job_files_open(self, why, why_size)) != 0)
+        || (rc = launch_job_files_open(self, why, why_size)) != 0
+        || (rc = launch_job_keys_open(self, why, why_size)) != 0)
         return rc;
     zsys_handler_set(NULL);     /* signals are read from the signalfd */
     if ((rc = s_signals_block(self)) != 0) {

@@ -222,9 +222,11 @@ launch_job_start_telemd(launch_job_t *self, size_t i)
     snprintf(http_port, sizeof http_port, "%d", self->cfg.metrics_port);
     launch_job_node_t *nd = &self->nodes[i];
     snprintf(port, sizeof port, "%ld", nd->keep_port);
-    const char *argv[18];
+    const char *argv[20];
     size_t k = 0;
     argv[k++] = self->bin_telemd;
+    argv[k++] = "--keys";
+    argv[k++] = self->keys_dir;
     if (!launch_source_daemon_names_itself(self->source)) {
         argv[k++] = "--node";
         argv[k++] = launch_state_name(self->state, i);
@@ -295,7 +297,8 @@ launch_job_start_dictd(launch_job_t *self, size_t i)
         const char *words[] = { self->bin_dictd, "--node",
                                 launch_state_name(self->state, i), "--rundir",
                                 self->rundir, "--nodefile",
-                                self->dict_nodefile, "--nodes", list, NULL };
+                                self->dict_nodefile, "--nodes", list,
+                                "--keys", self->keys_dir, NULL };
         char port[24];
         snprintf(port, sizeof port, "%ld", nd->dict_keep_port);
         if (launch_argv_addv(&argv, words) == 0
@@ -406,16 +409,24 @@ s_announce_agg(launch_job_t *self, size_t i)
     else
         snprintf(host, sizeof host, "%s", launch_state_name(self->state, i));
     int port = self->cfg.agg_port;
+    /* The URL carries the job's token (the launcher's own output, read by
+       the job's user); a token of the user's own stays in its file. */
+    char query[96] = "";
+    if (self->agg_token[0])
+        snprintf(query, sizeof query, "?token=%s", self->agg_token);
+    else if (self->cfg.agg_token_file)
+        snprintf(query, sizeof query, " with the token in --agg-token-file");
     if (port == 0)
         telem_log(TELEM_LOG_INFO, "telem_agg on %s: dashboard and OpenTSDB "
-                  "API at the address in %s/telem_agg/url",
-                  launch_state_name(self->state, i), self->rundir);
+                  "API at the address in %s/telem_agg/url (token in %s)",
+                  launch_state_name(self->state, i), self->rundir,
+                  launch_job_keys_token_file(self));
     else
         telem_log(TELEM_LOG_INFO, "telem_agg on %s: dashboard and OpenTSDB "
                   "API at http://localhost:%d/ there; from a login node run "
                   "'ssh -NL localhost:%d:localhost:%d %s' and open "
-                  "http://localhost:%d/", launch_state_name(self->state, i),
-                  port, port, port, host, port);
+                  "http://localhost:%d/%s", launch_state_name(self->state, i),
+                  port, port, port, host, port, query);
 }
 
 void
@@ -438,9 +449,10 @@ launch_job_start_agg(launch_job_t *self, size_t i)
     if (!rc && self->cfg.agg_bind)
         rc = launch_argv_add(&argv, "--bind")
              || launch_argv_add(&argv, self->cfg.agg_bind);
-    if (!rc && self->cfg.agg_token_file)
+    const char *token = launch_job_keys_token_file(self);
+    if (!rc && token)
         rc = launch_argv_add(&argv, "--token-file")
-             || launch_argv_add(&argv, self->cfg.agg_token_file);
+             || launch_argv_add(&argv, token);
     if (!rc && s_spawn_role(self, i, LAUNCH_ROLE_AGG,
                             (const char *const *) argv.v))
         s_announce_agg(self, i);

@@ -73,6 +73,7 @@ struct telem_sender {
     int joined;
     _Atomic uint64_t sent;
     _Atomic uint64_t dropped;
+    telem_keys_t *keys;        /* the job's, for a tcp:// ingest; NULL */
     /* Sender thread only. */
     void *zctx;
     void *push;
@@ -117,7 +118,7 @@ s_socket(telem_sender_t *self, int type, const char *endpoint, int linger)
         .max_msg = TELEM_SOCK_KEEP, .sndhwm = S_SNDHWM,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = linger,
         .sndtimeo_ms = TELEM_SOCK_KEEP, .immediate = type == ZMQ_PUSH,
-        .reconnect_ivl_max_ms = TELEM_SOCK_KEEP,
+        .reconnect_ivl_max_ms = TELEM_SOCK_KEEP, .keys = self->keys,
     };
     return telem_sock_raw_new(self->zctx, type, &o, endpoint, NULL);
 }
@@ -480,6 +481,12 @@ s_configure(telem_sender_t *self, const telem_sender_config_t *cfg)
     self->collect_arg = cfg->collect_arg;
     self->enc = telem_proto_encoder_new();
     self->dec = telem_proto_decoder_new();
+    /* A TCP ingest (TELEM_INGEST=tcp://...) is CURVE with the job's key
+       where one is found; a key that cannot be read leaves it plain, and
+       a CURVE receiver then takes nothing (counted as dropped): the
+       application is never stopped for it. */
+    if (strncmp(self->ingest, "tcp://", 6) == 0)
+        telem_keys_find(NULL, &self->keys, NULL, 0);
     return self->enc && self->dec ? 0 : TELEM_ENOMEM;
 }
 
@@ -505,6 +512,7 @@ out:
     if (rc) {
         telem_proto_encoder_destroy(&self->enc);
         telem_proto_decoder_destroy(&self->dec);
+        telem_keys_destroy(&self->keys);
         free(self);
         self = NULL;
     }
@@ -530,6 +538,7 @@ telem_sender_destroy(telem_sender_t **self_p)
     telem_sender_stop(self);
     telem_proto_encoder_destroy(&self->enc);
     telem_proto_decoder_destroy(&self->dec);
+    telem_keys_destroy(&self->keys);
     free(self);
     *self_p = NULL;
 }

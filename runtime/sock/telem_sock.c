@@ -33,10 +33,11 @@ s_discard(zsock_t **sock_p)
 }
 
 int
-telem_sock_bind(zsock_t *sock, const char *endpoint, char *bound,
-                size_t bound_size)
+telem_sock_bind(zsock_t *sock, const char *endpoint,
+                const telem_keys_t *keys, char *bound, size_t bound_size)
 {
-    if (zsock_bind(sock, "%s", endpoint) < 0)
+    if (telem_sock_raw_secure(zsock_resolve(sock), endpoint, 1, keys) != 0
+        || zsock_bind(sock, "%s", endpoint) < 0)
         return TELEM_EIO;
     if (!bound)
         return 0;
@@ -58,7 +59,8 @@ telem_sock_new_bind(int type, const telem_sock_opts_t *opts,
 {
     int rc = TELEM_ENOMEM;
     zsock_t *sock = s_new(type, opts);
-    if (sock && (rc = telem_sock_bind(sock, endpoint, bound, bound_size)))
+    if (sock && (rc = telem_sock_bind(sock, endpoint, opts->keys, bound,
+                                      bound_size)))
         s_discard(&sock);
     if (err)
         *err = rc;
@@ -70,7 +72,9 @@ telem_sock_new_connect(int type, const telem_sock_opts_t *opts,
                        const char *endpoint)
 {
     zsock_t *sock = s_new(type, opts);
-    if (sock && zsock_connect(sock, "%s", endpoint) != 0)
+    if (sock && (telem_sock_raw_secure(zsock_resolve(sock), endpoint, 0,
+                                       opts->keys) != 0
+                 || zsock_connect(sock, "%s", endpoint) != 0))
         s_discard(&sock);
     return sock;
 }

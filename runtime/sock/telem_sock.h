@@ -49,13 +49,16 @@ zsock_t *telem_sock_new_bind(int type, const telem_sock_opts_t *opts,
                              size_t bound_size, int *err);
 
 /* Binds `sock` to one more endpoint, as telem_sock_new_bind() (one ROUTER
- * may serve an ipc and a TCP endpoint).  When `bound` is not NULL, writes
+ * may serve an ipc and a TCP endpoint), CURVE with `keys` when it is a
+ * TCP endpoint and keys is not NULL (telem_sock_raw.h, opts.keys; plain
+ * endpoints are bound before CURVE ones).  When `bound` is not NULL, writes
  * the endpoint actually bound there: the kernel's port for a TCP port 0 or
  * '*', else `endpoint` as libzmq reports it.  Returns 0, TELEM_EIO (the
  * bind failed; errno says why; `bound` is untouched) or TELEM_ETOOBIG (the
  * socket is bound but the endpoint did not fit in `bound`; it is left
  * holding an empty string). */
-int telem_sock_bind(zsock_t *sock, const char *endpoint, char *bound,
+int telem_sock_bind(zsock_t *sock, const char *endpoint,
+                    const telem_keys_t *keys, char *bound,
                     size_t bound_size);
 
 /* Creates a socket of ZMQ `type` with `opts` applied and connects it to

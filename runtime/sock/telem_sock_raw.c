@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <zmq.h>
 
 #include "telem_error.h"
@@ -41,6 +42,19 @@ telem_sock_raw_apply(void *sock, const telem_sock_opts_t *o)
     return 0;
 }
 
+int
+telem_sock_raw_secure(void *sock, const char *endpoint, int bind,
+                      const telem_keys_t *keys)
+{
+    int tcp = strncmp(endpoint, "tcp://", 6) == 0;
+    if (tcp && bind && s_set_int(sock, ZMQ_BACKLOG, TELEM_SOCK_BACKLOG))
+        return -1;
+    if (!tcp || !keys)
+        return telem_keys_plain_ok(sock);
+    return bind ? telem_keys_apply_server(sock, keys)
+                : telem_keys_apply_client(sock, keys);
+}
+
 void *
 telem_sock_raw_new(void *zctx, int type, const telem_sock_opts_t *opts,
                    const char *endpoint, int *err)
@@ -56,11 +70,14 @@ telem_sock_raw_new(void *zctx, int type, const telem_sock_opts_t *opts,
     rc = TELEM_EINVAL;
     if (telem_sock_raw_apply(sock, opts) != 0)
         goto out;
-    if (*endpoint == '@')
-        rc = zmq_bind(sock, endpoint + 1) == 0 ? 0 : TELEM_EIO;
+    int bind = *endpoint == '@';
+    const char *ep = endpoint + (bind || *endpoint == '>');
+    if (telem_sock_raw_secure(sock, ep, bind, opts->keys) != 0)
+        goto out;
+    if (bind)
+        rc = zmq_bind(sock, ep) == 0 ? 0 : TELEM_EIO;
     else
-        rc = zmq_connect(sock, endpoint + (*endpoint == '>')) == 0
-                 ? 0 : TELEM_EINVAL;
+        rc = zmq_connect(sock, ep) == 0 ? 0 : TELEM_EINVAL;
 out:
     if (rc && sock) {
         int saved = errno;

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "telem_keys.h"
+
 /* A field set to TELEM_SOCK_KEEP is left at libzmq's (or czmq's)
  * default. */
 #define TELEM_SOCK_KEEP INT_MIN
@@ -51,7 +53,17 @@
  *                connections (nothing waits for a dead peer); 0 (or
  *                KEEP) leaves the default, off
  *   reconnect_ivl_max_ms  ZMQ_RECONNECT_IVL_MAX: the longest wait between
- *                reconnection attempts; 0 (or KEEP) leaves the default */
+ *                reconnection attempts; 0 (or KEEP) leaves the default
+ *   keys         the job's keys (telem_keys.h): a tcp:// endpoint is then
+ *                CURVE, the server side for a bind (only clients holding
+ *                the keys get in, through the process's ZAP handler,
+ *                telem_zap.h; without one nobody does) and the client
+ *                side for a connect; ipc and inproc endpoints stay plain
+ *                (the run directory, mode 0700, guards them).  NULL: plain
+ *                everywhere.  Kept by pointer only during the call.
+ * Every TCP bind also gets a listen backlog of TELEM_SOCK_BACKLOG, so a
+ * storm of connecting clients is queued by the kernel, not refused and
+ * retried at the reconnect interval. */
 typedef struct {
     int64_t max_msg;
     int sndhwm;
@@ -60,7 +72,11 @@ typedef struct {
     int sndtimeo_ms;
     int immediate;
     int reconnect_ivl_max_ms;
+    const telem_keys_t *keys;
 } telem_sock_opts_t;
+
+/* The listen backlog of every TCP bind (libzmq's default is 100). */
+#define TELEM_SOCK_BACKLOG 1024
 
 /* Sets the options of `opts` on a libzmq socket, before its bind or
  * connect: fields at TELEM_SOCK_KEEP, and immediate and
@@ -68,6 +84,17 @@ typedef struct {
  * use it (telem_sock.c on the socket under a zsock_t).  0, or -1 with
  * errno set by libzmq. */
 int telem_sock_raw_apply(void *sock, const telem_sock_opts_t *opts);
+
+/* Puts the security of `keys` for `endpoint` on a libzmq socket, just
+ * before it binds (bind 1) or connects (bind 0) there: CURVE for a tcp://
+ * endpoint when keys is not NULL, with the backlog above for a TCP bind;
+ * the NULL mechanism otherwise (libzmq takes a socket's options anew at
+ * every bind and connect, so one ROUTER may serve ipc plainly and TCP
+ * with CURVE; its plain endpoints are bound first, since a ZAP domain
+ * cannot be taken back: a plain bind after a CURVE one is EINVAL).  0, or
+ * -1 with errno set. */
+int telem_sock_raw_secure(void *sock, const char *endpoint, int bind,
+                          const telem_keys_t *keys);
 
 /* Creates a socket of ZMQ `type` in the libzmq context `zctx` with `opts`
  * applied, then binds it ("@" prefix) or connects it (">" or no prefix)

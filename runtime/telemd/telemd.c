@@ -18,7 +18,9 @@
 #include "telem_log.h"
 #include "telem_paths.h"
 #include "telem_proto.h"
+#include "telem_keys.h"
 #include "telem_time.h"
+#include "telem_zap.h"
 #include "telemd_actor.h"
 
 static const char s_usage[] =
@@ -40,6 +42,13 @@ static const char s_usage[] =
 "  -b, --bind ADDR        TCP address for remote queries (default 127.0.0.1;\n"
 "                         'none' binds no TCP endpoint)\n"
 "  -p, --port PORT        TCP port (default 0: an ephemeral port)\n"
+"      --keys DIR         the job's key directory (DIR/job.key, mode 0600):\n"
+"                         the TCP endpoint is CURVE and serves only clients\n"
+"                         holding the key (default: $TELEM_KEYS, else\n"
+"                         RUNDIR/keys when it holds a key, else plain TCP)\n"
+"      --insecure         allow a plain TCP bind off loopback (a network\n"
+"                         only you use); without keys plain TCP serves\n"
+"                         queries to anyone who reaches it, never control\n"
 "      --max-tcp-peers N  TCP connections held at once; more are refused\n"
 "                         (default 512; at most half the open-file limit)\n"
 "      --http-port PORT   serve GET /metrics for Prometheus on this port\n"
@@ -98,6 +107,8 @@ typedef struct {
     char log_dir[TELEM_PATH_MAX];
     int no_log;
     int no_slurmd_watch;
+    const char *keys_dir;       /* --keys */
+    int insecure;
 } s_args_t;
 
 #define S_PROG "telemd"
@@ -241,6 +252,8 @@ s_option_log(s_args_t *a, int c, char *v)
                                  "seconds, from 0.001 to 3600");
         return 0;
     case 'G': a->cfg.nvml_library = v; return 0;
+    case 'k': a->keys_dir = v; return 0;
+    case 'I': a->insecure = 1; return 0;
     default: return 2;
     }
 }
@@ -261,6 +274,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "no-log", 0, 0, 'O' }, { "no-handover", 0, 0, 'K' },
         { "no-slurmd-watch", 0, 0, 'J' },
         { "handover-wait", 1, 0, 'A' }, { "term-wait", 1, 0, 'T' },
+        { "keys", 1, 0, 'k' }, { "insecure", 0, 0, 'I' },
         { "log-level", 1, 0, 'l' }, { "help", 0, 0, 'h' },
         { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
     };
@@ -358,6 +372,40 @@ s_announce(telemd_t *d, const s_args_t *a)
               telemd_metrics_url(d));
 }
 
+/* The job's keys and the ZAP handler that checks them, before any
+   socket is bound (docs/security.md).  0, or an exit status. */
+static int
+s_security(s_args_t *a, telem_keys_t **keys, telem_zap_t **zap)
+{
+    char why[512];
+    int err = telem_keys_for_bind(a->keys_dir, a->insecure, a->rundir,
+                                  a->cfg.tcp_bind, keys, why, sizeof why);
+    if (err) {
+        fprintf(stderr, "telemd: %s\n", why);
+        return err == TELEM_EPERM ? 2 : 1;
+    }
+    a->cfg.keys = *keys;
+    if (*keys && !(*zap = telem_zap_new(*keys, &err))) {
+        fprintf(stderr, "telemd: cannot start the ZAP handler: %s\n",
+                telem_strerror(err));
+        return 1;
+    }
+    if (!a->cfg.tcp_bind)
+        return 0;
+    if (*keys)
+        telem_log(TELEM_LOG_INFO, "TCP is CURVE with the job's key from %s",
+                  telem_keys_dir(*keys));
+    else if (a->insecure && !telem_keys_loopback(a->cfg.tcp_bind))
+        telem_log(TELEM_LOG_WARN, "--insecure: plain TCP at %s: anyone who "
+                  "reaches it can read this node's telemetry (control over "
+                  "it is refused)", a->cfg.tcp_bind);
+    else
+        telem_log(TELEM_LOG_INFO, "TCP on loopback is plain (no keys): "
+                  "every user of this machine can query it; control over "
+                  "it is refused");
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -374,9 +422,17 @@ main(int argc, char **argv)
        accept finds the descriptor table full). */
     a.cfg.max_tcp_peers = telem_limits_start(a.cfg.max_tcp_peers,
                                              a.cfg.tcp_bind != NULL);
+    telem_keys_t *keys = NULL;
+    telem_zap_t *zap = NULL;
+    if ((rc = s_security(&a, &keys, &zap)) != 0) {
+        telem_keys_destroy(&keys);
+        return rc;
+    }
     int err = 0;
     telemd_t *d = telemd_new(&a.cfg, &err);
     if (!d) {
+        telem_zap_destroy(&zap);
+        telem_keys_destroy(&keys);
         fprintf(stderr, "telemd: cannot start node '%s' in %s: %s\n", a.node,
                 a.rundir, err == TELEM_ESTATE
                 ? "another telemd is already running for this node "
@@ -393,11 +449,14 @@ main(int argc, char **argv)
         fprintf(stderr, "telemd: cannot register in node file %s: %s\n",
                 a.nodefile, strerror(errno));
         telemd_destroy(&d);
-        return 1;
+        rc = 1;
+    } else {
+        s_announce(d, &a);
+        telemd_wait(d, -1);
+        telem_log(TELEM_LOG_INFO, "node %s stopping", a.node);
+        telemd_destroy(&d);
     }
-    s_announce(d, &a);
-    telemd_wait(d, -1);
-    telem_log(TELEM_LOG_INFO, "node %s stopping", a.node);
-    telemd_destroy(&d);
-    return 0;
+    telem_zap_destroy(&zap);
+    telem_keys_destroy(&keys);
+    return rc;
 }

@@ -151,8 +151,12 @@ s_serve_request(telemd_t *self, zsock_t *sock)
     size_t reply_size = 0;
     if (n == 2 || delimited) {
         zmq_msg_t *body = &part[n - 1];
+        /* Plain TCP reaches anyone on the network (or, on loopback,
+           every user of the machine): it may read, not steer. */
+        telemd_from_t from = sock == self->tcp && !self->cfg.keys
+                                 ? TELEMD_FROM_PLAIN_TCP : TELEMD_FROM_JOB;
         telemd_agent_request(self->agent, zmq_msg_data(body),
-                             zmq_msg_size(body), &reply, &reply_size);
+                             zmq_msg_size(body), from, &reply, &reply_size);
     } else {
         char why[128];
         snprintf(why, sizeof why, "a request is one frame after an "
@@ -516,7 +520,9 @@ s_bind_all(telemd_t *self)
         rc = s_bind_snapshots(self);
     if (rc || !self->cfg.tcp_bind || !*self->cfg.tcp_bind)
         return rc;
-    self->tcp = telem_sock_new_bind(ZMQ_ROUTER, &s_ctl_opts,
+    telem_sock_opts_t tcp_opts = s_ctl_opts;
+    tcp_opts.keys = self->cfg.keys;
+    self->tcp = telem_sock_new_bind(ZMQ_ROUTER, &tcp_opts,
                                     self->cfg.tcp_bind, self->tcp_ep,
                                     sizeof self->tcp_ep, &rc);
     if (rc)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "telem_keys.h"
 #include "telemd_handover.h"
 
 typedef struct {
@@ -33,6 +34,13 @@ typedef struct {
     int64_t interval_ns;        /* sampling interval */
     size_t mem_cap_bytes;       /* store cap; 0 = store default */
     const char *tcp_bind;       /* e.g. "tcp://127.0.0.1:*"; NULL = none */
+    const telem_keys_t *keys;   /* the job's keys: the TCP endpoint is
+                                   CURVE and serves only the job (the
+                                   process's ZAP handler, telem_zap.h, must
+                                   run).  NULL: plain TCP, which serves
+                                   queries but refuses control that changes
+                                   or stops telemd (TELEM_EPERM).  Kept by
+                                   pointer: they outlive telemd */
     uid_t job_uid;              /* processes counted by num_running_processes */
     const char *proc_root;      /* NULL = "/proc" */
     const char *nvml_library;   /* NULL = default */

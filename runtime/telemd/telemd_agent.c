@@ -587,11 +587,20 @@ s_token_seen(const telemd_agent_t *self, uint64_t token)
 }
 
 static int
-s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
-          size_t *size)
+s_control(telemd_agent_t *self, const telem_control_t *c, telemd_from_t from,
+          const void **reply, size_t *size)
 {
     telem_control_reply_t cr = { .id = c->id, .op = c->op };
     char why[256];
+    if (from != TELEMD_FROM_JOB && c->op != TELEM_CTL_STATUS
+        && c->op != TELEM_CTL_SYNC) {
+        telem_log_limited(&self->bad_log, TELEM_LOG_WARN, "refused control "
+                          "operation %d over plain TCP", (int) c->op);
+        return s_encode_error(self, c->id, TELEM_EPERM, "control over plain "
+                              "TCP is refused: start telemd with the job's "
+                              "keys (--keys) or use its ipc socket", reply,
+                              size);
+    }
     switch (c->op) {
     case TELEM_CTL_STATUS:
         if (telemd_slurmd_lost(self->slurmd, why, sizeof why))
@@ -633,7 +642,8 @@ s_control(telemd_agent_t *self, const telem_control_t *c, const void **reply,
 
 int
 telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
-                     const void **reply, size_t *reply_size)
+                     telemd_from_t from, const void **reply,
+                     size_t *reply_size)
 {
     telem_msg_t m;
     *reply = NULL;
@@ -650,7 +660,7 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
     case TELEM_MSG_QUERY:
         return s_query(self, &m.u.query, reply, reply_size);
     case TELEM_MSG_CONTROL:
-        return s_control(self, &m.u.control, reply, reply_size);
+        return s_control(self, &m.u.control, from, reply, reply_size);
     case TELEM_MSG_SYSINFO:
         return s_sysinfo_request(self, &m.u.sysinfo, reply, reply_size);
     default:

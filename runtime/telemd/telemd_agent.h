@@ -28,8 +28,17 @@ void telemd_agent_destroy(telemd_agent_t **self_p);
  * error. */
 int telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size);
 
+/* Where a request came from.  Control that changes or stops telemd
+ * (shutdown, hand-over, level, window) comes from the job's own
+ * processes only: over ipc in the run directory or over CURVE with the
+ * job's key; from plain TCP it is refused with TELEM_EPERM. */
+typedef enum {
+    TELEMD_FROM_JOB = 0,
+    TELEMD_FROM_PLAIN_TCP = 1
+} telemd_from_t;
+
 /* Handles one request frame: a query, a control request or a request
- * for the system snapshot (sysinfo).  Any other
+ * for the system snapshot (sysinfo), which came `from` there.  Any other
  * message (a batch or metadata, meant for the ingest socket; a reply) is
  * refused with an error reply of code TELEM_EPROTO and counted, and nothing
  * is stored.  Sets *reply and *reply_size to the reply frame, owned by the
@@ -37,7 +46,8 @@ int telemd_agent_ingest(telemd_agent_t *self, const void *data, size_t size);
  * encoded).  Returns 0, or a negative code when the request was refused
  * (an error reply is still set). */
 int telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
-                         const void **reply, size_t *reply_size);
+                         telemd_from_t from, const void **reply,
+                         size_t *reply_size);
 
 /* Refuses a request the actor could not hand over whole (too many frames):
  * counts it as a bad message and sets *reply to an error reply of `code`
