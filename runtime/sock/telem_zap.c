@@ -15,6 +15,8 @@
 #include "telem_zap.h"
 
 #include <czmq.h>
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -108,11 +110,16 @@ s_answer(telem_zap_t *self, zsock_t *rep, telem_ratelimit_t *rl)
     zmsg_destroy(&req);
 }
 
-/* The actor: bind, signal, answer until $TERM. */
+/* The actor: bind, signal, answer until $TERM.  It takes no signal of the
+   process: a daemon reads its signals from a signalfd or in its main
+   thread, and one landing here would only interrupt the poll. */
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
     telem_zap_t *self = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     telem_ratelimit_t rl = TELEM_RATELIMIT_INIT(10, 5);
     zsock_t *rep = zsock_new(ZMQ_REP);
     zpoller_t *poller = NULL;
@@ -123,7 +130,7 @@ s_actor(zsock_t *pipe, void *arg)
     else if (!(poller = zpoller_new(pipe, rep, NULL)))
         self->bind_rc = TELEM_ENOMEM;
     zsock_signal(pipe, 0);
-    int asked = self->bind_rc != 0;
+    int asked = self->bind_rc != 0, failed = 0;
     if (poller)
         zpoller_set_nonstop(poller, true);
     while (poller && !asked) {
@@ -135,18 +142,20 @@ s_actor(zsock_t *pipe, void *arg)
             asked = !cmd || strcmp(cmd, "$TERM") == 0;
             zstr_free(&cmd);
         } else if (zpoller_terminated(poller)) {
-            break;
+            failed = zmq_errno();
+            if (failed != EINTR)
+                break;
+            failed = 0;
         }
     }
     zpoller_destroy(&poller);
     zsock_destroy(&rep);
-    if (!asked) {
-        /* The context ended under the handler, or it failed: no CURVE
-           client can get in from now on (the sockets enforce the
-           domain); the daemon stops so that its supervisor starts it
-           again. */
-        telem_log(TELEM_LOG_ERROR, "the ZAP handler stopped: no CURVE "
-                  "client can connect; stopping");
+    if (!asked && failed != ETERM) {
+        /* The handler failed: no CURVE client can get in from now on (the
+           sockets enforce the domain); the daemon stops so that its
+           supervisor starts it again.  (ETERM: the process is ending.) */
+        telem_log(TELEM_LOG_ERROR, "the ZAP handler stopped (%s): no CURVE "
+                  "client can connect; stopping", zmq_strerror(failed));
         raise(SIGTERM);
     }
 }
