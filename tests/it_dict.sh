@@ -1,5 +1,6 @@
 # it_dict.sh - the distributed dictionary with several real telem_dictd on
-# one machine (ipc sockets in a private run directory): put/get/keys/len,
+# one machine (ipc sockets in a private run directory): --nodes without
+# the server's node refused; put/get/keys/len,
 # events (a waiter is woken by a set), checkpoint and restore, kill -9 of a
 # server mid-stream, a re-form that fails because it lists the dead server,
 # then its retry without it (every acknowledged key readable with its
@@ -31,6 +32,14 @@ for bad in "frob" "get" "put k" "fill x" "event-wait e soon" "len extra"; do
     expect_rc 2 "$TELEM_BIN/telem_dict" -N "$T/no-such-file" $bad
 done
 "$TELEM_BIN/telem_dictd" --help | grep -q Usage || fail "--help"
+# --nodes must hold the server's own node, named or by default: one
+# outside its first map would own no shard and its clients would wait.
+expect_rc 2 "$TELEM_BIN/telem_dictd" --node n1 --nodes n2,n3 2>"$T/nodes.err"
+grep -q "invalid --nodes 'n2,n3': the list must contain this node, 'n1'" \
+    "$T/nodes.err" || fail "--nodes without this node: $(cat "$T/nodes.err")"
+TELEM_NODE=n9 expect_rc 2 "$TELEM_BIN/telem_dictd" --nodes n1 2>"$T/nodes.err"
+grep -q "contain this node, 'n9'" "$T/nodes.err" \
+    || fail "--nodes without the default node: $(cat "$T/nodes.err")"
 
 for n in n1 n2 n3; do start_dict $n --nodes n1,n2,n3; done
 
