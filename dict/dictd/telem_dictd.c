@@ -105,9 +105,10 @@ s_option(void *opt_arg, int c, char *arg)
         snprintf(a->node, sizeof a->node, "%s", arg);
         return 0;
     case 'r':
-        return snprintf(a->rundir, sizeof a->rundir, "%s", arg)
-                       >= (int) sizeof a->rundir
-                   ? telem_cli_bad(S_PROG, "--rundir", arg, "too long") : 0;
+        return telem_rundir_resolve(a->rundir, sizeof a->rundir, arg)
+                   ? telem_cli_bad(S_PROG, "--rundir", arg,
+                                   "too long, or no current directory")
+                   : 0;
     case 'N':
         return snprintf(a->nodefile, sizeof a->nodefile, "%s", arg)
                        >= (int) sizeof a->nodefile
