@@ -1,5 +1,7 @@
 # it_dict.sh - the distributed dictionary with several real telem_dictd on
-# one machine (ipc sockets in a private run directory): put/get/keys/len,
+# one machine (ipc sockets in a private run directory): --nodes without
+# the server's node and a run directory without its parent refused, a
+# relative run directory made absolute; put/get/keys/len,
 # events (a waiter is woken by a set), checkpoint and restore, kill -9 of a
 # server mid-stream, a re-form that fails because it lists the dead server,
 # then its retry without it (every acknowledged key readable with its
@@ -31,6 +33,29 @@ for bad in "frob" "get" "put k" "fill x" "event-wait e soon" "len extra"; do
     expect_rc 2 "$TELEM_BIN/telem_dict" -N "$T/no-such-file" $bad
 done
 "$TELEM_BIN/telem_dictd" --help | grep -q Usage || fail "--help"
+# --nodes must hold the server's own node, named or by default: one
+# outside its first map would own no shard and its clients would wait.
+expect_rc 2 "$TELEM_BIN/telem_dictd" --node n1 --nodes n2,n3 2>"$T/nodes.err"
+grep -q "invalid --nodes 'n2,n3': the list must contain this node, 'n1'" \
+    "$T/nodes.err" || fail "--nodes without this node: $(cat "$T/nodes.err")"
+TELEM_NODE=n9 expect_rc 2 "$TELEM_BIN/telem_dictd" --nodes n1 2>"$T/nodes.err"
+grep -q "contain this node, 'n9'" "$T/nodes.err" \
+    || fail "--nodes without the default node: $(cat "$T/nodes.err")"
+# A run directory whose parent is missing is refused, the parent named; a
+# relative one is made absolute (the endpoint below is).
+expect_rc 1 "$TELEM_BIN/telem_dictd" --node n1 --rundir "$T/no/such/run" \
+    2>"$T/noparent.err"
+grep -q "its parent $T/no/such does not exist" "$T/noparent.err" \
+    || fail "missing parent: $(cat "$T/noparent.err")"
+[ ! -e "$T/no" ] || fail "telem_dictd created the run directory's parents"
+(cd "$T" && exec "$TELEM_BIN/telem_dictd" --node r1 --rundir rel \
+    --nodefile rel-nodes) >"$T/r1.out" 2>"$T/r1.log" &
+DPID[r1]=$!
+EXTRA_PIDS+=("$!")
+wait_for grep -qx ready "$T/r1.out" || fail "relative --rundir: no ready"
+grep -qx "r1	ipc://$(cd "$T" && pwd -P)/rel/r1/dict.sock" "$T/rel-nodes" \
+    || fail "relative --rundir: node file $(cat "$T/rel-nodes")"
+stop_dict r1
 
 for n in n1 n2 n3; do start_dict $n --nodes n1,n2,n3; done
 

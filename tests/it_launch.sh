@@ -1,6 +1,7 @@
 # it_launch.sh - telem_launch on local virtual nodes: the program's
-# environment, a node killed mid-run (the job restarts on the reserve), a
-# hung node found by the heartbeat (the first node, which is not special),
+# environment, a relative run directory and one without its parent, a node
+# killed mid-run (the job restarts on the reserve), a hung node found by
+# the heartbeat (the first node, which is not special),
 # --restart-on-failure, exit codes, and Ctrl-C leaving no process behind.
 #
 # The program is a small shell script that records its environment in
@@ -89,6 +90,20 @@ for n in n1 n2; do [ -f "$OUT/run-0-$n.env" ] || fail "no program on $n"; done
 envval 0 n1 TELEM_LAUNCH_ENDPOINT | grep -q '^ipc://.*restart.sock$' \
     || fail "TELEM_LAUNCH_ENDPOINT"
 [ ! -e "$TELEM_RUNDIR/n1/ctl.sock" ] || fail "telemd of n1 left running"
+
+# --- the run directory: a relative one made absolute, parents not made ----
+# Every daemon and the program get the absolute path the launcher made.
+reset_out
+(cd "$T" && MODE=quick exec "$L" --rundir relrun --grace 2 --local 2 \
+    --telemetry-level 1 -- "$T/prog.sh") >"$T/rel.out" 2>"$T/rel.log" \
+    || fail "relative --rundir: $(tail -n 5 "$T/rel.log")"
+[ "$(envval 0 n1 TELEM_RUNDIR)" = "$(cd "$T" && pwd -P)/relrun" ] \
+    || fail "relative --rundir: TELEM_RUNDIR=$(envval 0 n1 TELEM_RUNDIR)"
+expect_rc 5 "$L" --rundir "$T/no/such/run" --local 1 -- true \
+    2>"$T/noparent.err"
+grep -q "its parent $T/no/such does not exist" "$T/noparent.err" \
+    || fail "missing parent: $(cat "$T/noparent.err")"
+[ ! -e "$T/no" ] || fail "telem_launch created the run directory's parents"
 
 # --- a command template: every command goes through it ------------------
 reset_out

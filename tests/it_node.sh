@@ -1,5 +1,6 @@
-# it_node.sh - one real telemd: flags, start-up, a program's samples stored
-# and read back, the per-node lock, and a clean stop.
+# it_node.sh - one real telemd: flags, a relative run directory and one
+# whose parent is missing, start-up, a program's samples stored and read
+# back, the per-node lock, and a clean stop.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 C=$TELEM_BIN/telem_client
 
@@ -10,6 +11,33 @@ expect_rc 2 "$TELEM_BIN/telemd" --no-such-flag
 expect_rc 2 "$TELEM_BIN/telemd" --node "a/b"
 expect_rc 0 "$C" --help
 expect_rc 2 "$C" --no-such-flag
+
+# A relative run directory, from --rundir or $TELEM_RUNDIR, is made
+# absolute against the current directory: the printed endpoints, the
+# endpoints file and the node file all name absolute paths.
+abs=$(cd "$T" && pwd -P)
+(cd "$T" && exec "$TELEM_BIN/telemd" --node r1 --rundir rel --bind none \
+    --nodefile rel-nodes) >"$T/r1.out" 2>"$T/r1.log" &
+NODE_PID[r1]=$!
+(cd "$T" && TELEM_RUNDIR=./rel exec "$TELEM_BIN/telemd" --node r2 \
+    --bind none --nodefile rel-nodes) >"$T/r2.out" 2>"$T/r2.log" &
+NODE_PID[r2]=$!
+for n in r1 r2; do
+    wait_for grep -qx ready "$T/$n.out" || fail "$n: relative run directory"
+    grep -qx "ingest	ipc://$abs/rel/$n/ingest.sock" "$T/$n.out" \
+        || fail "$n: relative ingest endpoint: $(cat "$T/$n.out")"
+    grep -qx "ctl	ipc://$abs/rel/$n/ctl.sock" "$T/rel/$n/endpoints" \
+        || fail "$n: endpoints file: $(cat "$T/rel/$n/endpoints")"
+    grep -qx "$n	ipc://$abs/rel/$n/ctl.sock" "$T/rel-nodes" \
+        || fail "$n: node file: $(cat "$T/rel-nodes")"
+    stop_node "$n"
+done
+# Only the run directory itself is created: a missing parent is named.
+expect_rc 1 "$TELEM_BIN/telemd" --node m1 --rundir "$T/no/such/run" \
+    2>"$T/noparent.err"
+grep -q "run directory $T/no/such/run: its parent $T/no/such does not exist" \
+    "$T/noparent.err" || fail "missing parent: $(cat "$T/noparent.err")"
+[ ! -e "$T/no" ] || fail "telemd created the run directory's parents"
 
 start_node n1 --interval 0.1 --level 2
 grep -q "^query	tcp://127.0.0.1:" "$T/n1.out" || fail "no TCP query endpoint printed"

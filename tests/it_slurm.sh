@@ -7,7 +7,9 @@
 # is killed is replaced by the reserve through srun.
 #
 # Skipped, with the reason, where it cannot run: not root, or slurm-wlm and
-# munge missing (CI=true or TELEM_SLURM_INSTALL=1 installs them).
+# munge missing and not installable: the test installs them
+# (tests/peer_install.sh) unless there is no apt, the install fails, or
+# TELEM_SLURM_INSTALL=0.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLUSTER=${TELEM_SRC:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/slurm/cluster.sh
 

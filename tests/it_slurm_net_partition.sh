@@ -7,8 +7,9 @@
 # says what each fault does and what is checked.
 #
 # Skipped, with the reason, where it cannot run: not root, no network
-# namespaces, or slurm-wlm and munge missing (CI=true or
-# TELEM_SLURM_INSTALL=1 installs them).
+# namespaces, or slurm-wlm and munge missing and not installable: the test
+# installs them (tests/peer_install.sh) unless there is no apt, the install
+# fails, or TELEM_SLURM_INSTALL=0.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "${TELEM_SRC:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/slurm/faults.sh"
 

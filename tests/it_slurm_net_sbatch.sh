@@ -12,8 +12,9 @@
 # Each job's exit status comes back through a file the batch script writes.
 #
 # Skipped, with the reason, where it cannot run: not root, no network
-# namespaces, or slurm-wlm and munge missing (CI=true or
-# TELEM_SLURM_INSTALL=1 installs them).
+# namespaces, or slurm-wlm and munge missing and not installable: the test
+# installs them (tests/peer_install.sh) unless there is no apt, the install
+# fails, or TELEM_SLURM_INSTALL=0.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "${TELEM_SRC:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/slurm/faults.sh"
 

@@ -27,8 +27,9 @@
 # slowdown, the test is skipped with those figures; otherwise it fails.
 #
 # Skipped, with the reason, where it cannot run: not root, no network
-# namespaces, no real-time scheduling, or slurm-wlm and munge missing
-# (CI=true or TELEM_SLURM_INSTALL=1 installs them).
+# namespaces, no real-time scheduling, or slurm-wlm and munge missing and
+# not installable: the test installs them (tests/peer_install.sh) unless
+# there is no apt, the install fails, or TELEM_SLURM_INSTALL=0.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "${TELEM_SRC:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/slurm/faults.sh"
 SRC=${TELEM_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}

@@ -3,7 +3,15 @@
 # (slurm-wlm and munge, prometheus, chromium, Open MPI), one install at a
 # time on the machine.
 #
-#   bash tests/peer_install.sh PACKAGE...
+#   bash tests/peer_install.sh [--opt-out VAR] PACKAGE...
+#
+# A test whose peer is missing calls this, with CI or without: run as root
+# on Debian, the suite installs what it needs.  It declines, with the
+# reason, only where installing cannot or must not happen: VAR=0 in the
+# environment (TELEM_SLURM_INSTALL, TELEM_PROMETHEUS_INSTALL,
+# TELEM_BROWSER_INSTALL, TELEM_MPI_INSTALL: a root user who wants that
+# peer left alone), no apt-get or dpkg on the machine, not root (it never
+# uses sudo), or apt failed.
 #
 # Why: ctest runs tests side by side, and several may find their peer
 # missing at once.  apt-get and dpkg hold exclusive locks, so a second
@@ -16,9 +24,22 @@
 # Exit status 0 when every PACKAGE is installed; otherwise 1 with one line
 # on stdout saying why (apt's last lines), for the test's skip reason.
 set -uo pipefail
-if (($# == 0)); then
-    echo "usage: peer_install.sh PACKAGE..." >&2
+optout=
+if [ "${1:-}" = --opt-out ]; then
+    optout=${2:-}
+    shift 2 || shift $#
+fi
+if (($# == 0)) || ! [[ $optout =~ ^([A-Z_][A-Z0-9_]*)?$ ]]; then
+    echo "usage: peer_install.sh [--opt-out VAR] PACKAGE..." >&2
     exit 2
+fi
+if [ -n "$optout" ] && [ "${!optout:-}" = 0 ]; then
+    echo "$optout=0 keeps the test from installing $*"
+    exit 1
+fi
+if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+    echo "installing $* needs apt-get and dpkg (Debian), not found here"
+    exit 1
 fi
 if [ "$(id -u)" -ne 0 ]; then
     echo "installing $* needs root"

@@ -12,8 +12,11 @@
 #   total: 80 passed, 0 failed, 4 skipped
 #
 # The exit status is non-zero if a build or a test failed in either pass.
+# Run as root on Debian, the tests whose real peer (Slurm, Chromium,
+# Prometheus, Open MPI) is missing install it (tests/peer_install.sh).
 # A skipped test is one that could not decide here (no real-time scheduling,
-# no Slurm, a machine too busy to judge a live detection) and said why.
+# a peer that could not be installed, a machine too busy to judge a live
+# detection) and said why.
 #
 # Environment:
 #   TELEM_SANITIZE=0        run the first pass only

@@ -3,11 +3,17 @@
  * a re-registered node has its new endpoint, comments and malformed lines
  * are skipped, and a missing file, a missing node and a buffer too small
  * for the endpoint each give their own code.  A node lock is exclusive
- * (a second holder gets TELEM_ESTATE) and carries the holder's pid.
+ * (a second holder gets TELEM_ESTATE) and carries the holder's pid.  A
+ * relative run directory (--rundir or $TELEM_RUNDIR) is made absolute
+ * against the current directory; telem_rundir_prepare creates the last
+ * component only (mode 0700), refuses a relative path, and names the
+ * missing parent when there is one.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -39,6 +45,76 @@ test_node_lock(const char *dir)
     CHECK(fd == -1);
 }
 
+/* Relative run directories become absolute against the current one. */
+static void
+test_rundir_resolve(const char *dir)
+{
+    char cwd[TELEM_PATH_MAX], here[TELEM_PATH_MAX], got[TELEM_PATH_MAX];
+    char want[TELEM_PATH_MAX + 16];
+    REQUIRE(getcwd(cwd, sizeof cwd));
+    REQUIRE(chdir(dir) == 0);
+    REQUIRE(getcwd(here, sizeof here));     /* dir with links resolved */
+    CHECK_RC(telem_rundir_resolve(got, sizeof got, "/abs/run"), 0);
+    CHECK_STR(got, "/abs/run");
+    snprintf(want, sizeof want, "%s/run", here);
+    CHECK_RC(telem_rundir_resolve(got, sizeof got, "run"), 0);
+    CHECK_STR(got, want);
+    CHECK_RC(telem_rundir_resolve(got, sizeof got, ".//./run"), 0);
+    CHECK_STR(got, want);
+    CHECK_RC(telem_rundir_resolve(got, sizeof got, "."), 0);
+    CHECK_STR(got, here);
+    CHECK_RC(telem_rundir_resolve(got, sizeof got, ""), TELEM_EINVAL);
+    CHECK_RC(telem_rundir_resolve(got, 8, "run"), TELEM_ETOOBIG);
+    /* $TELEM_RUNDIR, and the node file under it, the same way. */
+    setenv("TELEM_RUNDIR", "run", 1);
+    unsetenv("TELEM_NODEFILE");
+    CHECK_RC(telem_rundir_default(got, sizeof got), 0);
+    CHECK_STR(got, want);
+    snprintf(want, sizeof want, "%s/run/nodes", here);
+    CHECK_RC(telem_nodefile_default(got, sizeof got), 0);
+    CHECK_STR(got, want);
+    unsetenv("TELEM_RUNDIR");
+    REQUIRE(chdir(cwd) == 0);
+}
+
+/* Only the last component is created; a missing parent is named. */
+static void
+test_rundir_prepare(const char *dir)
+{
+    char path[2 * TELEM_PATH_MAX], parent[TELEM_PATH_MAX];
+    char why[3 * TELEM_PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/run", dir);
+    CHECK_RC(telem_rundir_prepare(path, why, sizeof why), 0);
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+          && (st.st_mode & 0777) == 0700);
+    CHECK_RC(telem_rundir_prepare(path, NULL, 0), 0);       /* exists */
+    CHECK(chmod(path, 0755) == 0);
+    CHECK_RC(telem_rundir_prepare(path, why, sizeof why), 0); /* closed */
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700);
+    rmdir(path);
+
+    snprintf(parent, sizeof parent, "%s/no/such", dir);
+    snprintf(path, sizeof path, "%s/run/", parent);
+    errno = 0;
+    CHECK_RC(telem_rundir_prepare(path, why, sizeof why), TELEM_EIO);
+    CHECK_INT(errno, ENOENT);
+    CHECK(strstr(why, parent) && strstr(why, "does not exist"));
+    snprintf(path, sizeof path, "%s/no", dir);
+    CHECK(stat(path, &st) != 0);                  /* no parent was made */
+
+    CHECK_RC(telem_rundir_prepare("run", why, sizeof why), TELEM_EINVAL);
+    CHECK(strstr(why, "not an absolute path") != NULL);
+    CHECK_RC(telem_rundir_prepare("", NULL, 0), TELEM_EINVAL);
+    snprintf(path, sizeof path, "%s/file", dir);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fclose(f);
+    CHECK_RC(telem_rundir_prepare(path, why, sizeof why), TELEM_EINVAL);
+    CHECK(strstr(why, "not a private directory") != NULL);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -65,6 +141,8 @@ main(void)
     CHECK_RC(telem_nodefile_lookup(path, "n1", ep, 5), TELEM_ETOOBIG);
     unlink(path);
     test_node_lock(dir);
+    test_rundir_resolve(dir);
+    test_rundir_prepare(dir);
     rmdir(dir);
     return check_report("test_paths");
 }

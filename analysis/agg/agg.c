@@ -62,8 +62,9 @@ s_copy(char *dst, size_t size, const char *src)
 static int
 s_paths(agg_t *self, const agg_cfg_t *cfg)
 {
-    int rc = cfg->rundir ? s_copy(self->rundir, sizeof self->rundir,
-                                  cfg->rundir)
+    int rc = cfg->rundir ? telem_rundir_resolve(self->rundir,
+                                                sizeof self->rundir,
+                                                cfg->rundir)
                          : telem_rundir_default(self->rundir,
                                                 sizeof self->rundir);
     const char *env = getenv("TELEM_NODEFILE");

@@ -298,9 +298,8 @@ telem_client_report(const telem_client_opts_t *o, const char *rundir_arg,
                     const char *path, int64_t start_ns)
 {
     char rundir[TELEM_PATH_MAX];
-    if (rundir_arg && strlen(rundir_arg) < sizeof rundir)
-        snprintf(rundir, sizeof rundir, "%s", rundir_arg);
-    else if (rundir_arg || telem_rundir_default(rundir, sizeof rundir) != 0) {
+    if (rundir_arg ? telem_rundir_resolve(rundir, sizeof rundir, rundir_arg)
+                   : telem_rundir_default(rundir, sizeof rundir)) {
         fprintf(stderr, S_PROG ": run directory path too long\n");
         return 1;
     }

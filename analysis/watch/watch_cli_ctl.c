@@ -60,9 +60,8 @@ static int
 s_find_endpoint(const s_ctl_t *c, char *ep, size_t size)
 {
     char rundir[TELEM_PATH_MAX], path[TELEM_PATH_MAX + 64];
-    if (c->rundir)
-        snprintf(rundir, sizeof rundir, "%s", c->rundir);
-    else if (telem_rundir_default(rundir, sizeof rundir))
+    if (c->rundir ? telem_rundir_resolve(rundir, sizeof rundir, c->rundir)
+                  : telem_rundir_default(rundir, sizeof rundir))
         return -1;
     telem_node_path(path, sizeof path, rundir,
                     c->name ? c->name : WATCH_NAME_DEFAULT, "endpoints");

@@ -48,23 +48,24 @@ s_take_dir(watch_net_t *self, const watch_net_opts_t *o, char *why,
            size_t why_size)
 {
     char rundir[TELEM_PATH_MAX];
-    if (o->rundir)
-        snprintf(rundir, sizeof rundir, "%s", o->rundir);
-    else if (telem_rundir_default(rundir, sizeof rundir))
+    if (o->rundir ? telem_rundir_resolve(rundir, sizeof rundir, o->rundir)
+                  : telem_rundir_default(rundir, sizeof rundir))
         return snprintf(why, why_size, "run directory path too long"),
                TELEM_EINVAL;
     const char *name = o->name ? o->name : WATCH_NAME_DEFAULT;
     if (!telem_node_valid(name) ||
-        telem_node_path(self->dir, sizeof self->dir, rundir, name, "") ||
-        telem_rundir_prepare(rundir))
+        telem_node_path(self->dir, sizeof self->dir, rundir, name, ""))
         return snprintf(why, why_size, "cannot use run directory '%s' with "
                         "name '%s'", rundir, name), TELEM_EINVAL;
+    int rc = telem_rundir_prepare(rundir, why, why_size);
+    if (rc)
+        return rc;
     self->dir[strlen(self->dir) - 1] = '\0';      /* drop the trailing / */
     if (mkdir(self->dir, 0700) != 0 && errno != EEXIST)
         return snprintf(why, why_size, "cannot create %s: %s", self->dir,
                         strerror(errno)), TELEM_EIO;
     char lock[TELEM_PATH_MAX];
-    int rc = telem_node_lock(lock, sizeof lock, rundir, name, "lock",
+    rc = telem_node_lock(lock, sizeof lock, rundir, name, "lock",
                              &self->lock_fd);
     if (rc == TELEM_ESTATE)
         return snprintf(why, why_size, "another telem_watch called '%s' "

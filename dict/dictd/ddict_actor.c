@@ -325,6 +325,18 @@ s_actor(zsock_t *pipe, void *arg)
 
 /* ---------------------------------------------------------------- life */
 
+/* Creates a directory of the node (telem_rundir_prepare), logging why it
+ * could not. */
+static int
+s_prepare(const char *dir)
+{
+    char why[TELEM_PATH_MAX + 200];
+    int rc = telem_rundir_prepare(dir, why, sizeof why);
+    if (rc)
+        telem_log(TELEM_LOG_ERROR, "%s", why);
+    return rc;
+}
+
 static int
 s_lock(ddict_actor_t *self)
 {
@@ -360,8 +372,8 @@ s_start(ddict_actor_t *self)
     int rc;
     if ((rc = telem_node_path(self->node_dir, sizeof self->node_dir,
                               self->cfg.rundir, self->cfg.node, "")) != 0
-        || (rc = telem_rundir_prepare(self->cfg.rundir)) != 0
-        || (rc = telem_rundir_prepare(self->node_dir)) != 0
+        || (rc = s_prepare(self->cfg.rundir)) != 0
+        || (rc = s_prepare(self->node_dir)) != 0
         || (rc = s_lock(self)) != 0)
         return rc;
     if ((rc = telem_node_path(self->log_path, sizeof self->log_path,

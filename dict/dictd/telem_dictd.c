@@ -75,6 +75,7 @@ typedef struct {
     char nodefile[TELEM_PATH_MAX];
     char tcp[200];
     char *list;
+    const char *list_arg;       /* --nodes as given */
     const char *names[DDICT_NODES_MAX];
     const char *bind;
     long port;
@@ -90,6 +91,7 @@ s_nodes(s_args_t *a, const char *arg)
 {
     free(a->list);
     a->list = strdup(arg);
+    a->list_arg = arg;
     int n = 0;
     for (char *save = NULL, *t = strtok_r(a->list, ",", &save); t;
          t = strtok_r(NULL, ",", &save)) {
@@ -115,9 +117,10 @@ s_option(void *opt_arg, int c, char *arg)
         snprintf(a->node, sizeof a->node, "%s", arg);
         return 0;
     case 'r':
-        return snprintf(a->rundir, sizeof a->rundir, "%s", arg)
-                       >= (int) sizeof a->rundir
-                   ? telem_cli_bad(S_PROG, "--rundir", arg, "too long") : 0;
+        return telem_rundir_resolve(a->rundir, sizeof a->rundir, arg)
+                   ? telem_cli_bad(S_PROG, "--rundir", arg,
+                                   "too long, or no current directory")
+                   : 0;
     case 'N':
         return snprintf(a->nodefile, sizeof a->nodefile, "%s", arg)
                        >= (int) sizeof a->nodefile
@@ -162,6 +165,17 @@ s_option(void *opt_arg, int c, char *arg)
     return 2;
 }
 
+/* Whether --nodes names this node: a server outside its first map would
+   own no shard, and its clients would wait for it in vain. */
+static int
+s_lists_node(const s_args_t *a)
+{
+    for (int i = 0; i < a->cfg.server.nnodes; i++)
+        if (strcmp(a->names[i], a->node) == 0)
+            return 1;
+    return 0;
+}
+
 /* Fills in what the command line left out: node name, run directory,
    node file; and the TCP endpoint from --bind and --port. */
 static int
@@ -169,6 +183,10 @@ s_finish(s_args_t *a)
 {
     if (!a->node[0] && telem_node_default(a->node, sizeof a->node))
         return telem_cli_bad(S_PROG, "--node", "", "no usable default");
+    if (a->list_arg && !s_lists_node(a))
+        return telem_cli_error(S_PROG, "invalid --nodes '%s': the list must "
+                               "contain this node, '%s'", a->list_arg,
+                               a->node);
     if (!a->rundir[0] && telem_rundir_default(a->rundir, sizeof a->rundir))
         return telem_cli_bad(S_PROG, "--rundir", "", "no usable default");
     if (!a->nodefile[0]) {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "telem_grow.h"
+#include "telem_paths.h"
 #include "telem_time.h"
 
 extern char **environ;
@@ -101,7 +102,11 @@ static void
 s_collector_args(const cg_t *g, const cg__coll_t *c, const char *prog,
                  s_argv_t *a)
 {
-    const char *rundir = getenv("TELEM_RUNDIR");
+    /* Absolute: a remote shell starts in another directory. */
+    const char *env = getenv("TELEM_RUNDIR");
+    char rundir[TELEM_PATH_MAX] = "";
+    if (env && *env && telem_rundir_resolve(rundir, sizeof rundir, env))
+        snprintf(rundir, sizeof rundir, "%s", env);
     s_add(a, "%s", prog);
     if (g->user_test)
         s_add(a, "%s", TELEM_COLLECTOR_FLAG);
@@ -122,7 +127,7 @@ s_collector_args(const cg_t *g, const cg__coll_t *c, const char *prog,
     s_add(a, "--epoch"), s_add(a, "%lld", (long long) g->epoch_ns);
     s_add(a, "--phase"), s_add(a, "%lld", (long long) c->phase_ns);
     s_add(a, "--group"), s_add(a, "%s", g->name);
-    if (rundir && *rundir)
+    if (*rundir)
         s_add(a, "--rundir"), s_add(a, "%s", rundir);
 }
 

@@ -137,7 +137,11 @@ s_option(s_args_t *a, int c, const char *v)
                          "newline");
         a->node = v;
         return 0;
-    case 'r': return setenv("TELEM_RUNDIR", v, 1) ? 1 : 0;
+    case 'r': {
+        char dir[TELEM_PATH_MAX];
+        return telem_rundir_resolve(dir, sizeof dir, v)
+               || setenv("TELEM_RUNDIR", dir, 1) ? 1 : 0;
+    }
     case 'b':
         if (!telem_backend_find(v))
             return s_bad(a, "--backend", v, "cpu or cuda");

@@ -2,6 +2,7 @@
 #include "telem_paths.h"
 #include "telem_error.h"
 #include "telem_types.h"
+#include "telem_why.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,54 +21,99 @@ s_fmt(char *buf, size_t size, int n)
 }
 
 int
+telem_rundir_resolve(char *buf, size_t size, const char *dir)
+{
+    if (!dir || !*dir)
+        return TELEM_EINVAL;
+    if (*dir == '/')
+        return s_fmt(buf, size, snprintf(buf, size, "%s", dir));
+    while (dir[0] == '.' && dir[1] == '/') {     /* "./run" is "run" */
+        dir += 2;
+        while (*dir == '/')
+            dir++;
+    }
+    char cwd[TELEM_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return errno == ERANGE ? TELEM_ETOOBIG : TELEM_EIO;
+    const char *sep = strcmp(cwd, "/") == 0 ? "" : "/";
+    if (!*dir || strcmp(dir, ".") == 0)
+        return s_fmt(buf, size, snprintf(buf, size, "%s", cwd));
+    return s_fmt(buf, size, snprintf(buf, size, "%s%s%s", cwd, sep, dir));
+}
+
+int
 telem_rundir_default(char *buf, size_t size)
 {
     const char *env = getenv("TELEM_RUNDIR");
     if (env && *env)
-        return s_fmt(buf, size, snprintf(buf, size, "%s", env));
+        return telem_rundir_resolve(buf, size, env);
     env = getenv("XDG_RUNTIME_DIR");
-    if (env && *env)
-        return s_fmt(buf, size, snprintf(buf, size, "%s/telem", env));
+    char dir[TELEM_PATH_MAX];
+    if (env && *env) {
+        if (s_fmt(dir, sizeof dir, snprintf(dir, sizeof dir, "%s/telem", env)))
+            return TELEM_ETOOBIG;
+        return telem_rundir_resolve(buf, size, dir);
+    }
     return s_fmt(buf, size,
                  snprintf(buf, size, "/tmp/telem-%u", (unsigned) getuid()));
 }
 
-static int
-s_mkdir_private(const char *dir)
+/* Writes the directory holding `dir` (an absolute path) to buf: "/a/b/"
+ * gives "/a", "/a" gives "/". */
+static void
+s_parent(char *buf, size_t size, const char *dir)
 {
-    if (mkdir(dir, 0700) == 0 || errno == EEXIST)
-        return 0;
-    return TELEM_EIO;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    while (n > 0 && dir[n - 1] != '/')
+        n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    snprintf(buf, size, "%.*s", (int) n, dir);
 }
 
 int
-telem_rundir_prepare(const char *dir)
+telem_rundir_prepare(const char *dir, char *why, size_t why_size)
 {
-    char path[TELEM_PATH_MAX];
-    if (!dir || !*dir || strlen(dir) >= sizeof path)
+    if (!dir || !*dir || strlen(dir) >= TELEM_PATH_MAX) {
+        telem_why(why, why_size, "run directory '%s': empty or too long",
+                  dir ? dir : "");
         return TELEM_EINVAL;
-    strcpy(path, dir);
-    /* Create missing parents, then the directory itself. */
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = s_mkdir_private(path);
-        *p = '/';
-        if (rc)
-            return rc;
     }
-    if (s_mkdir_private(path))
-        return TELEM_EIO;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return TELEM_EIO;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+    if (*dir != '/') {
+        telem_why(why, why_size, "run directory '%s': not an absolute path "
+                  "(telem_rundir_resolve makes it one)", dir);
         return TELEM_EINVAL;
-    if (st.st_mode & 077) {
-        /* A directory we own but left open: close it rather than refuse. */
-        if (chmod(path, 0700) != 0)
-            return TELEM_EINVAL;
+    }
+    /* Only the last component: a mistyped parent is an error, not a new
+       tree of directories. */
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        int saved = errno;
+        char parent[TELEM_PATH_MAX];
+        s_parent(parent, sizeof parent, dir);
+        if (saved == ENOENT)
+            telem_why(why, why_size, "run directory %s: its parent %s does "
+                      "not exist (only the run directory itself is created)",
+                      dir, parent);
+        else
+            telem_why(why, why_size, "run directory %s: %s", dir,
+                      strerror(saved));
+        errno = saved;
+        return TELEM_EIO;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        telem_why(why, why_size, "run directory %s: %s", dir,
+                  strerror(errno));
+        return TELEM_EIO;
+    }
+    /* A directory we own but left open is closed rather than refused. */
+    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid()
+        || ((st.st_mode & 077) && chmod(dir, 0700) != 0)) {
+        telem_why(why, why_size, "run directory %s: exists but is not a "
+                  "private directory of this user", dir);
+        return TELEM_EINVAL;
     }
     return 0;
 }

@@ -2,8 +2,11 @@
  *
  * Every process of a node agrees on these without talking:
  *   run directory  $TELEM_RUNDIR, else $XDG_RUNTIME_DIR/telem, else
- *                  /tmp/telem-<uid>; created mode 0700 and refused if it is
- *                  owned by another user or open to group/other.
+ *                  /tmp/telem-<uid>; a relative one is made absolute against
+ *                  the current directory once, at start, so every ipc
+ *                  endpoint and node file names an absolute path; created
+ *                  mode 0700 (the last component only: its parent must
+ *                  exist) and refused if it is owned by another user.
  *   node name      $TELEM_NODE, else $SLURMD_NODENAME (several slurmd on one
  *                  host share a host name), else gethostname().
  *   node files     <rundir>/<node>/ingest.sock   PULL, samples in
@@ -23,13 +26,26 @@
 
 #define TELEM_PATH_MAX 512
 
-/* Writes the default run directory to buf.  Returns 0 or TELEM_ETOOBIG. */
+/* Writes `dir` to buf as an absolute path: unchanged when it starts with
+ * '/', else after the current directory (leading "./" dropped; "." is the
+ * current directory itself).  Programs call it once, when they read
+ * --rundir, so that a later chdir or another process reading the endpoints
+ * finds the same directory.  Returns 0, TELEM_EINVAL (NULL or empty),
+ * TELEM_ETOOBIG or TELEM_EIO (getcwd failed, errno kept). */
+int telem_rundir_resolve(char *buf, size_t size, const char *dir);
+
+/* Writes the default run directory to buf, made absolute as
+ * telem_rundir_resolve() does.  Returns 0, TELEM_ETOOBIG or TELEM_EIO. */
 int telem_rundir_default(char *buf, size_t size);
 
-/* Creates `dir` (and missing parents) mode 0700, or checks an existing one
- * is a directory owned by this user and not accessible to group/other.
- * Returns 0, TELEM_EIO (errno kept) or TELEM_EINVAL (wrong owner/mode). */
-int telem_rundir_prepare(const char *dir);
+/* Creates the directory `dir` (an absolute path) mode 0700, or checks an
+ * existing one is a directory owned by this user (one open to group/other
+ * is chmod'ed 0700).  Only `dir` itself is created: its parent must exist.
+ * Returns 0, TELEM_EIO (errno kept: ENOENT when the parent is missing) or
+ * TELEM_EINVAL (relative path, another user's directory, not a
+ * directory); the sentence, naming the directory and, when it is missing,
+ * its parent, goes to why (telem_why.h). */
+int telem_rundir_prepare(const char *dir, char *why, size_t why_size);
 
 /* Writes the default node name to buf.  Returns 0 or TELEM_ETOOBIG. */
 int telem_node_default(char *buf, size_t size);

@@ -158,8 +158,8 @@ s_paths(launch_job_t *self, char *why, size_t why_size)
     const launch_job_config_t *c = &self->cfg;
     int rc = 0;
     if (c->rundir)
-        rc = snprintf(self->rundir, sizeof self->rundir, "%s", c->rundir)
-                 >= (int) sizeof self->rundir ? TELEM_ETOOBIG : 0;
+        rc = telem_rundir_resolve(self->rundir, sizeof self->rundir,
+                                  c->rundir);
     else
         rc = telem_rundir_default(self->rundir, sizeof self->rundir);
     if (!rc && c->nodefile)
@@ -176,12 +176,8 @@ s_paths(launch_job_t *self, char *why, size_t why_size)
         snprintf(why, why_size, "run directory or node file path too long");
         return TELEM_EINVAL;
     }
-    if ((rc = telem_rundir_prepare(self->rundir)) != 0) {
-        snprintf(why, why_size, "run directory %s: %s", self->rundir,
-                 rc == TELEM_EIO ? strerror(errno)
-                 : "exists but is not a private directory of this user");
+    if ((rc = telem_rundir_prepare(self->rundir, why, why_size)) != 0)
         return rc;
-    }
     snprintf(self->launch_dir, sizeof self->launch_dir, "%.*s/launch",
              (int) sizeof self->launch_dir - 8, self->rundir);
     snprintf(self->restart_ipc, sizeof self->restart_ipc,

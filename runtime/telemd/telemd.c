@@ -171,9 +171,9 @@ s_option(void *arg, int c, char *v)
                                  "seconds, from 0.001 to 86400");
         return 0;
     case 'r':
-        if (snprintf(a->rundir, sizeof a->rundir, "%s", v)
-            >= (int) sizeof a->rundir)
-            return telem_cli_bad(S_PROG, "--rundir", v, "path too long");
+        if (telem_rundir_resolve(a->rundir, sizeof a->rundir, v))
+            return telem_cli_bad(S_PROG, "--rundir", v,
+                                 "path too long, or no current directory");
         return 0;
     case 'b': a->bind_addr = v; return 0;
     case 'p':
@@ -314,11 +314,9 @@ s_finish_config(s_args_t *a)
         fprintf(stderr, "telemd: run directory path too long\n");
         return 2;
     }
-    int rc = telem_rundir_prepare(a->rundir);
-    if (rc) {
-        fprintf(stderr, "telemd: run directory %s: %s\n", a->rundir,
-                rc == TELEM_EIO ? strerror(errno)
-                : "exists but is not a private directory of this user");
+    char why[TELEM_PATH_MAX + 200];
+    if (telem_rundir_prepare(a->rundir, why, sizeof why)) {
+        fprintf(stderr, "telemd: %s\n", why);
         return 1;
     }
     if (strcmp(a->bind_addr, "none") != 0) {

@@ -539,7 +539,7 @@ s_setup(telemd_t *self)
     if (telem_node_path(self->node_dir, sizeof self->node_dir,
                         self->cfg.rundir, self->cfg.node, ""))
         return TELEM_ETOOBIG;
-    int rc = telem_rundir_prepare(self->node_dir);
+    int rc = telem_rundir_prepare(self->node_dir, NULL, 0);
     if (!rc)
         rc = s_lock_node(self);
     if (!rc)

@@ -14,7 +14,8 @@
 # (own key and socket), proctrack/linuxproc and task/none (no cgroup tree
 # needed), per-node spool, pid and log files, and short failure timeouts.
 # Ports are chosen free at start.  Needs root; installs slurm-wlm and munge
-# only when CI=true or TELEM_SLURM_INSTALL=1.
+# where they are missing (tests/peer_install.sh; TELEM_SLURM_INSTALL=0
+# leaves them to the user).
 set -euo pipefail
 
 NODES=${TELEM_SLURM_NODES:-3}

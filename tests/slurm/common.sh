@@ -4,8 +4,9 @@
 #
 #   slurm_check [PACKAGE...]   exit status 0 if a cluster can run here, else
 #                              77 with the reason on stdout; installs
-#                              slurm-wlm, munge and PACKAGE... only when
-#                              CI=true or TELEM_SLURM_INSTALL=1
+#                              slurm-wlm, munge and PACKAGE... when Slurm
+#                              is missing (peer_install.sh: as root on
+#                              Debian, unless TELEM_SLURM_INSTALL=0)
 #   slurm_free_ports ADDR N    N free TCP ports on ADDR
 #   slurm_start_munge DIR      a private munged (own key, socket, files)
 #   slurm_conf_common DIR      the slurm.conf lines both clusters share
@@ -25,19 +26,17 @@ slurm_check() {
     if [ "$(id -u)" -ne 0 ]; then
         echo "needs root (slurmd runs as root)"; return 77
     fi
-    local missing=() p
+    local missing=() p why
     for p in "${SLURM_NEEDED[@]}"; do command -v "$p" >/dev/null || missing+=("$p"); done
-    if ((${#missing[@]})); then
-        if [ "${CI:-}" = true ] || [ "${TELEM_SLURM_INSTALL:-0}" = 1 ]; then
-            bash "$SLURM_TESTS/peer_install.sh" slurm-wlm munge "$@" \
-                || return 77
-        else
-            echo "missing ${missing[*]} (apt-get install slurm-wlm munge, or" \
-                 "set TELEM_SLURM_INSTALL=1 to let the test install them)"
-            return 77
-        fi
-    fi
-    return 0
+    ((${#missing[@]})) || return 0
+    why=$(bash "$SLURM_TESTS/peer_install.sh" --opt-out TELEM_SLURM_INSTALL \
+          slurm-wlm munge "$@") \
+        || { echo "missing ${missing[*]}: $why"; return 77; }
+    missing=()
+    for p in "${SLURM_NEEDED[@]}"; do command -v "$p" >/dev/null || missing+=("$p"); done
+    ((${#missing[@]})) || return 0
+    echo "slurm-wlm and munge were installed but ${missing[*]} not on PATH"
+    return 77
 }
 
 slurm_free_ports() {

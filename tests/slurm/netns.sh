@@ -50,6 +50,12 @@ LOCK=/run/lock/telem-netns.lock
 
 check() {
     slurm_check iproute2 || return $?
+    local why
+    if ! command -v ip >/dev/null; then
+        why=$(bash "$SLURM_TESTS/peer_install.sh" \
+              --opt-out TELEM_SLURM_INSTALL iproute2) \
+            || { echo "missing ip: $why"; return 77; }
+    fi
     command -v ip >/dev/null && command -v nsenter >/dev/null \
         && command -v unshare >/dev/null \
         || { echo "missing ip, nsenter or unshare (apt-get install iproute2 util-linux)"; return 77; }
