@@ -1,11 +1,15 @@
 /* telem_zap.c - the ZAP handler of a daemon (telem_zap.h).
  *
- * A czmq actor with one REP socket bound at inproc://zeromq.zap.01 in
- * czmq's context: libzmq sends it one request per CURVE handshake on that
- * context and waits for the answer before the client may send a byte.
- * The bind happens in the actor before it signals its pipe, so
- * telem_zap_new() returns with the handler in place (zactor_new waits
- * for that signal); the result of the bind travels in the shared state.
+ * A thread of its own with one REP socket bound at inproc://zeromq.zap.01
+ * in czmq's context: libzmq sends it one request per CURVE handshake on
+ * that context and waits for the answer before the client may send a
+ * byte.  The caller's thread makes and binds the sockets, so
+ * telem_zap_new() returns with the handler in place or with the bind's
+ * error, then hands them to the thread; telem_zap_destroy() sends one
+ * byte on an inproc pair, joins the thread (a join no signal can cut
+ * short) and closes the sockets.  The thread blocks every signal: a
+ * daemon reads its signals in its own threads (a signalfd, czmq's
+ * handler), and one landing here would be lost to them.
  *
  * A request (RFC 27): version "1.0", request id, domain, address,
  * identity, mechanism, credentials.  The answer: version, request id,
@@ -19,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "telem_error.h"
@@ -28,136 +33,174 @@
 #define S_ZAP_FRAMES_MAX 16     /* CURVE's request has 7 */
 
 struct telem_zap {
-    zactor_t *actor;
     const telem_keys_t *keys;
-    int bind_rc;                /* set by the actor before it signals */
+    void *rep;                  /* bound at S_ZAP_ENDPOINT */
+    void *stop_rx, *stop_tx;    /* the inproc pair that ends the thread */
+    pthread_t thread;
+    int running;
     atomic_uint_fast64_t allowed;
     atomic_uint_fast64_t refused;
 };
 
-/* 1 when frame `f` holds exactly `text`. */
+/* One request's frames, read whole (at most S_ZAP_FRAMES_MAX kept). */
+typedef struct {
+    zmq_msg_t f[S_ZAP_FRAMES_MAX];
+    size_t n, kept;
+} s_req_t;
+
 static int
-s_frame_is(zframe_t *f, const char *text)
+s_recv(void *rep, s_req_t *r)
 {
-    size_t n = strlen(text);
-    return f && zframe_size(f) == n && memcmp(zframe_data(f), text, n) == 0;
+    int more = 1;
+    r->n = r->kept = 0;
+    while (more) {
+        zmq_msg_t skip, *m = r->kept < S_ZAP_FRAMES_MAX ? &r->f[r->kept]
+                                                         : &skip;
+        zmq_msg_init(m);
+        if (zmq_msg_recv(m, rep, 0) < 0) {
+            zmq_msg_close(m);
+            return r->n ? 0 : -1;
+        }
+        more = zmq_msg_more(m);
+        r->n++;
+        if (m == &skip)
+            zmq_msg_close(m);
+        else
+            r->kept++;
+    }
+    return 0;
 }
 
-/* Decides a request of n frames f[]; `why` gets a refusal's reason. */
-static int
-s_allowed(const telem_zap_t *self, zframe_t **f, size_t n, const char **why)
+static void
+s_req_close(s_req_t *r)
 {
-    if (n < 6 || n > S_ZAP_FRAMES_MAX)
+    for (size_t i = 0; i < r->kept; i++)
+        zmq_msg_close(&r->f[i]);
+    r->kept = r->n = 0;
+}
+
+/* 1 when frame i holds exactly `text`. */
+static int
+s_frame_is(s_req_t *r, size_t i, const char *text)
+{
+    size_t n = strlen(text);
+    return i < r->kept && zmq_msg_size(&r->f[i]) == n
+           && memcmp(zmq_msg_data(&r->f[i]), text, n) == 0;
+}
+
+/* Decides a request; `why` gets a refusal's reason. */
+static int
+s_allowed(const telem_zap_t *self, s_req_t *r, const char **why)
+{
+    if (r->n < 6 || r->n > S_ZAP_FRAMES_MAX)
         return *why = "malformed ZAP request", 0;
-    if (!s_frame_is(f[0], "1.0"))
+    if (!s_frame_is(r, 0, "1.0"))
         return *why = "unknown ZAP version", 0;
-    if (!s_frame_is(f[2], TELEM_KEYS_ZAP_DOMAIN))
+    if (!s_frame_is(r, 2, TELEM_KEYS_ZAP_DOMAIN))
         return *why = "not telem's ZAP domain", 0;
-    if (!s_frame_is(f[5], "CURVE") || n != 7)
+    if (!s_frame_is(r, 5, "CURVE") || r->n != 7)
         return *why = "not a CURVE client", 0;
-    if (!telem_keys_match(self->keys, zframe_data(f[6]), zframe_size(f[6])))
+    if (!telem_keys_match(self->keys, zmq_msg_data(&r->f[6]),
+                          zmq_msg_size(&r->f[6])))
         return *why = "a key that is not this job's", 0;
     return 1;
 }
 
 static void
-s_reply(zsock_t *rep, zframe_t *request_id, int ok, const char *why)
+s_send(void *sock, const void *data, size_t size, int more)
 {
-    zmsg_t *m = zmsg_new();
-    if (!m)
-        return;
-    zmsg_addstr(m, "1.0");
-    if (request_id)
-        zmsg_addmem(m, zframe_data(request_id), zframe_size(request_id));
-    else
-        zmsg_addmem(m, NULL, 0);
-    zmsg_addstr(m, ok ? "200" : "400");
-    zmsg_addstr(m, ok ? "OK" : why);
-    zmsg_addstr(m, ok ? "job" : "");
-    zmsg_addmem(m, NULL, 0);
-    zmsg_send(&m, rep);
-    zmsg_destroy(&m);
+    zmq_send(sock, data, size, more ? ZMQ_SNDMORE : 0);
 }
 
 static void
-s_answer(telem_zap_t *self, zsock_t *rep, telem_ratelimit_t *rl)
+s_reply(void *rep, s_req_t *r, int ok, const char *why)
 {
-    zmsg_t *req = zmsg_recv(rep);
-    if (!req)
+    const char *code = ok ? "200" : "400", *text = ok ? "OK" : why;
+    const char *user = ok ? "job" : "";
+    s_send(rep, "1.0", 3, 1);
+    if (r->kept > 1)
+        s_send(rep, zmq_msg_data(&r->f[1]), zmq_msg_size(&r->f[1]), 1);
+    else
+        s_send(rep, "", 0, 1);
+    s_send(rep, code, 3, 1);
+    s_send(rep, text, strlen(text), 1);
+    s_send(rep, user, strlen(user), 1);
+    s_send(rep, "", 0, 0);
+}
+
+static void
+s_answer(telem_zap_t *self, telem_ratelimit_t *rl)
+{
+    s_req_t r;
+    if (s_recv(self->rep, &r) != 0)
         return;
-    zframe_t *f[S_ZAP_FRAMES_MAX] = { 0 };
-    size_t n = 0;
-    for (zframe_t *fr = zmsg_first(req); fr; fr = zmsg_next(req))
-        if (n < S_ZAP_FRAMES_MAX)
-            f[n++] = fr;
-        else
-            n = S_ZAP_FRAMES_MAX + 1;
     const char *why = "";
-    int ok = s_allowed(self, f, n, &why);
-    s_reply(rep, n > 1 ? f[1] : NULL, ok, why);
+    int ok = s_allowed(self, &r, &why);
+    s_reply(self->rep, &r, ok, why);
     if (ok) {
         atomic_fetch_add(&self->allowed, 1);
     } else {
         char addr[64] = "?";
-        if (n > 3 && f[3] && zframe_size(f[3]) < sizeof addr)
-            snprintf(addr, sizeof addr, "%.*s", (int) zframe_size(f[3]),
-                     (const char *) zframe_data(f[3]));
+        if (r.kept > 3 && zmq_msg_size(&r.f[3]) < sizeof addr)
+            snprintf(addr, sizeof addr, "%.*s", (int) zmq_msg_size(&r.f[3]),
+                     (const char *) zmq_msg_data(&r.f[3]));
         uint64_t total = atomic_fetch_add(&self->refused, 1) + 1;
         telem_log_limited(rl, TELEM_LOG_WARN, "refused a connection from "
                           "%s: %s (%llu refused so far)", addr, why,
                           (unsigned long long) total);
     }
-    zmsg_destroy(&req);
+    s_req_close(&r);
 }
 
-/* The actor: bind, signal, answer until $TERM.  It takes no signal of the
-   process: a daemon reads its signals from a signalfd or in its main
-   thread, and one landing here would only interrupt the poll. */
-static void
-s_actor(zsock_t *pipe, void *arg)
+/* The thread: answer until the stop byte. */
+static void *
+s_run(void *arg)
 {
     telem_zap_t *self = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
     telem_ratelimit_t rl = TELEM_RATELIMIT_INIT(10, 5);
-    zsock_t *rep = zsock_new(ZMQ_REP);
-    zpoller_t *poller = NULL;
-    if (!rep)
-        self->bind_rc = TELEM_ENOMEM;
-    else if (zsock_bind(rep, S_ZAP_ENDPOINT) != 0)
-        self->bind_rc = TELEM_ESTATE;
-    else if (!(poller = zpoller_new(pipe, rep, NULL)))
-        self->bind_rc = TELEM_ENOMEM;
-    zsock_signal(pipe, 0);
-    int asked = self->bind_rc != 0, failed = 0;
-    if (poller)
-        zpoller_set_nonstop(poller, true);
-    while (poller && !asked) {
-        void *which = zpoller_wait(poller, -1);
-        if (which == rep) {
-            s_answer(self, rep, &rl);
-        } else if (which == pipe) {
-            char *cmd = zstr_recv(pipe);
-            asked = !cmd || strcmp(cmd, "$TERM") == 0;
-            zstr_free(&cmd);
-        } else if (zpoller_terminated(poller)) {
-            failed = zmq_errno();
-            if (failed != EINTR)
-                break;
-            failed = 0;
+    zmq_pollitem_t items[2] = { { self->rep, 0, ZMQ_POLLIN, 0 },
+                                { self->stop_rx, 0, ZMQ_POLLIN, 0 } };
+    for (;;) {
+        if (zmq_poll(items, 2, -1) < 0) {
+            if (zmq_errno() == EINTR)
+                continue;
+            if (zmq_errno() != ETERM) {
+                /* No CURVE client can get in from now on (the sockets
+                   enforce the domain); the daemon stops so that its
+                   supervisor starts it again. */
+                telem_log(TELEM_LOG_ERROR, "the ZAP handler stopped (%s): "
+                          "no CURVE client can connect; stopping",
+                          zmq_strerror(zmq_errno()));
+                raise(SIGTERM);
+            }
+            return NULL;
         }
+        if (items[1].revents & ZMQ_POLLIN)
+            return NULL;
+        if (items[0].revents & ZMQ_POLLIN)
+            s_answer(self, &rl);
     }
-    zpoller_destroy(&poller);
-    zsock_destroy(&rep);
-    if (!asked && failed != ETERM) {
-        /* The handler failed: no CURVE client can get in from now on (the
-           sockets enforce the domain); the daemon stops so that its
-           supervisor starts it again.  (ETERM: the process is ending.) */
-        telem_log(TELEM_LOG_ERROR, "the ZAP handler stopped (%s): no CURVE "
-                  "client can connect; stopping", zmq_strerror(failed));
-        raise(SIGTERM);
-    }
+}
+
+static int
+s_sockets(telem_zap_t *self)
+{
+    void *ctx = zsys_init();
+    char ep[64];
+    int zero = 0;
+    snprintf(ep, sizeof ep, "inproc://telem-zap-stop-%p", (void *) self);
+    if (!ctx || !(self->rep = zmq_socket(ctx, ZMQ_REP))
+        || !(self->stop_rx = zmq_socket(ctx, ZMQ_PAIR))
+        || !(self->stop_tx = zmq_socket(ctx, ZMQ_PAIR)))
+        return TELEM_ENOMEM;
+    zmq_setsockopt(self->rep, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(self->stop_rx, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(self->stop_tx, ZMQ_LINGER, &zero, sizeof zero);
+    if (zmq_bind(self->rep, S_ZAP_ENDPOINT) != 0)
+        return TELEM_ESTATE;
+    if (zmq_bind(self->stop_rx, ep) != 0 || zmq_connect(self->stop_tx, ep))
+        return TELEM_EIO;
+    return 0;
 }
 
 telem_zap_t *
@@ -169,8 +212,14 @@ telem_zap_new(const telem_keys_t *keys, int *err)
         self->keys = keys;
         atomic_init(&self->allowed, 0);
         atomic_init(&self->refused, 0);
-        self->actor = zactor_new(s_actor, self);
-        rc = !self->actor ? TELEM_ENOMEM : self->bind_rc;
+        rc = s_sockets(self);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (!rc && pthread_create(&self->thread, NULL, s_run, self) != 0)
+            rc = TELEM_ENOMEM;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        self->running = rc == 0;
         if (rc)
             telem_zap_destroy(&self);
     }
@@ -184,8 +233,19 @@ telem_zap_destroy(telem_zap_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    zactor_destroy(&(*self_p)->actor);
-    free(*self_p);
+    telem_zap_t *self = *self_p;
+    if (self->running) {
+        while (zmq_send(self->stop_tx, "", 0, 0) < 0 && zmq_errno() == EINTR)
+            ;
+        pthread_join(self->thread, NULL);
+    }
+    if (self->rep)
+        zmq_close(self->rep);
+    if (self->stop_rx)
+        zmq_close(self->stop_rx);
+    if (self->stop_tx)
+        zmq_close(self->stop_tx);
+    free(self);
     *self_p = NULL;
 }
 
