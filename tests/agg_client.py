@@ -10,6 +10,9 @@ deterministic), in one place so the shell script only manages processes.
                                        time, the node named in the header
     agg_client.py reboot-none URL MS   /api/reboot with no launcher: 503
     agg_client.py token URL TOKEN      401 without or with a wrong token
+    agg_client.py tokenless URL        no token: put and reboot 403, reads
+    agg_client.py url-token URL TOKEN  401 without the token; ?token=TOKEN
+                                       opens the dashboard
     agg_client.py big URL              a 5000-byte body: 413
     agg_client.py job URL NODES        GET / and /telem/job of a launched job
     agg_client.py reboot URL NODE      /api/reboot: the launcher accepts
@@ -23,12 +26,15 @@ deterministic), in one place so the shell script only manages processes.
                                        HOSTS (a,b)
 
 T0 is a time in seconds on a whole hour, inside the nodes' retention
-window.  Exit status 0 when every check held; failures are listed on
+window.  Requests carry the bearer token in the file $TELEM_AGG_TOKEN_FILE
+when it is set (a telem_agg started with --token-file, as telem_launch
+starts it), unless a check gives its own.  Exit status 0 when every check held; failures are listed on
 stderr.  Only the standard library is used (python3 is one of the packages
 examples/setup.sh installs).
 """
 import http.client
 import json
+import os
 import re
 import socket
 import sys
@@ -52,13 +58,24 @@ def truth(name, cond, detail=""):
         print("FAIL %s %s" % (name, detail), file=sys.stderr)
 
 
+def default_token():
+    """The token in $TELEM_AGG_TOKEN_FILE, else None."""
+    path = os.environ.get("TELEM_AGG_TOKEN_FILE")
+    if not path:
+        return None
+    with open(path) as f:
+        return f.read().strip()
+
+
 class Agg:
-    """A client of one telem_agg (a new connection per request)."""
+    """A client of one telem_agg (a new connection per request).  token
+    None: the default token (above); "": none."""
 
     def __init__(self, url, token=None, timeout=30):
         u = urllib.parse.urlsplit(url)
         self.host, self.port = u.hostname, u.port
-        self.token, self.timeout = token, timeout
+        self.token = default_token() if token is None else token
+        self.timeout = timeout
 
     def req(self, method, path, body=None, headers=None):
         """(status, headers as a dict with lower-case names, raw body)."""
@@ -536,7 +553,9 @@ def check_slow_client(agg, t0):
     """A client that sends half a request and stalls must not hold up a
     normal request."""
     s = socket.create_connection((agg.host, agg.port), timeout=30)
-    s.sendall(b"POST /api/query HTTP/1.1\r\nHost: x\r\n"
+    auth = ("Authorization: Bearer %s\r\n" % agg.token).encode() \
+        if agg.token else b""
+    s.sendall(b"POST /api/query HTTP/1.1\r\nHost: x\r\n" + auth +
               b"Content-Type: application/json\r\nContent-Length: 500\r\n"
               b"\r\n{\"start\": ")
     t = time.monotonic()
@@ -599,7 +618,7 @@ def reboot_none(url, timeout_ms):
 
 
 def token(url, tok):
-    for name, t in (("no token", None), ("wrong token", "x" * len(tok))):
+    for name, t in (("no token", ""), ("wrong token", "x" * len(tok))):
         status, hdrs, _ = Agg(url, t).req("GET", "/api/version")
         check(name, status, 401)
         truth(name + " challenge", hdrs.get("www-authenticate", "")
@@ -610,6 +629,33 @@ def token(url, tok):
         "start": "1h-ago", "queries": [{"metric": "it.cpu", "aggregator":
                                         "sum"}]})
     check("right token query", status, 200)
+
+
+def tokenless(url):
+    """A telem_agg without a token reads, but never writes or restarts."""
+    agg = Agg(url, "")
+    for path, body in (("/api/put", {"metric": "it.tl", "timestamp": 1,
+                                     "value": 1, "tags": {"host": "n1"}}),
+                       ("/api/reboot", {"hostnames": ["n2"]})):
+        status, _, data = agg.req("POST", path, body)
+        check("%s without a token (%s)" % (path, data[:200]), status, 403)
+        truth(path + " says why", b"token" in data, data[:200])
+    status, _, _ = agg.req("GET", "/api/version")
+    check("read without a token", status, 200)
+
+
+def url_token(url, tok):
+    """The launcher's telem_agg: nothing without its token; the token in
+    the URL (as the tunnel line prints it) opens the dashboard."""
+    agg = Agg(url, "")
+    for path in ("/", "/api/version", "/telem/job"):
+        status, _, _ = agg.req("GET", path)
+        check("GET %s without the token" % path, status, 401)
+    status, _, data = agg.req("GET", "/?token=" + tok)
+    check("GET /?token=", status, 200)
+    truth("the dashboard's page", b"<html" in data.lower(), data[:200])
+    status, _, _ = agg.req("GET", "/api/version?token=" + "0" * len(tok))
+    check("a wrong token in the URL", status, 401)
 
 
 def big(url):
@@ -747,6 +793,8 @@ def main(argv):
             "dead": lambda a: dead(a[0], a[1], int(a[2])),
             "reboot-none": lambda a: reboot_none(a[0], int(a[1])),
             "token": lambda a: token(a[0], a[1]),
+            "tokenless": lambda a: tokenless(a[0]),
+            "url-token": lambda a: url_token(a[0], a[1]),
             "big": lambda a: big(a[0]),
             "job": lambda a: job(a[0], a[1].split(",")),
             "reboot": lambda a: reboot(a[0], a[1]),

@@ -34,7 +34,10 @@ for n in n1 n2 n3; do start_node "$n" --level 1 --window 86400; done
 # T0: a whole hour, two hours ago (inside the window; buckets align on it)
 T0=$(( $(date +%s) / 3600 * 3600 - 7200 ))
 
-start_agg main --rundir "$TELEM_RUNDIR"
+# Writes need a token: the data set goes in through one that has it.
+(umask 077 && echo "main-token-for-it" >"$T/main.token")
+export TELEM_AGG_TOKEN_FILE=$T/main.token
+start_agg main --rundir "$TELEM_RUNDIR" --token-file "$T/main.token"
 [ "$(cat "$TELEM_RUNDIR/telem_agg/url")" = "$URL" ] \
     || fail "url file: $(cat "$TELEM_RUNDIR/telem_agg/url") vs $URL"
 $CLIENT golden "$URL" "$T0" || fail "golden checks (above)"
@@ -55,9 +58,14 @@ chmod 600 "$T/token"
 start_agg tok --rundir "$T/tok" --token-file "$T/token"
 $CLIENT token "$URL" "s3cret-token-for-it" || fail "token checks"
 
+# --- no token: reads only ---------------------------------------------------
+mkdir -m 700 "$T/open"
+start_agg open --rundir "$T/open"
+$CLIENT tokenless "$URL" || fail "telem_agg without a token"
+
 # --- a stopped node: a partial answer within the deadline --------------------
 mkdir -m 700 "$T/dead"
-start_agg dead --rundir "$T/dead" --timeout 500
+start_agg dead --rundir "$T/dead" --timeout 500 --token-file "$T/main.token"
 $CLIENT reboot-none "$URL" 500 || fail "/api/reboot without a launcher"
 kill -STOP "${NODE_PID[n3]}"
 rc=0
@@ -66,7 +74,7 @@ kill -CONT "${NODE_PID[n3]}"
 [ "$rc" = 0 ] || fail "partial answer with n3 stopped"
 $CLIENT alive "$URL" || fail "telem_agg after the stopped node"
 for n in n1 n2 n3; do stop_node "$n"; done
-for a in main big tok dead; do
+for a in main big tok open dead; do
     kill -TERM "${AGG_PID[$a]}"
     wait "${AGG_PID[$a]}" || fail "telem_agg $a did not stop cleanly"
 done
@@ -95,11 +103,21 @@ wait_for test -s "$LR/telem_agg/url" || fail "no $LR/telem_agg/url"
 grep -q "telem_agg on n1: dashboard and OpenTSDB API" "$T/launch.log" \
     || fail "no telem_agg line in the launcher's log"
 URL=$(cat "$LR/telem_agg/url")
+# The job's telem_agg has the job's token (RUNDIR/keys/agg.token, 0600),
+# and the tunnel line carries it in the URL.
+TOKEN=$(cat "$LR/keys/agg.token") || fail "no token file in $LR/keys"
+[ "$(stat -c %a "$LR/keys/agg.token")" = 600 ] || fail "token file mode"
+grep -q "open http://localhost:[0-9]*/?token=$TOKEN" "$T/launch.log" \
+    || grep -q "token in $LR/keys/agg.token" "$T/launch.log" \
+    || fail "the tunnel line does not carry the token"
+$CLIENT url-token "$URL" "$TOKEN" || fail "the job's token"
+export TELEM_AGG_TOKEN_FILE=$LR/keys/agg.token
 $CLIENT job "$URL" n1,n2,n3 || fail "the job's page and state"
 # n2 has recorded its node figures and its dictionary's before it is
 # taken out (the dashboard check below wants its history).
 n2_has() {
-    "$TELEM_BIN/telem_client" --nodefile "$LR/launch/telemd_nodes" -f txt \
+    TELEM_KEYS=$LR/keys "$TELEM_BIN/telem_client" \
+        --nodefile "$LR/launch/telemd_nodes" -f txt \
         -g "$N2_WANT" 2>/dev/null \
         | awk '$1 == "n2" { print $2 }' | sort -u | wc -l | grep -qx 6
 }
@@ -133,4 +151,7 @@ wait "$LPID" || rc=$?
 [ "$rc" = 0 ] || fail "telem_launch exited $rc"
 ! pgrep -f "telem_agg --rundir $LR" >/dev/null \
     || fail "telem_agg left running after the job: $(pgrep -af telem_agg)"
+# The job's secrets go with it.
+[ ! -e "$LR/keys/job.key" ] && [ ! -e "$LR/keys/agg.token" ] \
+    || fail "the job's key or token left after its end: $(ls -l "$LR/keys")"
 echo "it_agg: ok"

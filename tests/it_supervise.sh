@@ -72,11 +72,12 @@ node_answers() {
 # agg_answers: telem_agg (which follows the launcher's node files) answers
 # a query with n2's series and no node missing.
 agg_answers() {
-    python3 - "$(cat "$TELEM_RUNDIR/telem_agg/url")" <<'EOF'
+    python3 - "$(cat "$TELEM_RUNDIR/telem_agg/url")" \
+        "$(cat "$TELEM_RUNDIR/keys/agg.token")" <<'EOF'
 import json, sys, urllib.request
 with urllib.request.urlopen(sys.argv[1].rstrip("/")
-                            + "/api/query?start=5m-ago&m=none:cpu_percent",
-                            timeout=10) as r:
+                            + "/api/query?start=5m-ago&m=none:cpu_percent"
+                            + "&token=" + sys.argv[2], timeout=10) as r:
     missing = r.headers.get("X-Telem-Missing", "")
     hosts = {s["tags"].get("host") for s in json.loads(r.read())}
 sys.exit(0 if "n2" in hosts and not missing else 1)

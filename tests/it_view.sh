@@ -38,7 +38,12 @@ for n in n1 n2 n3; do
     start_node "$n" --level 2 --interval 0.2 --window 86400
 done
 T0=$(( $(date +%s) / 3600 * 3600 - 7200 ))
-start_http agg telem_agg --nodefile "$TELEM_NODEFILE" --rundir "$TELEM_RUNDIR"
+# /api/put needs a token; the clients send it (servers without one
+# ignore it).
+(umask 077 && echo "view-token-for-it" >"$T/agg.token")
+export TELEM_AGG_TOKEN_FILE=$T/agg.token
+start_http agg telem_agg --nodefile "$TELEM_NODEFILE" --rundir "$TELEM_RUNDIR" \
+    --token-file "$T/agg.token"
 AGG=$URL
 $CLIENT put "$AGG" "$T0" || fail "the data set could not be put"
 S_MS=$(( $(date +%s%N) / 1000000 ))

@@ -143,27 +143,27 @@ test_locate(void)
     snprintf(rundir, sizeof rundir, "%s/run", s_dir);
     CHECK(mkdir(rundir, 0700) == 0);
     unsetenv(TELEM_KEYS_ENV);
-    CHECK_RC(telem_keys_locate(rundir, dir, sizeof dir), 0);
+    CHECK_RC(telem_keys_locate(rundir, NULL, dir, sizeof dir), 0);
     CHECK_STR(dir, "");
     telem_keys_t *k = NULL;
-    CHECK_RC(telem_keys_find(rundir, &k, why, sizeof why), 0);
+    CHECK_RC(telem_keys_find(rundir, NULL, &k, why, sizeof why), 0);
     CHECK(k == NULL);
     char kd[300];
     snprintf(kd, sizeof kd, "%s/keys", rundir);
     telem_keys_t *made = telem_keys_create(kd, NULL, why, sizeof why);
-    CHECK_RC(telem_keys_locate(rundir, dir, sizeof dir), 1);
+    CHECK_RC(telem_keys_locate(rundir, NULL, dir, sizeof dir), 1);
     CHECK_STR(dir, kd);
-    CHECK_RC(telem_keys_find(rundir, &k, why, sizeof why), 0);
+    CHECK_RC(telem_keys_find(rundir, NULL, &k, why, sizeof why), 0);
     CHECK(k != NULL && made != NULL
           && strcmp(telem_keys_public(k), telem_keys_public(made)) == 0);
     telem_keys_destroy(&k);
     /* $TELEM_KEYS wins; empty means none on purpose. */
     setenv(TELEM_KEYS_ENV, "/nonexistent/keys", 1);
-    CHECK_RC(telem_keys_locate(rundir, dir, sizeof dir), 1);
+    CHECK_RC(telem_keys_locate(rundir, NULL, dir, sizeof dir), 1);
     CHECK_STR(dir, "/nonexistent/keys");
-    CHECK_RC(telem_keys_find(rundir, &k, why, sizeof why), TELEM_ENOTFOUND);
+    CHECK_RC(telem_keys_find(rundir, NULL, &k, why, sizeof why), TELEM_ENOTFOUND);
     setenv(TELEM_KEYS_ENV, "", 1);
-    CHECK_RC(telem_keys_locate(rundir, dir, sizeof dir), 0);
+    CHECK_RC(telem_keys_locate(rundir, NULL, dir, sizeof dir), 0);
     unsetenv(TELEM_KEYS_ENV);
     /* A bind off loopback needs keys, or --insecure. */
     CHECK_RC(telem_keys_for_bind(NULL, 0, s_dir, "tcp://10.1.2.3:0", &k, why,

@@ -12,6 +12,7 @@
  * from a REQ-style peer is tolerated: the last frame is the message).
  */
 #include "ac_internal.h"
+#include "telem_paths.h"
 #include "telem_sock_raw.h"
 #include "telem_time.h"
 
@@ -82,8 +83,20 @@ s_sock_reopen(ac_t *self, s_node_t *nd)
 
 /* ---- construction ------------------------------------------------------ */
 
+/* The job's keys: $TELEM_KEYS, beside the node file, or in the run
+   directory (telem_keys_locate). */
+static int
+s_keys(ac_t *self, const char *nodefile)
+{
+    char def[TELEM_PATH_MAX];
+    if (!nodefile || !*nodefile)
+        nodefile = telem_nodefile_default(def, sizeof def) == 0 ? def : NULL;
+    return telem_keys_find(NULL, nodefile, &self->keys, NULL, 0);
+}
+
 static ac_t *
-s_new(ac__node_entry_t **entries_p, size_t n, int timeout_ms, int *err)
+s_new(ac__node_entry_t **entries_p, size_t n, const char *nodefile,
+      int timeout_ms, int *err)
 {
     int rc = TELEM_ENOMEM;
     ac_t *self = calloc(1, sizeof *self);
@@ -101,7 +114,7 @@ s_new(ac__node_entry_t **entries_p, size_t n, int timeout_ms, int *err)
     if (!self->nodes || !self->items || !self->item_node || !self->enc
         || !self->dec || !self->ctx)
         goto out;
-    if ((rc = telem_keys_find(NULL, &self->keys, NULL, 0)) != 0)
+    if ((rc = s_keys(self, nodefile)) != 0)
         goto out;
     rc = TELEM_ENOMEM;
     if (n + 64 > 1023)
@@ -137,7 +150,7 @@ ac_connect(const char *nodefile, int timeout_ms, int *err)
             *err = rc;
         return NULL;
     }
-    return s_new(&entries, n, timeout_ms, err);
+    return s_new(&entries, n, nodefile, timeout_ms, err);
 }
 
 ac_t *
@@ -151,7 +164,7 @@ ac_connect_nodes(const char *const *names, const char *const *endpoints,
             *err = rc;
         return NULL;
     }
-    return s_new(&entries, n, timeout_ms, err);
+    return s_new(&entries, n, NULL, timeout_ms, err);
 }
 
 void

@@ -62,7 +62,8 @@ typedef struct ac_status_result ac_status_result_t;
 /* Reads the node file `nodefile` (NULL: $TELEM_NODEFILE, else <rundir>/nodes)
  * and connects one socket to every node listed.  A node at a tcp://
  * endpoint is reached with CURVE when the job's key is found: in the
- * directory $TELEM_KEYS names, else in <rundir>/keys (docs/security.md);
+ * directory $TELEM_KEYS names, else in keys/ beside the node file, else
+ * in <rundir>/keys (docs/security.md);
  * a key file of the wrong mode or owner is refused.  Calls wait at most
  * `timeout_ms` by default (<= 0: AC_TIMEOUT_DEFAULT_MS).  Connecting does not
  * wait for any node.  Returns the client, or NULL with *err (if err is not

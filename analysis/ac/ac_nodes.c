@@ -267,8 +267,11 @@ ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
         *nnodes = n;
     ac__nodes_free(&nodes, n);
     telem_keys_t *keys = NULL;
+    char def[TELEM_PATH_MAX];
+    if (!nodefile || !*nodefile)
+        nodefile = telem_nodefile_default(def, sizeof def) == 0 ? def : NULL;
     if (!rc)
-        rc = telem_keys_find(NULL, &keys, why, why_size);
+        rc = telem_keys_find(NULL, nodefile, &keys, why, why_size);
     telem_keys_destroy(&keys);
     return rc;
 }

@@ -105,7 +105,8 @@ agg_new(const agg_cfg_t *cfg, int *err)
         self->zctx = zmq_ctx_new();
         /* Keys only for the live job (telem_view reads files). */
         rc = !self->zctx ? TELEM_ENOMEM : cfg->src_vt ? 0
-             : telem_keys_find(self->rundir, &self->keys, NULL, 0);
+             : telem_keys_find(self->rundir, self->nodefile, &self->keys,
+                               NULL, 0);
         self->vt = cfg->src_vt ? cfg->src_vt : &agg_live_vt;
         self->src = cfg->src_vt ? cfg->src : self;
     }

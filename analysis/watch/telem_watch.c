@@ -432,7 +432,8 @@ s_loop(s_run_t *r)
 static int
 s_security(s_run_t *r, char *why, size_t why_size)
 {
-    int err = telem_keys_find(r->cli->rundir, &r->keys, why, why_size);
+    int err = telem_keys_find(r->cli->rundir, r->cli->nodefile, &r->keys,
+                              why, why_size);
     if (err) {
         telem_log(TELEM_LOG_ERROR, "%s", why);
         return 1;

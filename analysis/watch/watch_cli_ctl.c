@@ -298,7 +298,7 @@ watch_cli_ctl_main(int argc, char **argv)
     /* A watcher's control on TCP is CURVE with the job's key. */
     char why[512];
     telem_keys_t *keys = NULL;
-    if (telem_keys_find(c.rundir, &keys, why, sizeof why) != 0) {
+    if (telem_keys_find(c.rundir, NULL, &keys, why, sizeof why) != 0) {
         fprintf(stderr, S_PROG ": %s\n", why);
         return 1;
     }

@@ -78,7 +78,8 @@ ddict_open(const char *nodefile, const char *ns, int64_t timeout_ms, int *err)
     if (!nodefile && (rc = s_default_nodefile(self->nodefile,
                                               sizeof self->nodefile)) != 0)
         goto out;
-    if ((rc = telem_keys_find(NULL, &self->keys, NULL, 0)) != 0)
+    if ((rc = telem_keys_find(NULL, self->nodefile, &self->keys, NULL,
+                              0)) != 0)
         goto out;
     rc = dc_refresh(self, telem_mono_ns()
                               + self->timeout_ms * TELEM_NS_PER_MS);

@@ -43,9 +43,9 @@ typedef struct ddict ddict_t;
 
 /* Opens a handle on namespace `ns` (NULL: "").  `nodefile` NULL takes the
  * default; timeout_ms <= 0 takes 10000.  Servers at tcp:// endpoints are
- * reached with CURVE when the job's key is found ($TELEM_KEYS, else
- * <rundir>/keys; docs/security.md).  Contacts a server to learn the
- * map.  Returns NULL and sets *err (may be NULL): TELEM_EINVAL (bad
+ * reached with CURVE when the job's key is found ($TELEM_KEYS, else keys/
+ * beside the node file, else <rundir>/keys; docs/security.md).  Contacts
+ * a server to learn the map.  Returns NULL and sets *err (may be NULL): TELEM_EINVAL (bad
  * namespace, a malformed key file), TELEM_EPERM (a key file others could
  * read or write), TELEM_ENOTFOUND (no node file or no servers in it),
  * TELEM_ETIMEDOUT (no server answered). */

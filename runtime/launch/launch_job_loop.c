@@ -384,6 +384,7 @@ launch_job_destroy(launch_job_t **self_p)
     ac_close(&self->ac);
     zloop_destroy(&self->loop);
     zsock_destroy(&self->restart_sock);
+    launch_job_keys_close(self);
     telem_proto_encoder_destroy(&self->enc);
     telem_proto_decoder_destroy(&self->dec);
     if (self->sigfd >= 0)

@@ -486,7 +486,7 @@ s_configure(telem_sender_t *self, const telem_sender_config_t *cfg)
        a CURVE receiver then takes nothing (counted as dropped): the
        application is never stopped for it. */
     if (strncmp(self->ingest, "tcp://", 6) == 0)
-        telem_keys_find(NULL, &self->keys, NULL, 0);
+        telem_keys_find(NULL, NULL, &self->keys, NULL, 0);
     return self->enc && self->dec ? 0 : TELEM_ENOMEM;
 }
 

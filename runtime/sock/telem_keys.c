@@ -291,10 +291,27 @@ telem_keys_create(const char *dir, int *err, char *why, size_t why_size)
     return k;
 }
 
-int
-telem_keys_locate(const char *rundir, char *dir, size_t dir_size)
+/* 1 when DIR/keys/job.key exists, with DIR/keys in `out`. */
+static int
+s_keys_in(const char *dir, size_t dir_len, char *out, size_t size)
 {
-    char def[TELEM_PATH_MAX], file[TELEM_PATH_MAX];
+    char file[TELEM_PATH_MAX];
+    int n = snprintf(out, size, "%.*s/%s", (int) dir_len, dir,
+                     TELEM_KEYS_SUBDIR);
+    if (n < 0 || (size_t) n >= size
+        || s_path(file, sizeof file, out, TELEM_KEYS_FILE))
+        return TELEM_ETOOBIG;
+    if (access(file, F_OK) == 0)
+        return 1;
+    *out = '\0';
+    return 0;
+}
+
+int
+telem_keys_locate(const char *rundir, const char *nodefile, char *dir,
+                  size_t dir_size)
+{
+    char def[TELEM_PATH_MAX];
     const char *env = getenv(TELEM_KEYS_ENV);
     if (dir_size)
         *dir = '\0';
@@ -304,25 +321,25 @@ telem_keys_locate(const char *rundir, char *dir, size_t dir_size)
         int n = snprintf(dir, dir_size, "%s", env);
         return n < 0 || (size_t) n >= dir_size ? TELEM_ETOOBIG : 1;
     }
+    const char *slash = nodefile ? strrchr(nodefile, '/') : NULL;
+    int rc = nodefile ? s_keys_in(slash ? nodefile : ".",
+                                  slash ? (size_t) (slash - nodefile) : 1,
+                                  dir, dir_size) : 0;
+    if (rc)
+        return rc;
     if (!rundir && telem_rundir_default(def, sizeof def))
         return TELEM_ETOOBIG;
-    if (s_path(dir, dir_size, rundir ? rundir : def, TELEM_KEYS_SUBDIR)
-        || s_path(file, sizeof file, dir, TELEM_KEYS_FILE))
-        return TELEM_ETOOBIG;
-    if (access(file, F_OK) != 0) {
-        *dir = '\0';
-        return 0;
-    }
-    return 1;
+    rundir = rundir ? rundir : def;
+    return s_keys_in(rundir, strlen(rundir), dir, dir_size);
 }
 
 int
-telem_keys_find(const char *rundir, telem_keys_t **out, char *why,
-                size_t why_size)
+telem_keys_find(const char *rundir, const char *nodefile, telem_keys_t **out,
+                char *why, size_t why_size)
 {
     char dir[TELEM_PATH_MAX];
     *out = NULL;
-    int rc = telem_keys_locate(rundir, dir, sizeof dir);
+    int rc = telem_keys_locate(rundir, nodefile, dir, sizeof dir);
     if (rc == TELEM_ETOOBIG)
         telem_why(why, why_size, "key directory path too long");
     if (rc <= 0)
@@ -371,7 +388,7 @@ telem_keys_for_bind(const char *keys_dir, int insecure, const char *rundir,
     if (keys_dir)
         *out = telem_keys_load(keys_dir, &rc, why, why_size);
     else
-        rc = telem_keys_find(rundir, out, why, why_size);
+        rc = telem_keys_find(rundir, NULL, out, why, why_size);
     if (rc || *out || !bind_addr || insecure
         || telem_keys_loopback(bind_addr))
         return rc;

@@ -82,19 +82,24 @@ telem_keys_t *telem_keys_load(const char *dir, int *err, char *why,
 telem_keys_t *telem_keys_parse(const char *text, size_t len, int *err,
                                char *why, size_t why_size);
 
-/* The key directory a process of run directory `rundir` uses, in `dir`:
+/* The key directory a process uses, in `dir`:
  *   $TELEM_KEYS when it is set (empty: none, on purpose);
+ *   else, given the job's node file `nodefile` (NULL: none), the keys/
+ *   beside it when keys/job.key exists there (telem_launch writes
+ *   RUNDIR/nodes beside RUNDIR/keys, so a client handed a job's node file
+ *   finds its key);
  *   else RUNDIR/keys when RUNDIR/keys/job.key exists (rundir NULL: the
  *   default run directory, telem_paths.h);
  *   else none.
  * Returns 1 (dir filled), 0 (no keys: dir is "") or TELEM_ETOOBIG. */
-int telem_keys_locate(const char *rundir, char *dir, size_t dir_size);
+int telem_keys_locate(const char *rundir, const char *nodefile, char *dir,
+                      size_t dir_size);
 
 /* telem_keys_locate() then telem_keys_load().  Returns 0 with *out the
  * keys, or with *out NULL when there are none; else the load's error
  * with *out NULL and its sentence in `why`. */
-int telem_keys_find(const char *rundir, telem_keys_t **out, char *why,
-                    size_t why_size);
+int telem_keys_find(const char *rundir, const char *nodefile,
+                    telem_keys_t **out, char *why, size_t why_size);
 
 /* 1 when `addr` (a bind address: "127.0.0.1", "::1", "[::1]",
  * "localhost", or a tcp:// endpoint with one) is on the loopback
@@ -102,7 +107,8 @@ int telem_keys_find(const char *rundir, telem_keys_t **out, char *why,
 int telem_keys_loopback(const char *addr);
 
 /* The keys of a daemon that binds TCP at `bind_addr` (NULL: no TCP):
- * those of `keys_dir` when given (--keys), else telem_keys_find(rundir).
+ * those of `keys_dir` when given (--keys), else
+ * telem_keys_find(rundir, NULL).
  * Without keys a bind off loopback is refused (TELEM_EPERM, with the fix
  * in `why`) unless `insecure` (an explicit opt-out for a trusted
  * network).  Returns 0 with *out the keys or NULL (plain: loopback, no
