@@ -654,6 +654,11 @@ def url_token(url, tok):
     status, _, data = agg.req("GET", "/?token=" + tok)
     check("GET /?token=", status, 200)
     truth("the dashboard's page", b"<html" in data.lower(), data[:200])
+    # What the page loads by relative URL comes without credentials.
+    for path in ("/telem.js", "/telem.css", "/uPlot.min.js",
+                 "/uPlot.min.css"):
+        status, _, _ = agg.req("GET", path)
+        check("GET %s without the token" % path, status, 200)
     status, _, _ = agg.req("GET", "/api/version?token=" + "0" * len(tok))
     check("a wrong token in the URL", status, 401)
 

@@ -88,17 +88,22 @@ browse() {
 # ---- checks (python3's standard library only) ---------------------------------
 cat >"$T/page.py" <<'PY'
 """Checks of the job's HTTP answers, of the page's DOM and of a screenshot."""
-import json, operator, re, struct, sys, urllib.error, urllib.request, zlib
+import json, operator, os, re, struct, sys, urllib.error, urllib.request, zlib
 from html.parser import HTMLParser
 from itertools import accumulate
 
 def fail(why):
     sys.exit(why)
 
+# The job's telem_agg answers only requests with the job's token.
+TOKEN = os.environ.get("AGG_TOKEN", "")
+AUTH = {"Authorization": "Bearer " + TOKEN} if TOKEN else {}
+
 def get(url, body=None):
     req = urllib.request.Request(url, data=None if body is None else
                                  json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+                                 headers=dict(AUTH, **{"Content-Type":
+                                                       "application/json"}))
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.load(r)
 
@@ -208,7 +213,8 @@ def snapshot(url, out):
     if not isinstance(doc.get("cpu"), dict):
         fail("n1's snapshot has no cpu: %s" % str(doc)[:200])
     try:
-        urllib.request.urlopen(url + "telem/snapshot?node=nx", timeout=10)
+        urllib.request.urlopen(urllib.request.Request(
+            url + "telem/snapshot?node=nx", headers=AUTH), timeout=10)
         fail("a snapshot of node nx")
     except urllib.error.HTTPError as e:
         if e.code != 404:
@@ -346,6 +352,9 @@ URLF=$TELEM_RUNDIR/telem_agg/url
 wait_s 60 test -s "$URLF" || fail "telem_agg wrote no URL"
 U=$(cat "$URLF")
 [[ $U =~ ^http://127\.0\.0\.1:[0-9]+/$ ]] || fail "telem_agg's URL: $U"
+# The job's token: the page's requests and the browser's URL carry it.
+AGG_TOKEN=$(cat "$TELEM_RUNDIR/keys/agg.token") || fail "no job token"
+export AGG_TOKEN
 # The collector map: one line per device, "node N device I -> ...".
 wait_s 60 grep -qx ready "$T/job.out" || fail "the collectors did not start"
 metric=$(sed -nE 's/^group .* metric ([^ ]+) .*/\1/p' "$T/job.out")
@@ -408,7 +417,7 @@ load_until() {
 }
 
 # ---- the live dashboard ------------------------------------------------------------
-load_until "$T/live.html" "$T/live.png" live "$U"
+load_until "$T/live.html" "$T/live.png" live "$U?token=$AGG_TOKEN"
 
 # ---- the report, the job's end, the report offline ---------------------------------
 rc=0

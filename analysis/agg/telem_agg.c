@@ -10,6 +10,7 @@
  * from a signalfd (telem_signals.h), so no handler runs inside the HTTP
  * module's threads. */
 #include "agg.h"
+#include "telem_web.h"
 #include "agg_cli.h"
 
 #include <errno.h>
@@ -185,6 +186,7 @@ main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.http.port = S_PORT_DEFAULT;
     a.http.name = S_PROG;
+    a.http.open_paths = telem_web_open_paths();
     telem_log_level_t level = TELEM_LOG_INFO;
     int rc = s_parse(&a, argc, argv, &level);
     if (rc)

@@ -12,6 +12,7 @@
  * writes the export (telem_view_export.c) and exits.  Signals are read
  * from a signalfd, as in telem_agg. */
 #include "agg.h"
+#include "telem_web.h"
 #include "agg_cli.h"
 #include "agg_dump.h"
 #include "telem_view.h"
@@ -283,6 +284,7 @@ main(int argc, char **argv)
     static s_args_t a;
     a.http.port = S_PORT_DEFAULT;
     a.http.name = S_PROG;
+    a.http.open_paths = telem_web_open_paths();
     telem_log_level_t level = TELEM_LOG_INFO;
     int rc = s_parse(&a, argc, argv, &level);
     if (rc)

@@ -22,3 +22,14 @@ telem_web_asset(const char *path)
             return &telem_web_assets[i];
     return NULL;
 }
+
+const char *const *
+telem_web_open_paths(void)
+{
+    /* What index.html loads by relative URL; never the page itself (it is
+       opened with the token in its URL) and never data. */
+    static const char *const paths[] = {
+        "/telem.js", "/telem.css", "/uPlot.min.js", "/uPlot.min.css", NULL
+    };
+    return paths;
+}

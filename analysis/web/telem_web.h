@@ -69,6 +69,11 @@ typedef struct {
  * never freed. */
 const telem_web_asset_t *telem_web_asset(const char *path);
 
+/* The paths a server gives without its token (telem_http_opts_t
+ * open_paths): the page's scripts and styles, which the browser fetches
+ * without credentials; static, NULL-terminated. */
+const char *const *telem_web_open_paths(void);
+
 /* Writes one self-contained HTML report to f: the page with its CSS, its
  * script and uPlot inlined, and `data` (the job data object above) as JSON
  * in a <script type="application/json" id="telem-data"> element.  Every

@@ -56,6 +56,7 @@ struct telem_http {
     void *arg;
     char *name;
     char *token;                /* NULL: no token */
+    const char *const *open_paths;  /* served without it (GET, HEAD) */
     size_t token_len;
     size_t max_body;
     unsigned max_conns;
@@ -370,6 +371,18 @@ s_preflight(telem_http_req_t *r)
     return s_queue(r);
 }
 
+/* 1 when `url` is one of the paths served without the token. */
+static bool
+s_open_path(const telem_http_t *self, const char *method, const char *url)
+{
+    if (!self->open_paths || (strcmp(method, "GET") && strcmp(method, "HEAD")))
+        return false;
+    for (size_t i = 0; self->open_paths[i]; i++)
+        if (strcmp(url, self->open_paths[i]) == 0)
+            return true;
+    return false;
+}
+
 /* The first call, headers read and no body yet: the checks that need no
  * body answer now, before a byte of it is read. */
 static enum MHD_Result
@@ -383,7 +396,7 @@ s_first(telem_http_t *self, struct MHD_Connection *conn, const char *url,
     *con_cls = r;
     if (self->cors && strcmp(method, "OPTIONS") == 0)
         return s_preflight(r);
-    if (self->token) {
+    if (self->token && !s_open_path(self, method, url)) {
         const char *auth = telem_http_req_header(r, "Authorization");
         const char *arg = MHD_lookup_connection_value(
             conn, MHD_GET_ARGUMENT_KIND, "token");
@@ -464,6 +477,7 @@ s_alloc(const telem_http_opts_t *o, telem_http_fn fn, void *arg)
     self->name = strdup(o->name ? o->name : "telem");
     self->token = o->token ? strdup(o->token) : NULL;
     self->token_len = o->token ? strlen(o->token) : 0;
+    self->open_paths = o->open_paths;
     self->max_body = o->max_body ? o->max_body : S_DEFAULT_MAX_BODY;
     self->max_conns = o->max_conns ? o->max_conns : S_DEFAULT_MAX_CONNS;
     self->cors = o->cors;

@@ -69,6 +69,11 @@ typedef struct {
                              opening a URL); compared in constant time;
                              401 otherwise.  No CR, LF or space in it,
                              not empty */
+    const char *const *open_paths;  /* NULL, or a NULL-terminated list of
+                             exact paths that GET and HEAD serve without
+                             the token (a page's scripts and styles,
+                             which a browser fetches without credentials;
+                             never data).  Kept by pointer: static */
     size_t max_body;      /* 0: 1 MiB.  Request bodies above it get 413 */
     unsigned max_conns;   /* 0: 64 open connections at most */
     unsigned timeout_s;   /* 0: 10 s without progress closes a connection */
