@@ -54,6 +54,8 @@ static const char s_usage[] =
     "  --tag k=v            only series with tag k=v (v \"*\": tag present);\n"
     "                       repeatable; with -l, -v, -g, -t, -T, query\n"
     "  -h, --help           this help, or a mode's help after the mode\n"
+    "Nodes at tcp:// endpoints are reached with CURVE when the job's key is\n"
+    "found: $TELEM_KEYS, else keys/ beside the node file, else <rundir>/keys.\n"
     "exit: 0 ok, 1 error, 2 bad command line, 3 some nodes did not answer\n";
 
 static const char *const s_mode_help[] = {

@@ -37,6 +37,8 @@ static const char s_usage[] =
 "  -t, --timeout MS     deadline of each call (default 10000)\n"
 "  -R, --replicas N     replicas for reform (default 0: automatic)\n"
 "  -h, --help           show this help\n"
+"Servers at tcp:// endpoints are reached with CURVE when the job's key is\n"
+"found: $TELEM_KEYS, else keys/ beside the node file, else RUNDIR/keys.\n"
 "Exit status: 0 ok, 1 operation failed (message on stderr), 2 bad usage,\n"
 "3 key or event not found / not set.\n";
 
