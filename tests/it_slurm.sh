@@ -61,7 +61,17 @@ for n in n1 n2 n3; do
     # telemd was not told its name: it took it from SLURMD_NODENAME.
     grep -q "node $n ready" "$TELEM_RUNDIR/launch/$n.telemd.log" \
         || fail "telemd for $n did not run as $n: $(cat "$TELEM_RUNDIR/launch/$n.telemd.log")"
+    # Its TCP endpoint, at the node's address, is CURVE with the job's key.
+    grep -q "TCP is CURVE with the job's key from $TELEM_RUNDIR/keys" \
+        "$TELEM_RUNDIR/launch/$n.telemd.log" \
+        || fail "telemd for $n is not CURVE: $(cat "$TELEM_RUNDIR/launch/$n.telemd.log")"
 done
+[ "$(envval 0 n1 TELEM_KEYS)" = "$TELEM_RUNDIR/keys" ] \
+    || fail "the program's TELEM_KEYS: $(envval 0 n1 TELEM_KEYS)"
+# A client without the key gets nothing from a node.
+Q2=$(awk -F'\t' '$1 == "n2" { print $2 }' "$TELEM_NODEFILE")
+[ "$(TELEM_KEYS= "$TELEM_BIN/probe" "$Q2" status 1500)" = timeout ] \
+    || fail "n2 answered a client without the key"
 "$TELEM_BIN/telem_client" status \
     >"$T/status.txt" || fail "the job's nodes do not answer"
 grep -q n2 "$T/status.txt" || fail "status: $(cat "$T/status.txt")"
