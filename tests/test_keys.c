@@ -7,7 +7,8 @@
  *     TELEM_ENOTFOUND; malformed texts (no key, a key twice, a short key,
  *     a stray line, a public key that is not the secret's, a huge file)
  *     are refused with their reason;
- *   - $TELEM_KEYS and RUNDIR/keys are found in that order, and an empty
+ *   - $TELEM_KEYS, keys/ beside a node file and RUNDIR/keys are found in
+ *     that order, and an empty
  *     $TELEM_KEYS means none; a TCP bind off loopback without keys is
  *     refused unless insecure; the loopback test knows its addresses;
  *   - with the ZAP handler up, a factory ROUTER on TCP with the keys
@@ -157,6 +158,22 @@ test_locate(void)
     CHECK(k != NULL && made != NULL
           && strcmp(telem_keys_public(k), telem_keys_public(made)) == 0);
     telem_keys_destroy(&k);
+    /* Beside a node file, before the run directory. */
+    char jobdir[256], jobkeys[300], nodefile[300];
+    snprintf(jobdir, sizeof jobdir, "%s/job", s_dir);
+    snprintf(jobkeys, sizeof jobkeys, "%s/keys", jobdir);
+    snprintf(nodefile, sizeof nodefile, "%s/nodes", jobdir);
+    CHECK(mkdir(jobdir, 0700) == 0);
+    CHECK_RC(telem_keys_locate(rundir, nodefile, dir, sizeof dir), 1);
+    CHECK_STR(dir, kd);                 /* none beside it yet */
+    telem_keys_t *near = telem_keys_create(jobkeys, NULL, why, sizeof why);
+    CHECK_RC(telem_keys_locate(rundir, nodefile, dir, sizeof dir), 1);
+    CHECK_STR(dir, jobkeys);
+    CHECK_RC(telem_keys_find(rundir, nodefile, &k, why, sizeof why), 0);
+    CHECK(k && near && strcmp(telem_keys_public(k),
+                              telem_keys_public(near)) == 0);
+    telem_keys_destroy(&k);
+    telem_keys_destroy(&near);
     /* $TELEM_KEYS wins; empty means none on purpose. */
     setenv(TELEM_KEYS_ENV, "/nonexistent/keys", 1);
     CHECK_RC(telem_keys_locate(rundir, NULL, dir, sizeof dir), 1);
