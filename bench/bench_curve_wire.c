@@ -11,11 +11,18 @@
  * decode): transport only.  Plain TCP, CURVE TCP, and ipc (telem's real
  * ingest path) for reference; 3 repetitions alternating, median.
  *
+ * Beside them, the cipher alone: libsodium's crypto_box_easy_afternm
+ * (XSalsa20-Poly1305, what CURVE seals every message with after the
+ * handshake) and its open, on 64 KiB in this thread: the per-byte floor of
+ * CURVE on this machine (each byte is sealed by one end, opened by the
+ * other).
+ *
  * The servers live in czmq's context, where telem's ZAP handler (started
  * by main) answers for their CURVE handshakes, as in a daemon.
  */
 #include <czmq.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -159,6 +166,40 @@ s_push_once(const bcurve_ctx_t *ctx, const s_frames_t *f, int side)
     return (double) S_NBATCH * 64 / ((double) (k.t_end - t0) / 1e9);
 }
 
+/* ---- the cipher alone ------------------------------------------------- */
+
+#define S_SEAL_BYTES 65536
+#define S_SEAL_N 4000               /* 256 MiB a direction */
+
+/* MB/s of sealing (seal 1) or opening (seal 0) 64 KiB messages. */
+static double
+s_seal_rate(int seal)
+{
+    unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES];
+    unsigned char k[crypto_box_BEFORENMBYTES], nonce[crypto_box_NONCEBYTES];
+    unsigned char *m = calloc(1, S_SEAL_BYTES + crypto_box_MACBYTES);
+    unsigned char *c = calloc(1, S_SEAL_BYTES + crypto_box_MACBYTES);
+    memset(nonce, 7, sizeof nonce);
+    if (!m || !c || crypto_box_keypair(pk, sk) != 0
+        || crypto_box_beforenm(k, pk, sk) != 0
+        || crypto_box_easy_afternm(c, m, S_SEAL_BYTES, nonce, k) != 0)
+        bench_die("libsodium", "set-up failed");
+    int64_t t0 = bench_now_ns();
+    for (int i = 0; i < S_SEAL_N; i++) {
+        int rc = seal ? crypto_box_easy_afternm(c, m, S_SEAL_BYTES, nonce, k)
+                      : crypto_box_open_easy_afternm(m, c, S_SEAL_BYTES
+                                                     + crypto_box_MACBYTES,
+                                                     nonce, k);
+        if (rc != 0)
+            bench_die("libsodium", "%s failed", seal ? "seal" : "open");
+    }
+    double rate = (double) S_SEAL_N * S_SEAL_BYTES
+                  / ((double) (bench_now_ns() - t0) / 1e9) / 1e6;
+    free(m);
+    free(c);
+    return rate;
+}
+
 void
 bcurve_part_push(const bcurve_ctx_t *ctx, bcurve_table_t *t)
 {
@@ -182,6 +223,11 @@ bcurve_part_push(const bcurve_ctx_t *ctx, bcurve_table_t *t)
         printf("  %-28s %8.2f M samples/s  %8.1f MB/s\n", name[s],
                med[s] / 1e6, med[s] / 64 * (double) f.bytes / S_FRAMES / 1e6);
     }
+    if (sodium_init() < 0)
+        bench_die("libsodium", "sodium_init failed");
+    printf("  the cipher alone, 64 KiB, one thread (libsodium "
+           "crypto_box_*_afternm): seal %.0f MB/s, open %.0f MB/s\n",
+           s_seal_rate(1), s_seal_rate(0));
     for (int b = 0; b < S_FRAMES; b++)
         free(f.data[b]);
     bcurve_add(t, &(bcurve_row_t) {
