@@ -9,7 +9,7 @@
 #               redis-server and libhiredis-dev when root and missing)
 # Environment: BENCH_BUILD (build directory, default bench/build);
 # BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds);
-# BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, 1-2 minutes;
+# BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, about 45 s;
 # bench/bench_curve.sh runs it several times and prints medians).
 # bench_restart starts 15 small local jobs under telem_launch (~10 s).
 # The tables are also written to $BENCH_BUILD/results.txt.  The whole run
@@ -53,7 +53,7 @@ fi
     fi
     if [ "${BENCH_CURVE:-1}" != 0 ]; then
         echo
-        "$build/bin/bench_curve"      # CURVE against plain TCP: 1-2 minutes
+        "$build/bin/bench_curve"      # CURVE against plain TCP: about 45 s
     fi
     echo
     "$build/bin/bench_seg"            # the flush log: ~15 s, ~330 MB of disk
