@@ -8,7 +8,9 @@
 #               Redis and its restore throughput; ~5 minutes; installs
 #               redis-server and libhiredis-dev when root and missing)
 # Environment: BENCH_BUILD (build directory, default bench/build);
-# BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds).
+# BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds);
+# BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, about 45 s;
+# bench/bench_curve.sh runs it several times and prints medians).
 # bench_restart starts 15 small local jobs under telem_launch (~10 s).
 # The tables are also written to $BENCH_BUILD/results.txt.  The whole run
 # takes about a minute plus the telemd CPU measurement and bench_detect.
@@ -22,7 +24,7 @@ while getopts "d:Dh" opt; do
     case "$opt" in
     d) cpu_seconds="$OPTARG" ;;
     D) dict=1 ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    *) sed -n '2,15p' "$0"; exit 2 ;;
     esac
 done
 
@@ -48,6 +50,10 @@ fi
     if [ "${BENCH_DETECT:-1}" != 0 ]; then
         echo
         "$build/bin/bench_detect"     # about 4 minutes of real collector rounds
+    fi
+    if [ "${BENCH_CURVE:-1}" != 0 ]; then
+        echo
+        "$build/bin/bench_curve"      # CURVE against plain TCP: about 45 s
     fi
     echo
     "$build/bin/bench_seg"            # the flush log: ~15 s, ~330 MB of disk
