@@ -39,6 +39,31 @@ test_node_lock(const char *dir)
     CHECK(fd == -1);
 }
 
+/* Writes text as the whole file at path. */
+static void
+spit(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The endpoint a lookup finds is the one the analysis client reads
+ * (ac_nodes.c): blanks around it are not part of it (found by
+ * fuzz_nodefile: a trailing tab came back with the endpoint). */
+static void
+test_lookup_blanks(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, "n4\t ipc:///c/n4 \t\r\nn5\tipc:///c/n5\t\n");
+    CHECK_RC(telem_nodefile_lookup(path, "n4", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///c/n4");
+    CHECK_RC(telem_nodefile_lookup(path, "n5", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///c/n5");
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -64,6 +89,7 @@ main(void)
              TELEM_ENOTFOUND);
     CHECK_RC(telem_nodefile_lookup(path, "n1", ep, 5), TELEM_ETOOBIG);
     unlink(path);
+    test_lookup_blanks(path);
     test_node_lock(dir);
     rmdir(dir);
     return check_report("test_paths");

@@ -195,6 +195,19 @@ telem_nodefile_unregister(const char *path, const char *node)
     return s_nodefile_rewrite(path, node, NULL);
 }
 
+/* The endpoint of a node line, as the analysis client reads it
+ * (ac_nodes.c): blanks around it and the line's end left out. */
+static int
+s_endpoint(const char *s, char *ep, size_t size)
+{
+    s += strspn(s, " \t");
+    size_t len = strlen(s);
+    while (len > 0 && strchr(" \t\r\n", s[len - 1]))
+        len--;
+    return snprintf(ep, size, "%.*s", (int) len, s) < (int) size
+               ? 0 : TELEM_ETOOBIG;
+}
+
 int
 telem_nodefile_lookup(const char *path, const char *node, char *ep,
                       size_t size)
@@ -210,10 +223,8 @@ telem_nodefile_lookup(const char *path, const char *node, char *ep,
         if (line[0] == '#' || !tab)
             continue;
         *tab = '\0';
-        tab[strcspn(tab + 1, "\r\n") + 1] = '\0';
         if (strcmp(line, node) == 0)
-            rc = snprintf(ep, size, "%s", tab + 1) < (int) size
-                     ? 0 : TELEM_ETOOBIG;
+            rc = s_endpoint(tab + 1, ep, size);
     }
     fclose(f);
     return rc;
