@@ -64,6 +64,27 @@ test_lookup_blanks(const char *path)
     unlink(path);
 }
 
+/* A node file whose last line has no newline (written by hand or by a
+ * script) keeps that line whole when a node is registered after it
+ * (found by fuzz_nodefile: the new line ran into it). */
+static void
+test_register_unterminated(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, "n5\tipc:///e/n5");
+    CHECK_RC(telem_nodefile_register(path, "n6", "ipc:///e/n6"), 0);
+    CHECK_RC(telem_nodefile_lookup(path, "n5", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///e/n5");
+    CHECK_RC(telem_nodefile_lookup(path, "n6", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///e/n6");
+    FILE *f = fopen(path, "r");
+    char line[64] = "";
+    REQUIRE(f);
+    CHECK(fgets(line, sizeof line, f) && strcmp(line, "n5\tipc:///e/n5\n") == 0);
+    fclose(f);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -90,6 +111,7 @@ main(void)
     CHECK_RC(telem_nodefile_lookup(path, "n1", ep, 5), TELEM_ETOOBIG);
     unlink(path);
     test_lookup_blanks(path);
+    test_register_unterminated(path);
     test_node_lock(dir);
     rmdir(dir);
     return check_report("test_paths");

@@ -125,17 +125,25 @@ telem_nodefile_default(char *buf, size_t size)
     return s_fmt(buf, size, snprintf(buf, size, "%s/nodes", rundir));
 }
 
-/* Copies the lines of `in` to `out`, leaving out the one naming `node`. */
-static void
+/* Copies the lines of `in` to `out`, leaving out the one naming `node`.
+ * Lines are copied whole, whatever their length, and each ends in a
+ * newline in `out`: a last line without one must not run into the line
+ * appended after it.  0, or TELEM_EIO when `in` could not be read. */
+static int
 s_copy_other_lines(FILE *in, FILE *out, const char *node)
 {
-    char line[2 * TELEM_PATH_MAX];
-    size_t nlen = strlen(node);
-    while (fgets(line, sizeof line, in)) {
+    char *line = NULL;
+    size_t cap = 0, nlen = strlen(node);
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
         if (strncmp(line, node, nlen) == 0 && line[nlen] == '\t')
             continue;
-        fputs(line, out);
+        fwrite(line, 1, (size_t) len, out);
+        if (line[len - 1] != '\n')
+            fputc('\n', out);
     }
+    free(line);
+    return ferror(in) ? TELEM_EIO : 0;
 }
 
 /* Rewrites the node file without `node`'s line, then with `node
@@ -156,7 +164,8 @@ s_nodefile_rewrite(const char *path, const char *node, const char *endpoint)
     tmp = tmpfile();
     if (!cur || !tmp)
         goto out;
-    s_copy_other_lines(cur, tmp, node);
+    if (s_copy_other_lines(cur, tmp, node) != 0)
+        goto out;
     if (endpoint)
         fprintf(tmp, "%s\t%s\n", node, endpoint);
     if (fflush(tmp) != 0 || ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET))
