@@ -85,6 +85,26 @@ test_register_unterminated(const char *path)
     unlink(path);
 }
 
+/* A node name starting with '#' cannot have a line (it would read as a
+ * comment): register and unregister refuse it, and comment lines stay
+ * (found by fuzz_nodefile: a registered "#..." node was not listed). */
+static void
+test_comment_name(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, "#x\tipc:///kept\n");
+    CHECK_RC(telem_nodefile_register(path, "#x", "ipc:///f/x"), TELEM_EINVAL);
+    CHECK_RC(telem_nodefile_unregister(path, "#x"), TELEM_EINVAL);
+    CHECK_RC(telem_nodefile_register(path, "x#", "ipc:///f/x"), 0);
+    CHECK_RC(telem_nodefile_lookup(path, "x#", ep, sizeof ep), 0);
+    FILE *f = fopen(path, "r");
+    char line[64] = "";
+    REQUIRE(f);
+    CHECK(fgets(line, sizeof line, f) && strcmp(line, "#x\tipc:///kept\n") == 0);
+    fclose(f);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -112,6 +132,7 @@ main(void)
     unlink(path);
     test_lookup_blanks(path);
     test_register_unterminated(path);
+    test_comment_name(path);
     test_node_lock(dir);
     rmdir(dir);
     return check_report("test_paths");

@@ -186,11 +186,19 @@ out:
     return rc;
 }
 
+/* 1 if `node` can have a line in a node file: a valid name that does not
+ * start with '#', which would make its line a comment. */
+static int
+s_file_node_ok(const char *node)
+{
+    return telem_node_valid(node) && node[0] != '#';
+}
+
 int
 telem_nodefile_register(const char *path, const char *node,
                         const char *endpoint)
 {
-    if (!path || !telem_node_valid(node) || !endpoint || !*endpoint
+    if (!path || !s_file_node_ok(node) || !endpoint || !*endpoint
         || strpbrk(endpoint, "\t\n"))
         return TELEM_EINVAL;
     return s_nodefile_rewrite(path, node, endpoint);
@@ -199,7 +207,7 @@ telem_nodefile_register(const char *path, const char *node,
 int
 telem_nodefile_unregister(const char *path, const char *node)
 {
-    if (!path || !telem_node_valid(node))
+    if (!path || !s_file_node_ok(node))
         return TELEM_EINVAL;
     return s_nodefile_rewrite(path, node, NULL);
 }
