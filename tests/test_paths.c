@@ -105,6 +105,29 @@ test_comment_name(const char *path)
     unlink(path);
 }
 
+/* Lines longer than any fixed buffer: the client accepts endpoints up to
+ * 1,023 bytes and names up to 255; a lookup returns such an endpoint
+ * whole (it returned the first 760 bytes as the endpoint, found by
+ * fuzz_nodefile's oracle on a long seed), and a rewrite keeps the line
+ * whole. */
+static void
+test_long_lines(const char *path)
+{
+    char name[201], want[1024], line[1300], ep[1024];
+    memset(name, 'n', 200);
+    name[200] = '\0';
+    snprintf(want, sizeof want, "ipc:///%0985d/n7", 0);
+    snprintf(line, sizeof line, "%s\t%s\n", name, want);
+    spit(path, line);
+    CHECK_RC(telem_nodefile_lookup(path, name, ep, sizeof ep), 0);
+    CHECK_STR(ep, want);
+    CHECK_RC(telem_nodefile_register(path, "n8", "ipc:///g/n8"), 0);
+    CHECK_RC(telem_nodefile_lookup(path, name, ep, sizeof ep), 0);
+    CHECK_STR(ep, want);
+    CHECK_RC(telem_nodefile_lookup(path, name, ep, 100), TELEM_ETOOBIG);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -133,6 +156,7 @@ main(void)
     test_lookup_blanks(path);
     test_register_unterminated(path);
     test_comment_name(path);
+    test_long_lines(path);
     test_node_lock(dir);
     rmdir(dir);
     return check_report("test_paths");

@@ -233,9 +233,10 @@ telem_nodefile_lookup(const char *path, const char *node, char *ep,
     if (!f)
         return TELEM_ENOTFOUND;
     flock(fileno(f), LOCK_SH);
-    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    char *line = NULL;          /* whole lines, however long */
+    size_t cap = 0;
     int rc = TELEM_ENOTFOUND;
-    while (rc == TELEM_ENOTFOUND && fgets(line, sizeof line, f)) {
+    while (rc == TELEM_ENOTFOUND && getline(&line, &cap, f) > 0) {
         char *tab = strchr(line, '\t');
         if (line[0] == '#' || !tab)
             continue;
@@ -243,6 +244,7 @@ telem_nodefile_lookup(const char *path, const char *node, char *ep,
         if (strcmp(line, node) == 0)
             rc = s_endpoint(tab + 1, ep, size);
     }
+    free(line);
     fclose(f);
     return rc;
 }
