@@ -705,6 +705,10 @@ test_get(void)
         { "m=a:b:c:d:e:cpu", "too many :-separated parts" },
         { "m=", "The query string was empty" },
         { "m=sum:cpu{host=web01", "Missing '}' at the end of" },
+        /* a '}' before the first '{': the tags were read from the
+         * brace on to that '}', backwards (found by fuzz_http) */
+        { "m=sum:cpu}{host=web01}", "Misplaced '}'" },
+        { "m=sum:cpu{host=a}}{b=c}", NULL },
         { "m=sum:cpu{host}", "invalid tag: host" },
         { "m=sum:cpu{host=}", "invalid tag" },
         { "m=sum:cpu{=a}", "invalid tag" },

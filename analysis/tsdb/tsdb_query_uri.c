@@ -106,6 +106,11 @@ s_metric(tsdb_subq_t *s, const char *m, size_t len, tsdb_error_t *err)
     if (curly == m + len - 2)
         return 0;                                       /* "foo{}" */
     const char *close = memchr(m, '}', len);
+    if (close < curly) {                                /* "foo}{a=b}" */
+        tsdb_error_set(err, 400, "Misplaced '}' in: %.*s",
+                       (int) (len > 200 ? 200 : len), m);
+        return -1;
+    }
     int has_filters = close != m + len - 1;
     if (has_filters) {
         const char *fb = m + len - 1;
