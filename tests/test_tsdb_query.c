@@ -709,6 +709,11 @@ test_get(void)
          * brace on to that '}', backwards (found by fuzz_http) */
         { "m=sum:cpu}{host=web01}", "Misplaced '}'" },
         { "m=sum:cpu{host=a}}{b=c}", NULL },
+        /* bytes that are not UTF-8 cannot go back into JSON: echoing the
+         * query failed and was answered as out of memory (fuzz_tsdb) */
+        { "m=sum:cpu{host=\xe9t\xe9}", "not UTF-8" },
+        { "m=sum:cpu{host=\xc3\xa9t\xc3\xa9}", NULL },
+        { "m=sum:c\xed\xa0\x80", "not UTF-8" },
         { "m=sum:cpu{host}", "invalid tag: host" },
         { "m=sum:cpu{host=}", "invalid tag" },
         { "m=sum:cpu{=a}", "invalid tag" },
