@@ -19,7 +19,8 @@
  * Input: a flag byte (method), a path line, a query-string line
  * (k=v&k=v, %-escapes decoded as libmicrohttpd does), then the body.
  * Oracles beyond the sanitizers: every request gets exactly one response
- * with a status in 100..599.
+ * with a status in 100..599.  A query that fills too many buckets to run
+ * on every input is skipped (fuzz_tsdb.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,12 @@
 #include "agg.h"
 #include "agg_dump.h"
 #include "fuzz.h"
+#include "fuzz_tsdb.h"
 #include "telem_block.h"
 #include "telem_http_int.h"
 #include "telem_log.h"
 #include "telem_seg.h"
+#include "telem_time.h"
 
 #define S_T0 INT64_C(1700000000000000000)   /* ns: the data's first point */
 
@@ -171,6 +174,32 @@ s_args(telem_http_req_t *r, char *qs)
     }
 }
 
+/* A query that fills too many buckets to run on every input
+ * (fuzz_tsdb.h), parsed as agg_query.c parses it. */
+static int
+s_heavy(const telem_http_req_t *r)
+{
+    if (strncmp(r->path, "/api/query", 10) != 0)
+        return 0;
+    tsdb_error_t e;
+    int64_t now = telem_now_ns() / 1000000;
+    tsdb_query_t *q;
+    if (strcmp(r->method, "POST") == 0) {
+        q = tsdb_query_parse_json(r->body ? r->body : "", r->body_len, now, &e);
+    } else {
+        const char *k[256], *v[256];
+        size_t n = r->nargs < 256 ? r->nargs : 256;
+        for (size_t i = 0; i < n; i++) {
+            k[i] = r->args[i].key;
+            v[i] = r->args[i].value;
+        }
+        q = tsdb_query_parse_args(k, v, n, now, &e);
+    }
+    int heavy = q && fz_tsdb_heavy(q);
+    tsdb_query_destroy(&q);
+    return heavy;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -190,6 +219,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     int put = strncmp(path, "/api/put", 8) == 0
               && (path[8] == '\0' || (path[8] == '/' && path[9] == '\0'));
+    if (s_heavy(r)) {
+        thttp_req_destroy(&r);
+        free(path);
+        free(qs);
+        return 0;
+    }
     agg_handle(r, put ? s_w.live : s_w.view);
     FZ_CHECK(r->replied);
     unsigned status = 0;
