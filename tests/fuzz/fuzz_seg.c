@@ -123,6 +123,8 @@ s_on_index(void *arg, const telem_seg_iseries_t *s, uint64_t other)
 {
     s_walk_t *w = arg;
     (void) other;
+    if (!s)                   /* a META, SNAPSHOT or ANNOTATION offset */
+        return 0;
     if (s->key)
         w->bytes += strlen(s->node) + s->key_len;
     for (uint32_t i = 0; i < s->nblocks; i++)
