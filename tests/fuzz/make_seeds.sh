@@ -8,7 +8,8 @@
 # Binary seeds (wire frames, blocks, segment and dump files, the
 # dictionary's log) come from telem's own writers through fuzz_seeds, so
 # build-fuzz/ must hold it (tests/fuzz/run.sh builds it, or
-# cmake --build build-fuzz --target fuzz_seeds).  The rest are written
+# cmake --build build-fuzz --target fuzz_seeds); the segment and the dump
+# carry the time they were written, so they differ from run to run.  The rest are written
 # here: /proc and /sys trees in the tree format of tests/fuzz/fuzz.h
 # (tests/data/sysinfo's fixtures converted), node files, HTTP requests,
 # OpenTSDB queries, Prometheus names and command lines, each with the
