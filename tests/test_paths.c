@@ -128,6 +128,20 @@ test_long_lines(const char *path)
     unlink(path);
 }
 
+/* A line of blanks is no node for the analysis client, so neither for a
+ * lookup: " \t \n" named node " " with an empty endpoint, ahead of the
+ * real line of " " (found by fuzz_nodefile). */
+static void
+test_blank_line(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, " \t \n \t\tipc:///h/sp\n\t\n");
+    CHECK_RC(telem_nodefile_lookup(path, " ", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///h/sp");
+    CHECK_RC(telem_nodefile_lookup(path, "", ep, sizeof ep), TELEM_ENOTFOUND);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -157,6 +171,7 @@ main(void)
     test_register_unterminated(path);
     test_comment_name(path);
     test_long_lines(path);
+    test_blank_line(path);
     test_node_lock(dir);
     rmdir(dir);
     return check_report("test_paths");

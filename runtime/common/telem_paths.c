@@ -238,8 +238,8 @@ telem_nodefile_lookup(const char *path, const char *node, char *ep,
     int rc = TELEM_ENOTFOUND;
     while (rc == TELEM_ENOTFOUND && getline(&line, &cap, f) > 0) {
         char *tab = strchr(line, '\t');
-        if (line[0] == '#' || !tab)
-            continue;
+        if (line[0] == '#' || !tab || !line[strspn(line, " \t\r\n")])
+            continue;       /* a comment, or blank as the client reads it */
         *tab = '\0';
         if (strcmp(line, node) == 0)
             rc = s_endpoint(tab + 1, ep, size);
