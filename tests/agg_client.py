@@ -527,6 +527,12 @@ def check_put(agg, t0):
         {"metric": "", "timestamp": t0, "value": 1, "tags": {"host": "n1"}},
         {"metric": "it.put", "timestamp": "x", "value": 1,
          "tags": {"host": "n1"}},
+        # past int64 ns (the year 2262), in seconds and in ms: their ns
+        # overflowed and the point was stored at a wrapped time
+        {"metric": "it.put", "timestamp": 9999999999, "value": 1,
+         "tags": {"host": "n1"}},
+        {"metric": "it.put", "timestamp": 9300000000000, "value": 1,
+         "tags": {"host": "n1"}},
     ]
     status, _, data = agg.req("POST", "/api/put?details", bad + [good])
     check("put details status", status, 400)

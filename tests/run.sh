@@ -5,21 +5,27 @@
 #
 # Installs missing Debian packages (as root), builds in build/ and runs every
 # CTest, then builds again with AddressSanitizer and UndefinedBehaviorSanitizer
-# in build-sanitize/ and runs the suite there too.  Both passes always run,
-# whatever the first gives; each prints its summary (passed, failed and
-# skipped, with every skipped test's reason), and the last line totals both:
+# in build-sanitize/ and runs the suite there too, then the fuzz pass:
+# tests/fuzz/run.sh builds the libFuzzer targets in build-fuzz/ and runs
+# each for a bounded time (each target counts as one test; skipped, with
+# the reason, where clang-14 and libclang-rt-14-dev are missing and cannot
+# be installed).  Every pass always runs, whatever the others give; each
+# prints its summary (passed, failed and skipped, with every skipped
+# test's reason), and the last line totals them:
 #
 #   total: 80 passed, 0 failed, 4 skipped
 #
-# The exit status is non-zero if a build or a test failed in either pass.
+# The exit status is non-zero if a build or a test failed in any pass.
 # Run as root on Debian, the tests whose real peer (Slurm, Chromium,
-# Prometheus, Open MPI) is missing install it (tests/peer_install.sh).
+# Prometheus, Open MPI, clang for the fuzz pass) is missing install it
+# (tests/peer_install.sh).
 # A skipped test is one that could not decide here (no real-time scheduling,
 # a peer that could not be installed, a machine too busy to judge a live
 # detection) and said why.
 #
 # Environment:
-#   TELEM_SANITIZE=0        run the first pass only
+#   TELEM_SANITIZE=0        no sanitizer pass
+#   TELEM_FUZZ_PASS=0       no fuzz pass (nor with TELEM_TEST_LABEL)
 #   TELEM_TEST_STRESS=N     keep N busy loops (normal priority, not pinned)
 #                           running for the whole run: the suite must pass or
 #                           skip with measured reasons on a busy machine too
@@ -90,6 +96,37 @@ run_pass() {
     ((rc == 0)) || failed_passes+=("$name")
 }
 
+# fuzz_pass: the libFuzzer targets of tests/fuzz (tests/fuzz/run.sh, each
+# target one test) when clang-14 and libclang-rt-14-dev are installed;
+# as root it installs them, otherwise the pass is skipped with the reason.
+fuzz_pass() {
+    local out=$top/build-fuzz.ctest.log n missing=() p why
+    n=$(find "$top/tests/fuzz" -maxdepth 1 -name 'fuzz_*.c' ! -name fuzz_seeds.c | wc -l)
+    for p in clang-14 libclang-rt-14-dev; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+            || missing+=("$p")
+    done
+    if ((${#missing[@]})) && [ "$(id -u)" -eq 0 ] \
+       && why=$(bash "$top/tests/peer_install.sh" "${missing[@]}"); then
+        missing=()
+    fi
+    if ((${#missing[@]})); then
+        echo "run: === fuzz pass: 0 passed, 0 failed, $n skipped"
+        echo "  fuzz: missing ${missing[*]} (${why:-apt-get install ${missing[*]}, as root})"
+        total_skip=$((total_skip + n))
+        return
+    fi
+    echo "run: === fuzz pass: tests/fuzz/run.sh"
+    bash "$top/tests/fuzz/run.sh" 2>&1 | tee "$out"
+    local rc=${PIPESTATUS[0]} counts
+    counts=$(sed -nE 's/^fuzz: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$out" | tail -n 1)
+    [ -n "$counts" ] || counts="0 1"            # the build failed
+    echo "run: === fuzz pass: ${counts% *} passed, ${counts#* } failed, 0 skipped"
+    total_pass=$((total_pass + ${counts% *}))
+    total_fail=$((total_fail + ${counts#* }))
+    ((rc == 0)) || failed_passes+=("fuzz")
+}
+
 if ((stress > 0)); then
     for _ in $(seq "$stress"); do
         bash -c 'while :; do :; done' &
@@ -105,6 +142,9 @@ if [ "${TELEM_SANITIZE:-1}" != 0 ]; then
         run_pass sanitizer "$top/build-sanitize" -DTELEM_SANITIZE=ON
 fi
 stop_stress
+if [ "${TELEM_FUZZ_PASS:-1}" != 0 ] && [ -z "$label" ]; then
+    fuzz_pass
+fi
 
 if ((${#failed_passes[@]})); then
     echo "run: failed: ${failed_passes[*]}"

@@ -115,6 +115,109 @@ test_rundir_prepare(const char *dir)
     unlink(path);
 }
 
+/* Writes text as the whole file at path. */
+static void
+spit(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The endpoint a lookup finds is the one the analysis client reads
+ * (ac_nodes.c): blanks around it are not part of it (found by
+ * fuzz_nodefile: a trailing tab came back with the endpoint). */
+static void
+test_lookup_blanks(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, "n4\t ipc:///c/n4 \t\r\nn5\tipc:///c/n5\t\n");
+    CHECK_RC(telem_nodefile_lookup(path, "n4", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///c/n4");
+    CHECK_RC(telem_nodefile_lookup(path, "n5", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///c/n5");
+    unlink(path);
+}
+
+/* A node file whose last line has no newline (written by hand or by a
+ * script) keeps that line whole when a node is registered after it
+ * (found by fuzz_nodefile: the new line ran into it). */
+static void
+test_register_unterminated(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, "n5\tipc:///e/n5");
+    CHECK_RC(telem_nodefile_register(path, "n6", "ipc:///e/n6"), 0);
+    CHECK_RC(telem_nodefile_lookup(path, "n5", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///e/n5");
+    CHECK_RC(telem_nodefile_lookup(path, "n6", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///e/n6");
+    FILE *f = fopen(path, "r");
+    char line[64] = "";
+    REQUIRE(f);
+    CHECK(fgets(line, sizeof line, f) && strcmp(line, "n5\tipc:///e/n5\n") == 0);
+    fclose(f);
+    unlink(path);
+}
+
+/* A node name starting with '#' cannot have a line (it would read as a
+ * comment): register and unregister refuse it, and comment lines stay
+ * (found by fuzz_nodefile: a registered "#..." node was not listed). */
+static void
+test_comment_name(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, "#x\tipc:///kept\n");
+    CHECK_RC(telem_nodefile_register(path, "#x", "ipc:///f/x"), TELEM_EINVAL);
+    CHECK_RC(telem_nodefile_unregister(path, "#x"), TELEM_EINVAL);
+    CHECK_RC(telem_nodefile_register(path, "x#", "ipc:///f/x"), 0);
+    CHECK_RC(telem_nodefile_lookup(path, "x#", ep, sizeof ep), 0);
+    FILE *f = fopen(path, "r");
+    char line[64] = "";
+    REQUIRE(f);
+    CHECK(fgets(line, sizeof line, f) && strcmp(line, "#x\tipc:///kept\n") == 0);
+    fclose(f);
+    unlink(path);
+}
+
+/* Lines longer than any fixed buffer: the client accepts endpoints up to
+ * 1,023 bytes and names up to 255; a lookup returns such an endpoint
+ * whole (it returned the first 760 bytes as the endpoint, found by
+ * fuzz_nodefile's oracle on a long seed), and a rewrite keeps the line
+ * whole. */
+static void
+test_long_lines(const char *path)
+{
+    char name[201], want[1024], line[1300], ep[1024];
+    memset(name, 'n', 200);
+    name[200] = '\0';
+    snprintf(want, sizeof want, "ipc:///%0985d/n7", 0);
+    snprintf(line, sizeof line, "%s\t%s\n", name, want);
+    spit(path, line);
+    CHECK_RC(telem_nodefile_lookup(path, name, ep, sizeof ep), 0);
+    CHECK_STR(ep, want);
+    CHECK_RC(telem_nodefile_register(path, "n8", "ipc:///g/n8"), 0);
+    CHECK_RC(telem_nodefile_lookup(path, name, ep, sizeof ep), 0);
+    CHECK_STR(ep, want);
+    CHECK_RC(telem_nodefile_lookup(path, name, ep, 100), TELEM_ETOOBIG);
+    unlink(path);
+}
+
+/* A line of blanks is no node for the analysis client, so neither for a
+ * lookup: " \t \n" named node " " with an empty endpoint, ahead of the
+ * real line of " " (found by fuzz_nodefile). */
+static void
+test_blank_line(const char *path)
+{
+    char ep[TELEM_PATH_MAX];
+    spit(path, " \t \n \t\tipc:///h/sp\n\t\n");
+    CHECK_RC(telem_nodefile_lookup(path, " ", ep, sizeof ep), 0);
+    CHECK_STR(ep, "ipc:///h/sp");
+    CHECK_RC(telem_nodefile_lookup(path, "", ep, sizeof ep), TELEM_ENOTFOUND);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -140,6 +243,11 @@ main(void)
              TELEM_ENOTFOUND);
     CHECK_RC(telem_nodefile_lookup(path, "n1", ep, 5), TELEM_ETOOBIG);
     unlink(path);
+    test_lookup_blanks(path);
+    test_register_unterminated(path);
+    test_comment_name(path);
+    test_long_lines(path);
+    test_blank_line(path);
     test_node_lock(dir);
     test_rundir_resolve(dir);
     test_rundir_prepare(dir);

@@ -410,6 +410,39 @@ s_build_lenient(s_raw_t *w)
     s_raw_int(w, "v", 1);                     /* v and t last */
 }
 
+/* An empty tags map ("tg": {}, "f": {}) read by a decoder whose tag vector
+ * was never allocated: nothing to point at, so no pointer is formed from
+ * the NULL vector (a NULL + 0 the fuzzer's UBSan build reported). */
+static void
+test_empty_tags_fresh(void)
+{
+    s_raw_t w;
+    s_raw_init(&w);
+    telem_msg_t out;
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    s_raw_head(&w, 4, TELEM_PROTO_VERSION, TELEM_MSG_BATCH);
+    s_raw_str(&w, "tg");
+    msgpack_pack_map(&w.pk, 0);
+    s_raw_str(&w, "s");
+    msgpack_pack_array(&w.pk, 0);
+    CHECK(telem_proto_decode(d, w.sb.data, w.sb.size, &out) == 0
+          && out.u.batch.ntags == 0 && out.u.batch.tags == NULL);
+    telem_proto_decoder_destroy(&d);
+    d = telem_proto_decoder_new();
+    CHECK(d != NULL);
+    s_raw_head(&w, 4, TELEM_PROTO_VERSION, TELEM_MSG_QUERY);
+    s_raw_int(&w, "id", 3);
+    s_raw_str(&w, "f");
+    msgpack_pack_map(&w.pk, 0);
+    CHECK(d && telem_proto_decode(d, w.sb.data, w.sb.size, &out) == 0
+          && out.u.query.nfilters == 0 && out.u.query.filters == NULL);
+    telem_proto_decoder_destroy(&d);
+    msgpack_sbuffer_destroy(&w.sb);
+}
+
 static void
 test_lenient_forms(telem_proto_decoder_t *d)
 {
@@ -528,6 +561,7 @@ main(void)
     test_count_refusals(d);
     test_reply_refusals(d);
     test_lenient_forms(d);
+    test_empty_tags_fresh();
     test_mutation(e, d);
     telem_proto_encoder_destroy(&e);
     telem_proto_decoder_destroy(&d);

@@ -412,6 +412,11 @@ test_malformed(void)
     CHECK_RC(telem_seg_info(bad, &info), TELEM_EVERSION);
     CHECK_RC(telem_seg_read(bad, on_rec, NULL, NULL, NULL), TELEM_EVERSION);
     CHECK_RC(telem_seg_info("/nonexistent/x.tseg", &info), TELEM_ENOTFOUND);
+    /* an empty file: refused without forming a pointer from the reader's
+     * window before it holds anything (NULL + 0, found by fuzz_seg) */
+    spit(bad, "", 0);
+    CHECK_RC(telem_seg_info(bad, &info), TELEM_EPROTO);
+    CHECK_RC(telem_seg_read(bad, on_rec, NULL, NULL, NULL), TELEM_EPROTO);
     spit(bad, "not a telem file at all, not at all", 35);
     CHECK_RC(telem_seg_info(bad, &info), TELEM_EPROTO);
     /* absurd lengths with valid header checksums: skipped, never read */

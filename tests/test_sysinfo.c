@@ -253,6 +253,31 @@ test_missing(void)
     free(root);
 }
 
+/* Numbers of cpuinfo that are no int64 or no JSON number: a value past
+ * int64 was cast to it (undefined; found by fuzz_sysinfo), and "nan" or
+ * "inf" made the whole snapshot fail as out of memory. */
+static void
+test_cpuinfo_numbers(void)
+{
+    char dir[256];
+    REQUIRE(test_tmpdir(dir, sizeof dir, "test_sysinfo") == 0);
+    REQUIRE(s_write(dir, "proc/cpuinfo", "processor\t: 0\n"
+                    "cpu MHz\t\t: 2.22222e+47\nbogomips\t: inf\n"
+                    "cpu family\t: nan\nmodel\t\t: 6\n"
+                    "stepping\t: -9300000000000000000\n") == 0);
+    telem_sysinfo_opts_t o = { .root = dir };
+    json_t *d = s_collect(&o);
+    REQUIRE(d);
+    const json_t *cpu = json_object_get(d, "cpu");
+    CHECK(json_is_real(json_object_get(cpu, "mhz"))
+          && json_real_value(json_object_get(cpu, "mhz")) == 2.22222e+47);
+    CHECK(json_is_real(json_object_get(cpu, "stepping")));
+    CHECK(!json_object_get(cpu, "bogomips") && !json_object_get(cpu, "family"));
+    CHECK_INT(s_int(d, "cpu", "model"), 6);
+    json_decref(d);
+    test_rmtree(dir);
+}
+
 /* This machine: every Linux machine has these. */
 static void
 test_live(void)
@@ -375,6 +400,7 @@ main(void)
     test_numa2();
     test_broken();
     test_missing();
+    test_cpuinfo_numbers();
     test_live();
     test_proto();
     test_agent();

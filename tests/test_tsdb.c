@@ -89,6 +89,13 @@ test_times(void)
     /* A NULL why is allowed. */
     int64_t ms;
     CHECK_INT(tsdb_time_parse("bad", NOW, &ms, NULL, 0), TELEM_EINVAL);
+    /* Times OpenTSDB's syntax allows past int64 ns: /api/query's range
+     * in ns overflowed for end=9700000099 (fuzz_http under UBSan). */
+    CHECK(s_time("9700000099", &rc) == INT64_C(9700000099000) && rc == 0);
+    CHECK(tsdb_time_ns(INT64_C(9700000099000)) == INT64_MAX);
+    CHECK(tsdb_time_ns(INT64_C(9223372036854)) == INT64_C(9223372036854000000));
+    CHECK(tsdb_time_ns(INT64_C(-9300000000000)) == INT64_MIN);
+    CHECK(tsdb_time_ns(INT64_C(1700000000123)) == INT64_C(1700000000123000000));
 }
 
 static void

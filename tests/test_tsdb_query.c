@@ -705,6 +705,15 @@ test_get(void)
         { "m=a:b:c:d:e:cpu", "too many :-separated parts" },
         { "m=", "The query string was empty" },
         { "m=sum:cpu{host=web01", "Missing '}' at the end of" },
+        /* a '}' before the first '{': the tags were read from the
+         * brace on to that '}', backwards (found by fuzz_http) */
+        { "m=sum:cpu}{host=web01}", "Misplaced '}'" },
+        { "m=sum:cpu{host=a}}{b=c}", NULL },
+        /* bytes that are not UTF-8 cannot go back into JSON: echoing the
+         * query failed and was answered as out of memory (fuzz_tsdb) */
+        { "m=sum:cpu{host=\xe9t\xe9}", "not UTF-8" },
+        { "m=sum:cpu{host=\xc3\xa9t\xc3\xa9}", NULL },
+        { "m=sum:c\xed\xa0\x80", "not UTF-8" },
         { "m=sum:cpu{host}", "invalid tag: host" },
         { "m=sum:cpu{host=}", "invalid tag" },
         { "m=sum:cpu{=a}", "invalid tag" },
@@ -760,6 +769,17 @@ test_exec_limits(void)
     CHECK_INT(tsdb_exec_sub(q, 0, s_series, S_NDATA, r, &e), TELEM_ETOOBIG);
     CHECK_INT(e.status, 413);
     CHECK_INT(tsdb_exec_sub(q, 1, s_series, S_NDATA, r, &e), TELEM_EINVAL);
+    tsdb_query_destroy(&q);
+    /* The bound holds for the sub-query's series together: 2.6 M buckets
+     * each for the four cpu series (one series alone would pass) were
+     * filled and aggregated, ~1.5 GB for four series (fuzz_tsdb's
+     * out-of-memory report) and without bound for more. */
+    q = s_parse("{\"start\":\"30d-ago\",\"queries\":[{\"metric\":\"cpu\","
+                "\"aggregator\":\"sum\",\"downsample\":\"1s-sum-zero\"}]}",
+                &e);
+    REQUIRE(q);
+    CHECK_INT(tsdb_exec_sub(q, 0, s_series, S_NDATA, r, &e), TELEM_ETOOBIG);
+    CHECK(e.status == 413 && strstr(e.message, "for 4 series"));
     /* No series at all: no result. */
     CHECK_INT(tsdb_exec_sub(q, 0, NULL, 0, r, &e), 0);
     CHECK_INT(json_array_size(r), 0);

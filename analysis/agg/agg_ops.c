@@ -36,6 +36,7 @@
 #include "telem_proto_watch.h"
 #include "telem_sock_raw.h"
 #include "telem_time.h"
+#include "tsdb_time.h"
 
 #define S_POINTS_MAX 65536
 #define S_SYNC_PAUSE_NS 2000000     /* between two SYNC questions: 2 ms */
@@ -81,6 +82,16 @@ s_tags_ok(json_t *tags)
     return 1;
 }
 
+/* A point's timestamp (seconds or milliseconds) in ns, INT64_MAX past
+ * what int64 ns hold (the year 2262). */
+static int64_t
+s_ts_ns(json_t *p)
+{
+    json_int_t t = json_integer_value(json_object_get(p, "timestamp"));
+    return tsdb_time_ns(t < INT64_C(10000000000) ? (int64_t) t * 1000
+                                                 : (int64_t) t);
+}
+
 /* Checks a point and finds its node; sets p->error on a bad one. */
 static void
 s_check(ac_t *ac, const char *rundir, s_point_t *p)
@@ -94,7 +105,8 @@ s_check(ac_t *ac, const char *rundir, s_point_t *p)
     if (!json_is_string(m) || !*json_string_value(m)
         || strlen(json_string_value(m)) > TELEM_NAME_MAX)
         p->error = "Metric name was empty, too long or not a string";
-    else if (!json_is_integer(ts) || json_integer_value(ts) <= 0)
+    else if (!json_is_integer(ts) || json_integer_value(ts) <= 0
+             || s_ts_ns(p->point) == INT64_MAX)
         p->error = "Invalid timestamp";
     else if (s_value(json_object_get(p->point, "value"), &v) || !isfinite(v))
         p->error = "Unable to parse value to a number";
@@ -115,15 +127,6 @@ s_check(ac_t *ac, const char *rundir, s_point_t *p)
             p->error = "The node's telemd takes samples only on its own host:"
                        " send the point to that node's telem_agg";
     }
-}
-
-/* A point's timestamp (seconds or milliseconds) in ns. */
-static int64_t
-s_ts_ns(json_t *p)
-{
-    json_int_t t = json_integer_value(json_object_get(p, "timestamp"));
-    return t < INT64_C(10000000000) ? (int64_t) t * 1000000000
-                                    : (int64_t) t * TELEM_NS_PER_MS;
 }
 
 /* The samples of node `node` into one batch and onto its ingest socket;

@@ -25,6 +25,7 @@
 #include "telem_time.h"
 #include "tsdb_exec.h"
 #include "tsdb_query.h"
+#include "tsdb_time.h"
 
 #define S_HOSTS_MAX 256
 
@@ -139,8 +140,8 @@ s_sub(agg_t *self, telem_http_req_t *req, const tsdb_query_t *q, size_t i,
     long nh = tsdb_query_hosts(q, i, hosts, S_HOSTS_MAX);
     agg_src_query_t aq = { 0 };
     aq.metric = metric;
-    aq.start_ns = tsdb_query_start_ms(q) * TELEM_NS_PER_MS;
-    aq.end_ns = tsdb_query_end_ms(q) * TELEM_NS_PER_MS;
+    aq.start_ns = tsdb_time_ns(tsdb_query_start_ms(q));
+    aq.end_ns = tsdb_time_ns(tsdb_query_end_ms(q));
     /* Only nodes of this job can be asked: unknown names are dropped. */
     size_t k = 0;
     for (long h = 0; h < nh; h++)

@@ -394,6 +394,26 @@ s_group(const s_ctx_t *c, const size_t *idx, size_t k, tsdb_results_t *res,
     return rc;
 }
 
+/* A fill policy makes points of nothing, one per bucket for every series
+ * selected: refuses (413) a sub-query whose k series would hold more than
+ * TSDB_EXEC_MAX_POINTS in all.  1 when refused. */
+static int
+s_fill_too_big(const s_ctx_t *c, size_t k, tsdb_error_t *err)
+{
+    const tsdb_downsample_t *ds = &c->s->ds;
+    if (!c->s->downsample || ds->fill == TSDB_FILL_NONE || k == 0)
+        return 0;
+    size_t cap = tsdb_downsample_max_points(ds, c->q->start_ms, c->q->end_ms);
+    if (cap <= TSDB_EXEC_MAX_POINTS / k)
+        return 0;
+    tsdb_error_set(err, 413, "Sorry, the downsample '%.64s' would give "
+                   "%zu points per series over this range for %zu series, "
+                   "more than %d in all; use a longer interval, a shorter "
+                   "range or fewer series", c->s->downsample, cap, k,
+                   TSDB_EXEC_MAX_POINTS);
+    return 1;
+}
+
 int
 tsdb_exec_run(const tsdb_query_t *q, size_t i, const telem_series_t *series,
               size_t n, tsdb_results_t *res, tsdb_error_t *err)
@@ -409,6 +429,8 @@ tsdb_exec_run(const tsdb_query_t *q, size_t i, const telem_series_t *series,
     for (size_t j = 0; !rc && j < n; j++)
         if (s_selected(&c, &series[j]))
             idx[k++] = j;
+    if (!rc && s_fill_too_big(&c, k, err))
+        rc = TELEM_ETOOBIG;
     if (!rc)
         qsort_r(idx, k, sizeof *idx, s_cmp, &c);
     for (size_t a = 0, b; !rc && a < k; a = b) {

@@ -56,16 +56,16 @@
 extern "C" {
 #endif
 
-/* The most points one series may hold after downsampling with a fill
- * policy (the buckets of the range); beyond it the sub-query is refused
- * with 413. */
+/* The most points the series of one sub-query may hold in all after
+ * downsampling with a fill policy (the buckets of the range, for every
+ * series selected); beyond it the sub-query is refused with 413. */
 #define TSDB_EXEC_MAX_POINTS 10000000
 
 /* Runs sub-query i over series[0..n) (ts in realtime ns, tags including
  * "host") and appends one result per group to `res` (tsdb_out.h, whose
  * tsdb_results_dump writes the answer's text).  Returns 0; TELEM_ETOOBIG
- * with err 413 when a series would need more than TSDB_EXEC_MAX_POINTS
- * points; TELEM_ENOMEM with err 500; TELEM_EINVAL with err 400 for a bad
+ * with err 413 when its series would need more than TSDB_EXEC_MAX_POINTS
+ * points in all; TELEM_ENOMEM with err 500; TELEM_EINVAL with err 400 for a bad
  * i.  On failure `res` may hold the groups written before. */
 int tsdb_exec_run(const tsdb_query_t *q, size_t i,
                   const telem_series_t *series, size_t n,

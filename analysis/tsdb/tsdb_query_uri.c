@@ -106,6 +106,11 @@ s_metric(tsdb_subq_t *s, const char *m, size_t len, tsdb_error_t *err)
     if (curly == m + len - 2)
         return 0;                                       /* "foo{}" */
     const char *close = memchr(m, '}', len);
+    if (close < curly) {                                /* "foo}{a=b}" */
+        tsdb_error_set(err, 400, "Misplaced '}' in: %.*s",
+                       (int) (len > 200 ? 200 : len), m);
+        return -1;
+    }
     int has_filters = close != m + len - 1;
     if (has_filters) {
         const char *fb = m + len - 1;
@@ -216,12 +221,41 @@ s_part(tsdb_subq_t *s, const char *m, const char *p, size_t pl,
     return -1;
 }
 
+/* 1 when s is UTF-8 as JSON needs it (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF). */
+static int
+s_utf8(const unsigned char *s)
+{
+    while (*s) {
+        unsigned c = *s, n = c < 0x80 ? 0 : c >= 0xc2 && c < 0xe0 ? 1
+                   : c >= 0xe0 && c < 0xf0 ? 2 : c >= 0xf0 && c < 0xf5 ? 3 : 9;
+        if (n == 9)
+            return 0;
+        unsigned cp = n ? c & (0x3fu >> n) : c;
+        for (unsigned i = 1; i <= n; i++) {
+            if ((s[i] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i] & 0x3fu);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000)))
+            || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+            return 0;
+        s += n + 1;
+    }
+    return 1;
+}
+
 static int
 s_m(tsdb_query_t *q, const char *m, tsdb_error_t *err)
 {
     size_t len = m ? strlen(m) : 0, n = m ? s_count(m, len, ':') : 0;
     if (len == 0) {
         tsdb_error_set(err, 400, "The query string was empty");
+        return -1;
+    }
+    /* Its metric and filters go back into JSON (showQuery, results). */
+    if (!s_utf8((const unsigned char *) m)) {
+        tsdb_error_set(err, 400, "Invalid parameter m: not UTF-8");
         return -1;
     }
     if (n < 2 || n > 5) {

@@ -169,3 +169,11 @@ tsdb_time_parse(const char *s, int64_t now_ms, int64_t *ms, char *why,
                   s);
     return rc;
 }
+
+int64_t
+tsdb_time_ns(int64_t ms)
+{
+    const int64_t ns_per_ms = 1000000;
+    return ms > INT64_MAX / ns_per_ms ? INT64_MAX
+           : ms < INT64_MIN / ns_per_ms ? INT64_MIN : ms * ns_per_ms;
+}

@@ -37,6 +37,12 @@ int tsdb_time_parse(const char *s, int64_t now_ms, int64_t *ms, char *why,
 int tsdb_time_duration(const char *s, size_t len, int64_t *ms, char *why,
                        size_t why_size);
 
+/* A time in ms as telem's int64 ns, saturating: OpenTSDB's syntax reaches
+ * past int64 ns (10-digit seconds run to the year 2286, ns end in 2262;
+ * "200y-ago" before 1770), so a range's ends convert to INT64_MAX or
+ * INT64_MIN there instead of overflowing. */
+int64_t tsdb_time_ns(int64_t ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -171,17 +171,25 @@ telem_nodefile_default(char *buf, size_t size)
     return s_fmt(buf, size, snprintf(buf, size, "%s/nodes", rundir));
 }
 
-/* Copies the lines of `in` to `out`, leaving out the one naming `node`. */
-static void
+/* Copies the lines of `in` to `out`, leaving out the one naming `node`.
+ * Lines are copied whole, whatever their length, and each ends in a
+ * newline in `out`: a last line without one must not run into the line
+ * appended after it.  0, or TELEM_EIO when `in` could not be read. */
+static int
 s_copy_other_lines(FILE *in, FILE *out, const char *node)
 {
-    char line[2 * TELEM_PATH_MAX];
-    size_t nlen = strlen(node);
-    while (fgets(line, sizeof line, in)) {
+    char *line = NULL;
+    size_t cap = 0, nlen = strlen(node);
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
         if (strncmp(line, node, nlen) == 0 && line[nlen] == '\t')
             continue;
-        fputs(line, out);
+        fwrite(line, 1, (size_t) len, out);
+        if (line[len - 1] != '\n')
+            fputc('\n', out);
     }
+    free(line);
+    return ferror(in) ? TELEM_EIO : 0;
 }
 
 /* Rewrites the node file without `node`'s line, then with `node
@@ -202,7 +210,8 @@ s_nodefile_rewrite(const char *path, const char *node, const char *endpoint)
     tmp = tmpfile();
     if (!cur || !tmp)
         goto out;
-    s_copy_other_lines(cur, tmp, node);
+    if (s_copy_other_lines(cur, tmp, node) != 0)
+        goto out;
     if (endpoint)
         fprintf(tmp, "%s\t%s\n", node, endpoint);
     if (fflush(tmp) != 0 || ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET))
@@ -223,11 +232,19 @@ out:
     return rc;
 }
 
+/* 1 if `node` can have a line in a node file: a valid name that does not
+ * start with '#', which would make its line a comment. */
+static int
+s_file_node_ok(const char *node)
+{
+    return telem_node_valid(node) && node[0] != '#';
+}
+
 int
 telem_nodefile_register(const char *path, const char *node,
                         const char *endpoint)
 {
-    if (!path || !telem_node_valid(node) || !endpoint || !*endpoint
+    if (!path || !s_file_node_ok(node) || !endpoint || !*endpoint
         || strpbrk(endpoint, "\t\n"))
         return TELEM_EINVAL;
     return s_nodefile_rewrite(path, node, endpoint);
@@ -236,9 +253,22 @@ telem_nodefile_register(const char *path, const char *node,
 int
 telem_nodefile_unregister(const char *path, const char *node)
 {
-    if (!path || !telem_node_valid(node))
+    if (!path || !s_file_node_ok(node))
         return TELEM_EINVAL;
     return s_nodefile_rewrite(path, node, NULL);
+}
+
+/* The endpoint of a node line, as the analysis client reads it
+ * (ac_nodes.c): blanks around it and the line's end left out. */
+static int
+s_endpoint(const char *s, char *ep, size_t size)
+{
+    s += strspn(s, " \t");
+    size_t len = strlen(s);
+    while (len > 0 && strchr(" \t\r\n", s[len - 1]))
+        len--;
+    return snprintf(ep, size, "%.*s", (int) len, s) < (int) size
+               ? 0 : TELEM_ETOOBIG;
 }
 
 int
@@ -249,18 +279,18 @@ telem_nodefile_lookup(const char *path, const char *node, char *ep,
     if (!f)
         return TELEM_ENOTFOUND;
     flock(fileno(f), LOCK_SH);
-    char line[TELEM_PATH_MAX + TELEM_NAME_MAX + 8];
+    char *line = NULL;          /* whole lines, however long */
+    size_t cap = 0;
     int rc = TELEM_ENOTFOUND;
-    while (rc == TELEM_ENOTFOUND && fgets(line, sizeof line, f)) {
+    while (rc == TELEM_ENOTFOUND && getline(&line, &cap, f) > 0) {
         char *tab = strchr(line, '\t');
-        if (line[0] == '#' || !tab)
-            continue;
+        if (line[0] == '#' || !tab || !line[strspn(line, " \t\r\n")])
+            continue;       /* a comment, or blank as the client reads it */
         *tab = '\0';
-        tab[strcspn(tab + 1, "\r\n") + 1] = '\0';
         if (strcmp(line, node) == 0)
-            rc = snprintf(ep, size, "%s", tab + 1) < (int) size
-                     ? 0 : TELEM_ETOOBIG;
+            rc = s_endpoint(tab + 1, ep, size);
     }
+    free(line);
     fclose(f);
     return rc;
 }

@@ -76,12 +76,14 @@ int telem_node_endpoint(char *buf, size_t size, const char *rundir,
 
 /* Adds or replaces the line of `node` in the node file at `path` (created
  * if missing), under an exclusive flock so concurrent agents do not lose
- * each other's lines.  Returns 0, TELEM_EINVAL or TELEM_EIO. */
+ * each other's lines.  Returns 0, TELEM_EINVAL (also for a node name that
+ * starts with '#': its line would read as a comment) or TELEM_EIO. */
 int telem_nodefile_register(const char *path, const char *node,
                             const char *endpoint);
 
 /* Removes the line of `node` from the node file at `path` under the same
- * lock (no file: nothing to do).  Returns 0, TELEM_EINVAL or TELEM_EIO. */
+ * lock (no file: nothing to do).  Returns 0, TELEM_EINVAL (as register:
+ * a name starting with '#' would match comment lines) or TELEM_EIO. */
 int telem_nodefile_unregister(const char *path, const char *node);
 
 /* Looks up `node` in the node file at `path` (under a shared flock, so a

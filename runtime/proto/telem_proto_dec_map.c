@@ -203,6 +203,8 @@ tp_dec_tags(telem_proto_decoder_t *d, telem_rd_t *r, uint32_t *n)
     if (*n > TELEM_TAGS_MAX)
         return tp_fail(d, TELEM_ETOOBIG, "%u tags, the limit is %d", *n,
                        TELEM_TAGS_MAX);
+    if (*n == 0)
+        return 0;   /* the vector may not exist yet: no NULL + 0 */
     tp_vec_t *v = &d->vec[TP_VEC_TAGS];
     if ((rc = tp_reserve(v, d->ntags + *n, sizeof(telem_tag_t))) != 0)
         return tp_fail(d, rc, "out of memory");

@@ -328,7 +328,7 @@ typedef struct {
 } telem_seg_iseries_t;
 
 /* The offsets of the dump's META, SNAPSHOT and ANNOTATION records come as one more
- * call per record with nblocks 0 and key NULL: iother_offset set. */
+ * call per record with s NULL and iother_offset set. */
 typedef int (*telem_seg_index_fn)(void *arg, const telem_seg_iseries_t *s,
                                   uint64_t iother_offset);
 

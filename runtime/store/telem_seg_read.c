@@ -51,7 +51,7 @@ typedef struct {
 static int
 s_ensure(s_reader_t *r, uint64_t off, size_t n, const unsigned char **p)
 {
-    if (off >= r->win_off && off - r->win_off <= r->win.len &&
+    if (r->win.p && off >= r->win_off && off - r->win_off <= r->win.len &&
         r->win.len - (off - r->win_off) >= n) {
         *p = r->win.p + (off - r->win_off);
         return 0;

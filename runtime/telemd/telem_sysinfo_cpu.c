@@ -12,6 +12,7 @@
 #include "telem_sysinfo_int.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,16 @@ s_flags(tsi_ctx_t *c, json_t *cpu, char *value)
     tsi_set(c, cpu, "flags", flags);
 }
 
+/* A finite number of cpuinfo as JSON: an integer when it is one that
+ * int64 holds, else a real (the cast of a larger one is undefined). */
+static json_t *
+s_number(double d)
+{
+    if (d > -9.2e18 && d < 9.2e18 && d == (double) (int64_t) d)
+        return json_integer((int64_t) d);
+    return json_real(d);
+}
+
 static void
 s_cpuinfo_value(tsi_ctx_t *c, json_t *cpu, const char *key, char *value)
 {
@@ -88,10 +99,10 @@ s_cpuinfo_value(tsi_ctx_t *c, json_t *cpu, const char *key, char *value)
             continue;
         char *end;
         double d = strtod(value, &end);
-        if (s_cpuinfo_keys[i].number && end != value && !*end)
-            tsi_set(c, cpu, s_cpuinfo_keys[i].name,
-                    d == (double) (int64_t) d ? json_integer((int64_t) d)
-                                              : json_real(d));
+        /* NaN and infinities (strtod reads "nan", "inf") are left out:
+         * JSON has no such number. */
+        if (s_cpuinfo_keys[i].number && end != value && !*end && isfinite(d))
+            tsi_set(c, cpu, s_cpuinfo_keys[i].name, s_number(d));
         else if (!s_cpuinfo_keys[i].number)
             tsi_set(c, cpu, s_cpuinfo_keys[i].name, tsi_str(value));
         return;
