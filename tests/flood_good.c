@@ -156,11 +156,13 @@ s_points_ok(const telem_msg_t *m, uint32_t points, double last)
 
 int
 flood_good_query(flood_ctx_t *c, flood_target_t *t, uint32_t points,
-                 double last)
+                 double last, uint32_t max)
 {
     const char *metric = FLOOD_GOOD_METRIC;
     telem_query_t q = { .id = ++c->next_id, .metrics = &metric,
-                        .nmetrics = 1 };
+                        .nmetrics = 1, .max_points = max };
+    if (max && points > max)
+        points = max;
     const void *data;
     size_t size;
     zmq_msg_t f[S_FRAMES];
@@ -199,17 +201,18 @@ flood_good_latest(flood_ctx_t *c, flood_target_t *t, const char *metric,
     return rc;
 }
 
-/* One batch of one sample of FLOOD_GOOD_METRIC (value `value`) with a fin
- * token on the ingest socket, then SYNC on `ctl` until telemd has it. */
+/* One batch with a fin token on the ingest socket, holding one sample of
+ * FLOOD_GOOD_METRIC (value `value`) when `sample`, then SYNC on `ctl`
+ * until telemd has it. */
 int
 flood_good_ingest(flood_ctx_t *c, flood_target_t *ingest,
-                  flood_target_t *ctl, double value)
+                  flood_target_t *ctl, double value, int sample)
 {
     uint64_t token = ((uint64_t) telem_now_ns() & (UINT64_MAX >> 1)) | 1;
     telem_sample_t s = { .metric = FLOOD_GOOD_METRIC, .level = 1,
                          .ts_ns = telem_now_ns(), .value = value };
-    telem_batch_t b = { .source = "flood", .samples = &s, .nsamples = 1,
-                        .fin_token = token };
+    telem_batch_t b = { .source = "flood", .samples = &s,
+                        .nsamples = sample ? 1 : 0, .fin_token = token };
     const void *data;
     size_t size;
     if (telem_proto_encode_batch(c->enc, &b, &data, &size) != 0

@@ -39,20 +39,22 @@ int flood_send(void *sock, const void *data, size_t size, int extra);
  * else -1 with a line on stderr. */
 int flood_good_status(flood_ctx_t *c, flood_target_t *t, telem_status_t *st);
 
-/* A query of FLOOD_GOOD_METRIC on t: 0 when it holds one series of
- * `points` points, the last of value `last`. */
+/* A query of FLOOD_GOOD_METRIC on t for its newest `max` points (0: all):
+ * 0 when it holds one series of `points` points (at most `max`), the last
+ * of value `last`. */
 int flood_good_query(flood_ctx_t *c, flood_target_t *t, uint32_t points,
-                     double last);
+                     double last, uint32_t max);
 
 /* The newest value of `metric` (one series) on t: 0 with *value, 1 when
  * it has none yet, -1 when the query was not answered. */
 int flood_good_latest(flood_ctx_t *c, flood_target_t *t, const char *metric,
                       double *value);
 
-/* A batch of one FLOOD_GOOD_METRIC sample of `value`, with a fin token, on
- * the ingest socket; 0 once a SYNC on ctl confirms it. */
+/* A batch with a fin token on the ingest socket, holding one
+ * FLOOD_GOOD_METRIC sample of `value` when `sample` (else none); 0 once a
+ * SYNC on ctl confirms it. */
 int flood_good_ingest(flood_ctx_t *c, flood_target_t *ingest,
-                      flood_target_t *ctl, double value);
+                      flood_target_t *ctl, double value, int sample);
 
 /* A dictionary put of key good-ROUND on `put`, then a get of it on `get`:
  * 0 when both succeed and the value read is the value put. */

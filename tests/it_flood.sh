@@ -19,9 +19,10 @@
 # does not take (a batch on a request socket, a request on ingest, a
 # dictionary message to telemd and telemd's to the dictionary, replies).
 # After each round, on each of those sockets, good requests that must be
-# answered correctly: a batch confirmed by SYNC, a query that must hold
-# every good sample so far, a status, a dictionary put on one dictionary
-# socket read back on the other (50,000 in all).  Each round's good
+# answered correctly: a batch confirmed by SYNC (a good sample in every
+# tenth), a query that must end with the newest good samples, a status, a
+# dictionary put on one dictionary socket read back on the other (50,000
+# in all); at the end telemd must hold every good sample.  Each round's good
 # requests are answered only after its malformed messages were read (a
 # connection keeps its order), so no daemon holds more than a round of
 # them queued.  telemd's bad_messages
