@@ -113,6 +113,12 @@ grep -q "open http://localhost:[0-9]*/?token=$TOKEN" "$T/launch.log" \
 $CLIENT url-token "$URL" "$TOKEN" || fail "the job's token"
 export TELEM_AGG_TOKEN_FILE=$LR/keys/agg.token
 $CLIENT job "$URL" n1,n2,n3 || fail "the job's page and state"
+# The restart socket refuses a message of more frames than a request has,
+# read one frame at a time, and logs it with the count.
+[ "$("$TELEM_BIN/test_hostile" send "ipc://$LR/launch/restart.sock" \
+    frames:5:8)" = "reply type=7 code=-3" ] || fail "a 5-frame restart request"
+wait_for grep -q "restart socket: a message of 6 frames refused (1 so far)" \
+    "$T/launch.log" || fail "no log of the 5-frame restart request"
 # n2 has recorded its node figures and its dictionary's before it is
 # taken out (the dashboard check below wants its history).
 n2_has() {

@@ -18,6 +18,10 @@
 #    (not checked under ASan, whose allocator keeps freed memory).  The
 #    dictionary refuses a frame over 256 MiB (connection dropped) and
 #    65,538 frames (a dict_rep of TELEM_ETOOBIG).
+#    The ingest socket drops 300 frames of 1 MiB at the first (a frame over
+#    TELEM_PROTO_INGEST_MAX, 256 KiB; a 398 MB peak before that limit) and
+#    counts a 3-frame message; telem_agg puts 2,000 points (about 1 MiB of
+#    msgpack) in batches under the limit and every one lands.
 # 3. Wrong kinds: a batch and a meta message to telemd's ipc and TCP
 #    request sockets get an error reply (TELEM_EPROTO) and store nothing;
 #    a batch to telem_dictd gets a dict_rep of TELEM_EPROTO.
@@ -178,6 +182,59 @@ else
 fi
 [ "$("$H" send "$TCP" status)" = "reply type=6 code=0" ] || fail "h2 stopped answering"
 
+# ---- 2b. the ingest socket's frame limit --------------------------------------
+# 300 frames of 1 MiB took telemd to a 398 MB peak when the ingest socket
+# took frames of up to 64 MiB (libzmq queues the whole message before telemd
+# reads its first frame); now a frame over TELEM_PROTO_INGEST_MAX (256 KiB)
+# drops the connection at the first.  A message of several small frames is
+# read frame by frame and counted.
+ING=$(endpoint h2 ingest)
+hwm0=$(status_kb "$P" VmHWM)
+[ "$("$H" push "$ING" frames:300:1048576 "$CTL")" = disconnected ] \
+    || fail "300 x 1 MiB on the ingest socket was not dropped"
+alive h2
+hwm1=$(status_kb "$P" VmHWM)
+echo "h2: VmHWM $hwm0 -> $hwm1 KiB after 300 x 1 MiB on the ingest socket"
+[ $((hwm1 - hwm0)) -lt $((32 * 1024)) ] || fail "ingest: peak grew $((hwm1 - hwm0)) KiB"
+[ "$("$H" push "$ING" frames:3:100 "$CTL")" = counted ] \
+    || fail "a 3-frame ingest message was not counted"
+grep -q "an ingest message of 3 frames" "$T/h2.log" || fail "no log of it"
+
+# telem_agg cuts a put into batches under the ingest limit: 2,000 points of
+# 200-byte names and 4 tags (about 1 MiB of msgpack) all land.
+printf 'h2\t%s\n' "$CTL" >"$T/ipc_nodes2"
+echo "hostile-token-$RANDOM" >"$T/token"
+chmod 600 "$T/token"
+"$TELEM_BIN/telem_agg" --port 0 --nodefile "$T/ipc_nodes2" \
+    --token-file "$T/token" --max-body 4194304 >"$T/agg.out" 2>"$T/agg.log" &
+EXTRA_PIDS+=($!)
+wait_for grep -q '^telem_agg: serving' "$T/agg.out" || fail "telem_agg did not start"
+URL=$(sed -n 's/^telem_agg: serving \([^ ]*\) .*/\1/p' "$T/agg.out")
+python3 - "$URL" "$T/token" <<'PY' || fail "a put larger than the ingest frame limit"
+import json, sys, time, urllib.request
+url, token = sys.argv[1], open(sys.argv[2]).read().strip()
+now_ms = int(time.time() * 1000)
+pts = [{"metric": "hostile_put_" + "p" * 188, "timestamp": now_ms - 200000 + 50 * i,
+        "value": i, "tags": {"host": "h2", "t1": "a" * 40, "t2": "b" * 40,
+                             "t3": "c" * 40, "t4": "d%d" % (i % 7)}}
+       for i in range(2000)]
+body = json.dumps(pts).encode()
+req = urllib.request.Request(url + "api/put", data=body, method="POST",
+    headers={"Authorization": "Bearer " + token,
+             "Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=30) as r:
+    assert r.status == 204, r.status
+print("put of %d points (%d bytes of JSON): 204" % (len(pts), len(body)))
+PY
+"$TELEM_BIN/telem_client" --nodefile "$T/ipc_nodes2" -f json query \
+    "hostile_put_$(printf 'p%.0s' $(seq 188))" >"$T/put.json" || fail "query of the put"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = sum(len(s["points"]) for s in d["series"])
+sys.exit(0 if n == 2000 else f"the put stored {n} points of 2000")
+' "$T/put.json" || fail "points of the put"
+
 # ---- 3. ingest kinds on request sockets --------------------------------------
 for ep in "$CTL" "$TCP"; do
     for what in batch meta; do
@@ -185,7 +242,6 @@ for ep in "$CTL" "$TCP"; do
         [ "$got" = "reply type=7 code=-3" ] || fail "$what on $ep: $got"
     done
 done
-printf 'h2\t%s\n' "$CTL" >"$T/ipc_nodes2"
 "$TELEM_BIN/telem_client" --nodefile "$T/ipc_nodes2" -f json -l >"$T/l.json" \
     || fail "listing h2"
 ! grep -q hostile_batch "$T/l.json" || fail "a batch on a request socket was stored"

@@ -121,7 +121,11 @@ s_same_status(const telem_status_t *a, const telem_status_t *b)
            a->npoints == b->npoints && a->mem_bytes == b->mem_bytes &&
            a->mem_cap_bytes == b->mem_cap_bytes && a->ingested == b->ingested &&
            a->dropped == b->dropped && a->bad_messages == b->bad_messages &&
-           a->push_refused == b->push_refused;
+           a->push_refused == b->push_refused && a->log_bytes == b->log_bytes &&
+           a->log_segments == b->log_segments && a->flushes == b->flushes &&
+           a->last_flush_ns == b->last_flush_ns &&
+           a->flush_errors == b->flush_errors && a->denied == b->denied &&
+           a->refused_peers == b->refused_peers;
 }
 
 static inline bool
@@ -329,7 +333,9 @@ static const telem_status_t s_status = {
     .node = "n1", .pid = -1, .level = 4, .window_ns = INT64_MAX,
     .interval_ns = 100000000, .uptime_ns = INT64_MIN, .nseries = UINT64_MAX,
     .npoints = 2, .mem_bytes = 3, .mem_cap_bytes = 4, .ingested = 5,
-    .dropped = 6, .bad_messages = 7, .push_refused = 8 };
+    .dropped = 6, .bad_messages = 7, .push_refused = 8, .log_bytes = 9,
+    .log_segments = 10, .flushes = 11, .last_flush_ns = 12,
+    .flush_errors = 13, .denied = 14, .refused_peers = UINT64_MAX };
 
 /* One valid message of each type, for truncation and mutation. */
 typedef struct {

@@ -4,8 +4,14 @@
  *   - the largest valid request (a query naming 256 metrics of 255 bytes
  *     with 16 filters of 255-byte keys and values) fits in
  *     TELEMD_REQUEST_MAX, the request sockets' frame limit;
+ *   - the largest batch libtelem sends fits in TELEM_PROTO_INGEST_MAX, the
+ *     ingest socket's frame limit, with room to spare;
  *   - telemd's agent answers a batch or a metadata message on a request
  *     socket with an error of TELEM_EPROTO and stores nothing;
+ *   - every refusal is counted in the status: bad_messages (malformed,
+ *     wrong kind, too many frames, on either socket), denied (control over
+ *     plain TCP);
+ *   - the largest dict_ack fits the dictionary's peer frame limit;
  *   - a dictionary server answers a telemd batch, a reply and a frame that
  *     does not decode with a dict_rep of id 0 and an error code;
  *   - telem_peercap refuses the TCP connections past its cap (the refused
@@ -19,6 +25,10 @@
  *   prints   "reply type=T code=C" (an error, dict_rep or control_reply),
  *            "disconnected" (the peer dropped the connection), or
  *            "timeout"; exit 0, or 2 on bad usage.
+ * `test_hostile push ENDPOINT WHAT CTL [TIMEOUT_MS]` sends WHAT on a PUSH
+ * to telemd's ingest socket instead, and prints "disconnected" (the
+ * connection was dropped), "counted" (telemd's bad_messages, asked on its
+ * control socket CTL, rose) or "timeout".
  */
 #include "tmpdir.h"
 
@@ -33,11 +43,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "ddict_actor.h"
 #include "ddict_server.h"
+#include "telem.h"
 #include "telem_error.h"
 #include "telem_peercap.h"
 #include "telem_proto.h"
 #include "telem_proto_dict.h"
+#include "telem_queue.h"
 #include "telem_time.h"
 #include "telemd_actor.h"
 #include "telemd_agent.h"
@@ -181,6 +194,155 @@ test_agent_refuses_ingest(void)
     telem_proto_decoder_destroy(&dec);
     telem_proto_encoder_destroy(&enc);
     telemd_agent_destroy(&agent);
+}
+
+/* The largest frame libtelem sends: 256 samples (a full batch) of a
+ * 255-byte name, with 8 tags each that fill the batch's string arena,
+ * from a process whose node (the batch's source) and rank take 255 bytes.
+ * Names repeat for free in the arena but not on the wire, which makes
+ * this the largest batch; it must stay under the ingest socket's frame
+ * limit. */
+/* 255-byte name, node and rank; the node (the batch's source) and rank
+ * (a batch tag) into libtelem's environment. */
+static void
+s_largest_env(char *name, char *node, char *rank)
+{
+    memset(name, 'm', 255);
+    memset(node, 'n', 255);
+    memset(rank, 'r', 255);
+    name[255] = node[255] = rank[255] = '\0';
+    setenv("TELEM_NODE", node, 1);
+    setenv("TELEM_RANK", rank, 1);
+    setenv("TELEM_LEVEL", "4", 1);
+    setenv("TELEM_FINALIZE_MS", "100", 1);
+}
+
+static void
+test_libtelem_largest(void)
+{
+    char dir[64], ep[128], name[256], node[256], rank[256];
+    REQUIRE(test_tmpdir(dir, sizeof dir, "test_hostile") == 0);
+    void *zctx = zmq_ctx_new();
+    void *pull = zmq_socket(zctx, ZMQ_PULL);
+    int ms = 10000;
+    zmq_setsockopt(pull, ZMQ_RCVTIMEO, &ms, sizeof ms);
+    snprintf(ep, sizeof ep, "ipc://%s/ingest.sock", dir);
+    REQUIRE(zmq_bind(pull, ep) == 0);
+    setenv("TELEM_INGEST", ep, 1);
+    /* A control socket file tells the sender a telemd is there: it then
+       waits for the ingest connection instead of dropping the batch. */
+    void *ctl = zmq_socket(zctx, ZMQ_ROUTER);
+    snprintf(ep, sizeof ep, "ipc://%s/ctl.sock", dir);
+    REQUIRE(zmq_bind(ctl, ep) == 0);
+    setenv("TELEM_CTL", ep, 1);
+    s_largest_env(name, node, rank);
+    REQUIRE(telem_init() == 0);
+    for (int i = 0; i < TELEM_Q_SAMPLES; i++)
+        CHECK_RC(telem_add_data_tags(name, i, 0, 1, 8, "a", "vvvv", "b",
+                                     "vvvv", "c", "vvvv", "d", "vvvv", "e",
+                                     "vvvv", "f", "vvvv", "g", "vvvv", "h",
+                                     "vvvv"), 0);
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    size_t largest = 0;
+    uint32_t samples = 0;
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
+    while (samples < TELEM_Q_SAMPLES && zmq_msg_recv(&f, pull, 0) >= 0) {
+        telem_msg_t m;
+        if (telem_proto_decode(dec, zmq_msg_data(&f), zmq_msg_size(&f), &m)
+            == 0 && m.type == TELEM_MSG_BATCH)
+            samples += m.u.batch.nsamples;
+        if (zmq_msg_size(&f) > largest)
+            largest = zmq_msg_size(&f);
+    }
+    printf("libtelem's largest batch: %zu bytes (%u samples; ingest frame "
+           "limit %u)\n", largest, samples, TELEM_PROTO_INGEST_MAX);
+    CHECK_INT(samples, TELEM_Q_SAMPLES);
+    CHECK(largest > 80 * 1024);        /* it really is that large */
+    CHECK(largest < TELEM_PROTO_INGEST_MAX / 2);
+    telem_finalize();
+    zmq_msg_close(&f);
+    telem_proto_decoder_destroy(&dec);
+    zmq_close(pull);
+    zmq_close(ctl);
+    zmq_ctx_term(zctx);
+    test_rmtree(dir);
+}
+
+/* The agent's status, asked for as the job asks. */
+static telem_status_t
+s_status_of(telemd_agent_t *agent, telem_proto_encoder_t *enc,
+            telem_proto_decoder_t *dec)
+{
+    telem_control_t c = { .id = 1, .op = TELEM_CTL_STATUS };
+    const void *data, *reply;
+    size_t size, rsize;
+    telem_msg_t m;
+    telem_status_t none = { 0 };
+    if (telem_proto_encode_control(enc, &c, &data, &size) != 0
+        || telemd_agent_request(agent, data, size, TELEMD_FROM_JOB, &reply,
+                                &rsize) != 0
+        || telem_proto_decode(dec, reply, rsize, &m) != 0
+        || m.type != TELEM_MSG_CONTROL_REPLY)
+        return none;
+    return m.u.control_reply.status;
+}
+
+/* Every refusal is counted: a frame that does not decode, a batch on a
+ * request socket, a request of too many frames, an ingest message of
+ * several frames (bad_messages); control over plain TCP (denied). */
+static void
+test_agent_counts(void)
+{
+    telemd_config_t cfg = { .node = "h1", .level = 4,
+                            .window_ns = 60 * TELEM_NS_PER_SEC,
+                            .interval_ns = TELEM_NS_PER_SEC };
+    telemd_agent_t *agent = telemd_agent_new(&cfg, NULL);
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
+    REQUIRE(agent && enc && dec);
+    const void *data, *reply;
+    size_t size, rsize;
+    CHECK_RC(telemd_agent_request(agent, "\x81", 1, TELEMD_FROM_JOB, &reply,
+                                  &rsize), TELEM_EPROTO);
+    REQUIRE(s_ingest_msg(enc, 0, &data, &size) == 0);
+    CHECK_RC(telemd_agent_request(agent, data, size, TELEMD_FROM_JOB, &reply,
+                                  &rsize), TELEM_EPROTO);
+    CHECK_RC(telemd_agent_refuse(agent, TELEM_EPROTO, "4 frames", &reply,
+                                 &rsize), TELEM_EPROTO);
+    telemd_agent_reject(agent, "an ingest message of 2 frames");
+    CHECK_RC(telemd_agent_ingest(agent, "\xc1", 1), TELEM_EPROTO);
+    telem_control_t c = { .id = 2, .op = TELEM_CTL_SHUTDOWN };
+    REQUIRE(telem_proto_encode_control(enc, &c, &data, &size) == 0);
+    telemd_agent_request(agent, data, size, TELEMD_FROM_PLAIN_TCP, &reply,
+                         &rsize);
+    int type;
+    CHECK_RC(s_reply_code(dec, reply, rsize, &type), TELEM_EPERM);
+    CHECK(!telemd_agent_stopping(agent));
+    telem_status_t st = s_status_of(agent, enc, dec);
+    CHECK_INT(st.bad_messages, 5);
+    CHECK_INT(st.denied, 1);
+    CHECK_INT(st.refused_peers, 0);        /* no ZAP handler */
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
+    telemd_agent_destroy(&agent);
+}
+
+/* The largest acknowledgement a dictionary server sends a peer fits the
+ * peer sockets' frame limit. */
+static void
+test_dict_ack_limit(void)
+{
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_dict_rep_t rep = { UINT64_MAX, UINT64_MAX, INT32_MIN, NULL, 0 };
+    const void *data;
+    size_t size = 0;
+    REQUIRE(enc && telem_proto_encode_dict_rep(enc, TELEM_MSG_DICT_ACK, &rep,
+                                               &data, &size) == 0);
+    printf("largest dict_ack: %zu bytes (peer frame limit %d)\n", size,
+           DDICT_ACTOR_ACK_MAX);
+    CHECK(size < DDICT_ACTOR_ACK_MAX / 16);
+    telem_proto_encoder_destroy(&enc);
 }
 
 /* ---------------------------------------------------------------- dict */
@@ -438,12 +600,79 @@ s_await(zsock_t *dealer, zsock_t *mon, int timeout_ms)
     telem_proto_decoder_destroy(&dec);
 }
 
+/* The node's bad_messages from a status request on `ctl`; -1 when no
+ * reply came within 10 s. */
+static int64_t
+s_bad_count(const char *ctl)
+{
+    zsock_t *d = zsock_new(ZMQ_DEALER);
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
+    telem_control_t c = { .id = 6, .op = TELEM_CTL_STATUS };
+    const void *data;
+    size_t size;
+    int64_t bad = -1;
+    zsock_set_linger(d, 0);
+    zsock_set_rcvtimeo(d, 10000);
+    if (zsock_connect(d, "%s", ctl) == 0
+        && telem_proto_encode_control(enc, &c, &data, &size) == 0
+        && zmq_send(zsock_resolve(d), data, size, 0) >= 0) {
+        zframe_t *f = zframe_recv(d);
+        telem_msg_t m;
+        if (f && telem_proto_decode(dec, zframe_data(f), zframe_size(f), &m)
+                     == 0 && m.type == TELEM_MSG_CONTROL_REPLY)
+            bad = (int64_t) m.u.control_reply.status.bad_messages;
+        zframe_destroy(&f);
+    }
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
+    zsock_destroy(&d);
+    return bad;
+}
+
+/* `push ENDPOINT WHAT CTL`: sends WHAT on a PUSH and waits until the
+ * connection is dropped ("disconnected") or the node counted one more bad
+ * message ("counted"), asking CTL for its status. */
+static int
+s_push(const char *ep, const char *what, const char *ctl, int timeout_ms)
+{
+    int64_t before = s_bad_count(ctl);
+    zsock_t *push = zsock_new(ZMQ_PUSH);
+    zsock_set_linger(push, timeout_ms);
+    zmq_socket_monitor(zsock_resolve(push), "inproc://hostile-pmon",
+                       ZMQ_EVENT_DISCONNECTED);
+    zsock_t *mon = zsock_new_pair(">inproc://hostile-pmon");
+    if (before < 0 || !mon || zsock_connect(push, "%s", ep) != 0
+        || s_send_what(zsock_resolve(push), what) != 0) {
+        fprintf(stderr, "test_hostile: cannot push %s to %s\n", what, ep);
+        return 2;
+    }
+    zpoller_t *poller = zpoller_new(mon, NULL);
+    int64_t end = telem_mono_ns() + (int64_t) timeout_ms * TELEM_NS_PER_MS;
+    const char *said = "timeout";
+    while (!strcmp(said, "timeout") && telem_mono_ns() < end) {
+        if (zpoller_wait(poller, 100))
+            said = "disconnected";
+        else if (s_bad_count(ctl) > before)
+            said = "counted";
+    }
+    printf("%s\n", said);
+    zpoller_destroy(&poller);
+    zmq_socket_monitor(zsock_resolve(push), NULL, 0);
+    zsock_destroy(&mon);
+    zsock_destroy(&push);
+    return 0;
+}
+
 static int
 s_helper(int argc, char **argv)
 {
+    if (argc >= 5 && !strcmp(argv[1], "push"))
+        return s_push(argv[2], argv[3], argv[4],
+                      argc > 5 ? atoi(argv[5]) : 20000);
     if (argc < 4 || strcmp(argv[1], "send")) {
         fprintf(stderr, "usage: test_hostile [send ENDPOINT WHAT "
-                "[TIMEOUT_MS]]\n");
+                "[TIMEOUT_MS] | push ENDPOINT WHAT CTL [TIMEOUT_MS]]\n");
         return 2;
     }
     int timeout_ms = argc > 4 ? atoi(argv[4]) : 20000;
@@ -471,7 +700,10 @@ main(int argc, char **argv)
     if (argc > 1)
         return s_helper(argc, argv);
     test_request_limit();
+    test_libtelem_largest();
     test_agent_refuses_ingest();
+    test_agent_counts();
+    test_dict_ack_limit();
     test_dict_refuses_foreign();
     test_peercap();
     return check_report("test_hostile");

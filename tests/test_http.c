@@ -5,7 +5,8 @@
  * Covered: arguments (order, duplicates, percent-encoding, '+', a key
  * without '='), the decoded path, headers by any case, a JSON body; a body
  * of exactly max_body served and one byte more refused 413 before it is
- * sent; a chunked body within the limit assembled, past it 413, and the
+ * sent; a body nested 64 deep served, 65 deep refused 400 (brackets in
+ * strings not counted); a chunked body within the limit assembled, past it 413, and the
  * server serving after; malformed requests (a request line, a header line,
  * a Content-Length) answered 400 or closed, the server serving after; a
  * client stalled in the middle of its headers does not hold another's
@@ -373,6 +374,31 @@ test_post(int port)
     CHECK_INT(s_request(port, head, (size_t) n, &rs), 413);
 }
 
+/* A body nested 64 deep reaches the handler; 65 is answered 400 before
+ * it; brackets inside strings do not count. */
+static void
+test_nesting(int port)
+{
+    char body[512];
+    s_resp_t rs;
+    size_t n = 0;
+    for (int i = 0; i < TELEM_HTTP_NESTING_MAX; i++)
+        body[n++] = '[';
+    for (int i = 0; i < TELEM_HTTP_NESTING_MAX; i++)
+        body[n++] = ']';
+    CHECK_INT(s_post(port, body, n, &rs), 200);
+    memmove(body + 1, body, n);
+    body[0] = '[';
+    body[++n] = ']';
+    CHECK_INT(s_post(port, body, ++n, &rs), 400);
+    s_check_error(&rs, 400);
+    n = (size_t) snprintf(body, sizeof body, "[\"");
+    for (int i = 0; i < 200; i++)
+        body[n++] = i % 2 ? '{' : '[';
+    n += (size_t) snprintf(body + n, sizeof body - n, "\\\"\"]");
+    CHECK_INT(s_post(port, body, n, &rs), 200);
+}
+
 /* A chunked POST of `total` bytes in chunks of 100. */
 static int
 s_chunked(int port, size_t total, s_resp_t *rs)
@@ -683,6 +709,7 @@ main(void)
     int port = telem_http_port(h);
     test_get_args(port);
     test_post(port);
+    test_nesting(port);
     test_chunked(port);
     test_malformed(port);
     test_handler_rules(port);

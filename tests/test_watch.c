@@ -382,6 +382,20 @@ test_control_socket(watch_net_t *net, watch_t *watch,
                                   &out) == 0 &&
           out.u.watch_ctl_reply.code == TELEM_EPROTO);
     zmsg_destroy(&m);
+    /* A good request followed by frames it does not take: refused,
+       counted with the garbage. */
+    uint64_t bad = watch_net_bad_requests(net);
+    CHECK_RC(telem_proto_encode_watch_ctl(enc, &q, &data, &size), 0);
+    zmq_send(zsock_resolve(dealer), data, size, ZMQ_SNDMORE);
+    zmq_send(zsock_resolve(dealer), "x", 1, ZMQ_SNDMORE);
+    m = ctl_roundtrip(net, watch, dealer, "y", 1);
+    f = m ? zmsg_first(m) : NULL;
+    CHECK(f && telem_proto_decode(dec, zframe_data(f), zframe_size(f),
+                                  &out) == 0 &&
+          out.u.watch_ctl_reply.code == TELEM_EPROTO);
+    zmsg_destroy(&m);
+    CHECK_INT(watch_net_bad_requests(net), bad + 1);
+    CHECK(bad >= 1);
     zsock_destroy(&dealer);
     telem_proto_encoder_destroy(&enc);
 }

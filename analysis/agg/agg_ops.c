@@ -9,7 +9,8 @@
  * the point goes to the first node of the node file.  telemd takes
  * samples only on its own host (an ipc socket, never TCP), so a node
  * whose ingest socket is not on this host is refused per point with that
- * reason.  The points of each node go in one batch that ends with a fin
+ * reason.  The points of each node go in batches under the ingest
+ * socket's frame limit (TELEM_PROTO_INGEST_MAX), the last with a fin
  * token; the node's confirmation of that token (TELEM_CTL_SYNC) within
  * the deadline is what makes them count as stored.  Answer as OpenTSDB:
  * 204 when all were stored; with ?summary or ?details 200 and {"success",
@@ -129,24 +130,54 @@ s_check(ac_t *ac, const char *rundir, s_point_t *p)
     }
 }
 
-/* The samples of node `node` into one batch and onto its ingest socket;
- * the fin token into *token.  0 or a telem_err_t. */
-static int
-s_send_node(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, long node,
-            uint64_t *token)
+/* An upper bound on the bytes sample `s` takes in a batch: the array and
+ * its numbers (32 bytes at most), the name and each tag with their string
+ * headers (2 bytes each, strings of at most 255 bytes). */
+static size_t
+s_sample_bound(const telem_sample_t *s)
 {
-    size_t k = 0, ntags = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!pts[i].error && pts[i].node == node) {
-            k++;
-            ntags += json_object_size(json_object_get(pts[i].point, "tags"));
-        }
-    telem_sample_t *sm = calloc(k ? k : 1, sizeof *sm);
-    telem_tag_t *tg = calloc(ntags ? ntags : 1, sizeof *tg);
-    telem_proto_encoder_t *enc = telem_proto_encoder_new();
-    int rc = sm && tg && enc ? 0 : TELEM_ENOMEM;
+    size_t n = 32 + 2 + strlen(s->metric);
+    for (uint32_t i = 0; i < s->ntags; i++)
+        n += 4 + strlen(s->tags[i].key) + strlen(s->tags[i].value);
+    return n;
+}
+
+/* Sends sm[0..k) on `sock` in batches that each stay under the ingest
+ * socket's frame limit (TELEM_PROTO_INGEST_MAX; a larger frame would make
+ * telemd drop the connection), the last one carrying `token`: the batches
+ * travel in order on one connection, so the token's confirmation covers
+ * them all.  0 or a telem_err_t. */
+static int
+s_send_batches(void *sock, telem_proto_encoder_t *enc, telem_sample_t *sm,
+               size_t k, uint64_t token)
+{
+    const size_t budget = TELEM_PROTO_INGEST_MAX - 1024;  /* the header */
+    size_t i = 0;
+    int rc = 0;
+    do {
+        size_t j = i, bytes = 0;
+        while (j < k && (j == i || bytes + s_sample_bound(&sm[j]) <= budget))
+            bytes += s_sample_bound(&sm[j++]);
+        telem_batch_t b = { "telem_agg", NULL, 0, sm + i, (uint32_t) (j - i),
+                            j == k ? token : 0 };
+        const void *data = NULL;
+        size_t size = 0;
+        rc = telem_proto_encode_batch(enc, &b, &data, &size);
+        if (!rc && zmq_send(sock, data, size, 0) < 0)
+            rc = TELEM_EIO;
+        i = j;
+    } while (!rc && i < k);
+    return rc;
+}
+
+/* The samples of node `node` into sm[] (their tags into tg[]); returns
+ * how many. */
+static size_t
+s_node_samples(s_point_t *pts, size_t n, long node, telem_sample_t *sm,
+               telem_tag_t *tg)
+{
     size_t j = 0, t = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (pts[i].error || pts[i].node != node)
             continue;
         json_t *p = pts[i].point, *v;
@@ -162,14 +193,31 @@ s_send_node(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, long node,
             }
         j++;
     }
+    return j;
+}
+
+/* The samples of node `node` onto its ingest socket, in batches under the
+ * socket's frame limit; the fin token of the last into *token.  0 or a
+ * telem_err_t. */
+static int
+s_send_node(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, long node,
+            uint64_t *token)
+{
+    size_t k = 0, ntags = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!pts[i].error && pts[i].node == node) {
+            k++;
+            ntags += json_object_size(json_object_get(pts[i].point, "tags"));
+        }
+    telem_sample_t *sm = calloc(k ? k : 1, sizeof *sm);
+    telem_tag_t *tg = calloc(ntags ? ntags : 1, sizeof *tg);
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    int rc = sm && tg && enc ? 0 : TELEM_ENOMEM;
+    if (!rc)
+        k = s_node_samples(pts, n, node, sm, tg);
     *token = ((uint64_t) telem_now_ns() << 8) ^ (uint64_t) (uintptr_t) pts
              ^ (uint64_t) node;
-    telem_batch_t b = { "telem_agg", NULL, 0, sm, (uint32_t) k, *token };
-    const void *data = NULL;
-    size_t size = 0;
     char path[TELEM_PATH_MAX + 64], ep[TELEM_PATH_MAX + 80];
-    if (!rc)
-        rc = telem_proto_encode_batch(enc, &b, &data, &size);
     if (!rc)
         rc = telem_node_path(path, sizeof path, agg_rundir(self),
                              ac_node_name(ac, (size_t) node), "ingest.sock");
@@ -178,8 +226,8 @@ s_send_node(agg_t *self, ac_t *ac, s_point_t *pts, size_t n, long node,
         snprintf(ep, sizeof ep, ">ipc://%s", path);
         sock = telem_sock_raw_new(agg_zctx(self), ZMQ_PUSH, &s_opts, ep, &rc);
     }
-    if (!rc && zmq_send(sock, data, size, 0) < 0)
-        rc = TELEM_EIO;
+    if (!rc)
+        rc = s_send_batches(sock, enc, sm, k, *token);
     if (sock)
         zmq_close(sock);
     telem_proto_encoder_destroy(&enc);

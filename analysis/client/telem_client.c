@@ -201,6 +201,9 @@ s_status_row(telem_client_fmt_t *f, const ac_status_result_t *r, size_t i)
     telem_client_fmt_u64(f, st->flushes);
     telem_client_fmt_i64(f, st->last_flush_ns);
     telem_client_fmt_u64(f, st->flush_errors);
+    telem_client_fmt_u64(f, st->bad_messages);
+    telem_client_fmt_u64(f, st->denied);
+    telem_client_fmt_u64(f, st->refused_peers);
     telem_client_fmt_row_end(f);
 }
 
@@ -213,14 +216,14 @@ s_run_control(ac_t *ac, const telem_client_opts_t *o, long node,
         "node", "state", "level", "series", "points", "mem_bytes",
         "ingested", "dropped", "refused", "uptime_s", "pid",
         "log_bytes", "log_segments", "flushes", "last_flush_ns",
-        "flush_errors"
+        "flush_errors", "bad", "denied", "refused_peers"
     };
     ac_status_result_t *r = NULL;
     int rc = ac_control(ac, node, op, arg, 0, &r);
     size_t n = ac_status_result_count(r), nm = 0;
     const char **missing = calloc(n + 1, sizeof *missing);
     telem_client_fmt_t *f = telem_client_fmt_new(o->fmt, o->out, "nodes",
-                                                 cols, 16, -1);
+                                                 cols, 19, -1);
     for (size_t i = 0; f && missing && i < n; i++) {
         s_status_row(f, r, i);
         if (ac_status_result_code(r, i))

@@ -382,7 +382,9 @@ s_serve(s_run_t *r)
     if (watch_net_serve(r->net, r->watch, extra,
                         sizeof extra / sizeof extra[0]))
         telem_log_limited(&r->rl, TELEM_LOG_WARN, "a bad control request "
-                          "was answered with an error");
+                          "was answered with an error (%llu so far)",
+                          (unsigned long long)
+                              watch_net_bad_requests(r->net));
 }
 
 /* ms until the earlier of the next tick and the restart deadline. */

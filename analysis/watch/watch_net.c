@@ -38,7 +38,10 @@ struct watch_net {
     telem_proto_decoder_t *dec;
     watch_out_wire_t wire;
     uint64_t next_id;
+    uint64_t bad_requests;     /* control requests refused as malformed */
 };
+
+#define S_CTL_MAX 4096         /* bytes of one control request frame */
 
 /* ---- set-up ------------------------------------------------------------ */
 
@@ -151,8 +154,11 @@ s_sockets(watch_net_t *self, const watch_net_opts_t *o, char *why,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
         .sndtimeo_ms = TELEM_SOCK_KEEP, .keys = o->keys,
     };
+    /* A watch_ctl request holds three strings of at most 255 bytes
+       (about 800 bytes encoded): frames past S_CTL_MAX are dropped with
+       their connection. */
     const telem_sock_opts_t ctl = {
-        .max_msg = 1 << 20, .sndhwm = TELEM_SOCK_KEEP,
+        .max_msg = S_CTL_MAX, .sndhwm = TELEM_SOCK_KEEP,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
         .sndtimeo_ms = TELEM_SOCK_KEEP, .keys = o->keys,
     };
@@ -293,33 +299,56 @@ s_reply(watch_net_t *self, zframe_t **id_p, const telem_watch_ctl_reply_t *r)
     zmsg_send(&msg, self->ctl);
 }
 
+/* Reads and frees the rest of a message frame by frame; returns how
+ * many frames that was. */
+static size_t
+s_skip_rest(zsock_t *sock)
+{
+    size_t n = 0;
+    while (zsock_rcvmore(sock)) {
+        zframe_t *f = zframe_recv(sock);
+        if (!f)
+            break;
+        zframe_destroy(&f);
+        n++;
+    }
+    return n;
+}
+
 int
 watch_net_serve(watch_net_t *self, watch_t *watch, const char *const *extra,
                 size_t nextra)
 {
-    zmsg_t *msg = zmsg_recv(self->ctl);
-    if (!msg)
+    /* [identity, request]: read one frame at a time, nothing kept past
+       those two. */
+    zframe_t *id = zframe_recv(self->ctl);
+    if (!id)
         return TELEM_EIO;
-    zframe_t *id = zmsg_pop(msg);
-    zframe_t *body = zmsg_pop(msg);
+    zframe_t *body = zsock_rcvmore(self->ctl) ? zframe_recv(self->ctl) : NULL;
+    size_t more = s_skip_rest(self->ctl);
     int rc = 0;
     telem_msg_t m;
-    if (!id || !body || zmsg_size(msg) != 0 ||
+    if (!body || more ||
         telem_proto_decode(self->dec, zframe_data(body), zframe_size(body),
                            &m) != 0 ||
         (int) m.type != TELEM_MSG_WATCH_CTL) {
         telem_watch_ctl_reply_t bad = { 0, TELEM_EPROTO,
             "not a watch_ctl message", NULL, 0 };
-        if (id)
-            s_reply(self, &id, &bad);
+        s_reply(self, &id, &bad);
+        self->bad_requests++;
         rc = TELEM_EPROTO;
     } else {
         s_reply(self, &id, watch_control(watch, &m.u.watch_ctl, extra, nextra));
     }
     zframe_destroy(&id);
     zframe_destroy(&body);
-    zmsg_destroy(&msg);
     return rc;
+}
+
+uint64_t
+watch_net_bad_requests(const watch_net_t *self)
+{
+    return self->bad_requests;
 }
 
 /* ---- restart ----------------------------------------------------------- */

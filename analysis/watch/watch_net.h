@@ -64,6 +64,11 @@ int watch_net_publish(watch_net_t *self, const det_event_t *e, uint64_t seq);
 int watch_net_serve(watch_net_t *self, watch_t *watch, const char *const *extra,
                     size_t nextra);
 
+/* Control requests refused so far: undecodable, not a watch_ctl, or not
+ * [identity, request] (frames past those are read and freed one at a
+ * time, never kept). */
+uint64_t watch_net_bad_requests(const watch_net_t *self);
+
 /* Sends a restart request (m->id is set here).  Returns 0, or an encoding
  * error / TELEM_ECONN (the socket refused it). */
 int watch_net_restart_send(watch_net_t *self, telem_restart_t *m);

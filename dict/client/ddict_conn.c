@@ -81,9 +81,13 @@ dc_ctx_release(void **ctx_p)
 
 /* ---------------------------------------------------------------- sockets */
 
-/* Values of any size, nothing dropped, nothing left behind at close. */
+/* Values of up to TELEM_DICT_VALUE_MAX, each a frame of its own (the
+   header frame is held to 64 MiB by the codec): a larger frame makes
+   libzmq drop the connection.  Nothing dropped, nothing left behind at
+   close. */
 static const telem_sock_opts_t s_dealer_opts = {
-    .max_msg = -1, .sndhwm = 0, .rcvhwm = 0, .linger_ms = 0,
+    .max_msg = (int64_t) TELEM_DICT_VALUE_MAX, .sndhwm = 0, .rcvhwm = 0,
+    .linger_ms = 0,
     .sndtimeo_ms = TELEM_SOCK_KEEP, .immediate = 0,
     .reconnect_ivl_max_ms = 0,
 };

@@ -37,14 +37,15 @@
    in a frame of its own, and a server must not drop them: that is the
    ROUTER's frame limit (the header frame is held to 64 MiB by the codec),
    with unbounded queues.  The peer DEALERs receive only acknowledgements,
-   one header frame each.  Only the ROUTER lingers, so that replies sent
-   just before a stop still leave. */
+   one header frame each of id, epoch and code (about 30 bytes): their
+   frame limit is DDICT_ACTOR_ACK_MAX.  Only the ROUTER lingers, so that
+   replies sent just before a stop still leave. */
 static const telem_sock_opts_t s_router_opts = {
     .max_msg = (int) TELEM_DICT_VALUE_MAX, .sndhwm = 0, .rcvhwm = 0,
     .linger_ms = S_LINGER_MS, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 static const telem_sock_opts_t s_peer_opts = {
-    .max_msg = (int) TELEM_PROTO_MAX_MSG, .sndhwm = 0, .rcvhwm = 0,
+    .max_msg = (int) DDICT_ACTOR_ACK_MAX, .sndhwm = 0, .rcvhwm = 0,
     .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 
@@ -213,6 +214,9 @@ s_drain_router(ddict_actor_t *self)
     }
 }
 
+/* Handles up to S_BURST replies waiting on a peer's DEALER.  An
+ * acknowledgement is one frame: a message of more is refused and counted,
+ * its frames read and freed one at a time. */
 static void
 s_drain_peer(ddict_actor_t *self, zsock_t *s)
 {
@@ -228,32 +232,15 @@ s_drain_peer(ddict_actor_t *self, zsock_t *s)
             zmq_msg_close(&head);
             break;
         }
-        int more = zmq_msg_more(&head), over;
-        size_t bytes = 0;
-        size_t n = s_recv_rest(self, sock, more, &over, &bytes);
-        if (over) {           /* no acknowledgement is that long */
-            zmq_msg_close(&head);
-            for (size_t i = 0; i < n; i++)
-                zmq_msg_close(&self->frames[i]);
+        if (!zmq_msg_more(&head)) {
+            ddict_server_peer_reply(self->server, name, &head, 1);
             continue;
         }
-        /* The head is the first frame of the reply. */
-        zmq_msg_t *all = malloc((n + 1) * sizeof *all);
-        if (!all) {
-            zmq_msg_close(&head);
-            for (size_t i = 0; i < n; i++)
-                zmq_msg_close(&self->frames[i]);
-            continue;
-        }
-        zmq_msg_init(&all[0]);
-        zmq_msg_move(&all[0], &head);
+        size_t n = 1;
+        while (zmq_msg_more(&head) && zmq_msg_recv(&head, sock, 0) >= 0)
+            n++;
         zmq_msg_close(&head);
-        for (size_t i = 0; i < n; i++) {
-            zmq_msg_init(&all[i + 1]);
-            zmq_msg_move(&all[i + 1], &self->frames[i]);
-        }
-        ddict_server_peer_reply(self->server, name, all, n + 1);
-        free(all);
+        ddict_server_peer_refuse(self->server, name, n);
     }
 }
 

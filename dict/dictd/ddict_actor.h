@@ -45,6 +45,13 @@ typedef struct {
  * a connection that sends a larger one). */
 #define DDICT_ACTOR_FRAMES_MAX (1 + TELEM_DICT_OPS_MAX)
 
+/* Largest frame the server's peer sockets take: they receive only
+ * acknowledgements (dict_ack), one frame of id, epoch and code, about 30
+ * bytes (tests/test_hostile.c measures the largest).  A larger frame makes
+ * libzmq drop the connection; a reply of more than one frame is refused
+ * and counted. */
+#define DDICT_ACTOR_ACK_MAX 4096
+
 typedef struct ddict_actor ddict_actor_t;
 
 /* Starts the server.  Returns NULL and sets *err on failure (TELEM_ESTATE:

@@ -376,6 +376,16 @@ ddict_server_peer_reply(ddict_server_t *self, const char *peer,
     return rc;
 }
 
+int
+ddict_server_peer_refuse(ddict_server_t *self, const char *peer,
+                         size_t nframes)
+{
+    self->bad_messages++;
+    telem_log_limited(&self->rl, TELEM_LOG_WARN, "bad reply from %s: %zu "
+                      "frames (an acknowledgement is one)", peer, nframes);
+    return TELEM_EPROTO;
+}
+
 int64_t
 ddict_server_tick(ddict_server_t *self, int64_t now)
 {

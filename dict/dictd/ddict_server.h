@@ -77,6 +77,12 @@ int ddict_server_refuse(ddict_server_t *self, zmq_msg_t *route,
 int ddict_server_peer_reply(ddict_server_t *self, const char *peer,
                             zmq_msg_t *frames, size_t n);
 
+/* Counts a reply from peer `peer` that the actor refused unread (it had
+ * `nframes` frames; an acknowledgement has one) and logs it with the rate
+ * limit of every refusal.  Returns TELEM_EPROTO. */
+int ddict_server_peer_refuse(ddict_server_t *self, const char *peer,
+                             size_t nframes);
+
 /* Ends a burst: syncs the log if anything was written, releases the held
  * replies, compacts the log if it grew past its threshold.  Returns 0 or
  * TELEM_EIO (the held replies then carry the error). */

@@ -64,7 +64,8 @@ static const char s_usage[] =
 "On start it prints 'endpoint<TAB>EP' and 'ready'.  The log is\n"
 "RUNDIR/NODE/dict.log.  It stops on SIGINT, SIGTERM or a shutdown request.\n"
 "Every second it records telem_dict_keys, telem_dict_bytes,\n"
-"telem_dict_log_bytes and telem_dict_epoch (level 1) to the node's telemd.\n"
+"telem_dict_log_bytes, telem_dict_epoch and telem_dict_bad_messages\n"
+"(level 1) to the node's telemd.\n"
 "Exit status: 0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n";
 
 typedef struct {
@@ -247,6 +248,10 @@ s_describe(void)
                    "past a threshold).");
     telem_describe("telem_dict_epoch", "gauge", "",
                    "The dictionary's shard-map epoch (one more per re-form).");
+    telem_describe("telem_dict_bad_messages", "counter", "",
+                   "Messages this node's dictionary server refused since it "
+                   "started: malformed, of a kind it does not take, or of "
+                   "too many frames.");
 }
 
 static void
@@ -260,6 +265,8 @@ s_on_stats(const ddict_server_stats_t *st, void *arg)
     telem_add_data("telem_dict_bytes", (double) st->bytes, 0, 1);
     telem_add_data("telem_dict_log_bytes", (double) st->log_bytes, 0, 1);
     telem_add_data("telem_dict_epoch", (double) st->epoch, 0, 1);
+    telem_add_data("telem_dict_bad_messages", (double) st->bad_messages, 0,
+                   1);
 }
 
 static void

@@ -91,7 +91,9 @@ typedef struct {
     uint64_t mem_cap_bytes;
     uint64_t ingested;         /* samples accepted since start */
     uint64_t dropped;          /* samples refused (caps, level) */
-    uint64_t bad_messages;     /* frames rejected by the decoder */
+    uint64_t bad_messages;     /* messages refused: malformed, of a kind
+                                  the socket does not take, or of too many
+                                  frames */
     uint64_t push_refused;     /* pushed samples refused (counters: bad
                                   names or values, series cap) */
     uint64_t log_bytes;        /* flush log: bytes in its segments */
@@ -100,6 +102,10 @@ typedef struct {
     int64_t last_flush_ns;     /* realtime of the last completed flush,
                                   0: none yet (or no log) */
     uint64_t flush_errors;     /* flushes that failed */
+    uint64_t denied;           /* requests refused for want of the job's
+                                  key: control over plain TCP */
+    uint64_t refused_peers;    /* CURVE clients the ZAP handler refused
+                                  (another key, domain or mechanism) */
 } telem_status_t;
 
 #ifdef __cplusplus

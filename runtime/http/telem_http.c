@@ -360,6 +360,18 @@ s_refuse_size(telem_http_t *self, telem_http_req_t *r)
 }
 
 static enum MHD_Result
+s_refuse_nesting(telem_http_t *self, telem_http_req_t *r)
+{
+    char details[96];
+    snprintf(details, sizeof details, "the request body nests deeper than "
+             "%d levels", TELEM_HTTP_NESTING_MAX);
+    telem_http_reply_error(r, 400, "Bad Request", details);
+    s_log(self, TELEM_LOG_INFO, "400 for %s %s from %s: %s", r->method,
+          r->path, r->peer, details);
+    return s_queue(r);
+}
+
+static enum MHD_Result
 s_preflight(telem_http_req_t *r)
 {
     telem_http_req_add_header(r, "Access-Control-Allow-Methods",
@@ -418,6 +430,9 @@ s_last(telem_http_t *self, telem_http_req_t *r)
 {
     if (r->too_large)
         return s_refuse_size(self, r);
+    if (thttp_req_nesting(r, TELEM_HTTP_NESTING_MAX + 1)
+        > TELEM_HTTP_NESTING_MAX)
+        return s_refuse_nesting(self, r);
     if (thttp_req_collect_args(r) != 0)
         return MHD_NO;
     self->fn(r, self->arg);

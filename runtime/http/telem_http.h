@@ -20,6 +20,11 @@
  *     answered 413 once it ends (the excess is read and dropped; past as
  *     much again as the limit, at least 64 KiB, the connection is closed
  *     without an answer);
+ *   - refuses a body whose brackets ([ and {, outside JSON strings) nest
+ *     deeper than TELEM_HTTP_NESTING_MAX with 400: a JSON parser recurses
+ *     once a level (jansson down to its own limit of 2,048, building
+ *     every level before it refuses), and the stack and heap pages that
+ *     touches stay resident on each server thread;
  *   - answers OPTIONS preflights itself when `cors` is on.
  * Those early answers carry OpenTSDB's error body (telem_http_reply_error)
  * as application/json.  Malformed HTTP never reaches the module:
@@ -53,6 +58,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Deepest nesting of a request body's [ and { (outside JSON strings)
+ * that reaches a handler; OpenTSDB's bodies nest 4 deep. */
+#define TELEM_HTTP_NESTING_MAX 64
 
 typedef struct telem_http telem_http_t;
 typedef struct telem_http_req telem_http_req_t;

@@ -66,6 +66,10 @@ void thttp_req_destroy(telem_http_req_t **r_p);
  * `dropped` instead.  0 or TELEM_ENOMEM. */
 int thttp_req_append(telem_http_req_t *r, const char *data, size_t len);
 
+/* How deep the body's [ and { nest, outside JSON strings; counting stops
+ * once it reaches `stop`. */
+size_t thttp_req_nesting(const telem_http_req_t *r, size_t stop);
+
 /* Reads the query-string arguments from libmicrohttpd (before the
  * handler).  0 or TELEM_ENOMEM. */
 int thttp_req_collect_args(telem_http_req_t *r);

@@ -157,6 +157,28 @@ telem_http_req_header(const telem_http_req_t *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+size_t
+thttp_req_nesting(const telem_http_req_t *r, size_t stop)
+{
+    size_t depth = 0, deepest = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < r->body_len && deepest < stop; i++) {
+        char c = r->body[i];
+        if (in_str) {
+            in_str = esc || c != '"';
+            esc = !esc && c == '\\';
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > deepest)
+                deepest = depth;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 const char *
 telem_http_req_body(const telem_http_req_t *r, size_t *len)
 {

@@ -153,6 +153,7 @@ struct launch_job {
     FILE *restart_log;
     FILE *daemon_log;           /* launch/daemons.log */
     telem_ratelimit_t rl;       /* bad restart requests */
+    uint64_t bad_requests;      /* restart requests refused as malformed */
     char rundir[TELEM_PATH_MAX];
     char launch_dir[TELEM_PATH_MAX];
     char nodefile[TELEM_PATH_MAX];

@@ -25,7 +25,10 @@
 #include "telem_sock.h"
 #include "telem_time.h"
 
-#define S_REQUEST_MAX (1 << 20)      /* bytes of one restart request */
+/* Bytes of one restart request frame: the most names a request may carry
+   (4,096, launch_job_req.c) of 255 bytes each take 1.03 MiB; 2 MiB leaves
+   room for their devices and the reason. */
+#define S_REQUEST_MAX (2 << 20)
 
 static const int s_signals[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
 

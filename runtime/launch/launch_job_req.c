@@ -7,8 +7,11 @@
  * request's id: code 0 when the restart is under way (or when only
  * reserves were named, which needs none), else the reason it was refused.
  * Any other message is answered with an error message (TELEM_EUNSUPPORTED,
- * or TELEM_EPROTO for undecodable input), logged with a rate limit: input
- * from the socket never harms the launcher.
+ * or TELEM_EPROTO for undecodable input or a message of more frames than
+ * identity, empty delimiter and request), counted and logged with a rate
+ * limit: input from the socket never harms the launcher.  Frames are read
+ * one at a time and none is kept past the third; each is at most 2 MiB
+ * (the socket's ZMQ_MAXMSGSIZE, launch_job_loop.c).
  *
  * A request is not a failure the launcher observed itself, so it never
  * ends a job: a job without --resilient refuses it and goes on.
@@ -21,6 +24,7 @@
 #include "telem_log.h"
 
 #define S_EXCLUDE_MAX 4096          /* names in one request */
+#define S_REQ_FRAMES 3              /* identity, empty delimiter, request */
 
 static void
 s_send(launch_job_t *self, zmsg_t *envelope, int rc, const void *data,
@@ -121,20 +125,64 @@ s_restart(launch_job_t *self, const telem_restart_t *r, char *msg, size_t size)
     return rc;
 }
 
+/* Reads one message frame by frame: the peer's identity and an optional
+ * empty delimiter into *envelope, the request into *payload.  Frames past
+ * S_REQ_FRAMES are read and freed one at a time, never kept (libzmq has
+ * queued the message whole; this bounds what the launcher holds of it).
+ * Returns the message's frame count; *envelope and *payload are NULL
+ * unless it has the shape of a request. */
+static size_t
+s_recv(zsock_t *sock, zmsg_t **envelope, zframe_t **payload)
+{
+    zframe_t *f[S_REQ_FRAMES] = { NULL };
+    size_t n = 0;
+    do {
+        zframe_t *fr = zframe_recv(sock);
+        if (!fr)
+            break;
+        if (n < S_REQ_FRAMES)
+            f[n] = fr;
+        else
+            zframe_destroy(&fr);
+        n++;
+    } while (zsock_rcvmore(sock));
+    *envelope = NULL;
+    *payload = NULL;
+    if (n == 2 || (n == 3 && zframe_size(f[1]) == 0)) {
+        *envelope = zmsg_new();
+        for (size_t i = 0; i + 1 < n; i++)
+            zmsg_append(*envelope, &f[i]);
+        *payload = f[n - 1];
+        f[n - 1] = NULL;
+    } else if (n > 1 && f[0]) {
+        *envelope = zmsg_new();       /* the refusal's address */
+        zmsg_append(*envelope, &f[0]);
+    }
+    for (size_t i = 0; i < S_REQ_FRAMES; i++)
+        zframe_destroy(&f[i]);
+    return n;
+}
+
 int
 launch_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
 {
     (void) loop;
     launch_job_t *self = arg;
-    zmsg_t *m = zmsg_recv(sock);
-    if (!m)
-        return 0;
-    if (zmsg_size(m) < 2) {
-        zmsg_destroy(&m);
+    zmsg_t *m = NULL;
+    zframe_t *payload = NULL;
+    size_t n = s_recv(sock, &m, &payload);
+    if (!payload) {
+        self->bad_requests++;
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "restart socket: a "
+                          "message of %zu frames refused (%llu so far): a "
+                          "request is one frame after an optional empty "
+                          "delimiter", n,
+                          (unsigned long long) self->bad_requests);
+        if (m)
+            s_reply_error(self, m, TELEM_EPROTO, "a request is one frame "
+                          "after an optional empty delimiter");
         return 0;
     }
-    zframe_t *payload = zmsg_last(m);
-    zmsg_remove(m, payload);
     telem_msg_t msg;
     char text[1024] = "";
     int rc = telem_proto_decode(self->dec, zframe_data(payload),
@@ -147,8 +195,10 @@ launch_job_on_request(zloop_t *loop, zsock_t *sock, void *arg)
                  "request", (int) msg.type);
     }
     if (rc) {
-        telem_log_limited(&self->rl, TELEM_LOG_WARN, "restart socket: %s: %s",
-                          telem_strerror(rc), text);
+        self->bad_requests++;
+        telem_log_limited(&self->rl, TELEM_LOG_WARN, "restart socket: %s: %s "
+                          "(%llu refused so far)", telem_strerror(rc), text,
+                          (unsigned long long) self->bad_requests);
         s_reply_error(self, m, rc, text);
     } else {
         uint64_t id = msg.u.restart.id;

@@ -37,6 +37,13 @@ extern "C" {
 
 #define TELEM_PROTO_VERSION 1
 #define TELEM_PROTO_MAX_MSG (64u << 20)   /* largest frame accepted, bytes */
+/* Largest frame a node's ingest socket takes (a batch or a meta): a
+ * larger one makes libzmq drop the sender's connection.  libtelem's
+ * largest batch (256 samples of 255-byte names with their 16 KiB of tag
+ * strings, tests/test_hostile.c measures it) is about 90 KiB, a meta about
+ * 5 KiB; telem_agg cuts what /api/put takes into batches under this.
+ * Senders of their own must keep their batches under it too. */
+#define TELEM_PROTO_INGEST_MAX (256u << 10)
 #define TELEM_BATCH_MAX 65536              /* samples in one batch */
 /* TELEM_NAME_MAX, TELEM_TAGS_MAX, TELEM_QUERY_METRICS_MAX and
  * TELEM_TEXT_MAX, the tag, meta, series and status types, the query flags

@@ -70,7 +70,9 @@ static const tp_field_t s_status_tab[] = {
     TP_F("lsg", TP_K_U64, 0, telem_status_t, log_segments, 0, 0),
     TP_F("fl", TP_K_U64, 0, telem_status_t, flushes, 0, 0),
     TP_F("lf", TP_K_I64, 0, telem_status_t, last_flush_ns, 0, 0),
-    TP_F("fe", TP_K_U64, 0, telem_status_t, flush_errors, 0, 0) };
+    TP_F("fe", TP_K_U64, 0, telem_status_t, flush_errors, 0, 0),
+    TP_F("den", TP_K_U64, 0, telem_status_t, denied, 0, 0),
+    TP_F("rp", TP_K_U64, 0, telem_status_t, refused_peers, 0, 0) };
 
 static const tp_field_t s_error_tab[] = { TP_FV,
     TP_F("id", TP_K_U64, 1, telem_error_msg_t, id, 0, 0),

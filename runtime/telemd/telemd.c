@@ -388,6 +388,7 @@ s_security(s_args_t *a, telem_keys_t **keys, telem_zap_t **zap)
                 telem_strerror(err));
         return 1;
     }
+    a->cfg.zap = *zap;
     if (!a->cfg.tcp_bind)
         return 0;
     if (*keys)

@@ -76,10 +76,11 @@ struct telemd {
     int ended;
 };
 
-/* Ingest: messages up to the codec's limit, a bounded receive queue,
-   nothing kept at close. */
+/* Ingest: frames up to the largest batch a sender makes
+   (TELEM_PROTO_INGEST_MAX), a bounded receive queue, nothing kept at
+   close. */
 static const telem_sock_opts_t s_ingest_opts = {
-    .max_msg = (int) TELEM_PROTO_MAX_MSG, .sndhwm = TELEM_SOCK_KEEP,
+    .max_msg = (int) TELEM_PROTO_INGEST_MAX, .sndhwm = TELEM_SOCK_KEEP,
     .rcvhwm = S_RCVHWM, .linger_ms = 0, .sndtimeo_ms = TELEM_SOCK_KEEP,
 };
 
@@ -218,11 +219,16 @@ s_drain_ingest(telemd_t *self)
         if (zmq_msg_recv(&frame, raw, ZMQ_DONTWAIT) < 0)
             break;
         if (zmq_msg_more(&frame)) {
-            /* Ingest frames are single-part; skip the rest of this one. */
+            /* Ingest messages are one frame; the rest of this one is read
+               and freed frame by frame, never kept. */
+            size_t n = 1;
             while (zmq_msg_more(&frame)
                    && zmq_msg_recv(&frame, raw, ZMQ_DONTWAIT) >= 0)
-                ;
-            telemd_agent_ingest(self->agent, "", 0);
+                n++;
+            char why[96];
+            snprintf(why, sizeof why, "an ingest message of %zu frames "
+                     "(one is taken)", n);
+            telemd_agent_reject(self->agent, why);
             continue;
         }
         telemd_agent_ingest(self->agent, zmq_msg_data(&frame),

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "telem_keys.h"
+#include "telem_zap.h"
 #include "telemd_handover.h"
 
 typedef struct {
@@ -41,6 +42,9 @@ typedef struct {
                                    queries but refuses control that changes
                                    or stops telemd (TELEM_EPERM).  Kept by
                                    pointer: they outlive telemd */
+    const telem_zap_t *zap;     /* the process's ZAP handler, whose
+                                   refusals the status reports
+                                   (refused_peers); NULL: none */
     uid_t job_uid;              /* processes counted by num_running_processes */
     const char *proc_root;      /* NULL = "/proc" */
     const char *nvml_library;   /* NULL = default */

@@ -15,9 +15,11 @@
  * requests read or change the agent's state.  End-of-stream tokens from
  * batches are kept in a small ring so a process can confirm, with
  * TELEM_CTL_SYNC, that all it sent has arrived.
+ * Every input refused, whatever the reason, is counted (bad_messages, or
+ * denied for control over plain TCP) and logged with one rate limit.
+ * The system snapshot and /metrics' snapshots are telemd_agent_info.c's.
  */
-#include "telemd_agent.h"
-#include "telemd_slurmd.h"
+#include "telemd_agent_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,63 +28,25 @@
 
 #include "telem_grow.h"
 #include "telem_log.h"
-#include "telem_prom.h"
 #include "telem_proto.h"
 #include "telem_sampler.h"
 #include "telem_store.h"
-#include "telem_sysinfo.h"
 #include "telem_time.h"
 #include "telemd_history.h"
 #include "telemd_log.h"
 #include "telemd_push.h"
 #include "telemd_reply.h"
 
-#define S_TOKENS 1024                  /* remembered end-of-stream tokens */
 #define S_REPLY_BUDGET (TELEM_PROTO_MAX_MSG - (1u << 20))
 #define S_EXPIRE_EVERY_NS (TELEM_NS_PER_SEC / 4)   /* each call seals a
                                    bounded share: ingest waits little */
-#define S_PENDING 64                   /* points handed to the store at once */
 #define S_FLUSH_DEFAULT_NS (120 * TELEM_NS_PER_SEC)
 
 static const telem_sampler_vt_t *const s_samplers[] = {
     &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self
 };
-#define S_NSAMPLERS (sizeof s_samplers / sizeof s_samplers[0])
-
-struct telemd_agent {
-    telemd_config_t cfg;
-    char *node;
-    int level;
-    int64_t interval_ns;
-    int64_t started_mono;
-    int64_t next_sample_mono;
-    int64_t next_expire_mono;
-    telem_store_t *store;
-    telem_proto_decoder_t *dec;
-    telem_proto_encoder_t *enc;
-    telem_store_tags_t *batch_tags;    /* batch tags + host, per batch */
-    telem_store_point_t pending[S_PENDING];  /* samples with batch_tags */
-    uint32_t npending;
-    void *sampler_state[S_NSAMPLERS];
-    int64_t sample_now;                /* timestamp for emitted samples */
-    uint64_t bad_messages;
-    telemd_push_t *push;               /* counter increments, refusals */
-    uint64_t queue_depth;
-    uint64_t tokens[S_TOKENS];
-    uint32_t token_next;
-    telemd_log_t *log;                 /* NULL: --no-log */
-    int64_t flush_ns;
-    int64_t next_flush_mono;
-    int stopping;
-    int handing_over;
-    int64_t last_round_ns;             /* grid time of the last sampling */
-    telemd_reply_t *reply;             /* a query's reply being built */
-    telem_ratelimit_t bad_log;
-    telem_ratelimit_t sampler_log;
-    telemd_slurmd_t *slurmd;           /* the node's slurmd, or NULL */
-    char *sysinfo;                     /* the system snapshot (JSON) */
-    size_t sysinfo_len;
-};
+_Static_assert(sizeof s_samplers / sizeof s_samplers[0]
+                   == TELEMD_AGENT_SAMPLERS, "one state per sampler");
 
 static void
 s_self_stats(void *arg, telem_sampler_self_stats_t *out)
@@ -114,7 +78,7 @@ s_open_samplers(telemd_agent_t *self)
         .self_stats = s_self_stats,
         .self_stats_arg = self,
     };
-    for (size_t i = 0; i < S_NSAMPLERS; i++) {
+    for (size_t i = 0; i < TELEMD_AGENT_SAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
         int rc;
         self->sampler_state[i] = vt->open(&env, &rc);
@@ -127,55 +91,6 @@ s_open_samplers(telemd_agent_t *self)
         for (const telem_meta_t *m = vt->metrics; m && m->metric; m++)
             telem_store_describe(self->store, m);
     }
-}
-
-/* ---- the one-time system snapshot --------------------------------------- */
-
-#ifndef TELEM_VERSION_STRING
-#define TELEM_VERSION_STRING "unknown"
-#endif
-
-/* Takes the snapshot once, at start (telem_sysinfo.h).  --proc-root DIR
- * is the proc root; when DIR ends in "/proc", its siblings "sys" and
- * "etc" are the other roots (a fixture tree), else the real ones.  The
- * configuration section lists telemd's settings: add a line here for a
- * new one.  Without memory the node answers requests for it with
- * TELEM_ENOTFOUND. */
-static void
-s_sysinfo_take(telemd_agent_t *self)
-{
-    const telemd_config_t *c = &self->cfg;
-    const telem_sysinfo_kv_t config[] = {
-        { "level", TELEM_SYSINFO_INT, self->level, 0, NULL },
-        { "window_ns", TELEM_SYSINFO_INT, c->window_ns, 0, NULL },
-        { "interval_ns", TELEM_SYSINFO_INT, c->interval_ns, 0, NULL },
-        { "mem_cap_bytes", TELEM_SYSINFO_INT, (int64_t) c->mem_cap_bytes,
-          0, NULL },
-        { "rundir", TELEM_SYSINFO_STR, 0, 0, c->rundir },
-        { "tcp_bind", TELEM_SYSINFO_STR, 0, 0, c->tcp_bind },
-        { "http_bind", TELEM_SYSINFO_STR, 0, 0, c->http_bind },
-        { "proc_root", TELEM_SYSINFO_STR, 0, 0, c->proc_root },
-        { "pid", TELEM_SYSINFO_INT, (int64_t) getpid(), 0, NULL },
-    };
-    char root[2048] = "";
-    size_t plen = c->proc_root ? strlen(c->proc_root) : 0;
-    if (plen >= 5 && plen < sizeof root
-        && strcmp(c->proc_root + plen - 5, "/proc") == 0)
-        snprintf(root, sizeof root, "%.*s", (int) (plen - 5), c->proc_root);
-    telem_sysinfo_opts_t o = {
-        .node = self->node, .version = TELEM_VERSION_STRING,
-        .root = *root ? root : NULL, .proc_dir = c->proc_root, .live = 1,
-        .nvml_library = c->nvml_library,
-        .config = config, .nconfig = sizeof config / sizeof config[0],
-    };
-    int64_t t0 = telem_mono_ns();
-    int rc = telem_sysinfo_collect(&o, &self->sysinfo, &self->sysinfo_len);
-    if (rc)
-        telem_log(TELEM_LOG_WARN, "snapshot: not taken: %s",
-                  telem_strerror(rc));
-    else
-        telem_log(TELEM_LOG_INFO, "snapshot: %zu bytes in %.1f ms",
-                  self->sysinfo_len, (double) (telem_mono_ns() - t0) / 1e6);
 }
 
 /* Opens the flush log (cfg.log_dir) and reloads the store from it. */
@@ -243,7 +158,7 @@ telemd_agent_new(const telemd_config_t *cfg, int *err)
     self->bad_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
     self->sampler_log = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(60, 3);
     s_open_samplers(self);
-    s_sysinfo_take(self);
+    telemd_agent_sysinfo_take(self);
     if (cfg->slurmd_node)
         self->slurmd = telemd_slurmd_start(cfg->proc_root, cfg->slurmd_node);
     if ((rc = s_open_log(self)) != 0)
@@ -260,7 +175,7 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     if (!self_p || !*self_p)
         return;
     telemd_agent_t *self = *self_p;
-    for (size_t i = 0; i < S_NSAMPLERS; i++)
+    for (size_t i = 0; i < TELEMD_AGENT_SAMPLERS; i++)
         if (self->sampler_state[i])
             s_samplers[i]->close(&self->sampler_state[i]);
     telemd_reply_destroy(&self->reply);
@@ -335,7 +250,7 @@ s_flush_pending(telemd_agent_t *self, int64_t now)
 }
 
 /* Files the samples of a batch: those without tags of their own go to the
- * store S_PENDING at a time (telem_store_append_many), in order with the
+ * store TELEMD_AGENT_PENDING at a time (telem_store_append_many), in order with the
  * others, which are appended one by one. */
 static void
 s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
@@ -367,7 +282,7 @@ s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
         }
         self->pending[self->npending++] = (telem_store_point_t) {
             s->metric, s->ts_ns, s->value };
-        if (self->npending == S_PENDING)
+        if (self->npending == TELEMD_AGENT_PENDING)
             s_flush_pending(self, now);
     }
     s_flush_pending(self, now);
@@ -375,7 +290,7 @@ s_ingest_batch(telemd_agent_t *self, const telem_batch_t *b)
         telem_store_count_dropped(self->store, dropped);
     if (b->fin_token) {
         self->tokens[self->token_next] = b->fin_token;
-        self->token_next = (self->token_next + 1) % S_TOKENS;
+        self->token_next = (self->token_next + 1) % TELEMD_AGENT_TOKENS;
     }
 }
 
@@ -400,6 +315,13 @@ s_bad_message(telemd_agent_t *self, const char *where, int rc)
     telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
                       "rejected %s message: %s (%s)", where, telem_strerror(rc),
                       telem_proto_decoder_error(self->dec));
+}
+
+void
+telemd_agent_reject(telemd_agent_t *self, const char *why)
+{
+    self->bad_messages++;
+    telem_log_limited(&self->bad_log, TELEM_LOG_WARN, "rejected: %s", why);
 }
 
 int
@@ -480,69 +402,6 @@ s_query(telemd_agent_t *self, const telem_query_t *q, const void **reply,
     return 0;
 }
 
-/* ---- snapshots for /metrics -------------------------------------------- */
-
-typedef struct {
-    telemd_agent_t *agent;
-    telem_prom_snap_t *snap;
-    char metric[TELEM_NAME_MAX + 1];    /* the last metric looked up */
-    bool described;                     /* whether it has a meta */
-} s_snap_walk_t;
-
-static int
-s_snap_series(void *arg, const telem_series_t *s)
-{
-    s_snap_walk_t *w = arg;
-    if (strcmp(w->metric, s->metric) != 0) {    /* a metric's series come
-                                                   together: one lookup */
-        snprintf(w->metric, sizeof w->metric, "%s", s->metric);
-        w->described = telem_store_meta(w->agent->store, s->metric) != NULL;
-    }
-    return telem_prom_snap_add(w->snap, s, w->described);
-}
-
-int
-telemd_agent_snapshot(telemd_agent_t *self, void **block_p, size_t *len)
-{
-    s_snap_walk_t w = { .agent = self, .snap = telem_prom_snap_new() };
-    if (!w.snap)
-        return TELEM_ENOMEM;
-    telem_store_query_t q = { .flags = TELEM_QUERY_LATEST };
-    int rc = telem_store_query(self->store, &q, telem_now_ns(),
-                               s_snap_series, &w);
-    if (rc == 0)
-        rc = telem_prom_snap_take(w.snap, block_p, len);
-    telem_prom_snap_destroy(&w.snap);
-    return rc < 0 ? rc : rc ? TELEM_ENOMEM : 0;
-}
-
-/* ---- the system snapshot's request -------------------------------------- */
-
-static int
-s_sysinfo_request(telemd_agent_t *self, const telem_sysinfo_req_t *q,
-                  const void **reply, size_t *size)
-{
-    if (!self->sysinfo)
-        return s_encode_error(self, q->id, TELEM_ENOTFOUND,
-                              "this node holds no system snapshot", reply,
-                              size);
-    telem_sysinfo_rep_t r = { .id = q->id, .node = self->node,
-                              .json = self->sysinfo };
-    int rc = telem_proto_encode_sysinfo_reply(self->enc, &r, reply, size);
-    if (rc)
-        return s_encode_error(self, q->id, rc, "the snapshot could not be "
-                              "encoded", reply, size);
-    return 0;
-}
-
-const char *
-telemd_agent_sysinfo(const telemd_agent_t *self, size_t *len)
-{
-    if (len)
-        *len = self && self->sysinfo ? self->sysinfo_len : 0;
-    return self ? self->sysinfo : NULL;
-}
-
 /* ---- control ---------------------------------------------------------- */
 
 static void
@@ -565,7 +424,12 @@ s_status(telemd_agent_t *self, telem_status_t *st)
         .dropped = ss.dropped,
         .bad_messages = self->bad_messages,
         .push_refused = telemd_push_refused(self->push),
+        .denied = self->denied,
     };
+    if (self->cfg.zap) {
+        uint64_t allowed;
+        telem_zap_counts(self->cfg.zap, &allowed, &st->refused_peers);
+    }
     if (self->log) {
         telemd_log_stats_t ls;
         telemd_log_stats(self->log, &ls);
@@ -580,7 +444,7 @@ s_status(telemd_agent_t *self, telem_status_t *st)
 static int
 s_token_seen(const telemd_agent_t *self, uint64_t token)
 {
-    for (uint32_t i = 0; i < S_TOKENS; i++)
+    for (uint32_t i = 0; i < TELEMD_AGENT_TOKENS; i++)
         if (self->tokens[i] == token)
             return 1;
     return 0;
@@ -594,6 +458,7 @@ s_control(telemd_agent_t *self, const telem_control_t *c, telemd_from_t from,
     char why[256];
     if (from != TELEMD_FROM_JOB && c->op != TELEM_CTL_STATUS
         && c->op != TELEM_CTL_SYNC) {
+        self->denied++;
         telem_log_limited(&self->bad_log, TELEM_LOG_WARN, "refused control "
                           "operation %d over plain TCP", (int) c->op);
         return s_encode_error(self, c->id, TELEM_EPERM, "control over plain "
@@ -662,18 +527,19 @@ telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
     case TELEM_MSG_CONTROL:
         return s_control(self, &m.u.control, from, reply, reply_size);
     case TELEM_MSG_SYSINFO:
-        return s_sysinfo_request(self, &m.u.sysinfo, reply, reply_size);
-    default:
+        return telemd_agent_sysinfo_reply(self, &m.u.sysinfo, reply,
+                                          reply_size);
+    default: {
         /* Batches and metadata belong on the ingest socket only: taken
            here, any host that reaches the TCP port could write into the
            store, and the sender would wait for a reply that never came. */
-        telem_log_limited(&self->bad_log, TELEM_LOG_WARN,
-                          "refused %s message on a request socket",
-                          telem_proto_msg_type_name(m.type));
-        return telemd_agent_refuse(self, TELEM_EPROTO,
-                                   "not a request: this socket takes query, "
-                                   "control and sysinfo only", reply,
+        char why[160];
+        snprintf(why, sizeof why, "not a request (%s): this socket takes "
+                 "query, control and sysinfo only",
+                 telem_proto_msg_type_name(m.type));
+        return telemd_agent_refuse(self, TELEM_EPROTO, why, reply,
                                    reply_size);
+    }
     }
 }
 
@@ -681,7 +547,7 @@ int
 telemd_agent_refuse(telemd_agent_t *self, int code, const char *why,
                     const void **reply, size_t *reply_size)
 {
-    self->bad_messages++;
+    telemd_agent_reject(self, why);
     *reply = NULL;
     *reply_size = 0;
     s_encode_error(self, 0, code, why, reply, reply_size);
@@ -728,7 +594,7 @@ s_run_samplers(telemd_agent_t *self)
 {
     if (!(self->sample_now = s_round_time(self)))
         return;
-    for (size_t i = 0; i < S_NSAMPLERS; i++) {
+    for (size_t i = 0; i < TELEMD_AGENT_SAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
         if (!self->sampler_state[i] || self->level < vt->min_level)
             continue;

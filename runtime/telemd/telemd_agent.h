@@ -50,11 +50,16 @@ int telemd_agent_request(telemd_agent_t *self, const void *data, size_t size,
                          size_t *reply_size);
 
 /* Refuses a request the actor could not hand over whole (too many frames):
- * counts it as a bad message and sets *reply to an error reply of `code`
- * and `why`, with id 0, owned as by telemd_agent_request().  Returns
- * `code`. */
+ * counts it as a bad message, logs `why` (rate-limited) and sets *reply to
+ * an error reply of `code` and `why`, with id 0, owned as by
+ * telemd_agent_request().  Returns `code`. */
 int telemd_agent_refuse(telemd_agent_t *self, int code, const char *why,
                         const void **reply, size_t *reply_size);
+
+/* Counts input the actor refused without handing it over (an ingest
+ * message of several frames) as a bad message and logs `why`, with the
+ * rate limit of every refusal. */
+void telemd_agent_reject(telemd_agent_t *self, const char *why);
 
 /* Copies the newest point of every series in the retention window, with
  * its metric's type, unit and doc, into one snapshot block for

@@ -30,6 +30,8 @@
 
 #define S_TRY_MS 20              /* between two tries of the lock */
 #define S_REPLY_MS 1000          /* wait for the answer to the request */
+#define S_REPLY_MAX (64 << 10)  /* its frame limit: a control reply is
+                                    well under 1 KiB */
 
 int
 telemd_lock_try(const char *path, int *fd_out)
@@ -149,7 +151,7 @@ s_ask(const char *rundir, const char *node)
     void *zctx = zmq_ctx_new();
     telem_proto_encoder_t *enc = telem_proto_encoder_new();
     const telem_sock_opts_t o = {
-        .max_msg = TELEM_SOCK_KEEP, .sndhwm = TELEM_SOCK_KEEP,
+        .max_msg = S_REPLY_MAX, .sndhwm = TELEM_SOCK_KEEP,
         .rcvhwm = TELEM_SOCK_KEEP, .linger_ms = 0,
         .sndtimeo_ms = TELEM_SOCK_KEEP, .reconnect_ivl_max_ms = TELEM_SOCK_KEEP,
     };
