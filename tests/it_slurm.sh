@@ -59,7 +59,9 @@ done
 [ "$(envval 0 n2 TELEM_RANK)" = 1 ] || fail "rank of n2"
 for n in n1 n2 n3; do
     # telemd was not told its name: it took it from SLURMD_NODENAME.
-    grep -q "node $n ready" "$TELEM_RUNDIR/launch/$n.telemd.log" \
+    # (the reserve n3's telemd may still be starting when the program has
+    # started on the active nodes: wait for its line)
+    wait_for grep -q "node $n ready" "$TELEM_RUNDIR/launch/$n.telemd.log" \
         || fail "telemd for $n did not run as $n: $(cat "$TELEM_RUNDIR/launch/$n.telemd.log")"
     # Its TCP endpoint, at the node's address, is CURVE with the job's key.
     grep -q "TCP is CURVE with the job's key from $TELEM_RUNDIR/keys" \
