@@ -221,9 +221,14 @@ test_run(void)
     k = s_run("1s-avg-null", gts, gv, 2, 0, 8999);
     CHECK(k == 9 && s_out[1].is_null && !s_out[0].is_null
           && s_out[8].is_null);
-    /* The range starts inside a bucket: the fill starts at its start. */
+    /* The range starts inside a bucket: the fill starts at its start.
+       The points outside the range are bucketed too (OpenTSDB's wider
+       scan; the caller answers only the range), not filled around. */
     k = s_run("1s-sum-zero", gts, gv, 2, 1500, 3200);
-    CHECK(k == 3 && s_out[0].ts_ms == 1000 && s_out[2].ts_ms == 3000);
+    CHECK(k == 5 && s_out[0].ts_ms == 0 && s_out[0].value == 4.0
+          && s_out[1].ts_ms == 1000 && s_out[3].ts_ms == 3000
+          && s_out[3].value == 0.0 && s_out[4].ts_ms == 6000
+          && s_out[4].value == 5.0);
     /* No points at all: only fills. */
     k = s_run("2s-avg-zero", gts, gv, 0, 0, 5999);
     CHECK(k == 3 && s_out[2].ts_ms == 4000 && s_out[2].value == 0.0);

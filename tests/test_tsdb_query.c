@@ -11,6 +11,9 @@
  *   - downsampling with each fill policy (none, nan as "NaN", null as
  *     null, zero), a first bucket before the start dropped, downsample
  *     before rate;
+ *   - OpenTSDB's scan of the hours around the range: a rate's first
+ *     point, interpolation at the start and the bucket holding the end
+ *     use points outside the range, which the answer leaves out;
  *   - rates of a counter with resets: plain, counterMax, resetValue,
  *     dropResets, in JSON and in m= syntax;
  *   - arrays, msResolution on and off (several points in one second:
@@ -357,9 +360,15 @@ test_group_by(void)
              "true,\"filters\":[" F("wildcard", "host", "*") "]}"),
            "[{\"metric\":\"cpu\",\"tags\":{\"host\":\"db01\"},"
            "\"aggregateTags\":[],\"dps\":{\"1699999200\":1000.0}}]");
-    /* Nothing in range: no result at all. */
-    GOLDEN("{\"start\":\"1699999300\",\"end\":\"1699999400\",\"queries\":"
+    /* Nothing in the scanned hours: no result at all. */
+    GOLDEN("{\"start\":\"1700002900\",\"end\":\"1700003000\",\"queries\":"
            "[{\"metric\":\"cpu\",\"aggregator\":\"sum\"}]}", "[]");
+    /* Nothing in range but points in its hour, which OpenTSDB scans: a
+       result with empty dps, as OpenTSDB answers (its issue 672). */
+    GOLDEN("{\"start\":\"1699999300\",\"end\":\"1699999400\",\"queries\":"
+           "[{\"metric\":\"cpu\",\"aggregator\":\"sum\"}]}",
+           "[{\"metric\":\"cpu\",\"tags\":{},\"aggregateTags\":[\"gpu\","
+           "\"host\"],\"dps\":{}}]");
     /* In range but no rate: a result with empty dps. */
     GOLDEN(Q("{\"metric\":\"cpu\",\"aggregator\":\"sum\",\"rate\":true,"
              "\"filters\":[" F("literal_or", "host", "db01") "]}"),
@@ -452,7 +461,8 @@ test_downsample(void)
                   "[1699999220,null],[1699999230,null],"
                   "[1699999240,null]]}]");
     /* A start inside a bucket: the bucket (timed before the start) is
-       dropped from the answer, as OpenTSDB's serializer drops it. */
+       dropped from the answer, as OpenTSDB's serializer drops every
+       point before the start (HttpJsonSerializer.formatQueryAsyncV1). */
     GOLDEN(Q_WEB02("10s-sum", "1699999203"),
            "[" WEB02 "{\"1699999210\":20.0}}]");
     /* Across series: web01 1 2 3 and web02 10 20 in 10 s buckets. */
@@ -496,6 +506,59 @@ test_rate(void)
     /* Downsample first (20 s max: 0:200, 20:150), then rate: -2.5. */
     GOLDEN(Q_NET("\"rate\":true,\"downsample\":\"20s-max\""),
            NET "{\"1699999220\":-2.5}}]");
+}
+
+/* OpenTSDB computes from the hours around the range (its scan) and answers
+ * only the range: tsdb_query_scan_ms(). */
+static void
+test_scan(void)
+{
+    /* Its window: the start aligned to the interval, then to the hour;
+       the end's next second aligned up to the interval, then the hour. */
+    tsdb_error_t e = { 0 };
+    tsdb_query_t *q = s_parse("{\"start\":\"1699999205\",\"end\":"
+                              "\"1699999260\",\"queries\":[{\"metric\":"
+                              "\"cpu\",\"aggregator\":\"sum\"},{\"metric\":"
+                              "\"cpu\",\"aggregator\":\"sum\",\"downsample\":"
+                              "\"1d-avg\"}]}", &e);
+    CHECK(q != NULL);
+    int64_t a = 0, b = 0;
+    if (q) {
+        tsdb_query_scan_ms(q, 0, &a, &b);
+        CHECK(a == B * 1000 && b == (B + 3600) * 1000 - 1);
+        tsdb_query_scan_ms(q, 1, &a, &b);   /* a day: 1699920000 */
+        CHECK(a == INT64_C(1699920000) * 1000
+              && b == INT64_C(1700006400) * 1000 - 1);
+    }
+    tsdb_query_destroy(&q);
+    /* A rate's first point in range uses the point before the start. */
+    GOLDEN("{\"start\":\"1699999205\",\"end\":\"1699999260\",\"queries\":"
+           "[{\"metric\":\"net\",\"aggregator\":\"sum\",\"rate\":true}]}",
+           NET "{\"1699999210\":10.0,\"1699999220\":-15.0,"
+           "\"1699999230\":10.0}}]");
+    /* Interpolation at the first time in range uses the point before
+       the start: at 5 web01 is 1.5 (between 0:1 and 10:2) + web02 10. */
+    GOLDEN("{\"start\":\"1699999203\",\"end\":\"1699999260\",\"queries\":"
+           "[{\"metric\":\"cpu\",\"aggregator\":\"sum\",\"filters\":["
+           F("literal_or", "host", "web01|web02") "]}]}",
+           "[{\"metric\":\"cpu\",\"tags\":{},\"aggregateTags\":[\"gpu\","
+           "\"host\"],\"dps\":{\"1699999205\":11.5,\"1699999210\":17.0,"
+           "\"1699999215\":22.5,\"1699999220\":3.0}}]");
+    /* The bucket holding the end takes the points after it: web01's
+       0:1 and 10:2 in the 20 s bucket of an end at 5 s. */
+    GOLDEN("{\"start\":\"1699999200\",\"end\":\"1699999205\",\"queries\":"
+           "[{\"metric\":\"cpu\",\"aggregator\":\"sum\",\"downsample\":"
+           "\"20s-avg\",\"filters\":[" F("literal_or", "host", "web01") "]}]}",
+           "[{\"metric\":\"cpu\",\"tags\":{\"gpu\":\"0\",\"host\":\"web01\"},"
+           "\"aggregateTags\":[],\"dps\":{\"1699999200\":1.5}}]");
+    /* The issue's case: 20s-avg from 1 s before web01's point at 10 s.
+       Its bucket (0 s: 0:1 and 10:2) is timed before the start and is
+       not answered; the next one is, with 20:3. */
+    GOLDEN("{\"start\":\"1699999209\",\"end\":\"1699999260\",\"queries\":"
+           "[{\"metric\":\"cpu\",\"aggregator\":\"sum\",\"downsample\":"
+           "\"20s-avg\",\"filters\":[" F("literal_or", "host", "web01") "]}]}",
+           "[{\"metric\":\"cpu\",\"tags\":{\"gpu\":\"0\",\"host\":\"web01\"},"
+           "\"aggregateTags\":[],\"dps\":{\"1699999220\":3.0}}]");
 }
 
 static void
@@ -797,6 +860,7 @@ main(void)
     test_aggregators();
     test_downsample();
     test_rate();
+    test_scan();
     test_resolution();
     test_show_query();
     test_parse_ok();

@@ -140,8 +140,12 @@ s_sub(agg_t *self, telem_http_req_t *req, const tsdb_query_t *q, size_t i,
     long nh = tsdb_query_hosts(q, i, hosts, S_HOSTS_MAX);
     agg_src_query_t aq = { 0 };
     aq.metric = metric;
-    aq.start_ns = tsdb_time_ns(tsdb_query_start_ms(q));
-    aq.end_ns = tsdb_time_ns(tsdb_query_end_ms(q));
+    /* OpenTSDB computes from a wider window than it answers (a rate's
+       first point, a bucket's points after the end, interpolation). */
+    int64_t scan0 = 0, scan1 = 0;
+    tsdb_query_scan_ms(q, i, &scan0, &scan1);
+    aq.start_ns = tsdb_time_ns(scan0);
+    aq.end_ns = tsdb_time_ns(scan1);
     /* Only nodes of this job can be asked: unknown names are dropped. */
     size_t k = 0;
     for (long h = 0; h < nh; h++)

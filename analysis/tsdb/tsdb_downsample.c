@@ -174,21 +174,25 @@ tsdb_downsample_run(const tsdb_downsample_t *ds, const int64_t *ts,
                     int64_t end_ms, tsdb_point_t *out, size_t out_cap)
 {
     size_t k = 0;
-    /* The first bucket is the one holding start: it may begin before it,
-       as a point in it is timed at the bucket's start. */
-    int64_t next = s_align(ds, start_ms, start_ms);  /* first unfilled */
+    /* The first bucket filled is the one holding start: it may begin
+       before it, as a point in it is timed at the bucket's start. */
+    int64_t first = s_align(ds, start_ms, start_ms);
+    int64_t next = first;                            /* first unfilled */
     tsdb_acc_t b = { 0 };
     int64_t cur = 0;
     for (size_t i = 0; i <= n; i++) {
-        int in = i < n && ts[i] >= start_ms && ts[i] <= end_ms;
+        int in = i < n && (ds->interval_ms
+                           || (ts[i] >= start_ms && ts[i] <= end_ms));
         if (i < n && !in)
             continue;
         int64_t t = i < n ? s_align(ds, ts[i], start_ms) : 0;
         if (b.n && (i == n || t != cur)) {
-            if (s_fill(ds, next, cur, out, out_cap, &k)
+            if (s_fill(ds, next, cur < end_ms + 1 ? cur : end_ms + 1, out,
+                       out_cap, &k)
                 || s_emit(out, out_cap, &k, cur, s_value(ds->fn, &b), 0))
                 return TELEM_ETOOBIG;
             next = cur + (ds->interval_ms ? ds->interval_ms : 1);
+            next = next < first ? first : next;
             b = (tsdb_acc_t) { 0 };
         }
         if (i < n) {

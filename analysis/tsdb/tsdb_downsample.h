@@ -54,12 +54,17 @@ typedef struct {
 int tsdb_downsample_parse(const char *spec, tsdb_downsample_t *ds,
                           char *why, size_t why_size);
 
-/* Downsamples the n points (ts ascending, in ms) that lie in
- * [start_ms, end_ms] into out[], at most out_cap points (the buckets of
- * the range, (end - start) / interval + 2, always suffice).  Points
- * outside the range are skipped.  Returns the number of points written,
- * or TELEM_ETOOBIG when out_cap is too small (out holds the first
- * out_cap). */
+/* Downsamples the n points (ts ascending, in ms) into out[], at most
+ * out_cap points.  [start_ms, end_ms] is the query's range: the fill
+ * policy makes the empty buckets from the one holding start_ms to the
+ * one holding end_ms.  With an interval, points outside the range are
+ * bucketed too, as OpenTSDB computes from a wider scan than it answers
+ * (tsdb_query_scan_ms; the caller drops the buckets outside the range);
+ * "all" takes only the points in the range, as OpenTSDB's does.  n + 1 +
+ * tsdb_downsample_max_points() points always suffice, and
+ * tsdb_downsample_max_points() alone when every point is in the range.
+ * Returns the number of points written, or TELEM_ETOOBIG when out_cap is
+ * too small (out holds the first out_cap). */
 long tsdb_downsample_run(const tsdb_downsample_t *ds, const int64_t *ts,
                          const double *v, size_t n, int64_t start_ms,
                          int64_t end_ms, tsdb_point_t *out, size_t out_cap);

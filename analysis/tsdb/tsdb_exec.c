@@ -30,6 +30,7 @@ typedef struct {
     size_t ngb;
     const telem_series_t *series;
     int fill_null;             /* NaN is written null */
+    int64_t scan0, scan1;      /* the points computed from (inclusive) */
 } s_ctx_t;
 
 static int64_t
@@ -104,7 +105,7 @@ s_selected(const s_ctx_t *c, const telem_series_t *se)
         return 0;
     for (uint32_t i = 0; i < se->npoints; i++) {
         int64_t t = s_ms(se->ts[i]);
-        if (t >= c->q->start_ms && t <= c->q->end_ms)
+        if (t >= c->scan0 && t <= c->scan1)
             return 1;
     }
     return 0;
@@ -174,7 +175,8 @@ s_group_keys(s_ctx_t *c)
     return 0;
 }
 
-/* The series' points in [start, end] in ms, the last of equal times. */
+/* The series' points in the scan window in ms (tsdb_query_scan_ms: the
+ * answer keeps those in [start, end]), the last of equal times. */
 static int
 s_prepare(const s_ctx_t *c, const telem_series_t *se, s_pts_t *p)
 {
@@ -182,7 +184,7 @@ s_prepare(const s_ctx_t *c, const telem_series_t *se, s_pts_t *p)
         return TELEM_ENOMEM;
     for (uint32_t i = 0; i < se->npoints; i++) {
         int64_t t = s_ms(se->ts[i]);
-        if (t < c->q->start_ms || t > c->q->end_ms)
+        if (t < c->scan0 || t > c->scan1)
             continue;
         if (p->n && p->ts[p->n - 1] == t)
             p->n--;
@@ -215,17 +217,18 @@ s_downsample(const s_ctx_t *c, s_pts_t *p, tsdb_error_t *err)
     const tsdb_downsample_t *ds = &c->s->ds;
     if (!c->s->downsample)
         return 0;
-    size_t cap = ds->fill == TSDB_FILL_NONE
-                 ? p->n + 1
-                 : tsdb_downsample_max_points(ds, c->q->start_ms,
+    size_t asked = tsdb_downsample_max_points(ds, c->q->start_ms,
                                               c->q->end_ms);
-    if (cap > TSDB_EXEC_MAX_POINTS) {
+    if (ds->fill != TSDB_FILL_NONE && asked > TSDB_EXEC_MAX_POINTS) {
         tsdb_error_set(err, 413, "Sorry, the downsample '%.64s' would give "
                        "%zu points per series over this range, more than "
                        "%d; use a longer interval or a shorter range",
-                       c->s->downsample, cap, TSDB_EXEC_MAX_POINTS);
+                       c->s->downsample, asked, TSDB_EXEC_MAX_POINTS);
         return TELEM_ETOOBIG;
     }
+    /* Buckets of the scan window outside [start, end] are computed too
+       (the answer drops them); only those in the range are filled. */
+    size_t cap = p->n + 1 + (ds->fill == TSDB_FILL_NONE ? 0 : asked);
     tsdb_point_t *pt = malloc(cap * sizeof *pt);
     if (!pt)
         return TELEM_ENOMEM;
@@ -423,6 +426,7 @@ tsdb_exec_run(const tsdb_query_t *q, size_t i, const telem_series_t *series,
         return TELEM_EINVAL;
     }
     s_ctx_t c = { .q = q, .s = &q->subs[i], .qi = i, .series = series };
+    tsdb_query_scan_ms(q, i, &c.scan0, &c.scan1);
     c.fill_null = c.s->downsample && c.s->ds.fill == TSDB_FILL_NULL;
     size_t *idx = malloc((n ? n : 1) * sizeof *idx), k = 0;
     int rc = idx ? s_group_keys(&c) : TELEM_ENOMEM;

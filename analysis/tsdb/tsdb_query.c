@@ -219,6 +219,33 @@ tsdb_query__rate_opts(const tsdb_subq_t *s)
     return o;
 }
 
+/* OpenTSDB's scan bounds are whole seconds and its rows hold an hour. */
+#define S_ROW_S 3600
+
+void
+tsdb_query_scan_ms(const tsdb_query_t *q, size_t i, int64_t *start_ms,
+                   int64_t *end_ms)
+{
+    const tsdb_subq_t *s = i < q->nsubs ? &q->subs[i] : NULL;
+    int64_t iv = s && s->downsample ? s->ds.interval_ms : 0;
+    int64_t a = q->start_ms / 1000;              /* start, in seconds */
+    if (iv > 0)
+        a -= ((a * 1000) % iv) / 1000;
+    a -= a % S_ROW_S;
+    /* The end in ms becomes seconds, then one more (OpenTSDB's own
+       rounding of an end given in ms, which a TSQuery's always is). */
+    int64_t b = q->end_ms / 1000 + 1;
+    if (iv > 0) {
+        b += (iv - (b * 1000) % iv) / 1000;
+        if (b % S_ROW_S)
+            b += S_ROW_S - b % S_ROW_S;
+    } else {
+        b += S_ROW_S - b % S_ROW_S;
+    }
+    *start_ms = a > 0 ? a * 1000 : 0;
+    *end_ms = b * 1000 - 1;
+}
+
 int64_t tsdb_query_start_ms(const tsdb_query_t *q) { return q->start_ms; }
 int64_t tsdb_query_end_ms(const tsdb_query_t *q) { return q->end_ms; }
 size_t tsdb_query_count(const tsdb_query_t *q) { return q->nsubs; }

@@ -98,6 +98,19 @@ void tsdb_query_destroy(tsdb_query_t **q_p);
 
 int64_t tsdb_query_start_ms(const tsdb_query_t *q);
 int64_t tsdb_query_end_ms(const tsdb_query_t *q);    /* now_ms when none */
+
+/* The points sub-query i is computed from, as OpenTSDB 2.4 scans them
+ * (TsdbQuery's getScanStartTimeSeconds and getScanEndTimeSeconds): from
+ * the start, aligned down to the downsample interval and then to the
+ * hour, up to (not including) the second after the end, aligned up to
+ * the next interval and then to the next hour.  Points in this window
+ * but outside [start, end] take part in downsampling, rates and the
+ * interpolation between series; the answer holds only points in
+ * [start, end] (OpenTSDB's serializer drops the others, so a bucket
+ * timed before the start is not answered).  Sets *start_ms and *end_ms
+ * (inclusive). */
+void tsdb_query_scan_ms(const tsdb_query_t *q, size_t i, int64_t *start_ms,
+                        int64_t *end_ms);
 size_t tsdb_query_count(const tsdb_query_t *q);       /* sub-queries */
 const char *tsdb_query_metric(const tsdb_query_t *q, size_t i);
 int tsdb_query_arrays(const tsdb_query_t *q);

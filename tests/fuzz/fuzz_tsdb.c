@@ -142,6 +142,7 @@ s_downsample(const char *spec)
     size_t cap = tsdb_downsample_max_points(&ds, start, end);
     if (cap > 100000)
         return;
+    cap += S_NPTS + 1;          /* points outside the range are bucketed */
     tsdb_point_t *out = calloc(cap ? cap : 1, sizeof *out);
     if (!out)
         abort();
