@@ -476,6 +476,19 @@ s_print(const s_figures_t *f)
                f->c[k].name, (ratio - 1) * 100, bench_verdict(ratio <= 1.5));
         printf("    of which the bare HTTP round trip %20.0f %%\n",
                (double) f->floor.p50 / (double) f->ac[k].p50 * 100);
+        char name[160], tgt[32], peer[64], r[32];
+        snprintf(name, sizeof name, "telem_agg /api/query, %s, p99",
+                 f->c[k].name);
+        snprintf(tgt, sizeof tgt, "<= %d ms", k == 0 ? 10 : 100);
+        bench_figure(name, tgt, NULL, NULL, f->http[k].p99 <= lim, "%.2f ms",
+                     (double) f->http[k].p99 / 1e6);
+        snprintf(name, sizeof name, "telem_agg HTTP + JSON over ac_query, "
+                 "%s, p50", f->c[k].name);
+        snprintf(peer, sizeof peer, "ac_query %.2f ms",
+                 (double) f->ac[k].p50 / 1e6);
+        snprintf(r, sizeof r, "%.2fx", ratio);
+        bench_figure(name, "<= 1.5x ac_query", peer, r, ratio <= 1.5,
+                     "%.2f ms", (double) f->http[k].p50 / 1e6);
     }
 }
 

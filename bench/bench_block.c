@@ -409,6 +409,15 @@ s_print_prometheus(const s_fixture_t *f, double target)
     printf("target <= 0.8x Prometheus (1 ms, 120): %s;  <= %.1f B/sample "
            "(1 ms, 1,024): %s\n", bench_verdict(ms120 / prom <= 0.8),
            target, bench_verdict(ms1k <= target));
+    char tgt[32], peer[64], r[32];
+    snprintf(peer, sizeof peer, "Prometheus chunks %.3f B/sample", prom);
+    snprintf(r, sizeof r, "%.2fx", ms120 / prom);
+    bench_figure("compressed blocks, 1 ms, 120 a block", "<= 0.8x Prometheus",
+                 peer, r, ms120 / prom <= 0.8, "%.3f B/sample", ms120);
+    snprintf(tgt, sizeof tgt, "<= %.1f B/sample", target);
+    snprintf(r, sizeof r, "%.2fx", ms1k / prom);
+    bench_figure("compressed blocks, 1 ms, 1,024 a block", tgt, peer, r,
+                 ms1k <= target, "%.3f B/sample", ms1k);
 }
 
 /* --- what if ------------------------------------------------------------ */

@@ -316,6 +316,26 @@ bench_verdict(int ok)
     return ok ? "PASS" : "MISS";
 }
 
+static const char *
+s_dash(const char *s)
+{
+    return s && *s ? s : "-";
+}
+
+void
+bench_figure(const char *name, const char *target, const char *peer,
+             const char *ratio, int ok, const char *measured_fmt, ...)
+{
+    char measured[128];
+    va_list ap;
+    va_start(ap, measured_fmt);
+    vsnprintf(measured, sizeof measured, measured_fmt, ap);
+    va_end(ap);
+    printf("FIGURE\t%s\t%s\t%s\t%s\t%s\t%s\n", name, s_dash(target),
+           measured, s_dash(peer), s_dash(ratio),
+           ok < 0 ? "-" : ok ? "met" : "missed");
+}
+
 void
 bench_summarise(int64_t *v, size_t n, bench_lat_t *out)
 {

@@ -72,6 +72,15 @@ int64_t bench_ingested(void *zctx, const char *ctl_ep);
 /* "PASS" or "MISS" */
 const char *bench_verdict(int ok);
 
+/* Prints one line of bench/run.sh's summary table, tab-separated:
+ *   FIGURE name target measured peer ratio met
+ * `measured_fmt` formats the measured value; target, peer and ratio may
+ * be NULL or "" (printed "-"); met is "met", "missed" or "-" from `ok`
+ * (1, 0, or -1 when the figure has no target). */
+void bench_figure(const char *name, const char *target, const char *peer,
+                  const char *ratio, int ok, const char *measured_fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 /* A latency sample's summary: percentiles and max of v[0..n) (n >= 1;
  * sorts v) and its mean. */
 typedef struct {

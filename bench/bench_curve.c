@@ -104,6 +104,17 @@ s_print_table(const bcurve_table_t *t)
                r->what, r->plain, r->curve, r->rate, r->timed_out,
                r->target ? r->met : -1, r->target ? r->target : "-");
     }
+    for (int i = 0; i < t->n; i++) {
+        const bcurve_row_t *r = &t->row[i];
+        char name[160], peer[48], ratio[48];
+        snprintf(name, sizeof name, "CURVE: %s", r->what);
+        snprintf(peer, sizeof peer, "plain TCP %.3f", r->plain);
+        snprintf(ratio, sizeof ratio, "%.2f %s", s_ratio(r),
+                 r->rate ? "plain/CURVE" : "CURVE/plain");
+        bench_figure(name, r->target, peer, ratio,
+                     r->target && r->timed_out == 0 ? r->met : -1, "%.3f%s",
+                     r->curve, r->timed_out & 2 ? " (timed out)" : "");
+    }
 }
 
 /* ---- set-up ------------------------------------------------------------ */

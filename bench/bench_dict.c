@@ -477,6 +477,21 @@ s_print_row(const s_opts_t *o, const s_cell_t *cell, double med[SYS_N])
     if (s_on(o, SYS_AOF))
         printf(" %9.0f %6.2f", med[SYS_AOF], med[SYS_TELEM1] / med[SYS_AOF]);
     printf("\n");
+    for (int sys = SYS_TELEM1; sys <= SYS_TELEM2; sys++) {
+        if (!s_on(o, sys))
+            continue;
+        double ratio = med[sys] / med[SYS_REDIS];
+        double target = sys == SYS_TELEM1 ? 1.0 : 0.5;
+        char name[128], tgt[32], peer[48], r[32];
+        snprintf(name, sizeof name, "dictionary %s %s, %d clients x %d deep, "
+                 "replication %s", cell->is_get ? "GET" : "SET",
+                 cell->vsize > 1024 ? "64 KiB" : "64 B", cell->clients,
+                 cell->depth, sys == SYS_TELEM1 ? "off" : "2");
+        snprintf(tgt, sizeof tgt, ">= %.1fx Redis", target);
+        snprintf(peer, sizeof peer, "Redis %.0f/s", med[SYS_REDIS]);
+        snprintf(r, sizeof r, "%.2f", ratio);
+        bench_figure(name, tgt, peer, r, ratio >= target, "%.0f/s", med[sys]);
+    }
     fflush(stdout);
 }
 

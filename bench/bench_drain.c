@@ -123,6 +123,9 @@ main(int argc, char **argv)
            (unsigned long long) sent, (unsigned long long) ts.dropped);
     printf("SIGTERM to exit: %.0f ms  [target <= 2000 ms: %s]\n", took / 1e6,
            bench_verdict(took <= 2 * INT64_C(1000000000)));
+    bench_figure("SIGTERM drain, unflushed series, every point kept",
+                 "<= 2 s", NULL, NULL,
+                 took <= 2 * INT64_C(1000000000) && all, "%.2f s", took / 1e9);
     printf("points in the log: %llu of %llu, exit status %d  [%s]\n",
            (unsigned long long) got, (unsigned long long) sent,
            WIFEXITED(status) ? WEXITSTATUS(status) : -1,

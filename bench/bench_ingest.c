@@ -560,6 +560,12 @@ s_report(double raw, double telem, const double *raws, const double *telems,
            bench_verdict(telem >= 1e6));
     printf("  ratio telem/raw >= 0.5                  %12.2f  %s\n",
            telem / raw, bench_verdict(telem / raw >= 0.5));
+    char peer[64], r[32];
+    snprintf(peer, sizeof peer, "raw libzmq + msgpack-c %.2f M/s", raw / 1e6);
+    snprintf(r, sizeof r, "%.2f", telem / raw);
+    bench_figure("telemd ingest, 64-sample batches, 1k series, ipc",
+                 ">= 1 M/s and >= 0.5x raw", peer, r,
+                 telem >= 1e6 && telem / raw >= 0.5, "%.2f M/s", telem / 1e6);
 }
 
 int

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# run.sh - build telem's benchmarks (a separate CMake project) and run them
-# all, printing one table per benchmark; docs/performance.md records a run.
+# run.sh - build telem's benchmarks (a separate CMake project) and run them,
+# printing each benchmark's own tables and, at the end, one summary table
+# of every headline figure: its target, the measured value, the peer or
+# limit it is measured against in the same run, the ratio and whether the
+# target is met.  docs/performance.md records a run.
 #
-# Usage: bench/run.sh [-d SECONDS] [-D]
+# Usage: bench/run.sh [--all] [-d SECONDS] [-D] [-h]
+#   --all       every benchmark: also the dictionary against Redis (-D), the
+#               fan-in curves on namespaced nodes (bench/fanin.sh, as root),
+#               the cost beside collectd and node_exporter
+#               (bench/bench_overhead.sh) and the application's cost
+#               (bench_app_cost); about 40 minutes on 2 cores
 #   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
 #   -D          also run bench/dict_vs_redis.sh (the dictionary against
 #               Redis and its restore throughput; ~5 minutes; installs
@@ -11,22 +19,42 @@
 # BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds);
 # BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, about 45 s;
 # bench/bench_curve.sh runs it several times and prints medians).
-# bench_restart starts 15 small local jobs under telem_launch (~10 s).
-# The tables are also written to $BENCH_BUILD/results.txt.  The whole run
-# takes about a minute plus the telemd CPU measurement and bench_detect.
+# bench_restart starts small local jobs under telem_launch (~10 s).
+# Before each benchmark a line "## NAME  nproc=N  load=L1 L5 L15" gives the
+# machine's core count and load at its start.  The output is also written
+# to $BENCH_BUILD/results.txt and the summary to $BENCH_BUILD/summary.md.
+# Benchmarks print their headline figures as lines
+#   FIGURE<TAB>name<TAB>target<TAB>measured<TAB>peer<TAB>ratio<TAB>met
+# which the summary collects (bench_figure() in bench_common.c).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${BENCH_BUILD:-$here/build}"
 cpu_seconds="${BENCH_CPU_SECONDS:-30}"
 dict=0
+all=0
+args=()
+for a in "$@"; do
+    case "$a" in
+    --all) all=1; dict=1 ;;
+    --help) set -- -h; args=(-h); break ;;
+    *) args+=("$a") ;;
+    esac
+done
+set -- "${args[@]+"${args[@]}"}"
 while getopts "d:Dh" opt; do
     case "$opt" in
     d) cpu_seconds="$OPTARG" ;;
     D) dict=1 ;;
-    *) sed -n '2,15p' "$0"; exit 2 ;;
+    h) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
+shift $((OPTIND - 1))
+if (( $# )); then
+    echo "run.sh: unexpected argument '$1' (see bench/run.sh --help)" >&2
+    exit 2
+fi
 
 started=$(date +%s)
 mkdir -p "$build"
@@ -38,35 +66,76 @@ if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     exit 1
 fi
 
-{
-    echo "# bench/run.sh -d $cpu_seconds   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-    for b in bench_add_data bench_push bench_ingest bench_query bench_agg \
-             bench_prom bench_watch bench_restart bench_block; do
-        echo
-        "$build/bin/$b"
-    done
+# run_one NAME CMD...: the header line, then the benchmark; a failing
+# benchmark is reported and the others still run.
+failed=()
+run_one() {
+    local name="$1"; shift
     echo
-    "$build/bin/bench_snapshot"       # the one-time system snapshot
+    echo "## $name  nproc=$(nproc)  load=$(cut -d' ' -f1-3 /proc/loadavg)  $(date -u +%FT%TZ)"
+    if ! "$@"; then
+        echo "run.sh: $name failed (exit $?)"
+        failed+=("$name")
+    fi
+}
+
+# summary FILE: the FIGURE lines of FILE as one markdown table.
+summary() {
+    awk -F'\t' 'BEGIN {
+        print "| figure | target | measured | peer or limit | ratio | verdict |"
+        print "|---|---|---|---|---|---|"
+    }
+    $1 == "FIGURE" && NF >= 7 {
+        printf "| %s | %s | %s | %s | %s | %s |\n", $2, $3, $4, $5, $6, $7
+        n++; if ($7 == "met") met++; if ($7 == "missed") missed++
+    }
+    END { printf "\n%d figures: %d met, %d missed, %d without a target\n",
+                 n, met, missed, n - met - missed }' "$1"
+}
+
+{
+    echo "# bench/run.sh $([ "$all" = 1 ] && echo --all) -d $cpu_seconds   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    for b in bench_add_data bench_push bench_ingest bench_query bench_agg \
+             bench_prom bench_watch bench_restart bench_block \
+             bench_snapshot; do
+        run_one "$b" "$build/bin/$b"
+    done
     if [ "${BENCH_DETECT:-1}" != 0 ]; then
-        echo
-        "$build/bin/bench_detect"     # about 4 minutes of real collector rounds
+        run_one bench_detect "$build/bin/bench_detect"  # ~4 min of rounds
     fi
     if [ "${BENCH_CURVE:-1}" != 0 ]; then
-        echo
-        "$build/bin/bench_curve"      # CURVE against plain TCP: about 45 s
+        run_one bench_curve "$build/bin/bench_curve"    # ~45 s
+    fi
+    run_one bench_seg "$build/bin/bench_seg"        # ~15 s, ~330 MB of disk
+    run_one bench_flush "$build/bin/bench_flush"
+    run_one bench_drain "$build/bin/bench_drain"
+    run_one bench_reload "$build/bin/bench_reload"  # ~12 s
+    run_one bench_telemd_cpu.sh \
+        "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
+    run_one bench_run.sh "$here/bench_run.sh" "$build"
+    if [ "$dict" = 1 ]; then
+        run_one dict_vs_redis.sh env BENCH_BUILD="$build" "$here/dict_vs_redis.sh"
+    fi
+    if [ "$all" = 1 ]; then
+        for extra in bench_overhead.sh fanin.sh; do
+            if [ -x "$here/$extra" ]; then
+                run_one "$extra" env BENCH_BUILD="$build" "$here/$extra"
+            fi
+        done
+        if [ -x "$build/bin/bench_app_cost" ]; then
+            run_one bench_app_cost "$build/bin/bench_app_cost"
+        fi
     fi
     echo
-    "$build/bin/bench_seg"            # the flush log: ~15 s, ~330 MB of disk
-    echo
-    "$build/bin/bench_reload"         # telemd start over an hour of log: ~12 s
-    echo
-    "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
-    echo
-    "$here/bench_run.sh" "$build"
-    echo
-    if [ "$dict" = 1 ]; then
-        BENCH_BUILD="$build" "$here/dict_vs_redis.sh"
-        echo
+    if (( ${#failed[@]} )); then
+        echo "# failed: ${failed[*]}"
     fi
     echo "# total $(( $(date +%s) - started )) s"
 } 2>&1 | tee "$build/results.txt"
+
+{
+    echo
+    echo "## Summary: every headline figure of this run"
+    echo
+    summary "$build/results.txt"
+} | tee "$build/summary.md"
