@@ -506,6 +506,9 @@ main(int argc, char **argv)
     ac_t *ac = ac_connect(path, 10000, &err);
     if (!ac || ac_node_count(ac) != j.n)
         bench_die("ac_connect", "%s: %s", path, telem_strerror(err));
+    for (size_t k = 0; k < j.n && j.n <= 16; k++)  /* for the test */
+        printf("%s%s=%s%s", k ? " " : "endpoints: ", ac_node_name(ac, k),
+               ac_node_endpoint(ac, k), k + 1 == j.n ? "\n" : "");
     s_rounds(&j, ac, ops, url, token, agg_pid);
     ac_close(&ac);
     s_restarts(&j, ops);
