@@ -51,10 +51,13 @@ for p in bench_fanin bench_restart_prog telem_launch telemd telem_dictd telem_ag
     [ -x "$bin/$p" ] || { echo "fanin.sh: $bin/$p is missing: build the benchmarks first (bench/run.sh, or cmake -S bench -B $build && cmake --build $build -j2)" >&2; exit 1; }
 done
 why=$(bash "$here/cluster/nsnodes.sh" check) || { echo "fanin.sh: cannot run here: $why" >&2; exit 77; }
-if ! python3 -c 'import numpy, matplotlib' 2>/dev/null; then
+# Debian's python3 (its python3-* packages), not another one first in PATH.
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+if ! "$py" -c 'import numpy, matplotlib' 2>/dev/null; then
     [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
         python3-numpy python3-matplotlib >/dev/null
-    python3 -c 'import numpy, matplotlib' \
+    "$py" -c 'import numpy, matplotlib' \
         || { echo "fanin.sh: needs python3-numpy and python3-matplotlib" >&2; exit 1; }
 fi
 
@@ -101,5 +104,5 @@ done
 grep -E '^(RESULT|IDLE)' "$work/raw" >"$tsv"
 echo
 mkdir -p "$(dirname "$svg")"
-python3 "$here/fanin_fit.py" "$tsv" --svg "$svg" --load "$load"
+"$py" "$here/fanin_fit.py" "$tsv" --svg "$svg" --load "$load"
 echo "# load at end $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -69,16 +69,16 @@ def fit(xs, ys):
 def table(rows, idle, sizes):
     print("Per size (p50 / p99 wall ms; CPU ms per operation of the process "
           "that fans out):")
-    print("  %-8s %s" % ("nodes", "".join("%22d" % n for n in sizes)))
+    print("  %-8s %s" % ("nodes", "".join(" %25d" % n for n in sizes)))
     for op, what, _ in OPS:
         cells = []
         for n in sizes:
             p50, p99, cpu = (med(rows, n, op, i) for i in range(3))
-            cells.append("%22s" % ("-" if p50 is None else
+            cells.append(" %25s" % ("-" if p50 is None else
                                    "%.1f/%.1f cpu %.1f" % (p50, p99, cpu)))
         print("  %-8s %s   %s" % (op, "".join(cells), what))
     if idle:
-        print("  idle job, %% of a core: telemd each / telem_dictd each / "
+        print("  idle job, % of a core: telemd each / telem_dictd each / "
               "launcher: " + "; ".join(
                   "%d: %.3f/%.3f/%.1f" % ((n,) + idle[n])
                   for n in sizes if n in idle))
@@ -142,11 +142,11 @@ def figures(rows, fits, sizes):
 
 def svg(rows, fits, sizes, path, load):
     import matplotlib
-    matplotlib.use("svg")
+    matplotlib.use("agg")   # writes .svg (and .png) by the extension
     import matplotlib.pyplot as plt
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
     xs = np.array(sizes, float)
-    line = np.linspace(0, max(sizes) * 1.05, 50)
+    line = np.linspace(min(sizes), max(sizes), 50)
     for op, what, _ in OPS:
         if op not in fits:
             continue
@@ -154,10 +154,12 @@ def svg(rows, fits, sizes, path, load):
         a, b = fits[op]["wall"]
         h = ax.plot(fits[op]["sizes"], p50, "o", label=what)[0]
         if b is not None:
-            ax.plot(line, a + b * line, "-", color=h.get_color(), lw=0.8)
+            y = a + b * line
+            ax.plot(line[y > 0], y[y > 0], "-", color=h.get_color(), lw=0.8)
     ax.set_xlabel("nodes (network namespaces on one 2-core machine)")
     ax.set_ylabel("wall time, p50 (ms)")
     ax.set_yscale("log")
+    ax.set_xscale("log")
     ax.set_title("Fan-in latency, with least-squares lines")
     ax.legend(fontsize=7, loc="upper left")
     for op, what, whose in OPS[:4]:
@@ -167,10 +169,14 @@ def svg(rows, fits, sizes, path, load):
         bx.plot(fits[op]["sizes"], cpu, "o-", label="%s (%s)" % (op, whose))
     bx.set_xlabel("nodes")
     bx.set_ylabel("CPU per operation (ms)")
+    bx.set_yscale("log")
+    bx.set_xscale("log")
     bx.set_title("CPU of the process that fans out")
     bx.legend(fontsize=7, loc="upper left")
     for a_ in (ax, bx):
         a_.set_xticks(xs)
+        a_.set_xticklabels([str(int(x)) for x in xs])
+        a_.minorticks_off()
         a_.grid(alpha=0.3)
     fig.suptitle("bench/fanin.sh: nproc 2, load at start %s" % load,
                  fontsize=9)
