@@ -61,6 +61,20 @@ grep -q "trigger bench; nodes n6" "$C/run/launch/restarts.log" || fail "no resta
 # telemd on n4 served on n4's own address (the node file's endpoint).
 grep -q " n4=tcp://$a4:" "$T/fanin.log" || fail "n4's telemd did not bind $a4"
 
+# The fit script refuses malformed input (exit 2) and fits the real lines.
+if /usr/bin/python3 -c 'import numpy, matplotlib' 2>/dev/null; then
+    printf 'RESULT\t6\tquery\tfast\t1\t1\t4\t0\n' >"$T/bad.tsv"
+    expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad.tsv"
+    printf 'garbage\n' >"$T/bad2.tsv"
+    expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad2.tsv"
+    grep -E '^(RESULT|IDLE)' "$T/fanin.log" >"$T/ok.tsv"
+    /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/ok.tsv" --svg "$T/f.svg" >"$T/fit.log" \
+        || fail "fanin_fit.py failed on good input: $(cat "$T/fit.log")"
+    grep -q "^FIGURE" "$T/fit.log" && [ -s "$T/f.svg" ] || fail "no FIGURE line or picture"
+else
+    echo "fanin_fit.py not checked: Debian's python3-numpy/matplotlib are not installed"
+fi
+
 # Teardown leaves nothing: no namespace, veth, bridge, mount or process.
 id=$(sed -n 's/^ID=//p' "$C/net")
 TELEM_KEEP=0 bash "$NS" down "$C" || fail "nsnodes down left something"
