@@ -1,0 +1,533 @@
+/* bench_fanin.c - fan-in costs of one job on N namespaced nodes.
+ *
+ * bench/fanin.sh makes N nodes with bench/cluster/nsnodes.sh (a network
+ * and UTS namespace each, on a bridge) and runs this once per size.  It
+ * starts the job with the real telem_launch and its template source
+ * (`--exec-template "nsnodes.sh exec DIR {node}" --hosts n1,...`): telemd
+ * and telem_dictd on every node, telem_agg on n1, the program
+ * (bench_restart_prog, which records when it runs) everywhere, every TCP
+ * socket CURVE with the job's key.  Then, from the root namespace, it times
+ * (p50, p99 of wall time, and the CPU of the process that fans out):
+ *   startup  telem_launch exec -> the program running on every node;
+ *   query    one ac_query of the newest point of 10 node metrics on every
+ *            node (this process fans out);
+ *   watch    one watcher round, watch_tick() with slowgpu over 8 devices a
+ *            node (what telem_watch runs every period; this process);
+ *   agg      one POST /api/query to telem_agg, sum:1m-avg over every node,
+ *            as Grafana sends it (telem_agg fans out; its CPU from /proc);
+ *   restart  a restart request excluding one node, answered by the
+ *            launcher: its own stop + re-form + start, and request -> the
+ *            program running again everywhere (the launcher's CPU).
+ * The device timings slowgpu reads are written by a feeder between timed
+ * operations (bench_fanin_ops.c says why).  It prints a table and one
+ * machine-readable line per operation: RESULT<TAB>N<TAB>op<TAB>p50 ms
+ * <TAB>p99 ms<TAB>CPU ms per op<TAB>samples<TAB>failed samples.
+ */
+#include "bench_fanin.h"
+
+#include "bench_common.h"
+#include "telem_proto_watch.h"
+#include "telem_time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+extern char **environ;
+
+#define S_WARM 8                    /* untimed rounds: slowgpu's history */
+
+typedef struct {
+    const char *template_, *hosts, *bindir, *rundir;
+    int rounds, restarts, level, check, wait_s;
+    char **names;
+    size_t n;
+    pid_t launcher;
+    int pidfd, ifd;
+    char rb[PATH_MAX];
+} s_job_t;
+
+static const char s_usage[] =
+"usage: bench_fanin --template T --hosts LIST --bindir DIR --rundir DIR\n"
+"                   [--rounds R] [--restarts K] [--level L] [--wait S]\n"
+"                   [--check]\n"
+"Starts telem_launch --exec-template T --hosts LIST (every host active,\n"
+"--resilient --exhaust-resources) with bench_restart_prog from DIR, then\n"
+"times R rounds of an ac_query, a watcher round (slowgpu) and a telem_agg\n"
+"query over every node, and K restarts each excluding one node.  RUNDIR\n"
+"must not exist.  --check exits 1 when a node did not answer or a\n"
+"restart did not exclude its node.  --wait bounds each wait (default 300).\n";
+
+static void
+s_split_hosts(s_job_t *j)
+{
+    char *copy = strdup(j->hosts), *save = NULL;
+    size_t cap = 1;
+    for (const char *p = j->hosts; *p; p++)
+        cap += *p == ',';
+    j->names = calloc(cap, sizeof *j->names);
+    if (!copy || !j->names)
+        bench_die("bench_fanin", "out of memory");
+    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        j->names[j->n++] = w;
+    if (j->n == 0)
+        bench_die("bench_fanin", "--hosts lists no host");
+}
+
+static void
+s_args(int argc, char **argv, s_job_t *j)
+{
+    static const struct option o[] = {
+        { "template", 1, 0, 't' }, { "hosts", 1, 0, 'H' },
+        { "bindir", 1, 0, 'b' }, { "rundir", 1, 0, 'd' },
+        { "rounds", 1, 0, 'r' }, { "restarts", 1, 0, 'k' },
+        { "level", 1, 0, 'L' }, { "wait", 1, 0, 'w' },
+        { "check", 0, 0, 'c' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+    *j = (s_job_t) { .rounds = 20, .restarts = 3, .level = 2, .wait_s = 300 };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1)
+        switch (c) {
+        case 't': j->template_ = optarg; break;
+        case 'H': j->hosts = optarg; break;
+        case 'b': j->bindir = optarg; break;
+        case 'd': j->rundir = optarg; break;
+        case 'r': j->rounds = atoi(optarg); break;
+        case 'k': j->restarts = atoi(optarg); break;
+        case 'L': j->level = atoi(optarg); break;
+        case 'w': j->wait_s = atoi(optarg); break;
+        case 'c': j->check = 1; break;
+        case 'h': fputs(s_usage, stdout); exit(0);
+        default: fputs(s_usage, stderr); exit(2);
+        }
+    if (!j->template_ || !j->hosts || !j->bindir || !j->rundir
+        || optind != argc || j->rounds < 1 || j->restarts < 0
+        || j->level < 2 || j->level > 4 || j->wait_s < 1) {
+        fputs(s_usage, stderr);
+        exit(2);
+    }
+    s_split_hosts(j);
+    if ((size_t) j->restarts >= j->n)
+        bench_die("bench_fanin", "%d restarts need more than %zu nodes",
+                  j->restarts, j->n);
+}
+
+static void
+s_spawn_launcher(s_job_t *j)
+{
+    char launch[PATH_MAX + 32], prog[PATH_MAX + 32], log[PATH_MAX + 32],
+         nodes[16], level[16];
+    snprintf(launch, sizeof launch, "%s/telem_launch", j->bindir);
+    snprintf(prog, sizeof prog, "%s/bench_restart_prog", j->bindir);
+    snprintf(log, sizeof log, "%s/launcher.log", j->rundir);
+    snprintf(nodes, sizeof nodes, "%zu", j->n);
+    snprintf(level, sizeof level, "%d", j->level);
+    char *argv[] = { launch, "--exec-template", (char *) j->template_,
+        "--hosts", (char *) j->hosts, "--nodes", nodes, "--idle", "0",
+        "--resilient", "--exhaust-resources", "--max-restarts", "-1",
+        "--backoff", "0", "--bind", "0.0.0.0", "--agg-bind", "0.0.0.0",
+        "--agg-port", "0", "--telemetry-level", level, "--start-timeout",
+        "600", "--rundir", (char *) j->rundir, "--log-level", "warn", "--",
+        prog, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT
+                                     | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    int rc = posix_spawn(&j->launcher, launch, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc)
+        bench_die("bench_fanin", "cannot start %s: %s", launch, strerror(rc));
+    j->pidfd = (int) syscall(SYS_pidfd_open, j->launcher, 0);
+    if (j->pidfd < 0)
+        bench_die("bench_fanin", "pidfd_open: %s", strerror(errno));
+}
+
+/* The stamp of one program start (rb/<run>.<node>). */
+static int64_t
+s_stamp(const s_job_t *j, const char *name)
+{
+    char path[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", j->rb, name);
+    FILE *f = fopen(path, "r");
+    long long ns = 0;
+    int ok = f && fscanf(f, "%lld", &ns) == 1;
+    if (f)
+        fclose(f);
+    if (!ok)
+        bench_die("bench_fanin", "cannot read %s", path);
+    return (int64_t) ns;
+}
+
+/* Waits until `want` programs of run `run` started; their latest stamp. */
+static int64_t
+s_wait_run(const s_job_t *j, int run, size_t want)
+{
+    size_t seen = 0;
+    int64_t hi = 0, deadline = bench_now_ns() + (int64_t) j->wait_s * 1000000000;
+    char prefix[32], buf[16384] __attribute__((aligned(8)));
+    int plen = snprintf(prefix, sizeof prefix, "%d.", run);
+    while (seen < want) {
+        struct pollfd p[2] = { { j->ifd, POLLIN, 0 }, { j->pidfd, POLLIN, 0 } };
+        int64_t left = (deadline - bench_now_ns()) / 1000000;
+        if (left <= 0 || poll(p, 2, (int) left) <= 0)
+            bench_die("bench_fanin", "run %d: %zu of %zu programs started in "
+                      "%d s (see %s/launcher.log)", run, seen, want,
+                      j->wait_s, j->rundir);
+        if (!(p[0].revents & POLLIN))
+            bench_die("bench_fanin", "run %d: telem_launch exited with %zu "
+                      "of %zu programs started (see %s/launcher.log)", run,
+                      seen, want, j->rundir);
+        ssize_t len = read(j->ifd, buf, sizeof buf);
+        for (ssize_t off = 0; off < len;) {
+            const struct inotify_event *e = (const void *) (buf + off);
+            off += (ssize_t) (sizeof *e + e->len);
+            if (!e->len || strncmp(e->name, prefix, (size_t) plen) != 0)
+                continue;
+            int64_t ns = s_stamp(j, e->name);
+            hi = ns > hi ? ns : hi;
+            seen++;
+        }
+    }
+    return hi;
+}
+
+/* The first line of `path` into buf (newline cut); 0, or -1 if none. */
+static int
+s_read_line(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    int ok = f && fgets(buf, (int) size, f) != NULL;
+    if (f)
+        fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\r\n")] = '\0';
+    return ok && *buf ? 0 : -1;
+}
+
+/* The pid of the launcher's daemon `role` on `node` (launch/daemons), or
+ * of any node when node is NULL; 0 if none. */
+static long
+s_daemon_pid(const s_job_t *j, const char *node, const char *role)
+{
+    char path[PATH_MAX + 32], line[1024], n[256], r[32], st[32];
+    long pid, found = 0;
+    snprintf(path, sizeof path, "%s/launch/daemons", j->rundir);
+    FILE *f = fopen(path, "r");
+    while (f && !found && fgets(line, sizeof line, f))
+        if (sscanf(line, "%255[^\t]\t%31[^\t]\t%31[^\t]\t%ld", n, r, st,
+                   &pid) == 4 && strcmp(r, role) == 0
+            && (!node || strcmp(n, node) == 0))
+            found = pid;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Sum of the CPU of every telemd and telem_dictd of the job, and the
+ * launcher's, in ns. */
+static void
+s_daemons_cpu(const s_job_t *j, int64_t *telemd, int64_t *dictd,
+              int64_t *launcher)
+{
+    *telemd = *dictd = 0;
+    for (size_t k = 0; k < j->n; k++) {
+        long a = s_daemon_pid(j, j->names[k], "telemd");
+        long b = s_daemon_pid(j, j->names[k], "dictd");
+        *telemd += a > 0 ? fanin_proc_cpu_ns(a) : 0;
+        *dictd += b > 0 ? fanin_proc_cpu_ns(b) : 0;
+    }
+    *launcher = fanin_proc_cpu_ns((long) j->launcher);
+}
+
+/* What the idle job costs: every node's daemons and the launcher (its
+ * heartbeat) over a 5 s window, in % of one core. */
+static void
+s_idle_cost(const s_job_t *j)
+{
+    int64_t t0, d0, l0, t1, d1, l1;
+    s_daemons_cpu(j, &t0, &d0, &l0);
+    int64_t w0 = bench_now_ns();
+    struct timespec five = { 5, 0 };
+    while (nanosleep(&five, &five) != 0 && errno == EINTR)
+        ;
+    s_daemons_cpu(j, &t1, &d1, &l1);
+    double w = (double) (bench_now_ns() - w0);
+    printf("idle job, 5 s window: telemd %.3f %% of a core each (%.1f %% "
+           "all %zu), telem_dictd %.3f %% each (%.1f %% all), launcher "
+           "%.1f %%\n", 100.0 * (double) (t1 - t0) / w / (double) j->n,
+           100.0 * (double) (t1 - t0) / w, j->n,
+           100.0 * (double) (d1 - d0) / w / (double) j->n,
+           100.0 * (double) (d1 - d0) / w, 100.0 * (double) (l1 - l0) / w);
+    printf("IDLE\t%zu\t%.4f\t%.4f\t%.3f\n", j->n,
+           100.0 * (double) (t1 - t0) / w / (double) j->n,
+           100.0 * (double) (d1 - d0) / w / (double) j->n,
+           100.0 * (double) (l1 - l0) / w);
+}
+
+/* Waits (bounded, on the launcher's pidfd as a clock) until `path` holds
+ * a line. */
+static void
+s_wait_file(const s_job_t *j, const char *path, char *buf, size_t size)
+{
+    int64_t deadline = bench_now_ns() + (int64_t) j->wait_s * 1000000000;
+    while (s_read_line(path, buf, size) != 0) {
+        struct pollfd p = { j->pidfd, POLLIN, 0 };
+        if (bench_now_ns() > deadline || poll(&p, 1, 20) != 0)
+            bench_die("bench_fanin", "no %s (launcher %s)", path,
+                      p.revents ? "exited" : "still running");
+    }
+}
+
+/* One restart request excluding `node`; dies unless it is acknowledged. */
+static void
+s_request(const s_job_t *j, void *zctx, const char *node)
+{
+    char ep[PATH_MAX + 32], buf[8192];
+    snprintf(ep, sizeof ep, "ipc://%s/launch/restart.sock", j->rundir);
+    void *s = zmq_socket(zctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    if (zmq_connect(s, ep) != 0)
+        bench_die("bench_fanin", "connect %s", ep);
+    telem_proto_encoder_t *enc = telem_proto_encoder_new();
+    telem_proto_decoder_t *dec = telem_proto_decoder_new();
+    const char *exclude[] = { node }, *det[] = { "bench" };
+    telem_restart_t r = { 7, telem_now_ns(), "fan-in benchmark", exclude, 1,
+                          NULL, 0, det, 1 };
+    const void *data;
+    size_t size;
+    telem_msg_t m;
+    if (telem_proto_encode_restart(enc, &r, &data, &size) != 0
+        || zmq_send(s, data, size, 0) < 0)
+        bench_die("bench_fanin", "cannot send the restart request");
+    zmq_pollitem_t item = { s, 0, ZMQ_POLLIN, 0 };
+    int len = zmq_poll(&item, 1, j->wait_s * 1000) == 1
+              ? zmq_recv(s, buf, sizeof buf, 0) : -1;
+    if (len < 0 || (size_t) len > sizeof buf
+        || telem_proto_decode(dec, buf, (size_t) len, &m) != 0
+        || (int) m.type != TELEM_MSG_RESTART_ACK || m.u.restart_ack.code)
+        bench_die("bench_fanin", "restart excluding %s not acknowledged",
+                  node);
+    telem_proto_decoder_destroy(&dec);
+    telem_proto_encoder_destroy(&enc);
+    zmq_close(s);
+}
+
+/* The launcher's stop + re-form + start of restart `k` (1-based), ns. */
+static int64_t
+s_restart_line(const s_job_t *j, int k, double *reform_ms)
+{
+    char path[PATH_MAX + 32], line[8192];
+    snprintf(path, sizeof path, "%s/launch/restarts.log", j->rundir);
+    FILE *f = fopen(path, "r");
+    double stop, reform, back, start;
+    int seen = 0, ok = 0;
+    while (f && !ok && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "; stop ");
+        if (p && ++seen == k)
+            ok = sscanf(p, "; stop %lf s, re-form %lf s, back-off %lf s, "
+                        "start %lf s", &stop, &reform, &back, &start) == 4;
+    }
+    if (f)
+        fclose(f);
+    if (!ok)
+        bench_die("bench_fanin", "no restart line %d in %s", k, path);
+    *reform_ms = reform * 1e3;
+    return (int64_t) ((stop + reform + start) * 1e9);
+}
+
+/* The state of `node` in the launcher's job file ("active", "down"...). */
+static void
+s_job_state(const s_job_t *j, const char *node, char *out, size_t size)
+{
+    char path[PATH_MAX + 32], line[1024], n[256], st[32];
+    snprintf(path, sizeof path, "%s/launch/job", j->rundir);
+    snprintf(out, size, "?");
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (line[0] != '#' && sscanf(line, "%255[^\t]\t%31[^\t]", n, st) == 2
+            && strcmp(n, node) == 0)
+            snprintf(out, size, "%s", st);
+    if (f)
+        fclose(f);
+}
+
+static void
+s_report(size_t n, fanin_op_t *op, const char *note)
+{
+    size_t k = op->n;
+    if (k == 0)
+        return;
+    bench_sort_i64(op->wall, k);
+    double p50 = (double) bench_percentile_sorted(op->wall, k, 50) / 1e6;
+    double p99 = (double) bench_percentile_sorted(op->wall, k, 99) / 1e6;
+    double cpu = (double) op->cpu_total / (double) k / 1e6;
+    printf("  %-8s %9.2f %9.2f %10.2f %5zu %5zu  %s\n", op->name, p50, p99,
+           cpu, k, op->bad, note);
+    printf("RESULT\t%zu\t%s\t%.3f\t%.3f\t%.3f\t%zu\t%zu\n", n,
+            op->name, p50, p99, cpu, k, op->bad);
+}
+
+/* (a), (b), (c) for R rounds, the feeder writing one round before each. */
+static void
+s_rounds(s_job_t *j, ac_t *ac, fanin_op_t *ops, const char *url,
+         const char *token, long agg_pid)
+{
+    fanin_feed_t *feed = fanin_feed_new(j->rundir,
+                                        (const char *const *) j->names, j->n);
+    watch_t *watch = watch_new(ac);
+    char why[256];
+    if (watch_add_detector(watch, "slowgpu", why, sizeof why))
+        bench_die("watch_add_detector", "%s", why);
+    watch_set_timeout(watch, 10000);
+    int total = S_WARM + j->rounds;
+    int64_t t0 = telem_now_ns() - (int64_t) (total + 2) * 1000000000;
+    long slow = (long) j->n / 2;
+    size_t events = 0;
+    for (int r = 0; r < total; r++) {
+        int64_t ts = t0 + (int64_t) r * 1000000000;
+        fanin_feed_round(feed, r, ts, r >= S_WARM / 2 ? slow : -1);
+        int64_t c0 = fanin_self_cpu_ns(), w0 = bench_now_ns(), missing_a;
+        size_t miss;
+        size_t got = fanin_query_latest(ac, &miss);
+        int64_t w1 = bench_now_ns(), c1 = fanin_self_cpu_ns();
+        missing_a = miss || got < FANIN_QUERY_SERIES * j->n;
+        if (watch_tick(watch, ts + 500000000))
+            bench_die("watch_tick", "failed");
+        int64_t w2 = bench_now_ns(), c2 = fanin_self_cpu_ns();
+        int64_t a0 = fanin_proc_cpu_ns(agg_pid);
+        size_t bytes;
+        int status = fanin_agg_query(url, token, ts / 1000000000 + 1, &bytes);
+        int64_t w3 = bench_now_ns(), a1 = fanin_proc_cpu_ns(agg_pid);
+        events += det_events_count(watch_events(watch));
+        if (r < S_WARM)
+            continue;
+        fanin_op_add(&ops[0], w1 - w0, c1 - c0);
+        fanin_op_add(&ops[1], w2 - w1, c2 - c1);
+        fanin_op_add(&ops[2], w3 - w2, a1 - a0);
+        ops[0].bad += (size_t) missing_a;
+        ops[1].bad += watch_nmissing(watch) > 0;
+        ops[2].bad += status != 200 || bytes < 100;
+    }
+    printf("slowgpu events over %d rounds (node %s device 3 is 20 %% slow): "
+           "%zu\n", total, j->names[slow], events);
+    watch_destroy(&watch);
+    fanin_feed_destroy(&feed);
+}
+
+/* K restarts, each excluding the last active node. */
+static void
+s_restarts(s_job_t *j, fanin_op_t *ops)
+{
+    void *zctx = zmq_ctx_new();
+    for (int k = 1; k <= j->restarts; k++) {
+        const char *victim = j->names[j->n - (size_t) k];
+        int64_t c0 = fanin_proc_cpu_ns((long) j->launcher);
+        int64_t t_req = telem_now_ns();
+        s_request(j, zctx, victim);
+        int64_t hi = s_wait_run(j, k, j->n - (size_t) k);
+        int64_t c1 = fanin_proc_cpu_ns((long) j->launcher);
+        double reform;
+        int64_t own = s_restart_line(j, k, &reform);
+        char st[32];
+        s_job_state(j, victim, st, sizeof st);
+        int out = strcmp(st, "active") != 0;
+        printf("restart %d excluding %s: launcher %.2f ms (re-form %.2f ms),"
+               " request -> running on %zu nodes %.2f ms; %s is %s\n", k,
+               victim, (double) own / 1e6, reform, j->n - (size_t) k,
+               (double) (hi - t_req) / 1e6, victim, st);
+        fanin_op_add(&ops[3], own, c1 - c0);
+        fanin_op_add(&ops[4], hi - t_req, 0);
+        ops[3].bad += !out;
+    }
+    zmq_ctx_term(zctx);
+}
+
+static void
+s_stop(s_job_t *j)
+{
+    kill(j->launcher, SIGTERM);
+    int status;
+    while (waitpid(j->launcher, &status, 0) < 0 && errno == EINTR)
+        ;
+    close(j->pidfd);
+}
+
+int
+main(int argc, char **argv)
+{
+    s_job_t j;
+    s_args(argc, argv, &j);
+    if (mkdir(j.rundir, 0700) != 0)
+        bench_die("bench_fanin", "mkdir %s: %s", j.rundir, strerror(errno));
+    snprintf(j.rb, sizeof j.rb, "%s/rb", j.rundir);
+    j.ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (mkdir(j.rb, 0700) != 0 || j.ifd < 0
+        || inotify_add_watch(j.ifd, j.rb, IN_MOVED_TO) < 0)
+        bench_die("bench_fanin", "%s: %s", j.rb, strerror(errno));
+    bench_print_machine("bench_fanin");
+    fanin_op_t ops[6];
+    const char *names[] = { "query", "watch", "agg", "restart", "rst-all",
+                            "startup" };
+    for (int i = 0; i < 6; i++)
+        fanin_op_init(&ops[i], names[i], (size_t) j.rounds + 8);
+    int64_t t_exec = telem_now_ns();
+    s_spawn_launcher(&j);
+    int64_t hi = s_wait_run(&j, 0, j.n);
+    fanin_op_add(&ops[5], hi - t_exec, 0);
+    printf("%zu nodes: job started in %.1f ms (launcher exec -> program "
+           "running on every node)\n", j.n, (double) (hi - t_exec) / 1e6);
+    char path[PATH_MAX + 64], url[512], token[256];
+    snprintf(path, sizeof path, "%s/telem_agg/url", j.rundir);
+    s_wait_file(&j, path, url, sizeof url);
+    snprintf(path, sizeof path, "%s/keys/agg.token", j.rundir);
+    s_wait_file(&j, path, token, sizeof token);
+    long agg_pid = s_daemon_pid(&j, NULL, "agg");
+    s_idle_cost(&j);
+    snprintf(path, sizeof path, "%s/keys", j.rundir);
+    setenv("TELEM_KEYS", path, 1);
+    snprintf(path, sizeof path, "%s/nodes", j.rundir);
+    int err = 0;
+    ac_t *ac = ac_connect(path, 10000, &err);
+    if (!ac || ac_node_count(ac) != j.n)
+        bench_die("ac_connect", "%s: %s", path, telem_strerror(err));
+    for (size_t k = 0; k < j.n && j.n <= 16; k++)  /* for the test */
+        printf("%s%s=%s%s", k ? " " : "endpoints: ", ac_node_name(ac, k),
+               ac_node_endpoint(ac, k), k + 1 == j.n ? "\n" : "");
+    s_rounds(&j, ac, ops, url, token, agg_pid);
+    ac_close(&ac);
+    s_restarts(&j, ops);
+    int bad = 0;
+    s_stop(&j);
+    printf("%zu nodes; times in ms; CPU: of the process that fans out "
+           "(query, watch: this one; agg: telem_agg; restart: the launcher)"
+           "\n  %-8s %9s %9s %10s %5s %5s\n", j.n, "op", "p50", "p99",
+           "CPU/op", "n", "bad");
+    const char *notes[] = { "ac_query, newest point of 10 series a node",
+        "watch_tick, slowgpu, 8 devices a node", "POST /api/query "
+        "sum:1m-avg, last hour", "launcher's stop + re-form + start",
+        "request -> program running on every node", "exec -> program "
+        "running on every node" };
+    for (int i = 0; i < 6; i++) {
+        s_report(j.n, &ops[i], notes[i]);
+        bad += j.check && ops[i].bad > 0;
+        fanin_op_free(&ops[i]);
+    }
+    close(j.ifd);
+    return bad ? 1 : 0;
+}

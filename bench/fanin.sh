@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# fanin.sh - fan-in curves of telem on namespaced nodes: for each size, a
+# cluster of N network namespaces (bench/cluster/nsnodes.sh), one job on it
+# started by telem_launch's template source, and bench_fanin's timings of
+# an ac_query, a watcher round, a telem_agg query, restarts and the job's
+# start-up; then the per-size table, the slopes and their extrapolation to
+# 1,024 and 10,000 nodes, FIGURE lines against the targets, and the
+# picture (bench/fanin_fit.py).
+#
+# Usage: bench/fanin.sh [-n "16 64 128 256"] [-r ROUNDS] [-k RESTARTS]
+#                       [-j JOBS] [-s SVG]
+#   -n SIZES     node counts (default "16 64 128 256")
+#   -r ROUNDS    timed rounds of the query, watcher and telem_agg (20)
+#   -k RESTARTS  restarts a job, each excluding one node (5)
+#   -j JOBS      jobs a size (each one start-up sample; default 1)
+#   -s SVG       where the picture goes (default docs/img/fanin.svg)
+# Needs root (namespaces) and the benchmark build (bench/run.sh builds it;
+# BENCH_BUILD names it, default bench/build): it builds nothing itself.
+# Installs python3-numpy and python3-matplotlib when root and missing.
+# Raw lines go to $BENCH_BUILD/fanin.tsv, the whole output to
+# $BENCH_BUILD/fanin.txt.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="${BENCH_BUILD:-$here/build}"
+sizes="16 64 128 256"
+rounds=20
+restarts=5
+jobs=1
+svg="$here/../docs/img/fanin.svg"
+while getopts "n:r:k:j:s:h" opt; do
+    case "$opt" in
+    n) sizes=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    k) restarts=$OPTARG ;;
+    j) jobs=$OPTARG ;;
+    s) svg=$OPTARG ;;
+    h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) sed -n '10,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || { echo "fanin.sh: unexpected argument '$1'" >&2; exit 2; }
+for v in $sizes "$rounds" "$jobs"; do
+    [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "fanin.sh: '$v' is not a positive count" >&2; exit 2; }
+done
+[[ $restarts =~ ^[0-9]+$ ]] || { echo "fanin.sh: bad -k '$restarts'" >&2; exit 2; }
+
+bin=$build/bin
+for p in bench_fanin bench_restart_prog telem_launch telemd telem_dictd telem_agg; do
+    [ -x "$bin/$p" ] || { echo "fanin.sh: $bin/$p is missing: build the benchmarks first (bench/run.sh, or cmake -S bench -B $build && cmake --build $build -j2)" >&2; exit 1; }
+done
+why=$(bash "$here/cluster/nsnodes.sh" check) || { echo "fanin.sh: cannot run here: $why" >&2; exit 77; }
+# Debian's python3 (its python3-* packages), not another one first in PATH.
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+if ! "$py" -c 'import numpy, matplotlib' 2>/dev/null; then
+    [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        python3-numpy python3-matplotlib >/dev/null
+    "$py" -c 'import numpy, matplotlib' \
+        || { echo "fanin.sh: needs python3-numpy and python3-matplotlib" >&2; exit 1; }
+fi
+
+# Sizing: an idle telemd at level 2 samples /proc every --interval
+# seconds (about 0.2-0.5 % of a core each at 1 s here); N of them share 2
+# cores with the process that fans out, so the period grows with N to keep
+# all N near a quarter of a core.  Every other cost (telem_dictd, the
+# launcher's 1 s heartbeat to every node) is what the job really costs and
+# is printed by bench_fanin as measured.
+interval_for() { local n=$1; echo $(( n > 64 ? (n + 63) / 64 : 1 )); }
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+tsv=$build/fanin.tsv
+: >"$tsv"
+work=$(mktemp -d /tmp/telem-fanin.XXXXXX)
+cluster=''
+cleanup() {
+    [ -n "$cluster" ] && bash "$here/cluster/nsnodes.sh" down "$cluster" >&2 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+exec > >(tee "$build/fanin.txt") 2>&1
+echo "# bench/fanin.sh -n \"$sizes\" -r $rounds -k $restarts -j $jobs   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+echo "# nproc $(nproc), load at start $load"
+for n in $sizes; do
+    iv=$(interval_for "$n")
+    echo
+    echo "== $n nodes: level 2, telemd --interval $iv s (node metrics every $iv s keeps $n telemd near a quarter core), 8 devices a node fed at one round per timed operation"
+    for job in $(seq "$jobs"); do
+        cluster=$work/c$n.$job
+        bash "$here/cluster/nsnodes.sh" up "$cluster" "$n" --interval "$iv"
+        echo "load before the job: $(cut -d' ' -f1-3 /proc/loadavg)"
+        k=$restarts; [ "$k" -lt "$n" ] || k=$((n - 1))
+        "$bin/bench_fanin" --template "$(bash "$here/cluster/nsnodes.sh" template "$cluster")" \
+            --hosts "$(bash "$here/cluster/nsnodes.sh" hosts "$cluster")" \
+            --bindir "$bin" --rundir "$cluster/run" --rounds "$rounds" \
+            --restarts "$k" | tee -a "$work/raw"
+        bash "$here/cluster/nsnodes.sh" down "$cluster"
+        cluster=''
+    done
+done
+grep -E '^(RESULT|IDLE)' "$work/raw" >"$tsv"
+echo
+mkdir -p "$(dirname "$svg")"
+"$py" "$here/fanin_fit.py" "$tsv" --svg "$svg" --load "$load"
+echo "# load at end $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""fanin_fit.py - the fan-in curves of bench/fanin.sh: the per-size table,
+a straight line through each operation's medians (numpy's least squares,
+cost = a + b * nodes), the extrapolation to 1,024 and 10,000 nodes, FIGURE
+lines against telem's targets, and the picture (docs/img/fanin.svg).
+
+Input: the RESULT and IDLE lines bench_fanin prints (one file, any order,
+several runs of one size allowed: their p50s are combined by median).
+
+Usage: fanin_fit.py RESULTS [--svg FILE] [--load "L1 L5 L15"]
+Exit status 2 on bad usage or a malformed input line.
+"""
+import argparse
+import sys
+
+import numpy as np
+
+OPS = [  # op, what, whose CPU
+    ("query", "ac_query, newest point of 10 series a node", "this process"),
+    ("watch", "watcher round, slowgpu, 8 devices a node", "this process"),
+    ("agg", "telem_agg /api/query sum:1m-avg, 1 h", "telem_agg"),
+    ("restart", "restart: launcher's stop+re-form+start", "telem_launch"),
+    ("rst-all", "restart: request -> running everywhere", "-"),
+    ("startup", "job start: exec -> running everywhere", "-"),
+]
+
+
+def die(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(path):
+    """rows[(n, op)] -> list of (p50, p99, cpu, samples, bad); idle[n]."""
+    rows, idle = {}, {}
+    with open(path) as f:
+        for ln, line in enumerate(f, 1):
+            w = line.rstrip("\n").split("\t")
+            try:
+                if w[0] == "RESULT" and len(w) == 8:
+                    key = (int(w[1]), w[2])
+                    rows.setdefault(key, []).append(
+                        tuple(float(x) for x in w[3:6]) + (int(w[6]), int(w[7])))
+                elif w[0] == "IDLE" and len(w) == 5:
+                    idle[int(w[1])] = tuple(float(x) for x in w[2:5])
+                elif line.strip():
+                    raise ValueError("not a RESULT or IDLE line")
+            except (ValueError, IndexError) as e:
+                die("fanin_fit.py: %s:%d: malformed line (%s): %r"
+                         % (path, ln, e, line[:80]))
+    if not rows:
+        die("fanin_fit.py: %s holds no RESULT line" % path)
+    return rows, idle
+
+
+def med(rows, n, op, i):
+    v = [r[i] for r in rows.get((n, op), [])]
+    return float(np.median(v)) if v else None
+
+
+def fit(xs, ys):
+    """(a, b) of y = a + b x by least squares; b None with < 2 points."""
+    if len(xs) < 2:
+        return (ys[0] if ys else 0.0), None
+    b, a = np.polyfit(np.array(xs, float), np.array(ys, float), 1)
+    return float(a), float(b)
+
+
+def table(rows, idle, sizes):
+    print("Per size (p50 / p99 wall ms; CPU ms per operation of the process "
+          "that fans out):")
+    print("  %-8s %s" % ("nodes", "".join(" %25d" % n for n in sizes)))
+    for op, what, _ in OPS:
+        cells = []
+        for n in sizes:
+            p50, p99, cpu = (med(rows, n, op, i) for i in range(3))
+            cells.append(" %25s" % ("-" if p50 is None else
+                                   "%.1f/%.1f cpu %.1f" % (p50, p99, cpu)))
+        print("  %-8s %s   %s" % (op, "".join(cells), what))
+    if idle:
+        print("  idle job, % of a core: telemd each / telem_dictd each / "
+              "launcher: " + "; ".join(
+                  "%d: %.3f/%.3f/%.1f" % ((n,) + idle[n])
+                  for n in sizes if n in idle))
+
+
+def slopes(rows, sizes):
+    """fits[op] = {'wall': (a, b), 'cpu': (a, b)} over p50 and CPU."""
+    fits = {}
+    print("\nStraight lines through the medians (ms = a + b * nodes), "
+          "extrapolated on paper:")
+    print("  %-8s %10s %12s %10s %12s %12s %12s" % (
+        "op", "wall a", "wall b/node", "cpu a", "cpu b/node",
+        "wall@1024", "wall@10000"))
+    for op, _, _ in OPS:
+        xs = [n for n in sizes if med(rows, n, op, 0) is not None]
+        if not xs:
+            continue
+        w = fit(xs, [med(rows, n, op, 0) for n in xs])
+        c = fit(xs, [med(rows, n, op, 2) for n in xs])
+        fits[op] = {"wall": w, "cpu": c, "sizes": xs}
+        at = (lambda f, n: f[0] + (f[1] or 0.0) * n)
+        print("  %-8s %10.2f %12.4f %10.2f %12.4f %12.1f %12.1f" % (
+            op, w[0], w[1] or 0.0, c[0], c[1] or 0.0, at(w, 1024),
+            at(w, 10000)))
+    return fits
+
+
+def at(fits, op, kind, n):
+    f = fits.get(op, {}).get(kind)
+    return None if f is None else f[0] + (f[1] or 0.0) * n
+
+
+def figure(name, target, measured, peer, limit, unit="ms"):
+    if measured is None:
+        print("FIGURE\t%s\t%s\t-\t%s\t-\t-" % (name, target, peer))
+        return
+    ratio = measured / limit
+    print("FIGURE\t%s\t%s\t%.3g %s\t%s\t%.2f of target\t%s" % (
+        name, target, measured, unit, peer, ratio,
+        "met" if ratio <= 1.0 else "missed"))
+
+
+def figures(rows, fits, sizes):
+    print()
+    big = max(sizes)
+    figure("watcher round, 1,024 nodes x 8 devices, p50 (extrapolated)",
+           "<= 500 ms", at(fits, "watch", "wall", 1024),
+           "fit over %s nodes" % ",".join(map(str, sizes)), 500.0)
+    cpu = at(fits, "watch", "cpu", 1024)
+    figure("watcher round CPU at a 1 s period, 1,024 nodes (extrapolated)",
+           "<= 0.5 core", None if cpu is None else cpu / 1000.0,
+           "fan-out process's own CPU", 0.5, "core")
+    figure("Grafana panel query, 1,024 nodes, p50 (extrapolated)", "<= 2 s",
+           at(fits, "agg", "wall", 1024), "telem_agg, sum:1m-avg", 2000.0)
+    figure("restart, 1,024 nodes (launcher's stop+re-form+start, "
+           "extrapolated)", "<= 1 s", at(fits, "restart", "wall", 1024),
+           "-", 1000.0)
+    figure("restart measured at %d nodes, p50" % big, "<= 100 ms",
+           med(rows, big, "restart", 0), "launcher's own split", 100.0)
+
+
+def svg(rows, fits, sizes, path, load):
+    import matplotlib
+    matplotlib.use("agg")   # writes .svg (and .png) by the extension
+    import matplotlib.pyplot as plt
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
+    xs = np.array(sizes, float)
+    line = np.linspace(min(sizes), max(sizes), 50)
+    for op, what, _ in OPS:
+        if op not in fits:
+            continue
+        p50 = [med(rows, n, op, 0) for n in fits[op]["sizes"]]
+        a, b = fits[op]["wall"]
+        h = ax.plot(fits[op]["sizes"], p50, "o", label=what)[0]
+        if b is not None:
+            y = a + b * line
+            ax.plot(line[y > 0], y[y > 0], "-", color=h.get_color(), lw=0.8)
+    ax.set_xlabel("nodes (network namespaces on one 2-core machine)")
+    ax.set_ylabel("wall time, p50 (ms)")
+    ax.set_yscale("log")
+    ax.set_xscale("log")
+    ax.set_title("Fan-in latency, with least-squares lines")
+    ax.legend(fontsize=7, loc="upper left")
+    for op, what, whose in OPS[:4]:
+        if op not in fits:
+            continue
+        cpu = [med(rows, n, op, 2) for n in fits[op]["sizes"]]
+        bx.plot(fits[op]["sizes"], cpu, "o-", label="%s (%s)" % (op, whose))
+    bx.set_xlabel("nodes")
+    bx.set_ylabel("CPU per operation (ms)")
+    bx.set_yscale("log")
+    bx.set_xscale("log")
+    bx.set_title("CPU of the process that fans out")
+    bx.legend(fontsize=7, loc="upper left")
+    for a_ in (ax, bx):
+        a_.set_xticks(xs)
+        a_.set_xticklabels([str(int(x)) for x in xs])
+        a_.minorticks_off()
+        a_.grid(alpha=0.3)
+    fig.suptitle("bench/fanin.sh: nproc 2, load at start %s" % load,
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None})
+    print("\npicture: %s" % path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results")
+    ap.add_argument("--svg")
+    ap.add_argument("--load", default="?")
+    try:
+        a = ap.parse_args()
+    except SystemExit as e:
+        sys.exit(2 if e.code else 0)
+    rows, idle = parse(a.results)
+    sizes = sorted({n for n, _ in rows})
+    table(rows, idle, sizes)
+    fits = slopes(rows, sizes)
+    figures(rows, fits, sizes)
+    if a.svg:
+        svg(rows, fits, sizes, a.svg, a.load)
+
+
+if __name__ == "__main__":
+    main()
