@@ -47,8 +47,10 @@ test_accepts(void)
     CHECK(r == NULL);
     CHECK_RC(s_parse("", &r, &n, why, sizeof why), 0);
     CHECK_INT(n, 0);
+    ac__relays_free(&r, n);
     CHECK_RC(s_parse("# only a comment\n", &r, &n, why, sizeof why), 0);
     CHECK_INT(n, 0);
+    ac__relays_free(&r, n);
 }
 
 static void
