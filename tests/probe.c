@@ -9,10 +9,14 @@
  *   WHAT   status | level:N | window:NS | shutdown | handover  (telemd)
  *          put:KEY:VALUE | get:KEY                              (dictionary)
  *          restart:NODE                                         (launcher)
+ *          relay:NODE:WHAT    WHAT (status, level:N, ...) for NODE,
+ *                             wrapped in a relay request       (telem_relay)
  * Prints one line: "control code=0 level=L window=W" (a control reply,
  * with the node's level and window), "error code=C MESSAGE", "dict
  * code=C value=V", "ack code=C MESSAGE", or "timeout" when nothing came
- * back in TIMEOUT_MS (default 2000); exit 0, or 2 on bad usage or when
+ * back in TIMEOUT_MS (default 2000); a relay's answer is printed one item
+ * a line, "via NODE: " and the node's reply as above, or "via NODE:
+ * missing code=C MESSAGE"; exit 0, or 2 on bad usage or when
  * the request could not be made.
  */
 #include <stdio.h>
@@ -80,10 +84,39 @@ s_dict(telem_proto_encoder_t *e, const char *what, const void **data,
     return telem_proto_encode_dict_req(e, TELEM_MSG_DICT_REQ, &r, data, size);
 }
 
+static int s_request(telem_proto_encoder_t *e, const char *what,
+                     const void **data, size_t *size);
+
+/* relay:NODE:WHAT: WHAT's frame inside a relay request for NODE. */
+static int
+s_relay(telem_proto_encoder_t *e, const char *what, const void **data,
+        size_t *size)
+{
+    static unsigned char inner[4096];
+    char node[256];
+    const char *colon = strchr(what, ':');
+    if (!colon || colon - what >= (long) sizeof node)
+        return TELEM_EINVAL;
+    snprintf(node, sizeof node, "%.*s", (int) (colon - what), what);
+    const void *d;
+    size_t n;
+    int rc = s_request(e, colon + 1, &d, &n);
+    if (rc || n > sizeof inner)
+        return rc ? rc : TELEM_ETOOBIG;
+    memcpy(inner, d, n);
+    const char *nodes[] = { node };
+    telem_relay_req_t r = { .id = S_ID, .nodes = nodes, .nnodes = 1,
+                            .deadline_ms = 1000, .inner = inner,
+                            .inner_size = n };
+    return telem_proto_encode_relay(e, &r, data, size);
+}
+
 static int
 s_request(telem_proto_encoder_t *e, const char *what, const void **data,
           size_t *size)
 {
+    if (strncmp(what, "relay:", 6) == 0)
+        return s_relay(e, what + 6, data, size);
     if (strncmp(what, "restart:", 8) == 0) {
         const char *node = what + 8;
         telem_restart_t r = { .id = S_ID, .reason = "probe", .exclude = &node,
@@ -95,10 +128,34 @@ s_request(telem_proto_encoder_t *e, const char *what, const void **data,
     return s_control(e, what, data, size);
 }
 
+static void s_print(const telem_msg_t *m);
+
+/* One line per item of a relay's answer. */
+static void
+s_print_relay(const telem_relay_rep_t *r)
+{
+    telem_proto_decoder_t *d = telem_proto_decoder_new();
+    for (uint32_t i = 0; d && i < r->nitems; i++) {
+        const telem_relay_item_t *it = &r->items[i];
+        printf("via %s: ", it->node);
+        telem_msg_t m;
+        if (it->code)
+            printf("missing code=%d %s\n", (int) it->code, it->message);
+        else if (telem_proto_decode(d, it->frame, it->size, &m) == 0)
+            s_print(&m);
+        else
+            printf("reply undecodable\n");
+    }
+    telem_proto_decoder_destroy(&d);
+}
+
 static void
 s_print(const telem_msg_t *m)
 {
     switch ((int) m->type) {
+    case TELEM_MSG_RELAY_REPLY:
+        s_print_relay(&m->u.relay_reply);
+        break;
     case TELEM_MSG_CONTROL_REPLY:
         printf("control code=0 level=%d window=%lld\n",
                (int) m->u.control_reply.status.level,

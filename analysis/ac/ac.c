@@ -10,6 +10,13 @@
  * at the deadline gets a new socket, so its late answer is never read.
  * Requests and replies are single frames (a leading empty delimiter frame
  * from a REQ-style peer is tolerated: the last frame is the message).
+ *
+ * Relays (ac_relay.c, docs/relay.md): when the client was made from a node
+ * file with a relays file beside it, a read's nodes that a relay covers
+ * are asked through it (state AC__VIA) and the rest directly, all in the
+ * same poll loop; a relay that has not answered when its share of the
+ * deadline is up hands its nodes back to the direct path.  Nodes behind a
+ * relay get their own socket only when first asked directly.
  */
 #include "ac_internal.h"
 #include "telem_paths.h"
@@ -23,33 +30,10 @@
 #include <unistd.h>
 #include <zmq.h>
 
-enum { S_IDLE = 0, S_WANT_SEND, S_SENT, S_DONE };
-
-typedef struct {
-    char *name;
-    char *endpoint;
-    void *sock;              /* DEALER, or NULL if it could not be made */
-    int state;               /* S_* during a call */
-} s_node_t;
-
-struct ac {
-    void *ctx;
-    telem_keys_t *keys;      /* the job's keys: CURVE to TCP nodes; NULL */
-    s_node_t *nodes;
-    size_t n;
-    int timeout_ms;
-    size_t max_reply;
-    uint64_t next_id;
-    telem_proto_encoder_t *enc;
-    telem_proto_decoder_t *dec;
-    zmq_pollitem_t *items;   /* n entries, rebuilt on every poll */
-    size_t *item_node;       /* items[k] belongs to node item_node[k] */
-};
-
 /* ---- sockets ----------------------------------------------------------- */
 
 static int
-s_sock_open(ac_t *self, s_node_t *nd)
+s_sock_open(ac_t *self, ac__node_t *nd)
 {
     /* Nothing queues for a dead node (immediate), a node that comes back
        is found within a second, and a reply may be as large as the
@@ -67,7 +51,7 @@ s_sock_open(ac_t *self, s_node_t *nd)
 }
 
 static void
-s_sock_close(s_node_t *nd)
+s_sock_close(ac__node_t *nd)
 {
     if (nd->sock)
         zmq_close(nd->sock);
@@ -75,7 +59,7 @@ s_sock_close(s_node_t *nd)
 }
 
 static int
-s_sock_reopen(ac_t *self, s_node_t *nd)
+s_sock_reopen(ac_t *self, ac__node_t *nd)
 {
     s_sock_close(nd);
     return s_sock_open(self, nd);
@@ -94,9 +78,40 @@ s_keys(ac_t *self, const char *nodefile)
     return telem_keys_find(NULL, nodefile, &self->keys, NULL, 0);
 }
 
+/* Takes the node entries (consumed) and the relays (consumed; may be
+   none), and opens a socket to every node no relay covers. */
+static int
+s_setup(ac_t *self, ac__node_entry_t *entries, size_t n,
+        ac__relay_entry_t **relays_p, size_t nrelays)
+{
+    self->n = n;
+    for (size_t i = 0; i < n; i++) {
+        /* Take ownership of the strings. */
+        self->nodes[i].name = entries[i].name;
+        self->nodes[i].endpoint = entries[i].endpoint;
+        self->nodes[i].relay = -1;
+        entries[i].name = entries[i].endpoint = NULL;
+    }
+    int rc = ac__relays_attach(self, relays_p, nrelays);
+    if (rc)
+        return rc;
+    size_t nitems = n + self->nrelays;
+    self->items = calloc(nitems, sizeof *self->items);
+    self->item_node = calloc(nitems, sizeof *self->item_node);
+    if (!self->items || !self->item_node)
+        return TELEM_ENOMEM;
+    if (nitems + 64 > 1023)
+        zmq_ctx_set(self->ctx, ZMQ_MAX_SOCKETS, (int) (nitems + 64));
+    for (size_t i = 0; i < n; i++)
+        if (self->nodes[i].relay < 0
+            && (rc = s_sock_open(self, &self->nodes[i])) != 0)
+            return rc;
+    return 0;
+}
+
 static ac_t *
-s_new(ac__node_entry_t **entries_p, size_t n, const char *nodefile,
-      int timeout_ms, int *err)
+s_new(ac__node_entry_t **entries_p, size_t n, ac__relay_entry_t **relays_p,
+      size_t nrelays, const char *nodefile, int timeout_ms, int *err)
 {
     int rc = TELEM_ENOMEM;
     ac_t *self = calloc(1, sizeof *self);
@@ -104,34 +119,20 @@ s_new(ac__node_entry_t **entries_p, size_t n, const char *nodefile,
         goto out;
     self->timeout_ms = timeout_ms > 0 ? timeout_ms : AC_TIMEOUT_DEFAULT_MS;
     self->max_reply = TELEM_PROTO_MAX_MSG;
+    self->relay_backoff_ns = AC_RELAY_BACKOFF_DEFAULT_MS * TELEM_NS_PER_MS;
     self->next_id = ((uint64_t) telem_mono_ns() << 16) ^ (uint64_t) getpid();
     self->nodes = calloc(n, sizeof *self->nodes);
-    self->items = calloc(n, sizeof *self->items);
-    self->item_node = calloc(n, sizeof *self->item_node);
     self->enc = telem_proto_encoder_new();
     self->dec = telem_proto_decoder_new();
     self->ctx = zmq_ctx_new();
-    if (!self->nodes || !self->items || !self->item_node || !self->enc
-        || !self->dec || !self->ctx)
+    if (!self->nodes || !self->enc || !self->dec || !self->ctx)
         goto out;
     if ((rc = s_keys(self, nodefile)) != 0)
         goto out;
-    rc = TELEM_ENOMEM;
-    if (n + 64 > 1023)
-        zmq_ctx_set(self->ctx, ZMQ_MAX_SOCKETS, (int) (n + 64));
-    self->n = n;
-    for (size_t i = 0; i < n; i++) {
-        /* Take ownership of the strings. */
-        self->nodes[i].name = (*entries_p)[i].name;
-        self->nodes[i].endpoint = (*entries_p)[i].endpoint;
-        (*entries_p)[i].name = (*entries_p)[i].endpoint = NULL;
-    }
-    for (size_t i = 0; i < n; i++)
-        if ((rc = s_sock_open(self, &self->nodes[i])) != 0)
-            goto out;
-    rc = 0;
+    rc = s_setup(self, *entries_p, n, relays_p, nrelays);
 out:
     ac__nodes_free(entries_p, n);
+    ac__relays_free(relays_p, nrelays);
     if (rc)
         ac_close(&self);
     if (err)
@@ -143,14 +144,18 @@ ac_t *
 ac_connect(const char *nodefile, int timeout_ms, int *err)
 {
     ac__node_entry_t *entries = NULL;
-    size_t n = 0;
+    ac__relay_entry_t *relays = NULL;
+    size_t n = 0, nrelays = 0;
     int rc = ac__nodes_read(nodefile, &entries, &n, NULL, 0);
+    if (rc == 0 && (rc = ac__relays_read(nodefile, &relays, &nrelays, NULL,
+                                         0)) != 0)
+        ac__nodes_free(&entries, n);
     if (rc) {
         if (err)
             *err = rc;
         return NULL;
     }
-    return s_new(&entries, n, nodefile, timeout_ms, err);
+    return s_new(&entries, n, &relays, nrelays, nodefile, timeout_ms, err);
 }
 
 ac_t *
@@ -164,7 +169,7 @@ ac_connect_nodes(const char *const *names, const char *const *endpoints,
             *err = rc;
         return NULL;
     }
-    return s_new(&entries, n, NULL, timeout_ms, err);
+    return s_new(&entries, n, NULL, 0, NULL, timeout_ms, err);
 }
 
 void
@@ -173,11 +178,12 @@ ac_close(ac_t **self_p)
     if (!self_p || !*self_p)
         return;
     ac_t *self = *self_p;
-    for (size_t i = 0; i < self->n; i++) {
+    for (size_t i = 0; self->nodes && i < self->n; i++) {
         s_sock_close(&self->nodes[i]);
         free(self->nodes[i].name);
         free(self->nodes[i].endpoint);
     }
+    ac__relays_close(self);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     telem_proto_encoder_destroy(&self->enc);
@@ -198,6 +204,8 @@ ac_set_max_reply(ac_t *self, size_t bytes)
     self->max_reply = bytes;
     int rc = 0;
     for (size_t i = 0; i < self->n; i++) {
+        if (!self->nodes[i].sock && self->nodes[i].relay >= 0)
+            continue;   /* opened on first direct use, with the new limit */
         int r = s_sock_reopen(self, &self->nodes[i]);
         if (r && !rc)
             rc = r;
@@ -264,19 +272,11 @@ ac_strerror(int code)
 
 /* ---- fan-out ----------------------------------------------------------- */
 
-typedef struct {
-    size_t nok;          /* nodes counted as answered */
-    size_t nerr;         /* nodes that answered with an error */
-    int first_err;       /* first such error, in arrival order */
-} s_tally_t;
-
-/* Node i is done without an answer; `answered` says whether it was the
- * node that reported the error (as opposed to no contact at all). */
-static void
-s_fail(const ac__call_t *c, s_tally_t *t, s_node_t *nd, size_t i, int code,
-       const char *message, int answered)
+void
+ac__fail(ac_t *self, const ac__call_t *c, ac__tally_t *t, size_t i, int code,
+         const char *message, int answered)
 {
-    nd->state = S_DONE;
+    self->nodes[i].state = AC__DONE;
     if (answered) {
         t->nerr++;
         if (!t->first_err)
@@ -285,189 +285,239 @@ s_fail(const ac__call_t *c, s_tally_t *t, s_node_t *nd, size_t i, int code,
     c->on_miss(c->arg, i, code, message);
 }
 
-/* Acts on one decoded-or-not frame from node i. */
-static void
-s_handle(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i,
-         const void *data, size_t size)
+/* The id a reply carries, 0 for a type without one. */
+static uint64_t
+s_reply_id(const telem_msg_t *m)
 {
-    s_node_t *nd = &self->nodes[i];
+    switch ((int) m->type) {
+    case TELEM_MSG_ERROR: return m->u.error.id;
+    case TELEM_MSG_QUERY_REPLY: return m->u.query_reply.id;
+    case TELEM_MSG_CONTROL_REPLY: return m->u.control_reply.id;
+    case TELEM_MSG_SYSINFO_REPLY: return m->u.sysinfo_reply.id;
+    default: return 0;
+    }
+}
+
+/* A matched reply of the expected type: checks who sent it and keeps it. */
+static void
+s_keep(ac_t *self, const ac__call_t *c, ac__tally_t *t, size_t i,
+       const telem_msg_t *m)
+{
+    ac__node_t *nd = &self->nodes[i];
+    char why[320];
+    /* Ephemeral ports are reused: the endpoint of a dead node may now
+       belong to another agent, whose answer must not pass for this node. */
+    const char *who = m->type == TELEM_MSG_QUERY_REPLY ? m->u.query_reply.node
+                    : (int) m->type == TELEM_MSG_SYSINFO_REPLY
+                    ? m->u.sysinfo_reply.node
+                    : m->u.control_reply.status.node;
+    if (who && *who && strcmp(who, nd->name) != 0) {
+        snprintf(why, sizeof why, "endpoint now belongs to node '%.200s'",
+                 who);
+        ac__fail(self, c, t, i, TELEM_ECONN, why, 1);
+        return;
+    }
+    int rc = c->on_reply(c->arg, i, m);
+    if (rc != 0) {
+        snprintf(why, sizeof why, "reply could not be kept: %s",
+                 telem_strerror(rc));
+        ac__fail(self, c, t, i, rc, why, 1);
+        return;
+    }
+    nd->state = AC__DONE;
+    t->nok++;
+}
+
+void
+ac__handle(ac_t *self, const ac__call_t *c, ac__tally_t *t, size_t i,
+           const void *data, size_t size)
+{
+    ac__node_t *nd = &self->nodes[i];
     char why[320];
     telem_msg_t m;
     int rc = telem_proto_decode(self->dec, data, size, &m);
     if (rc) {
         snprintf(why, sizeof why, "undecodable reply: %s",
                  telem_proto_decoder_error(self->dec));
-        s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
+        ac__fail(self, c, t, i, TELEM_EPROTO, why, 1);
         return;
     }
-    uint64_t id = m.type == TELEM_MSG_ERROR ? m.u.error.id
-                : m.type == TELEM_MSG_QUERY_REPLY ? m.u.query_reply.id
-                : m.type == TELEM_MSG_CONTROL_REPLY ? m.u.control_reply.id
-                : (int) m.type == TELEM_MSG_SYSINFO_REPLY ? m.u.sysinfo_reply.id
-                : 0;
+    uint64_t id = s_reply_id(&m);
     /* A node that could not even decode our request answers with id 0. */
     if (id != c->id && !(m.type == TELEM_MSG_ERROR && id == 0))
         return;  /* stale reply to an earlier call */
+    if (c->on_raw) {
+        c->on_raw(c->arg, i, data, size);
+        nd->state = AC__DONE;
+        t->nok++;
+        return;
+    }
     if (m.type == TELEM_MSG_ERROR) {
         int code = m.u.error.code < 0 ? m.u.error.code : TELEM_EPROTO;
         if (code == TELEM_ENOTFOUND && c->notfound_is_empty && id != 0) {
-            nd->state = S_DONE;
+            nd->state = AC__DONE;
             t->nok++;
             return;
         }
-        s_fail(c, t, nd, i, code, m.u.error.message ? m.u.error.message : "",
-               1);
+        ac__fail(self, c, t, i, code,
+                 m.u.error.message ? m.u.error.message : "", 1);
         return;
     }
     if (m.type != c->expect) {
         snprintf(why, sizeof why, "unexpected %s reply",
                  telem_proto_msg_type_name(m.type));
-        s_fail(c, t, nd, i, TELEM_EPROTO, why, 1);
+        ac__fail(self, c, t, i, TELEM_EPROTO, why, 1);
         return;
     }
-    /* Ephemeral ports are reused: the endpoint of a dead node may now
-       belong to another agent, whose answer must not pass for this node. */
-    const char *who = m.type == TELEM_MSG_QUERY_REPLY ? m.u.query_reply.node
-                    : (int) m.type == TELEM_MSG_SYSINFO_REPLY
-                    ? m.u.sysinfo_reply.node
-                    : m.u.control_reply.status.node;
-    if (who && *who && strcmp(who, nd->name) != 0) {
-        snprintf(why, sizeof why, "endpoint now belongs to node '%.200s'",
-                 who);
-        s_fail(c, t, nd, i, TELEM_ECONN, why, 1);
-        return;
-    }
-    if ((rc = c->on_reply(c->arg, i, &m)) != 0) {
-        snprintf(why, sizeof why, "reply could not be kept: %s",
-                 telem_strerror(rc));
-        s_fail(c, t, nd, i, rc, why, 1);
-        return;
-    }
-    nd->state = S_DONE;
-    t->nok++;
+    s_keep(self, c, t, i, &m);
 }
 
 /* Reads every message waiting on node i's socket, keeping each one's last
  * frame. */
 static void
-s_drain(ac_t *self, const ac__call_t *c, s_tally_t *t, size_t i)
+s_drain(ac_t *self, const ac__call_t *c, ac__tally_t *t, size_t i)
 {
-    s_node_t *nd = &self->nodes[i];
+    ac__node_t *nd = &self->nodes[i];
     zmq_msg_t part;
     zmq_msg_init(&part);
-    while (nd->state == S_SENT) {
+    while (nd->state == AC__SENT) {
         if (zmq_msg_recv(&part, nd->sock, ZMQ_DONTWAIT) < 0)
             break;
         /* The rest of a multipart message is already here. */
         while (zmq_msg_more(&part))
             if (zmq_msg_recv(&part, nd->sock, ZMQ_DONTWAIT) < 0)
                 break;
-        s_handle(self, c, t, i, zmq_msg_data(&part), zmq_msg_size(&part));
+        ac__handle(self, c, t, i, zmq_msg_data(&part), zmq_msg_size(&part));
     }
     zmq_msg_close(&part);
 }
 
-/* Tries to hand the request to node i; leaves it S_WANT_SEND if its
+/* Tries to hand the request to node i; leaves it AC__WANT_SEND if its
  * connection is not up yet. */
 static void
-s_try_send(const ac__call_t *c, s_tally_t *t, s_node_t *nd, size_t i)
+s_try_send(ac_t *self, const ac__call_t *c, ac__tally_t *t, size_t i)
 {
+    ac__node_t *nd = &self->nodes[i];
     if (zmq_send(nd->sock, c->frame, c->size, ZMQ_DONTWAIT) >= 0) {
-        nd->state = S_SENT;
+        nd->state = AC__SENT;
         return;
     }
     if (errno != EAGAIN) {
         char why[128];
         snprintf(why, sizeof why, "send failed: %s", zmq_strerror(errno));
-        s_fail(c, t, nd, i, TELEM_ECONN, why, 0);
+        ac__fail(self, c, t, i, TELEM_ECONN, why, 0);
     }
 }
 
-/* Fills the poll set with every node still in play; returns its size. */
+/* Fills the poll set with every node and relay still in play; returns its
+ * size. */
 static size_t
-s_poll_set(ac_t *self, const ac__call_t *c, s_tally_t *t)
+s_poll_set(ac_t *self, const ac__call_t *c, ac__tally_t *t)
 {
     size_t k = 0;
     for (size_t j = 0; j < c->nsel; j++) {
         size_t i = c->sel[j];
-        s_node_t *nd = &self->nodes[i];
-        if (nd->state == S_WANT_SEND)
-            s_try_send(c, t, nd, i);
-        if (nd->state != S_WANT_SEND && nd->state != S_SENT)
+        ac__node_t *nd = &self->nodes[i];
+        if (nd->state == AC__WANT_SEND)
+            s_try_send(self, c, t, i);
+        if (nd->state != AC__WANT_SEND && nd->state != AC__SENT)
             continue;
         self->items[k] = (zmq_pollitem_t) {
             .socket = nd->sock,
-            .events = nd->state == S_SENT ? ZMQ_POLLIN : ZMQ_POLLOUT,
+            .events = nd->state == AC__SENT ? ZMQ_POLLIN : ZMQ_POLLOUT,
         };
         self->item_node[k++] = i;
     }
-    return k;
+    return ac__relay_poll_set(self, k);
 }
 
-/* Polls until every node is done or the deadline passes. */
+/* Polls until every node is done or the deadline passes; relays whose
+ * share is up hand their nodes to the direct path on the way. */
 static int
-s_wait(ac_t *self, const ac__call_t *c, s_tally_t *t, int64_t deadline)
+s_wait(ac_t *self, const ac__call_t *c, ac__tally_t *t, int64_t deadline)
 {
     for (;;) {
+        int64_t now = telem_mono_ns();
+        ac__relay_expire(self, c, t, now);
         size_t k = s_poll_set(self, c, t);
-        int64_t left = deadline - telem_mono_ns();
-        if (k == 0 || left <= 0)
+        int64_t due = ac__relay_due(self);
+        int64_t left = (due < deadline ? due : deadline) - now;
+        if (k == 0 || deadline - now <= 0)
             return 0;
+        if (left < 0)
+            left = 0;
         long ms = (long) ((left + TELEM_NS_PER_MS - 1) / TELEM_NS_PER_MS);
         int rc = zmq_poll(self->items, (int) k, ms);
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc < 0)
             return TELEM_EIO;
-        for (size_t j = 0; j < k; j++)
-            if (self->items[j].revents & ZMQ_POLLIN)
+        for (size_t j = 0; j < k; j++) {
+            if (!(self->items[j].revents & ZMQ_POLLIN))
+                continue;
+            if (self->item_node[j] < self->n)
                 s_drain(self, c, t, self->item_node[j]);
+            else
+                ac__relay_drain(self, c, t, self->item_node[j] - self->n);
+        }
     }
 }
 
 /* Reports the nodes still owing something and resets every state. */
 static void
-s_settle(ac_t *self, const ac__call_t *c, s_tally_t *t)
+s_settle(ac_t *self, const ac__call_t *c)
 {
     char why[256];
+    int ms = c->report_ms > 0 ? c->report_ms : c->timeout_ms;
+    size_t max = c->report_max ? c->report_max : self->max_reply;
     for (size_t j = 0; j < c->nsel; j++) {
         size_t i = c->sel[j];
-        s_node_t *nd = &self->nodes[i];
-        if (nd->state == S_WANT_SEND) {
+        ac__node_t *nd = &self->nodes[i];
+        if (nd->state == AC__WANT_SEND) {
             snprintf(why, sizeof why,
                      "no connection to %s within %d ms (node down or not "
-                     "responding)", nd->endpoint, c->timeout_ms);
+                     "responding)", nd->endpoint, ms);
             c->on_miss(c->arg, i, TELEM_ECONN, why);
-        } else if (nd->state == S_SENT) {
+        } else if (nd->state == AC__SENT || nd->state == AC__VIA) {
             snprintf(why, sizeof why,
                      "no reply within %d ms (node down or busy, or its reply "
-                     "was over the %zu-byte limit)", c->timeout_ms,
-                     self->max_reply);
+                     "was over the %zu-byte limit)", ms, max);
             c->on_miss(c->arg, i, TELEM_ETIMEDOUT, why);
             /* Never read its late reply: start over with a new socket. */
-            s_sock_reopen(self, nd);
+            if (nd->state == AC__SENT)
+                s_sock_reopen(self, nd);
         }
-        nd->state = S_IDLE;
+        nd->state = AC__IDLE;
     }
-    (void) t;
+    ac__relay_settle(self);
+}
+
+int
+ac__node_open(ac_t *self, size_t i)
+{
+    ac__node_t *nd = &self->nodes[i];
+    return nd->sock ? 0 : s_sock_open(self, nd);
 }
 
 int
 ac__fanout(ac_t *self, const ac__call_t *c)
 {
-    s_tally_t t = { 0, 0, 0 };
-    int64_t deadline =
-        telem_mono_ns() + (int64_t) c->timeout_ms * TELEM_NS_PER_MS;
+    ac__tally_t t = { 0, 0, 0 };
+    int64_t now = telem_mono_ns();
+    int64_t deadline = now + (int64_t) c->timeout_ms * TELEM_NS_PER_MS;
+    for (size_t j = 0; j < c->nsel; j++)
+        self->nodes[c->sel[j]].state = AC__WANT_SEND;
+    if (c->relay)
+        ac__relay_begin(self, c, now);
     for (size_t j = 0; j < c->nsel; j++) {
         size_t i = c->sel[j];
-        s_node_t *nd = &self->nodes[i];
-        nd->state = S_WANT_SEND;
-        if (!nd->sock && s_sock_open(self, nd) != 0)
-            s_fail(c, &t, nd, i, TELEM_ECONN, "socket could not be created",
-                   0);
+        if (self->nodes[i].state == AC__WANT_SEND
+            && ac__node_open(self, i) != 0)
+            ac__fail(self, c, &t, i, TELEM_ECONN,
+                     "socket could not be created", 0);
     }
     int rc = s_wait(self, c, &t, deadline);
-    s_settle(self, c, &t);
+    s_settle(self, c);
     if (rc)
         return rc;
     if (t.nok == c->nsel)

@@ -26,6 +26,25 @@
  * connection is dropped, the reply is lost, and the node is reported
  * missing with TELEM_ETIMEDOUT and a message naming the limit.
  *
+ * Relays: past a few hundred nodes a job runs relays (telem_relay,
+ * docs/relay.md), each serving a group of nodes.  ac_connect() reads the
+ * relays file beside the node file (RUNDIR/relays, or $TELEM_RELAYS: one
+ * relay a line, "<relay>\t<endpoint>\t<node>,<node>,...", '#' comments;
+ * checked like the node file, a malformed one fails ac_connect() with
+ * TELEM_EINVAL).  Reads (queries, status and sync, snapshots) then go to
+ * each relay for the selected nodes of its group, and directly to the
+ * nodes no relay covers; every reply a relay carries back is the node's
+ * own frame and is checked and kept exactly as a direct one, so results,
+ * missing-node codes and sentences are the same either way.  A relay gets
+ * three quarters of the call's deadline (it asks its nodes with five
+ * eighths); one that has not answered by then costs its group that share:
+ * its nodes are asked directly with the rest of the deadline, and the
+ * relay is skipped (its nodes asked directly) for a back-off period
+ * (AC_RELAY_BACKOFF_DEFAULT_MS, ac_set_relay_backoff).  A node behind a
+ * relay gets a direct socket only when first asked directly.  Control
+ * operations that change or stop a node never go through a relay.  A node
+ * whose name holds a ',' cannot be put in a group.
+ *
  * Thread safety: an ac_t and the results it returns are used by one thread
  * at a time (results may be handed to another thread and read there).  The
  * library never logs and installs no signal handlers; each ac_t has its own
@@ -50,6 +69,8 @@ extern "C" {
 
 #define AC_TIMEOUT_DEFAULT_MS 2000
 #define AC_WINDOW_DEFAULT_NS (300 * INT64_C(1000000000))
+/* How long a relay that failed to answer is skipped, ms. */
+#define AC_RELAY_BACKOFF_DEFAULT_MS 10000
 /* Largest reply accepted by default, bytes: the protocol's frame limit. */
 #define AC_MAX_REPLY_DEFAULT (64u << 20)
 
@@ -79,8 +100,9 @@ ac_t *ac_connect(const char *nodefile, int timeout_ms, int *err);
 ac_t *ac_connect_nodes(const char *const *names, const char *const *endpoints,
                        size_t n, int timeout_ms, int *err);
 
-/* Parses `nodefile` (NULL: the default above) and loads the job's key
- * where one is found, without connecting.  Returns
+/* Parses `nodefile` (NULL: the default above) and the relays file a
+ * client of it would use, and loads the job's key where one is found,
+ * without connecting.  Returns
  * 0 and the number of nodes in *nnodes (may be NULL), or the error
  * ac_connect() would give, with a sentence such as "nodes:3: no tab between
  * node name and endpoint" written to why (if why_size > 0). */
@@ -95,6 +117,16 @@ void ac_close(ac_t **self_p);
  * AC_MAX_REPLY_DEFAULT).  Reconnects every node.  Returns 0, TELEM_EINVAL or
  * TELEM_ENOMEM/TELEM_EIO if a socket could not be recreated. */
 int ac_set_max_reply(ac_t *self, size_t bytes);
+
+/* Sets how long a relay that did not answer in time is skipped (ms, >= 0;
+ * 0: tried again on the next call).  Returns 0 or TELEM_EINVAL. */
+int ac_set_relay_backoff(ac_t *self, int ms);
+
+/* Number of relays in use, and relay i's name and endpoint (NULL if out
+ * of range; owned by the client). */
+size_t ac_relay_count(const ac_t *self);
+const char *ac_relay_name(const ac_t *self, size_t i);
+const char *ac_relay_endpoint(const ac_t *self, size_t i);
 
 /* ---- nodes ------------------------------------------------------------- */
 
@@ -248,6 +280,39 @@ size_t ac_snapshot_result_nmissing(const ac_snapshot_result_t *r);
 
 /* Frees the result; accepts NULL or a pointer to NULL; nulls the pointer. */
 void ac_snapshot_result_destroy(ac_snapshot_result_t **r_p);
+
+/* ---- forwarding (for relays) ------------------------------------------- */
+
+/* Receives each node's outcome of ac_forward(): code 0 with the node's
+ * reply frame as it came (valid during the call only; an error reply of
+ * the node is passed on as a frame too), or a code and sentence when the
+ * node gave none (`answered` 1 when the node sent something undecodable, 0
+ * when it never answered). */
+typedef void (ac_forward_fn)(void *arg, size_t node, int code, int answered,
+                             const char *message, const void *frame,
+                             size_t size);
+
+typedef struct {
+    const void *frame;          /* a request: query, control or sysinfo */
+    size_t size;
+    const size_t *nodes;        /* node indexes, ascending, no duplicates */
+    size_t nnodes;
+    int timeout_ms;             /* this call's deadline; <= 0: the client's */
+    int report_ms;              /* deadline named in sentences; <= 0: the
+                                   call's */
+    size_t report_max;          /* reply limit named; 0: the client's */
+    ac_forward_fn *fn;
+    void *arg;
+} ac_forward_t;
+
+/* Sends `f->frame` unchanged to the given nodes and waits as ac_query()
+ * does, handing fn every reply whose request id matches (raw, undecoded
+ * beyond the id) and every node that gave none; fn runs once per node.
+ * This is what telem_relay serves with; it never goes through relays
+ * itself.  Returns 0 (every node replied), TELEM_EPARTIAL, TELEM_ETIMEDOUT
+ * (none did), or TELEM_EINVAL (bad arguments, or a frame that is not a
+ * request with an id; fn never runs then). */
+int ac_forward(ac_t *self, const ac_forward_t *f);
 
 /* ---- misc -------------------------------------------------------------- */
 

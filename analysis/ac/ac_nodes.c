@@ -194,6 +194,12 @@ s_finish(const char *what, ac__node_entry_t *nodes, size_t n, char *why,
     return 0;
 }
 
+const char *
+ac__node_check(const char *name, const char *endpoint)
+{
+    return s_check(name, endpoint);
+}
+
 int
 ac__nodes_read(const char *path, ac__node_entry_t **nodes, size_t *n,
                char *why, size_t why_size)
@@ -266,6 +272,11 @@ ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
     if (nnodes)
         *nnodes = n;
     ac__nodes_free(&nodes, n);
+    ac__relay_entry_t *relays = NULL;
+    size_t nrelays = 0;
+    if (!rc)
+        rc = ac__relays_read(nodefile, &relays, &nrelays, why, why_size);
+    ac__relays_free(&relays, nrelays);
     telem_keys_t *keys = NULL;
     char def[TELEM_PATH_MAX];
     if (!nodefile || !*nodefile)

@@ -238,6 +238,7 @@ s_prepare(ac_t *self, const ac_query_t *q, ac__call_t *call, size_t *sel,
     call->id = req.id;
     call->expect = TELEM_MSG_QUERY_REPLY;
     call->notfound_is_empty = 1;
+    call->relay = 1;
     call->timeout_ms = ac__timeout(self, q->timeout_ms);
     call->on_reply = s_on_reply;
     call->on_miss = s_on_miss;

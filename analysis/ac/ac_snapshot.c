@@ -99,7 +99,7 @@ ac_snapshot(ac_t *self, long node, int timeout_ms, ac_snapshot_result_t **out)
     telem_sysinfo_req_t req = { .id = ac__next_id(self) };
     ac__call_t call = {
         .sel = sel, .nsel = nsel, .id = req.id,
-        .expect = (telem_msg_type_t) TELEM_MSG_SYSINFO_REPLY,
+        .expect = (telem_msg_type_t) TELEM_MSG_SYSINFO_REPLY, .relay = 1,
         .timeout_ms = ac__timeout(self, timeout_ms),
         .on_reply = s_on_reply, .on_miss = s_on_miss,
     };

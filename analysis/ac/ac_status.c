@@ -110,6 +110,9 @@ ac_control(ac_t *self, long node, telem_ctl_op_t op, int64_t arg,
     ac__call_t call = {
         .sel = sel, .nsel = nsel, .id = req.id,
         .expect = TELEM_MSG_CONTROL_REPLY,
+        /* Reads only: control that changes a node never goes through a
+           relay (docs/relay.md). */
+        .relay = op == TELEM_CTL_STATUS || op == TELEM_CTL_SYNC,
         .timeout_ms = ac__timeout(self, timeout_ms),
         .on_reply = s_on_reply, .on_miss = s_on_miss,
     };

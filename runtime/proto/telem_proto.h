@@ -27,6 +27,7 @@
 
 #include "telem_error.h"
 #include "telem_proto_dict.h"
+#include "telem_proto_relay.h"
 #include "telem_proto_sysinfo.h"
 #include "telem_proto_watch.h"
 #include "telem_types.h"
@@ -57,7 +58,9 @@ extern "C" {
  *            telem_proto_watch.h)
  *    16-17   system snapshot: sysinfo, sysinfo_reply
  *            (telem_proto_sysinfo.h)
- *    18-31   unassigned
+ *    18-23   unassigned
+ *    24-25   relay: relay, relay_reply (telem_proto_relay.h)
+ *    26-31   unassigned
  *    32-63   reserved: distributed-dictionary messages
  *    64-255  unassigned
  * A family's messages are declared in its own header; the decoder learns
@@ -174,6 +177,8 @@ typedef struct {
         telem_watch_ctl_reply_t watch_ctl_reply;
         telem_sysinfo_req_t sysinfo;
         telem_sysinfo_rep_t sysinfo_reply;
+        telem_relay_req_t relay;
+        telem_relay_rep_t relay_reply;
     } u;
 } telem_msg_t;
 

@@ -48,6 +48,7 @@ static const tp_family_t *const s_families[] = {
     &tp_dict_family,
     &tp_watch_family,
     &tp_sysinfo_family,
+    &tp_relay_family,
 };
 #define S_NFAMILIES (sizeof s_families / sizeof s_families[0])
 
@@ -63,6 +64,7 @@ static const size_t s_vec_elem[TP_VEC_COUNT] = {
     [TP_VEC_DICT] = sizeof(telem_dict_op_t) > sizeof(telem_dict_res_t)
                     ? sizeof(telem_dict_op_t) : sizeof(telem_dict_res_t),
     [TP_VEC_WATCH] = 1,
+    [TP_VEC_RELAY] = sizeof(telem_relay_item_t),
 };
 
 /* ------------------------------------------------------------- memory */

@@ -12,6 +12,7 @@
  *   telem_proto_dict.c    family "dict" (32-63)
  *   telem_proto_watch.c   family "watch" (8-12)
  *   telem_proto_sysinfo.c family "sysinfo" (16-17)
+ *   telem_proto_relay.c   family "relay" (24-25)
  *   telem_proto_dec_map.c decoding helpers: vectors, string arena, error
  *                         reasons, table-driven map and tags decoding
  *   telem_proto_enc.c     encoder object and table-driven encoding helpers
@@ -254,6 +255,7 @@ enum {
     TP_VEC_VALS,        /* double */
     TP_VEC_DICT,        /* telem_dict_op_t or telem_dict_res_t */
     TP_VEC_WATCH,       /* bytes: the watch family's lists */
+    TP_VEC_RELAY,       /* telem_relay_item_t */
     TP_VEC_COUNT
 };
 
@@ -338,6 +340,7 @@ extern const tp_family_t tp_request_family TP_HIDDEN;   /* 3-7 */
 extern const tp_family_t tp_dict_family TP_HIDDEN;      /* 32-37 */
 extern const tp_family_t tp_watch_family TP_HIDDEN;     /* 8-12 */
 extern const tp_family_t tp_sysinfo_family TP_HIDDEN;   /* 16-17 */
+extern const tp_family_t tp_relay_family TP_HIDDEN;     /* 24-25 */
 
 /* The registered type `type`, or NULL. */
 TP_HIDDEN const tp_type_t *tp_type_find(int64_t type);

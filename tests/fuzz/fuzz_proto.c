@@ -1,6 +1,6 @@
 /* fuzz_proto.c - libFuzzer target: the wire decoder of every message
  * family (runtime/proto: ingest, request/reply, control, watch events,
- * sysinfo, dictionary headers) through telem_proto_decode(), the one
+ * sysinfo, relay envelopes, dictionary headers) through telem_proto_decode(), the one
  * entry point every receiving socket uses.
  *
  * The input is one frame, as a socket would deliver it.  Oracles beyond
@@ -76,6 +76,10 @@ s_enc_other(telem_proto_encoder_t *e, const telem_msg_t *m, const void **d,
         return telem_proto_encode_sysinfo(e, &m->u.sysinfo, d, n);
     case TELEM_MSG_SYSINFO_REPLY:
         return telem_proto_encode_sysinfo_reply(e, &m->u.sysinfo_reply, d, n);
+    case TELEM_MSG_RELAY:
+        return telem_proto_encode_relay(e, &m->u.relay, d, n);
+    case TELEM_MSG_RELAY_REPLY:
+        return telem_proto_encode_relay_reply(e, &m->u.relay_reply, d, n);
     }
     return s_enc_core(e, m, d, n);
 }
@@ -105,6 +109,17 @@ s_touch(const telem_msg_t *m)
         for (uint32_t i = 0; i < m->u.query.nmetrics; i++)
             k += strlen(m->u.query.metrics[i]);
         k += s_touch_tags(m->u.query.filters, m->u.query.nfilters);
+    } else if ((int) m->type == TELEM_MSG_RELAY) {
+        for (uint32_t i = 0; i < m->u.relay.nnodes; i++)
+            k += strlen(m->u.relay.nodes[i]);
+        k += ((const uint8_t *) m->u.relay.inner)[m->u.relay.inner_size - 1];
+    } else if ((int) m->type == TELEM_MSG_RELAY_REPLY) {
+        const telem_relay_rep_t *r = &m->u.relay_reply;
+        for (uint32_t i = 0; i < r->nitems; i++) {
+            k += strlen(r->items[i].node) + strlen(r->items[i].message);
+            if (r->items[i].size)
+                k += ((const uint8_t *) r->items[i].frame)[r->items[i].size - 1];
+        }
     } else if (m->type == TELEM_MSG_QUERY_REPLY) {
         const telem_query_reply_t *r = &m->u.query_reply;
         for (uint32_t i = 0; i < r->nseries; i++) {

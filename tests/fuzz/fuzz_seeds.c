@@ -128,6 +128,33 @@ s_proto_watch(void)
     s_frame("sysinfo_reply", telem_proto_encode_sysinfo_reply(s_enc, &sr, &d, &n), d, n);
 }
 
+/* The relay's envelope around a real request and real replies. */
+static void
+s_proto_relay(void)
+{
+    static const char *const nodes[] = { "n1", "n2" };
+    static unsigned char inner[256], reply[256];
+    const void *d;
+    size_t n, ni, nr;
+    telem_control_t c = { 21, TELEM_CTL_STATUS, 0 };
+    if (telem_proto_encode_control(s_enc, &c, &d, &n) != 0)
+        exit(1);
+    memcpy(inner, d, ni = n);
+    telem_error_msg_t em = { 21, TELEM_ENOTFOUND, "nothing matches" };
+    if (telem_proto_encode_error(s_enc, &em, &d, &n) != 0)
+        exit(1);
+    memcpy(reply, d, nr = n);
+    telem_relay_req_t rq = { 21, nodes, 2, 1500, 2000, 1u << 20, inner, ni };
+    telem_relay_item_t it[2] = {
+        { "n1", 0, 0, "", reply, nr },
+        { "n2", TELEM_ETIMEDOUT, 0, "no reply within 2000 ms", NULL, 0 },
+    };
+    telem_relay_rep_t rp = { 21, 0, 0, it, 2 };
+    s_frame("relay", telem_proto_encode_relay(s_enc, &rq, &d, &n), d, n);
+    s_frame("relay_reply", telem_proto_encode_relay_reply(s_enc, &rp, &d, &n),
+            d, n);
+}
+
 /* Headers that claim 2^32-1 elements: msgpack-c's unpacker allocates for
  * the claim (an 11-byte input asks for ~256 GB); telem's reader must
  * refuse them before allocating anything. */
@@ -320,6 +347,7 @@ main(int argc, char **argv)
     s_proto_core();
     s_proto_dict();
     s_proto_watch();
+    s_proto_relay();
     s_proto_claims();
     s_blocks();
     const char *dir = fz_scratch();

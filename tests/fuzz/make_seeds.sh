@@ -127,6 +127,16 @@ sed -i 's|^/usr/sbin/slurmd -N n1 -D$|/usr/sbin/slurmd\x00-N\x00n1\x00-D|;
         s|^/usr/sbin/slurmd -Nn2$|/usr/sbin/slurmd\x00-Nn2|' "$out/slurmd/two-nodes"
 
 # ---- node file: a name line, an endpoint line, then the file --------------
+seed relays plain <<'EOF'
+# relays of a job
+r1	tcp://127.0.0.1:5001	n1,n2,n3
+r2	ipc:///tmp/telem/r2.sock	n4
+
+r3	tcp://[::1]:7	node five,n6
+EOF
+printf 'r1\ttcp://127.0.0.1:5001\tn1,n2\nr2\ttcp://127.0.0.1:5002\tn2' \
+    | seed relays node-twice
+
 seed nodefile plain <<'EOF'
 n3
 ipc:///run/telem/n3/ctl.sock
