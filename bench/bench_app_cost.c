@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -40,7 +41,7 @@
 #include "bench_proc.h"
 #include "telem.h"
 
-#define S_HTTP_SAMPLES 3000
+#define S_HTTP_SAMPLES 1000
 #define S_RATES 3
 #define S_REPS_MAX 64
 
@@ -61,7 +62,8 @@ typedef struct {
     double ratio[S_REPS_MAX]; /* instrumented / plain, per repetition */
     double tratio[S_REPS_MAX];/* the same of the application thread's CPU */
     int n;
-    double noise;             /* largest |thread ratio - 1| of the runs */
+    double noise;             /* 2 x 1.4826 x MAD of the thread ratios:
+                                 about a 95 % band of the runs' spread */
     double step_us;           /* instrumented step time, median, µs */
     double achieved;          /* samples/s, median */
     long errors;
@@ -338,7 +340,10 @@ s_report_cell(s_results_t *res, int m, int r, const double *ns)
            100 * s_rate[r] * ns[m] / 1e9, 100 * (med - 1), range,
            100 * (tmed - 1), trange, 100 * (cpu - 1), c->step_us, c->n,
            c->achieved, c->errors);
-    c->noise = fmax(fabs(tlo - 1), fabs(thi - 1));
+    double dev[S_REPS_MAX];
+    for (int i = 0; i < c->n; i++)
+        dev[i] = fabs(c->tratio[i] - tmed);
+    c->noise = 2 * 1.4826 * bench_median_d(dev, (size_t) c->n);
     c->ratio[0] = med;        /* kept for the figures */
     c->tratio[0] = tmed;
 }
@@ -386,7 +391,7 @@ s_figure(const char *what, const s_results_t *res, s_mode_t m,
     double t = 100 * (c->tratio[0] - 1), noise = 100 * aa->noise;
     int decided = noise < 1.0;
     printf("FIGURE\tapp slowdown, %s at 1 kHz, measured (thread CPU)\t"
-           "<= 1 %%\t%.2f %%\tA/A noise +-%.1f %%\t%.2f of target\t%s\n",
+           "<= 1 %%\t%.2f %%\tA/A noise +-%.2f %%\t%.2f of target\t%s\n",
            what, t, noise, t, decided ? (t <= 1 ? "met" : "missed") : "-");
 }
 
@@ -416,6 +421,7 @@ s_start_baseline(const char *argv0, const char *dir, int *port)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);     /* ends with this program */
         dup2(fds[1], 1);
         close(fds[0]);
         execl(prog, prog, db, (char *) NULL);
@@ -466,6 +472,7 @@ main(int argc, char **argv)
     double ms = 1.0;
     if (s_args(argc, argv, &reps, &steps, &ms) != 0)
         return 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);     /* lines as they come, to a file too */
     bench_print_machine("bench_app_cost");
     char dir[512], errlog[600];
     bench_tmpdir(dir, sizeof dir, "appcost");

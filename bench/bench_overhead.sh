@@ -11,6 +11,10 @@
 #   node_exporter   on 127.0.0.1 at a free port, its default collectors plus
 #                   the textfile collector, scraped every second by
 #                   bench_feed (as Prometheus would)
+# As root, all of it runs in a network namespace made for the run (only its
+# loopback interface), so that every daemon reports the same interfaces and
+# interfaces that other work on the machine adds or removes do not change
+# the series counts mid-run; -N runs in the machine's own namespace.
 # Two phases in one run, the same daemons throughout:
 #   node   node metrics only
 #   user   plus N user series (-n, default 1000) at 1 Hz: into telemd with
@@ -22,20 +26,22 @@
 #             from schedstat summed over the threads (reported: schedstat)
 #   rss, hwm  VmRSS, VmHWM;  pss, priv  from smaps (bench/mem_breakdown.py;
 #             priv = Private_Clean + Private_Dirty: what the process owns)
-#   series    per interval: telemd's status (series, and samples ingested a
-#             second), collectd's values a second in its csv files,
-#             node_exporter's sample lines per scrape
+#   series    per interval: telemd's samples ingested a second (its status;
+#             the store's series count is printed beside), collectd's values
+#             a second in its csv files, node_exporter's sample lines per
+#             scrape
 #   cpu/series  cpu_s/h divided by series
 # The feeders' and the scraper's CPU is printed apart (not the daemons').
 # Ratios: telemd against the lighter peer on each figure, target <= 1.0x,
 # as FIGURE lines.  Memory breakdowns (mem_breakdown.py) of each daemon at
 # the end of each phase follow with -v.
 #
-# Usage: bench_overhead.sh [-d SECONDS] [-w SECONDS] [-n SERIES] [-v] [-b BUILD]
+# Usage: bench_overhead.sh [-d SECONDS] [-w SECONDS] [-n SERIES] [-v] [-N] [-b BUILD]
 #   -d  measured window per phase (default $BENCH_OVH_SECONDS or 60)
 #   -w  warm-up before each window (default 5)
 #   -n  user series in the user phase (default 1000; 0 skips the phase)
 #   -v  print each daemon's memory breakdown
+#   -N  no network namespace of its own
 #   -b  the bench build directory (default $BENCH_BUILD or bench/build)
 # As root on Debian, installs collectd-core and prometheus-node-exporter when
 # missing (tests/peer_install.sh) and stops the services their packages start.
@@ -48,16 +54,18 @@ duration="${BENCH_OVH_SECONDS:-60}"
 warmup=5
 nuser=1000
 verbose=0
+own_ns=1
 build="${BENCH_BUILD:-$here/build}"
-while getopts "d:w:n:vb:h" opt; do
+while getopts "d:w:n:vNb:h" opt; do
     case "$opt" in
     d) duration="$OPTARG" ;;
     w) warmup="$OPTARG" ;;
     n) nuser="$OPTARG" ;;
     v) verbose=1 ;;
+    N) own_ns=0 ;;
     b) build="$OPTARG" ;;
-    h) sed -n '2,40p' "$0"; exit 0 ;;
-    *) sed -n '35,40p' "$0" >&2; exit 2 ;;
+    h) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+    *) sed -n '/^# Usage:/,/^#   -b/p' "$0" >&2; exit 2 ;;
     esac
 done
 for v in "$duration" "$warmup" "$nuser"; do
@@ -98,16 +106,29 @@ hz="$(getconf CLK_TCK)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/telem-bench-ovh-XXXXXX")"
 chmod 0700 "$work"
 declare -A pid
+nsname=
+ns=()
 cleanup() {
     local k
     for k in "${!pid[@]}"; do kill -TERM "${pid[$k]}" 2>/dev/null || true; done
     for k in "${!pid[@]}"; do wait "${pid[$k]}" 2>/dev/null || true; done
+    [[ -n "$nsname" ]] && ip netns delete "$nsname" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
+if (( own_ns )); then
+    nsname="telem-ovh-$$"
+    if [[ $(id -u) = 0 ]] && ip netns add "$nsname" 2>/dev/null &&
+            ip -n "$nsname" link set lo up; then
+        ns=(ip netns exec "$nsname")
+    else
+        echo "bench_overhead: no network namespace (needs root and ip netns): the machine's interfaces are measured, as they change" >&2
+        nsname=
+    fi
+fi
 
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    "${ns[@]}" python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # wait_for WHAT CMD...: polls CMD every 0.1 s for up to 10 s
@@ -120,7 +141,7 @@ wait_for() {
 
 start_telemd() {
     mkdir -m 0700 "$work/td"
-    "$bin/telemd" --node benchnode --rundir "$work/td" --level 2 --interval 1 \
+    "${ns[@]}" "$bin/telemd" --node benchnode --rundir "$work/td" --level 2 --interval 1 \
         --flush 30 --nodefile "$work/nodes" --log-level warn \
         > "$work/td.out" 2> "$work/td.err" &
     pid[telemd]=$!
@@ -158,7 +179,7 @@ LoadPlugin unixsock
   SocketPerms "0600"
 </Plugin>
 CONF
-    "$collectd_bin" -f -C "$work/cd/collectd.conf" > "$work/cd.out" 2>&1 &
+    "${ns[@]}" "$collectd_bin" -f -C "$work/cd/collectd.conf" > "$work/cd.out" 2>&1 &
     pid[collectd]=$!
     wait_for collectd test -S "$work/cd/sock"
 }
@@ -166,23 +187,23 @@ CONF
 start_nodeexp() {
     mkdir -p "$work/tf"
     neport=$(free_port)
-    "$nodeexp_bin" --web.listen-address="127.0.0.1:$neport" \
+    "${ns[@]}" "$nodeexp_bin" --web.listen-address="127.0.0.1:$neport" \
         --collector.textfile.directory="$work/tf" --log.level=warn \
         > "$work/ne.out" 2>&1 &
     pid[nodeexp]=$!
-    wait_for node_exporter curl -sf "http://127.0.0.1:$neport/metrics"
-    "$bin/bench_feed" scrape 0 0 "http://127.0.0.1:$neport/metrics" \
+    wait_for node_exporter "${ns[@]}" curl -sf "http://127.0.0.1:$neport/metrics"
+    "${ns[@]}" "$bin/bench_feed" scrape 0 0 "http://127.0.0.1:$neport/metrics" \
         > "$work/scrape.out" 2>&1 &
     pid[scrape]=$!
 }
 
 start_feeders() {   # N
-    TELEM_RUNDIR="$work/td" TELEM_NODE=benchnode TELEM_LEVEL=1 \
+    "${ns[@]}" env TELEM_RUNDIR="$work/td" TELEM_NODE=benchnode TELEM_LEVEL=1 \
         "$bin/bench_feed" telem "$1" 0 > "$work/f_telem.out" 2>&1 &
     pid[f_telem]=$!
-    "$bin/bench_feed" collectd "$1" 0 "$work/cd/sock" > "$work/f_cd.out" 2>&1 &
+    "${ns[@]}" "$bin/bench_feed" collectd "$1" 0 "$work/cd/sock" > "$work/f_cd.out" 2>&1 &
     pid[f_cd]=$!
-    "$bin/bench_feed" textfile "$1" 0 "$work/tf/bench.prom" > "$work/f_tf.out" 2>&1 &
+    "${ns[@]}" "$bin/bench_feed" textfile "$1" 0 "$work/tf/bench.prom" > "$work/f_tf.out" 2>&1 &
     pid[f_tf]=$!
 }
 
@@ -203,7 +224,7 @@ runns() {   # PID -> ns on CPU over its threads
     echo "$sum"
 }
 tstatus() {  # telemd status field (json) KEY
-    "$bin/telem_client" --nodefile "$work/nodes" -f json status 2>/dev/null |
+    "${ns[@]}" "$bin/telem_client" --nodefile "$work/nodes" -f json status 2>/dev/null |
         python3 -c 'import json,sys; d=json.load(sys.stdin); r=d if isinstance(d,list) else d.get("nodes",d.get("rows",[d])); r=r[0] if isinstance(r,list) else r; print(r.get(sys.argv[1],-1))' "$1"
 }
 # collectd values a second in [T0, T1): rows x value columns in csv files
@@ -243,17 +264,19 @@ measure() {   # PHASE
             python3 "$here/mem_breakdown.py" "${pid[$k]}"
         fi
     done
-    R[$ph,telemd,series]=$(tstatus series)
+    R[$ph,telemd,store]=$(tstatus series)
     R[$ph,telemd,rate]=$(awk -v a="$in0" -v b="$in1" -v w="$wall" 'BEGIN { printf "%.1f", (b - a) / w }')
+    R[$ph,telemd,series]=${R[$ph,telemd,rate]}
     R[$ph,collectd,series]=$(cd_values $(( t0w / 1000000000 + 1 )) $(( t1w / 1000000000 - 1 )))
     R[$ph,collectd,rate]=${R[$ph,collectd,series]}
-    R[$ph,nodeexp,series]=$(curl -sf "http://127.0.0.1:$neport/metrics" | grep -vc '^#')
+    R[$ph,nodeexp,series]=$("${ns[@]}" curl -sf "http://127.0.0.1:$neport/metrics" | grep -vc '^#')
     R[$ph,nodeexp,rate]=${R[$ph,nodeexp,series]}
     R[$ph,wall]=$wall
 }
 
 echo "== bench_overhead  $(date -u +%Y-%m-%dT%H:%M:%SZ)  nproc=$(nproc)" \
-     " load=\"$(cut -d' ' -f1-3 /proc/loadavg)\"  duration=${duration}s warmup=${warmup}s user_series=$nuser"
+     " load=\"$(cut -d' ' -f1-3 /proc/loadavg)\"  duration=${duration}s warmup=${warmup}s user_series=$nuser" \
+     " netns=${nsname:-none}"
 echo "   telemd=$bin/telemd  collectd=$("$collectd_bin" -h 2>&1 | sed -n 's/^collectd \([0-9.]*\).*/\1/p' | head -1)" \
      " node_exporter=$("$nodeexp_bin" --version 2>&1 | sed -n 's/.*version \([0-9.]*\).*/\1/p' | head -1)"
 start_telemd
@@ -280,8 +303,8 @@ for ph in "${phases[@]}"; do
             printf "  %-14s %9.2f %9.2f %8d %8d %8d %8d %4d %8.0f %10.3f\n",
                 n, c, cs, r, h, p, v, t, s, (s > 0 ? 1000 * c / s : 0) }'
     done
-    echo "  (series: telemd's store series, ${R[$ph,telemd,rate]} samples/s ingested;" \
-         "collectd: values/s written to csv; node_exporter: sample lines per scrape)"
+    echo "  (series per interval: telemd's samples ingested a second (${R[$ph,telemd,store]} series in its store);" \
+         "collectd's values a second written to csv; node_exporter's sample lines per scrape)"
     for k in "${helpers[@]}"; do
         [[ -n "${R[$ph,$k,cpu]:-}" ]] && printf '  %-14s %9.2f cpu_s/h (load generator, not counted)\n' "$k" "${R[$ph,$k,cpu]}"
     done

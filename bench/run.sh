@@ -12,6 +12,11 @@
 # BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, about 45 s;
 # bench/bench_curve.sh runs it several times and prints medians).
 # bench_restart starts 15 small local jobs under telem_launch (~10 s).
+# BENCH_OVERHEAD=0 skips bench_overhead.sh (telemd beside collectd and
+# node_exporter, two phases of -d seconds; installs collectd-core and
+# prometheus-node-exporter when root and missing); BENCH_APP=0 skips
+# bench_app_cost (the application's cost, ~2 minutes; its HTTP+SQLite
+# baseline needs libsqlite3-dev, installed when root and missing).
 # The tables are also written to $BENCH_BUILD/results.txt.  The whole run
 # takes about a minute plus the telemd CPU measurement and bench_detect.
 set -euo pipefail
@@ -24,12 +29,16 @@ while getopts "d:Dh" opt; do
     case "$opt" in
     d) cpu_seconds="$OPTARG" ;;
     D) dict=1 ;;
-    *) sed -n '2,15p' "$0"; exit 2 ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
     esac
 done
 
 started=$(date +%s)
 mkdir -p "$build"
+if [ "${BENCH_APP:-1}" != 0 ] && ! pkg-config --exists sqlite3 2>/dev/null; then
+    why=$(bash "$here/../tests/peer_install.sh" libsqlite3-dev) ||
+        echo "run.sh: bench_app_cost runs without its HTTP+SQLite baseline: $why"
+fi
 echo "building benchmarks in $build (log: $build/build.log)"
 if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         && cmake --build "$build" -j2; } > "$build/build.log" 2>&1; then
@@ -62,6 +71,14 @@ fi
     echo
     "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
     echo
+    if [ "${BENCH_OVERHEAD:-1}" != 0 ]; then
+        "$here/bench_overhead.sh" -d "$cpu_seconds" -b "$build"
+        echo
+    fi
+    if [ "${BENCH_APP:-1}" != 0 ]; then
+        "$build/bin/bench_app_cost"
+        echo
+    fi
     "$here/bench_run.sh" "$build"
     echo
     if [ "$dict" = 1 ]; then
