@@ -389,7 +389,7 @@ s_figure(const char *what, const s_results_t *res, s_mode_t m,
            "%.4f %%\t%s\t%.4f of target\t%s\n", what, imp, peer, imp,
            imp <= 1 ? "met" : "missed");
     double t = 100 * (c->tratio[0] - 1), noise = 100 * aa->noise;
-    int decided = noise < 1.0;
+    int decided = aa->n >= 3 && noise < 1.0;   /* a band needs runs */
     printf("FIGURE\tapp slowdown, %s at 1 kHz, measured (thread CPU)\t"
            "<= 1 %%\t%.2f %%\tA/A noise +-%.2f %%\t%.2f of target\t%s\n",
            what, t, noise, t, decided ? (t <= 1 ? "met" : "missed") : "-");
@@ -438,6 +438,28 @@ s_start_baseline(const char *argv0, const char *dir, int *port)
     bench_die("bench_sqlite_server", "exited before 'ready'");
 }
 
+/* A real telemd beside this program (level 2, 1 s sampling) in `dir`, and
+ * libtelem pointed at it. */
+static pid_t
+s_start_telemd(const char *argv0, const char *dir)
+{
+    char errlog[600];
+    snprintf(errlog, sizeof errlog, "%s/telemd.err", dir);
+    const char *args[] = {"--node", "appnode", "--rundir", dir, "--level",
+                          "2", "--interval", "1", "--log-level", "warn",
+                          NULL};
+    int64_t ready_ns;
+    pid_t td = bench_proc_telemd(argv0, args, errlog, &ready_ns);
+    setenv("TELEM_RUNDIR", dir, 1);
+    setenv("TELEM_NODE", "appnode", 1);
+    setenv("TELEM_LEVEL", "2", 1);
+    unsetenv("TELEM_INGEST");
+    unsetenv("TELEM_RANK");
+    if (telem_init() != 0)
+        bench_die("telem_init", "failed");
+    return td;
+}
+
 static int
 s_args(int argc, char **argv, int *reps, long *steps, double *ms)
 {
@@ -474,21 +496,9 @@ main(int argc, char **argv)
         return 2;
     setvbuf(stdout, NULL, _IOLBF, 0);     /* lines as they come, to a file too */
     bench_print_machine("bench_app_cost");
-    char dir[512], errlog[600];
+    char dir[512];
     bench_tmpdir(dir, sizeof dir, "appcost");
-    snprintf(errlog, sizeof errlog, "%s/telemd.err", dir);
-    const char *args[] = {"--node", "appnode", "--rundir", dir, "--level",
-                          "2", "--interval", "1", "--log-level", "warn",
-                          NULL};
-    int64_t ready_ns;
-    pid_t td = bench_proc_telemd(argv[0], args, errlog, &ready_ns);
-    setenv("TELEM_RUNDIR", dir, 1);
-    setenv("TELEM_NODE", "appnode", 1);
-    setenv("TELEM_LEVEL", "2", 1);
-    unsetenv("TELEM_INGEST");
-    unsetenv("TELEM_RANK");
-    if (telem_init() != 0)
-        bench_die("telem_init", "failed");
+    pid_t td = s_start_telemd(argv[0], dir);
     int port = 0;
     pid_t srv = s_start_baseline(argv[0], dir, &port);
     s_app_t app = {.http_fd = srv > 0 ? s_http_connect(port) : -1};

@@ -54,14 +54,14 @@ s_on_signal(int sig)
 }
 
 static int
-s_usage(void)
+s_usage(FILE *out)
 {
     fputs("usage: bench_feed telem N SECONDS\n"
           "       bench_feed collectd N SECONDS SOCKET\n"
           "       bench_feed textfile N SECONDS FILE\n"
           "       bench_feed scrape 0 SECONDS URL\n"
           "One tick a second for SECONDS (0: until SIGTERM); see the "
-          "source's header.\n", stderr);
+          "source's header.\n", out);
     return 2;
 }
 
@@ -133,17 +133,11 @@ s_tick_telem(s_feed_t *f, long tick)
     }
 }
 
-/* GET url over HTTP/1.0 on a fresh connection; counts the sample lines
- * (not comments, not blank) of the body into f->samples. */
-static void
-s_tick_scrape(s_feed_t *f)
+/* GET `path` from 127.0.0.1:port over HTTP/1.0 on a fresh connection into
+ * f->buf (NUL-terminated); returns the bytes read or -1. */
+static long
+s_http_get(s_feed_t *f, int port, const char *path)
 {
-    int port = 0;
-    char path[1024] = "/metrics";
-    if (sscanf(f->target, "http://127.0.0.1:%d%1023s", &port, path) < 1) {
-        f->errors++;
-        return;
-    }
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t) port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -151,30 +145,43 @@ s_tick_scrape(s_feed_t *f)
     if (fd < 0 || connect(fd, (struct sockaddr *) &a, sizeof a) != 0) {
         if (fd >= 0)
             close(fd);
-        f->errors++;
-        return;
+        return -1;
     }
     char req[1200];
     int len = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: "
                        "127.0.0.1\r\n\r\n", path);
     size_t used = 0;
-    if (write(fd, req, (size_t) len) == len) {
-        ssize_t r;
+    if (write(fd, req, (size_t) len) == len)
         for (;;) {
             if (used + 65536 > f->cap) {
                 f->cap = f->cap ? f->cap * 2 : 1 << 20;
-                f->buf = realloc(f->buf, f->cap);
-                if (!f->buf)
+                if (!(f->buf = realloc(f->buf, f->cap)))
                     abort();
             }
-            r = read(fd, f->buf + used, f->cap - used - 1);
+            ssize_t r = read(fd, f->buf + used, f->cap - used - 1);
             if (r <= 0)
                 break;
             used += (size_t) r;
         }
-    }
     close(fd);
+    if (!f->buf)
+        return -1;
     f->buf[used] = '\0';
+    return (long) used;
+}
+
+/* GET url; counts the sample lines (not comments, not blank) of the body
+ * into f->samples. */
+static void
+s_tick_scrape(s_feed_t *f)
+{
+    int port = 0;
+    char path[1024] = "/metrics";
+    if (sscanf(f->target, "http://127.0.0.1:%d%1023s", &port, path) < 1 ||
+        s_http_get(f, port, path) < 0) {
+        f->errors++;
+        return;
+    }
     char *body = strstr(f->buf, "\r\n\r\n");
     if (!body || strncmp(f->buf, "HTTP/1.", 7) || !strstr(f->buf, " 200 ")) {
         f->errors++;
@@ -217,22 +224,56 @@ s_setup(s_feed_t *f)
     return 0;
 }
 
+/* Fills f from the command line; 0, or 2 after the usage (1 for --help,
+ * which exits 0). */
+static int
+s_parse(s_feed_t *f, int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--help"))
+        return s_usage(stdout), 1;
+    if (argc < 4 || argc > 5)
+        return s_usage(stderr);
+    f->mode = argv[1];
+    f->n = strtol(argv[2], NULL, 10);
+    f->seconds = strtol(argv[3], NULL, 10);
+    f->target = argc > 4 ? argv[4] : NULL;
+    int known = !strcmp(f->mode, "telem") || !strcmp(f->mode, "collectd") ||
+                !strcmp(f->mode, "textfile") || !strcmp(f->mode, "scrape");
+    if (!known || f->n < 0 || f->seconds < 0 ||
+        (strcmp(f->mode, "telem") && !f->target))
+        return s_usage(stderr);
+    return 0;
+}
+
+/* One tick a second on the monotonic clock until SIGTERM or f->seconds;
+ * a tick that ends past the next one's start counts as late. */
+static long
+s_loop(s_feed_t *f)
+{
+    struct timespec next, now;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    long tick = 0;
+    while (!s_stop_flag && (!f->seconds || tick < f->seconds)) {
+        s_tick(f, tick++);
+        next.tv_sec++;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > next.tv_sec ||
+            (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+            f->late++;
+        while (!s_stop_flag && clock_nanosleep(CLOCK_MONOTONIC,
+                   TIMER_ABSTIME, &next, NULL) == EINTR)
+            ;
+    }
+    return tick;
+}
+
 int
 main(int argc, char **argv)
 {
     s_feed_t f = {0};
-    if (argc < 4 || (argc > 1 && !strcmp(argv[1], "--help")))
-        return argc > 1 && !strcmp(argv[1], "--help") ? (s_usage(), 0)
-                                                       : s_usage();
-    f.mode = argv[1];
-    f.n = strtol(argv[2], NULL, 10);
-    f.seconds = strtol(argv[3], NULL, 10);
-    f.target = argc > 4 ? argv[4] : NULL;
-    int known = !strcmp(f.mode, "telem") || !strcmp(f.mode, "collectd") ||
-                !strcmp(f.mode, "textfile") || !strcmp(f.mode, "scrape");
-    if (!known || f.n < 0 || f.seconds < 0 ||
-        (strcmp(f.mode, "telem") && !f.target))
-        return s_usage();
+    int rc = s_parse(&f, argc, argv);
+    if (rc)
+        return rc == 1 ? 0 : rc;
     struct sigaction sa = {.sa_handler = s_on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -242,27 +283,13 @@ main(int argc, char **argv)
                 f.target ? f.target : "telem_init");
         return 1;
     }
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    long tick = 0;
-    while (!s_stop_flag && (!f.seconds || tick < f.seconds)) {
-        s_tick(&f, tick++);
-        next.tv_sec++;
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > next.tv_sec ||
-            (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
-            f.late++;
-        while (!s_stop_flag && clock_nanosleep(CLOCK_MONOTONIC,
-                   TIMER_ABSTIME, &next, NULL) == EINTR)
-            ;
-    }
+    long ticks = s_loop(&f);
     if (!strcmp(f.mode, "telem"))
         telem_finalize();
     if (f.sock)
         fclose(f.sock);
     printf("feed %s ticks=%ld late=%ld errors=%ld samples=%ld\n", f.mode,
-           tick, f.late, f.errors, f.samples);
+           ticks, f.late, f.errors, f.samples);
     free(f.buf);
     return 0;
 }

@@ -128,6 +128,28 @@ s_open(s_server_t *s, const char *path)
     return 0;
 }
 
+/* libmicrohttpd on 127.0.0.1 at an ephemeral port, its own polling
+ * thread; *port gets the port.  NULL when it did not start. */
+static struct MHD_Daemon *
+s_start(s_server_t *s, unsigned *port)
+{
+    struct sockaddr_in lo = {.sin_family = AF_INET};
+    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        s_access, s, MHD_OPTION_NOTIFY_COMPLETED, s_completed, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &lo, MHD_OPTION_END);
+    const union MHD_DaemonInfo *info =
+        d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+    if (!info) {
+        if (d)
+            MHD_stop_daemon(d);
+        return NULL;
+    }
+    *port = info->port;
+    return d;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -145,21 +167,15 @@ main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);   /* before MHD's thread */
+    unsigned port = 0;
+    struct MHD_Daemon *d = NULL;
     if (s_open(&s, argv[1]) != 0)
         return 1;
-    struct sockaddr_in lo = {.sin_family = AF_INET};
-    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        s_access, &s, MHD_OPTION_NOTIFY_COMPLETED, s_completed, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &lo, MHD_OPTION_END);
-    const union MHD_DaemonInfo *info =
-        d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
-    if (!info) {
+    if (!(d = s_start(&s, &port))) {
         fputs("bench_sqlite_server: libmicrohttpd did not start\n", stderr);
         return 1;
     }
-    printf("port\t%u\nready\n", (unsigned) info->port);
+    printf("port\t%u\nready\n", port);
     fflush(stdout);
     int sig;
     sigwait(&set, &sig);
