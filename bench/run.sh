@@ -6,11 +6,9 @@
 # target is met.  docs/performance.md records a run.
 #
 # Usage: bench/run.sh [--all] [-d SECONDS] [-D] [-h]
-#   --all       every benchmark: also the dictionary against Redis (-D), the
-#               fan-in curves on namespaced nodes (bench/fanin.sh, as root),
-#               the cost beside collectd and node_exporter
-#               (bench/bench_overhead.sh) and the application's cost
-#               (bench_app_cost); about 40 minutes on 2 cores
+#   --all       every benchmark: also the dictionary against Redis (-D) and
+#               the fan-in curves on network-namespaced nodes
+#               (bench/fanin.sh, as root; about 20 minutes)
 #   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
 #   -D          also run bench/dict_vs_redis.sh (the dictionary against
 #               Redis and its restore throughput; ~5 minutes; installs
@@ -20,6 +18,11 @@
 # BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, about 45 s;
 # bench/bench_curve.sh runs it several times and prints medians).
 # bench_restart starts small local jobs under telem_launch (~10 s).
+# BENCH_OVERHEAD=0 skips bench_overhead.sh (telemd beside collectd and
+# node_exporter, two phases of -d seconds; installs collectd-core and
+# prometheus-node-exporter when root and missing); BENCH_APP=0 skips
+# bench_app_cost (the application's cost, ~2 minutes; its HTTP+SQLite
+# baseline needs libsqlite3-dev, installed when root and missing).
 # Before each benchmark a line "## NAME  nproc=N  load=L1 L5 L15" gives the
 # machine's core count and load at its start.  The output is also written
 # to $BENCH_BUILD/results.txt and the summary to $BENCH_BUILD/summary.md.
@@ -46,8 +49,8 @@ while getopts "d:Dh" opt; do
     case "$opt" in
     d) cpu_seconds="$OPTARG" ;;
     D) dict=1 ;;
-    h) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    h) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -58,6 +61,10 @@ fi
 
 started=$(date +%s)
 mkdir -p "$build"
+if [ "${BENCH_APP:-1}" != 0 ] && ! pkg-config --exists sqlite3 2>/dev/null; then
+    why=$(bash "$here/../tests/peer_install.sh" libsqlite3-dev) ||
+        echo "run.sh: bench_app_cost runs without its HTTP+SQLite baseline: $why"
+fi
 echo "building benchmarks in $build (log: $build/build.log)"
 if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         && cmake --build "$build" -j2; } > "$build/build.log" 2>&1; then
@@ -112,19 +119,19 @@ summary() {
     run_one bench_reload "$build/bin/bench_reload"  # ~12 s
     run_one bench_telemd_cpu.sh \
         "$here/bench_telemd_cpu.sh" -d "$cpu_seconds" -t "$build/bin/telemd"
+    if [ "${BENCH_OVERHEAD:-1}" != 0 ]; then
+        run_one bench_overhead.sh \
+            "$here/bench_overhead.sh" -d "$cpu_seconds" -b "$build"
+    fi
+    if [ "${BENCH_APP:-1}" != 0 ]; then
+        run_one bench_app_cost "$build/bin/bench_app_cost"
+    fi
     run_one bench_run.sh "$here/bench_run.sh" "$build"
     if [ "$dict" = 1 ]; then
         run_one dict_vs_redis.sh env BENCH_BUILD="$build" "$here/dict_vs_redis.sh"
     fi
     if [ "$all" = 1 ]; then
-        for extra in bench_overhead.sh fanin.sh; do
-            if [ -x "$here/$extra" ]; then
-                run_one "$extra" env BENCH_BUILD="$build" "$here/$extra"
-            fi
-        done
-        if [ -x "$build/bin/bench_app_cost" ]; then
-            run_one bench_app_cost "$build/bin/bench_app_cost"
-        fi
+        run_one fanin.sh env BENCH_BUILD="$build" "$here/fanin.sh"
     fi
     echo
     if (( ${#failed[@]} )); then

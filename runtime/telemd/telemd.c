@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +406,21 @@ s_security(s_args_t *a, telem_keys_t **keys, telem_zap_t **zap)
     return 0;
 }
 
+/* SIG_BLOCK before the first thread: every thread made from then on (ZAP,
+ * actor, ZeroMQ's, the log writer, HTTP) inherits SIGINT and SIGTERM
+ * blocked.  SIG_UNBLOCK in the main thread once it waits: the signals
+ * reach it alone, and its wait wakes the actor at once (telemd_wait), so
+ * the actor need not wake up to look for them. */
+static void
+s_stop_signals(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(how, &set, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -423,6 +439,7 @@ main(int argc, char **argv)
                                              a.cfg.tcp_bind != NULL);
     telem_keys_t *keys = NULL;
     telem_zap_t *zap = NULL;
+    s_stop_signals(SIG_BLOCK);
     if ((rc = s_security(&a, &keys, &zap)) != 0) {
         telem_keys_destroy(&keys);
         return rc;
@@ -451,6 +468,7 @@ main(int argc, char **argv)
         rc = 1;
     } else {
         s_announce(d, &a);
+        s_stop_signals(SIG_UNBLOCK);
         telemd_wait(d, -1);
         telem_log(TELEM_LOG_INFO, "node %s stopping", a.node);
         telemd_destroy(&d);

@@ -37,7 +37,13 @@
 #include "telemd_http.h"
 
 #define S_INGEST_BURST 512        /* frames per wake before polling again */
-#define S_POLL_CAP_MS 250         /* longest sleep, to notice interrupts */
+/* Longest sleep of the loop: it notices an interrupt (zsys_interrupted)
+   that no message woke it for.  telemd's main thread takes SIGINT and
+   SIGTERM and wakes the loop at once (telemd_wait), so this only bounds an
+   in-process agent's reaction; it was 250 ms, 4 wake-ups a second of an
+   idle agent on top of its ticks. */
+#define S_POLL_CAP_MS 1000
+#define S_DRAIN_CHECK_MS 250      /* a stop's drain checks its early end */
 #define S_RCVHWM 10000
 #define S_REPLY_LINGER_MS 200     /* drain after a stop, and linger */
 #define S_REQ_FRAMES 3            /* identity, empty delimiter, request */
@@ -315,9 +321,11 @@ static int64_t
 s_next(void *arg)
 {
     telemd_t *self = arg;
-    if (self->release_at)
-        return self->release_at;
-    return self->stop_at ? self->stop_at : telemd_agent_tick(self->agent);
+    if (!self->stop_at)
+        return telemd_agent_tick(self->agent);
+    int64_t next = self->release_at ? self->release_at : self->stop_at;
+    int64_t check = telem_mono_ns() + S_DRAIN_CHECK_MS * TELEM_NS_PER_MS;
+    return check < next ? check : next;   /* s_stop_due may end it early */
 }
 
 static void
@@ -619,13 +627,18 @@ telemd_wait(telemd_t *self, int timeout_ms)
     int64_t deadline = telem_mono_ns() + (int64_t) timeout_ms * TELEM_NS_PER_MS;
     zpoller_t *poller = zpoller_new(self->actor, NULL);
     zpoller_set_nonstop(poller, true);
+    int told = 0;
     while (!self->ended) {
-        int64_t left = timeout_ms < 0 ? S_POLL_CAP_MS
+        /* A signal taken by this thread ends the wait with EINTR: wake
+           the loop so that it sees zsys_interrupted now. */
+        if (zsys_interrupted && !told)
+            told = zstr_send(self->actor, "INTERRUPTED") == 0;
+        int64_t left = timeout_ms < 0 ? -1
                        : (deadline - telem_mono_ns()) / TELEM_NS_PER_MS;
         if (left <= 0 && timeout_ms >= 0)
             break;
-        if (zpoller_wait(poller, (int) (left < S_POLL_CAP_MS ? left
-                                                            : S_POLL_CAP_MS))) {
+        if (zpoller_wait(poller, (int) (left > S_POLL_CAP_MS ? S_POLL_CAP_MS
+                                                             : left))) {
             char *msg = zstr_recv(self->actor);
             self->ended = msg && streq(msg, "DONE");
             zstr_free(&msg);

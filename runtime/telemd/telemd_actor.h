@@ -102,7 +102,11 @@ const char *telemd_tcp_endpoint(const telemd_t *self);
 const char *telemd_metrics_url(const telemd_t *self);
 
 /* Blocks until the actor ends by itself (shutdown request or interrupt) or
- * timeout_ms passes (-1 waits forever).  Returns 1 if it ended, 0 if not. */
+ * timeout_ms passes (-1 waits forever).  Returns 1 if it ended, 0 if not.
+ * A signal this thread takes (czmq's handler sets zsys_interrupted) wakes
+ * the actor at once; the telemd program blocks SIGINT and SIGTERM in every
+ * other thread so that they come here.  Elsewhere the actor notices an
+ * interrupt within a second. */
 int telemd_wait(telemd_t *self, int timeout_ms);
 
 /* Stops the actor if running, closes everything, removes the node's socket

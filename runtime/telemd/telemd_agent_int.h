@@ -33,6 +33,7 @@ struct telemd_agent {
     int64_t started_mono;
     int64_t next_sample_mono;
     int64_t next_expire_mono;
+    uint64_t expire_appended;   /* store points appended at the last expiry */
     telem_store_t *store;
     telem_proto_decoder_t *dec;
     telem_proto_encoder_t *enc;
