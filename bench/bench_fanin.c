@@ -54,6 +54,8 @@ extern char **environ;
 typedef struct {
     const char *template_, *hosts, *bindir, *rundir;
     int rounds, restarts, level, check, wait_s;
+    int relays[8];                   /* --relays: K of each phase */
+    int nrelays, bad;
     char **names;
     size_t n;
     pid_t launcher;
@@ -64,13 +66,17 @@ typedef struct {
 static const char s_usage[] =
 "usage: bench_fanin --template T --hosts LIST --bindir DIR --rundir DIR\n"
 "                   [--rounds R] [--restarts K] [--level L] [--wait S]\n"
-"                   [--check]\n"
+"                   [--relays K[,K...]] [--check]\n"
 "Starts telem_launch --exec-template T --hosts LIST (every host active,\n"
 "--resilient --exhaust-resources) with bench_restart_prog from DIR, then\n"
 "times R rounds of an ac_query, a watcher round (slowgpu) and a telem_agg\n"
 "query over every node, and K restarts each excluding one node.  RUNDIR\n"
 "must not exist.  --check exits 1 when a node did not answer or a\n"
-"restart did not exclude its node.  --wait bounds each wait (default 300).\n";
+"restart did not exclude its node.  --wait bounds each wait (default 300).\n"
+"--relays K,...: after the direct rounds' warm-up, for each K in turn,\n"
+"start one telem_relay per K nodes (RUNDIR/relays) and a second telem_agg\n"
+"reading it, and run R more rounds alternating the direct path and the\n"
+"path through the relays (ops query/rK, watch/rK, agg/rK; CONN lines).\n";
 
 static void
 s_split_hosts(s_job_t *j)
@@ -88,6 +94,28 @@ s_split_hosts(s_job_t *j)
         bench_die("bench_fanin", "--hosts lists no host");
 }
 
+/* --relays K[,K...]: each K 2-1000, at most 8; exit 2 otherwise. */
+static void
+s_relays_arg(s_job_t *j, const char *arg)
+{
+    const char *p = arg;
+    int ok = *p != '\0';
+    while (ok && *p) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        ok = end != p && k >= 2 && k <= 1000 && j->nrelays < 8
+             && (*end == '\0' || (*end == ',' && end[1] != '\0'));
+        if (ok)
+            j->relays[j->nrelays++] = (int) k;
+        p = *end ? end + 1 : end;
+    }
+    if (!ok) {
+        fprintf(stderr, "bench_fanin: --relays '%s': K[,K...], each 2-1000,"
+                " at most 8\n", arg);
+        exit(2);
+    }
+}
+
 static void
 s_args(int argc, char **argv, s_job_t *j)
 {
@@ -96,7 +124,8 @@ s_args(int argc, char **argv, s_job_t *j)
         { "bindir", 1, 0, 'b' }, { "rundir", 1, 0, 'd' },
         { "rounds", 1, 0, 'r' }, { "restarts", 1, 0, 'k' },
         { "level", 1, 0, 'L' }, { "wait", 1, 0, 'w' },
-        { "check", 0, 0, 'c' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "check", 0, 0, 'c' }, { "relays", 1, 0, 'R' },
+        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     *j = (s_job_t) { .rounds = 20, .restarts = 3, .level = 2, .wait_s = 300 };
     int c;
     while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1)
@@ -110,6 +139,7 @@ s_args(int argc, char **argv, s_job_t *j)
         case 'L': j->level = atoi(optarg); break;
         case 'w': j->wait_s = atoi(optarg); break;
         case 'c': j->check = 1; break;
+        case 'R': s_relays_arg(j, optarg); break;
         case 'h': fputs(s_usage, stdout); exit(0);
         default: fputs(s_usage, stderr); exit(2);
         }
@@ -383,50 +413,191 @@ s_report(size_t n, fanin_op_t *op, const char *note)
             op->name, p50, p99, cpu, k, op->bad);
 }
 
-/* (a), (b), (c) for R rounds, the feeder writing one round before each. */
+/* One fan-out path: an analysis client (direct or through relays), its
+ * own watcher, and a telem_agg; its three operations' samples. */
+typedef struct {
+    char tag[16];                    /* "" direct, else "rK" */
+    char names[3][24];
+    ac_t *ac;
+    watch_t *watch;
+    const char *url;
+    long agg_pid;
+    fanin_op_t ops[3];
+    int round;                       /* rounds run (the first S_WARM untimed) */
+    size_t events;
+} s_path_t;
+
 static void
-s_rounds(s_job_t *j, ac_t *ac, fanin_op_t *ops, const char *url,
-         const char *token, long agg_pid)
+s_path_init(s_path_t *p, const char *tag, ac_t *ac, const char *url,
+            long agg_pid, size_t cap)
+{
+    static const char *const base[3] = { "query", "watch", "agg" };
+    *p = (s_path_t) { .ac = ac, .url = url, .agg_pid = agg_pid };
+    snprintf(p->tag, sizeof p->tag, "%s", tag);
+    char why[256];
+    p->watch = watch_new(ac);
+    if (!p->watch || watch_add_detector(p->watch, "slowgpu", why, sizeof why))
+        bench_die("watch_add_detector", "%s", p->watch ? why : "watch_new");
+    watch_set_timeout(p->watch, 10000);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p->names[i], sizeof p->names[i], "%s%s%s", base[i],
+                 *tag ? "/" : "", tag);
+        fanin_op_init(&p->ops[i], p->names[i], cap);
+    }
+}
+
+/* (a), (b), (c) once on path p, for round ts. */
+static void
+s_path_round(const s_job_t *j, s_path_t *p, int64_t ts, const char *token)
+{
+    int64_t c0 = fanin_self_cpu_ns(), w0 = bench_now_ns();
+    size_t miss;
+    size_t got = fanin_query_latest(p->ac, &miss);
+    int64_t w1 = bench_now_ns(), c1 = fanin_self_cpu_ns();
+    int missing_a = miss || got < FANIN_QUERY_SERIES * j->n;
+    if (watch_tick(p->watch, ts + 500000000))
+        bench_die("watch_tick", "failed");
+    int64_t w2 = bench_now_ns(), c2 = fanin_self_cpu_ns();
+    int64_t a0 = fanin_proc_cpu_ns(p->agg_pid);
+    size_t bytes;
+    int status = fanin_agg_query(p->url, token, ts / 1000000000 + 1, &bytes);
+    int64_t w3 = bench_now_ns(), a1 = fanin_proc_cpu_ns(p->agg_pid);
+    p->events += det_events_count(watch_events(p->watch));
+    if (p->round++ < S_WARM)
+        return;
+    fanin_op_add(&p->ops[0], w1 - w0, c1 - c0);
+    fanin_op_add(&p->ops[1], w2 - w1, c2 - c1);
+    fanin_op_add(&p->ops[2], w3 - w2, a1 - a0);
+    p->ops[0].bad += (size_t) missing_a;
+    p->ops[1].bad += watch_nmissing(p->watch) > 0;
+    p->ops[2].bad += status != 200 || bytes < 100;
+}
+
+/* S_WARM + R rounds: the feeder writes one round (stamped 1 s after the
+ * last, *r counting across phases), then every path runs it, the order
+ * rotating each round so that drift and warm caches favour none. */
+static void
+s_rounds(s_job_t *j, fanin_feed_t *feed, int64_t t0, int *r, s_path_t **p,
+         size_t np, const char *token)
+{
+    long slow = (long) j->n / 2;
+    for (int k = 0; k < S_WARM + j->rounds; k++, (*r)++) {
+        int64_t ts = t0 + (int64_t) *r * 1000000000;
+        fanin_feed_round(feed, *r, ts, *r >= S_WARM / 2 ? slow : -1);
+        for (size_t i = 0; i < np; i++)
+            s_path_round(j, p[((size_t) k + i) % np], ts, token);
+    }
+}
+
+/* /proc/loadavg's first three fields, into buf. */
+static const char *
+s_loadavg(char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    float a = 0, b = 0, c = 0;
+    int ok = f && fscanf(f, "%f %f %f", &a, &b, &c) == 3;
+    if (f)
+        fclose(f);
+    snprintf(buf, size, ok ? "%.2f %.2f %.2f" : "?", a, b, c);
+    return buf;
+}
+
+/* One relay phase: relays of K nodes, a client and a telem_agg through
+ * them, rounds alternating with the direct path; reports the relayed
+ * path and the connections each fan-out process holds. */
+static void
+s_relay_phase(s_job_t *j, fanin_feed_t *feed, int64_t t0, int *r,
+              s_path_t *direct, const char *token, int k)
+{
+    fanin_relay_opts_t o = { j->template_, j->rundir, j->bindir, j->names,
+                             j->n, (size_t) k, j->wait_s };
+    char path[PATH_MAX + 32], dir[PATH_MAX + 32], url[512], tag[16], la[64];
+    int64_t s0 = bench_now_ns();
+    fanin_relays_t *rl = fanin_relays_start(&o);
+    size_t nr = fanin_relays_count(rl);
+    printf("%zu relays of %d nodes started and ready in %.1f ms\n", nr, k,
+           (double) (bench_now_ns() - s0) / 1e6);
+    snprintf(path, sizeof path, "%s/relays", j->rundir);
+    snprintf(dir, sizeof dir, "%s/agg-r%d", j->rundir, k);
+    pid_t agg = fanin_agg_start(&o, path, dir, url, sizeof url);
+    int err = 0;
+    setenv("TELEM_RELAYS", path, 1);
+    snprintf(path, sizeof path, "%s/nodes", j->rundir);
+    ac_t *ac = ac_connect(path, 10000, &err);
+    setenv("TELEM_RELAYS", "", 1);
+    if (!ac || ac_relay_count(ac) != nr)
+        bench_die("ac_connect", "through %zu relays: %s", nr,
+                  ac ? "not every relay in use" : telem_strerror(err));
+    snprintf(tag, sizeof tag, "r%d", k);
+    s_path_t relayed;
+    s_path_init(&relayed, tag, ac, url, (long) agg, (size_t) j->rounds + 8);
+    s_path_t *paths[2] = { direct, &relayed };
+    int64_t rc0 = fanin_relays_cpu_ns(rl);
+    s_rounds(j, feed, t0, r, paths, 2, token);
+    double rcpu = (double) (fanin_relays_cpu_ns(rl) - rc0)
+                  / (S_WARM + j->rounds) / 1e6;
+    char why[512];
+    int same = fanin_same_answers(direct->ac, ac, t0, t0 + (int64_t) *r
+                                  * 1000000000, why, sizeof why) == 0;
+    j->bad += !same;
+    printf("relays of %d: answers %s: %s\n", k, same ? "identical"
+           : "DIFFER", why);
+    const char *reps[64], *neps[1024];
+    size_t nre = 0, nne = 0;
+    for (size_t i = 0; i < nr && nre < 64; i++)
+        reps[nre++] = ac_relay_endpoint(ac, i);
+    for (size_t i = 0; i < ac_node_count(direct->ac) && nne < 1024; i++)
+        neps[nne++] = ac_node_endpoint(direct->ac, i);
+    size_t c_self_r = fanin_tcp_conns((long) getpid(), reps, nre);
+    size_t c_self_d = fanin_tcp_conns((long) getpid(), neps, nne);
+    size_t c_agg_r = fanin_tcp_conns((long) agg, NULL, 0);
+    size_t c_agg_d = fanin_tcp_conns(direct->agg_pid, NULL, 0);
+    printf("relays of %d: TCP connections held: this process %zu through "
+           "relays, %zu direct; telem_agg %zu through relays, %zu direct; "
+           "the %zu relays' CPU %.2f ms a round (query + watch + agg); "
+           "load %s\n", k, c_self_r, c_self_d, c_agg_r, c_agg_d, nr, rcpu,
+           s_loadavg(la, sizeof la));
+    printf("CONN\t%zu\t%s\t%zu\t%zu\t%zu\t%zu\t%zu\t%.3f\n", j->n, tag, nr,
+           c_self_d, c_self_r, c_agg_d, c_agg_r, rcpu);
+    const char *notes[] = { "through relays", "through relays",
+                            "telem_agg through relays" };
+    for (int i = 0; i < 3; i++) {
+        s_report(j->n, &relayed.ops[i], notes[i]);
+        j->bad += relayed.ops[i].bad > 0;
+        fanin_op_free(&relayed.ops[i]);
+    }
+    watch_destroy(&relayed.watch);
+    ac_close(&ac);
+    j->bad += fanin_stop_pid(agg, 10) != 0;
+    j->bad += fanin_relays_stop(&rl) != 0;
+}
+
+/* The direct rounds (the launcher's telem_agg: it reads no relays file,
+ * docs/performance.md says why), then each relay phase; the direct
+ * path's samples go to ops[0..2]. */
+static void
+s_measure(s_job_t *j, ac_t *ac, const char *url, const char *token,
+          long agg_pid, fanin_op_t *ops)
 {
     fanin_feed_t *feed = fanin_feed_new(j->rundir,
                                         (const char *const *) j->names, j->n);
-    watch_t *watch = watch_new(ac);
-    char why[256];
-    if (watch_add_detector(watch, "slowgpu", why, sizeof why))
-        bench_die("watch_add_detector", "%s", why);
-    watch_set_timeout(watch, 10000);
-    int total = S_WARM + j->rounds;
-    int64_t t0 = telem_now_ns() - (int64_t) (total + 2) * 1000000000;
-    long slow = (long) j->n / 2;
-    size_t events = 0;
-    for (int r = 0; r < total; r++) {
-        int64_t ts = t0 + (int64_t) r * 1000000000;
-        fanin_feed_round(feed, r, ts, r >= S_WARM / 2 ? slow : -1);
-        int64_t c0 = fanin_self_cpu_ns(), w0 = bench_now_ns(), missing_a;
-        size_t miss;
-        size_t got = fanin_query_latest(ac, &miss);
-        int64_t w1 = bench_now_ns(), c1 = fanin_self_cpu_ns();
-        missing_a = miss || got < FANIN_QUERY_SERIES * j->n;
-        if (watch_tick(watch, ts + 500000000))
-            bench_die("watch_tick", "failed");
-        int64_t w2 = bench_now_ns(), c2 = fanin_self_cpu_ns();
-        int64_t a0 = fanin_proc_cpu_ns(agg_pid);
-        size_t bytes;
-        int status = fanin_agg_query(url, token, ts / 1000000000 + 1, &bytes);
-        int64_t w3 = bench_now_ns(), a1 = fanin_proc_cpu_ns(agg_pid);
-        events += det_events_count(watch_events(watch));
-        if (r < S_WARM)
-            continue;
-        fanin_op_add(&ops[0], w1 - w0, c1 - c0);
-        fanin_op_add(&ops[1], w2 - w1, c2 - c1);
-        fanin_op_add(&ops[2], w3 - w2, a1 - a0);
-        ops[0].bad += (size_t) missing_a;
-        ops[1].bad += watch_nmissing(watch) > 0;
-        ops[2].bad += status != 200 || bytes < 100;
-    }
+    int phases = 1 + j->nrelays, r = 0;
+    int64_t t0 = telem_now_ns()
+                 - (int64_t) (phases * (S_WARM + j->rounds) + 2) * 1000000000;
+    s_path_t direct;
+    s_path_init(&direct, "", ac, url, agg_pid,
+                (size_t) (phases * (S_WARM + j->rounds)));
+    s_path_t *one[1] = { &direct };
+    s_rounds(j, feed, t0, &r, one, 1, token);
+    for (int i = 0; i < j->nrelays; i++)
+        s_relay_phase(j, feed, t0, &r, &direct, token, j->relays[i]);
     printf("slowgpu events over %d rounds (node %s device 3 is 20 %% slow): "
-           "%zu\n", total, j->names[slow], events);
-    watch_destroy(&watch);
+           "%zu\n", r, j->names[j->n / 2], direct.events);
+    for (int i = 0; i < 3; i++) {
+        fanin_op_free(&ops[i]);
+        ops[i] = direct.ops[i];
+    }
+    watch_destroy(&direct.watch);
     fanin_feed_destroy(&feed);
 }
 
@@ -501,6 +672,7 @@ main(int argc, char **argv)
     s_idle_cost(&j);
     snprintf(path, sizeof path, "%s/keys", j.rundir);
     setenv("TELEM_KEYS", path, 1);
+    setenv("TELEM_RELAYS", "", 1);       /* this client: direct */
     snprintf(path, sizeof path, "%s/nodes", j.rundir);
     int err = 0;
     ac_t *ac = ac_connect(path, 10000, &err);
@@ -509,10 +681,10 @@ main(int argc, char **argv)
     for (size_t k = 0; k < j.n && j.n <= 16; k++)  /* for the test */
         printf("%s%s=%s%s", k ? " " : "endpoints: ", ac_node_name(ac, k),
                ac_node_endpoint(ac, k), k + 1 == j.n ? "\n" : "");
-    s_rounds(&j, ac, ops, url, token, agg_pid);
+    s_measure(&j, ac, url, token, agg_pid, ops);
     ac_close(&ac);
     s_restarts(&j, ops);
-    int bad = 0;
+    int bad = j.bad;
     s_stop(&j);
     printf("%zu nodes; times in ms; CPU: of the process that fans out "
            "(query, watch: this one; agg: telem_agg; restart: the launcher)"

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ac.h"
 #include "watch.h"
@@ -62,5 +63,54 @@ int64_t fanin_proc_cpu_ns(long pid);
 
 /* This process's CPU time in ns (every thread). */
 int64_t fanin_self_cpu_ns(void);
+
+/* ---- relay mode (bench_fanin_relay.c) ---------------------------------- */
+
+typedef struct {
+    const char *template_;           /* telem_launch's --exec-template */
+    const char *rundir, *bindir;
+    char **names;                    /* the job's nodes, n1 first */
+    size_t n;
+    size_t group;                    /* K: nodes a relay */
+    int wait_s;                      /* bound of each wait */
+} fanin_relay_opts_t;
+
+typedef struct fanin_relays fanin_relays_t;
+
+/* Starts one telem_relay per group of o->group nodes (r1 = the first K
+ * nodes...) in the namespace of its first node, bound to that node's
+ * address, with the job's key and node file; waits for every "ready" and
+ * then writes RUNDIR/relays (0600, temporary file + rename).  Exits
+ * through bench_die() on failure. */
+fanin_relays_t *fanin_relays_start(const fanin_relay_opts_t *o);
+
+/* Removes RUNDIR/relays, stops every relay (SIGTERM; SIGKILL after 10 s)
+ * and frees; returns how many did not exit 0. */
+size_t fanin_relays_stop(fanin_relays_t **self_p);
+
+size_t fanin_relays_count(const fanin_relays_t *self);
+
+/* The CPU time of every relay together, ns. */
+int64_t fanin_relays_cpu_ns(const fanin_relays_t *self);
+
+/* A telem_agg of the job (its telemd_nodes, token and key) started on the
+ * first node with $TELEM_RELAYS=`relays` ("" : relays off) and run
+ * directory `dir` (made here); waits for its URL (into url).  Its pid. */
+pid_t fanin_agg_start(const fanin_relay_opts_t *o, const char *relays,
+                      const char *dir, char *url, size_t size);
+
+/* SIGTERM, then SIGKILL after wait_s; reaps.  0 if it exited 0. */
+int fanin_stop_pid(pid_t pid, int wait_s);
+
+/* Queries every series of FANIN_METRIC in [start, end] (realtime ns)
+ * through both clients; 0 when both answered with every node and the same
+ * series and points (an order-free digest), else -1; why says what each
+ * got. */
+int fanin_same_answers(ac_t *direct, ac_t *relayed, int64_t start,
+                       int64_t end, char *why, size_t size);
+
+/* ESTABLISHED TCP connections process `pid` holds to any of the
+ * endpoints `eps` (tcp://A.B.C.D:PORT; neps 0: to anywhere). */
+size_t fanin_tcp_conns(long pid, const char *const *eps, size_t neps);
 
 #endif

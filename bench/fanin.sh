@@ -8,11 +8,14 @@
 # picture (bench/fanin_fit.py).
 #
 # Usage: bench/fanin.sh [-n "16 64 128 256"] [-r ROUNDS] [-k RESTARTS]
-#                       [-j JOBS] [-s SVG]
+#                       [-j JOBS] [-R K[,K...]] [-s SVG]
 #   -n SIZES     node counts (default "16 64 128 256")
 #   -r ROUNDS    timed rounds of the query, watcher and telem_agg (20)
 #   -k RESTARTS  restarts a job, each excluding one node (5)
 #   -j JOBS      jobs a size (each one start-up sample; default 1)
+#   -R K,...     relay mode: in the same job, after the direct rounds, for
+#                each K relays of K nodes and R rounds alternating direct
+#                and relayed (bench_fanin --relays; sizes <= K skip it)
 #   -s SVG       where the picture goes (default docs/img/fanin.svg)
 # Needs root (namespaces) and the benchmark build (bench/run.sh builds it;
 # BENCH_BUILD names it, default bench/build): it builds nothing itself.
@@ -27,16 +30,18 @@ sizes="16 64 128 256"
 rounds=20
 restarts=5
 jobs=1
+relays=''
 svg="$here/../docs/img/fanin.svg"
-while getopts "n:r:k:j:s:h" opt; do
+while getopts "n:r:k:j:R:s:h" opt; do
     case "$opt" in
     n) sizes=$OPTARG ;;
     r) rounds=$OPTARG ;;
     k) restarts=$OPTARG ;;
     j) jobs=$OPTARG ;;
+    R) relays=$OPTARG ;;
     s) svg=$OPTARG ;;
-    h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) sed -n '10,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    h) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) sed -n '10,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -45,9 +50,11 @@ for v in $sizes "$rounds" "$jobs"; do
     [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "fanin.sh: '$v' is not a positive count" >&2; exit 2; }
 done
 [[ $restarts =~ ^[0-9]+$ ]] || { echo "fanin.sh: bad -k '$restarts'" >&2; exit 2; }
+[[ -z $relays || $relays =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] \
+    || { echo "fanin.sh: bad -R '$relays' (K[,K...])" >&2; exit 2; }
 
 bin=$build/bin
-for p in bench_fanin bench_restart_prog telem_launch telemd telem_dictd telem_agg; do
+for p in bench_fanin bench_restart_prog telem_launch telemd telem_dictd telem_agg telem_relay; do
     [ -x "$bin/$p" ] || { echo "fanin.sh: $bin/$p is missing: build the benchmarks first (bench/run.sh, or cmake -S bench -B $build && cmake --build $build -j2)" >&2; exit 1; }
 done
 why=$(bash "$here/cluster/nsnodes.sh" check) || { echo "fanin.sh: cannot run here: $why" >&2; exit 77; }
@@ -82,7 +89,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 exec > >(tee "$build/fanin.txt") 2>&1
-echo "# bench/fanin.sh -n \"$sizes\" -r $rounds -k $restarts -j $jobs   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+echo "# bench/fanin.sh -n \"$sizes\" -r $rounds -k $restarts -j $jobs${relays:+ -R $relays}   (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 echo "# nproc $(nproc), load at start $load"
 for n in $sizes; do
     iv=$(interval_for "$n")
@@ -93,15 +100,18 @@ for n in $sizes; do
         bash "$here/cluster/nsnodes.sh" up "$cluster" "$n" --interval "$iv"
         echo "load before the job: $(cut -d' ' -f1-3 /proc/loadavg)"
         k=$restarts; [ "$k" -lt "$n" ] || k=$((n - 1))
+        rl=()   # relay groups smaller than the job: a relay of every node is no tree
+        for g in ${relays//,/ }; do [ "$g" -lt "$n" ] && rl+=("$g"); done
+        ropt=(); [ ${#rl[@]} -gt 0 ] && ropt=(--relays "$(IFS=,; echo "${rl[*]}")")
         "$bin/bench_fanin" --template "$(bash "$here/cluster/nsnodes.sh" template "$cluster")" \
             --hosts "$(bash "$here/cluster/nsnodes.sh" hosts "$cluster")" \
             --bindir "$bin" --rundir "$cluster/run" --rounds "$rounds" \
-            --restarts "$k" | tee -a "$work/raw"
+            --restarts "$k" "${ropt[@]}" | tee -a "$work/raw"
         bash "$here/cluster/nsnodes.sh" down "$cluster"
         cluster=''
     done
 done
-grep -E '^(RESULT|IDLE)' "$work/raw" >"$tsv"
+grep -E '^(RESULT|IDLE|CONN)' "$work/raw" >"$tsv"
 echo
 mkdir -p "$(dirname "$svg")"
 "$py" "$here/fanin_fit.py" "$tsv" --svg "$svg" --load "$load"

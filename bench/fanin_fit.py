@@ -4,8 +4,14 @@ a straight line through each operation's medians (numpy's least squares,
 cost = a + b * nodes), the extrapolation to 1,024 and 10,000 nodes, FIGURE
 lines against telem's targets, and the picture (docs/img/fanin.svg).
 
-Input: the RESULT and IDLE lines bench_fanin prints (one file, any order,
-several runs of one size allowed: their p50s are combined by median).
+Input: the RESULT, IDLE and CONN lines bench_fanin prints (one file, any
+order, several runs of one size allowed: their p50s are combined by
+median).  With relays (bench_fanin --relays K) the query, watch and agg
+operations also come as query/rK, watch/rK and agg/rK (the same operation
+through relays of K nodes, measured in the same job, rounds alternating
+with the direct path); each is fitted and extrapolated on its own, and
+drawn dashed beside the direct curve.  CONN lines give the TCP
+connections each fan-out process held, direct and through relays.
 
 Usage: fanin_fit.py RESULTS [--svg FILE] [--load "L1 L5 L15"]
 Exit status 2 on bad usage or a malformed input line.
@@ -30,27 +36,58 @@ def die(msg):
     sys.exit(2)
 
 
+RELAYED = ("query", "watch", "agg")
+
+
+def variants(rows):
+    """The relay tags present ("r16", ...), by K."""
+    tags = {op.split("/", 1)[1] for _, op in rows if "/" in op}
+    return sorted(tags, key=lambda t: int(t[1:]))
+
+
 def parse(path):
-    """rows[(n, op)] -> list of (p50, p99, cpu, samples, bad); idle[n]."""
-    rows, idle = {}, {}
+    """rows[(n, op)] -> list of (p50, p99, cpu, samples, bad); idle[n];
+    conn[(n, tag)] -> (relays, self direct, self relayed, agg direct,
+    agg relayed, relays' CPU ms a round)."""
+    rows, idle, conn = {}, {}, {}
     with open(path) as f:
         for ln, line in enumerate(f, 1):
             w = line.rstrip("\n").split("\t")
             try:
                 if w[0] == "RESULT" and len(w) == 8:
                     key = (int(w[1]), w[2])
+                    base, _, tag = w[2].partition("/")
+                    if tag and (base not in RELAYED or tag[:1] != "r"
+                                or not tag[1:].isdigit()):
+                        raise ValueError("unknown operation %r" % w[2])
                     rows.setdefault(key, []).append(
                         tuple(float(x) for x in w[3:6]) + (int(w[6]), int(w[7])))
                 elif w[0] == "IDLE" and len(w) == 5:
                     idle[int(w[1])] = tuple(float(x) for x in w[2:5])
+                elif w[0] == "CONN" and len(w) == 9:
+                    if w[2][:1] != "r" or not w[2][1:].isdigit():
+                        raise ValueError("bad relay tag %r" % w[2])
+                    conn[(int(w[1]), w[2])] = tuple(
+                        int(x) for x in w[3:8]) + (float(w[8]),)
                 elif line.strip():
-                    raise ValueError("not a RESULT or IDLE line")
+                    raise ValueError("not a RESULT, IDLE or CONN line")
             except (ValueError, IndexError) as e:
                 die("fanin_fit.py: %s:%d: malformed line (%s): %r"
                          % (path, ln, e, line[:80]))
     if not rows:
         die("fanin_fit.py: %s holds no RESULT line" % path)
-    return rows, idle
+    return rows, idle, conn
+
+
+def all_ops(rows):
+    """(op, what, whose) for the direct operations, then each relayed one."""
+    out = list(OPS)
+    for tag in variants(rows):
+        for op, what, whose in OPS:
+            if op in RELAYED:
+                out.append(("%s/%s" % (op, tag), "%s, relays of %s" % (
+                    what, tag[1:]), whose))
+    return out
 
 
 def med(rows, n, op, i):
@@ -66,11 +103,11 @@ def fit(xs, ys):
     return float(a), float(b)
 
 
-def table(rows, idle, sizes):
+def table(rows, idle, conn, sizes):
     print("Per size (p50 / p99 wall ms; CPU ms per operation of the process "
           "that fans out):")
     print("  %-8s %s" % ("nodes", "".join(" %25d" % n for n in sizes)))
-    for op, what, _ in OPS:
+    for op, what, _ in all_ops(rows):
         cells = []
         for n in sizes:
             p50, p99, cpu = (med(rows, n, op, i) for i in range(3))
@@ -82,6 +119,13 @@ def table(rows, idle, sizes):
               "launcher: " + "; ".join(
                   "%d: %.3f/%.3f/%.1f" % ((n,) + idle[n])
                   for n in sizes if n in idle))
+    if conn:
+        print("\nTCP connections held (direct / through relays) and the "
+              "relays' CPU:")
+        for (n, tag), c in sorted(conn.items()):
+            print("  %4d nodes, %3d relays of %s: bench_fanin %d / %d, "
+                  "telem_agg %d / %d; relays %.2f ms CPU a round (all)"
+                  % (n, c[0], tag[1:], c[1], c[2], c[3], c[4], c[5]))
 
 
 def slopes(rows, sizes):
@@ -89,10 +133,10 @@ def slopes(rows, sizes):
     fits = {}
     print("\nStraight lines through the medians (ms = a + b * nodes), "
           "extrapolated on paper:")
-    print("  %-8s %10s %12s %10s %12s %12s %12s" % (
+    print("  %-9s %10s %12s %10s %12s %12s %12s" % (
         "op", "wall a", "wall b/node", "cpu a", "cpu b/node",
         "wall@1024", "wall@10000"))
-    for op, _, _ in OPS:
+    for op, _, _ in all_ops(rows):
         xs = [n for n in sizes if med(rows, n, op, 0) is not None]
         if not xs:
             continue
@@ -100,7 +144,7 @@ def slopes(rows, sizes):
         c = fit(xs, [med(rows, n, op, 2) for n in xs])
         fits[op] = {"wall": w, "cpu": c, "sizes": xs}
         at = (lambda f, n: f[0] + (f[1] or 0.0) * n)
-        print("  %-8s %10.2f %12.4f %10.2f %12.4f %12.1f %12.1f" % (
+        print("  %-9s %10.2f %12.4f %10.2f %12.4f %12.1f %12.1f" % (
             op, w[0], w[1] or 0.0, c[0], c[1] or 0.0, at(w, 1024),
             at(w, 10000)))
     return fits
@@ -121,18 +165,32 @@ def figure(name, target, measured, peer, limit, unit="ms"):
         "met" if ratio <= 1.0 else "missed"))
 
 
+def path_figures(fits, sizes, tag):
+    """The three fan-out targets for the direct path (tag "") or the path
+    through relays of K nodes (tag "rK")."""
+    sfx = "/" + tag if tag else ""
+    how = "through relays of %s nodes" % tag[1:] if tag else "direct"
+    over = "fit over %s nodes" % ",".join(
+        map(str, fits.get("watch" + sfx, {}).get("sizes", sizes)))
+    figure("watcher round, 1,024 nodes x 8 devices, %s, p50 (extrapolated)"
+           % how, "<= 500 ms", at(fits, "watch" + sfx, "wall", 1024),
+           over, 500.0)
+    cpu = at(fits, "watch" + sfx, "cpu", 1024)
+    figure("watcher round CPU at a 1 s period, 1,024 nodes, %s "
+           "(extrapolated)" % how, "<= 0.5 core",
+           None if cpu is None else cpu / 1000.0,
+           "fan-out process's own CPU", 0.5, "core")
+    figure("Grafana panel query, 1,024 nodes, %s, p50 (extrapolated)" % how,
+           "<= 2 s", at(fits, "agg" + sfx, "wall", 1024),
+           "telem_agg, sum:1m-avg", 2000.0)
+
+
 def figures(rows, fits, sizes):
     print()
     big = max(sizes)
-    figure("watcher round, 1,024 nodes x 8 devices, p50 (extrapolated)",
-           "<= 500 ms", at(fits, "watch", "wall", 1024),
-           "fit over %s nodes" % ",".join(map(str, sizes)), 500.0)
-    cpu = at(fits, "watch", "cpu", 1024)
-    figure("watcher round CPU at a 1 s period, 1,024 nodes (extrapolated)",
-           "<= 0.5 core", None if cpu is None else cpu / 1000.0,
-           "fan-out process's own CPU", 0.5, "core")
-    figure("Grafana panel query, 1,024 nodes, p50 (extrapolated)", "<= 2 s",
-           at(fits, "agg", "wall", 1024), "telem_agg, sum:1m-avg", 2000.0)
+    path_figures(fits, sizes, "")
+    for tag in variants(rows):
+        path_figures(fits, sizes, tag)
     figure("restart, 1,024 nodes (launcher's stop+re-form+start, "
            "extrapolated)", "<= 1 s", at(fits, "restart", "wall", 1024),
            "-", 1000.0)
@@ -147,38 +205,54 @@ def svg(rows, fits, sizes, path, load):
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
     xs = np.array(sizes, float)
     line = np.linspace(min(sizes), max(sizes), 50)
-    for op, what, _ in OPS:
+    color = {}
+    marks = ["s", "^", "v", "D"]
+    for op, what, _ in all_ops(rows):
         if op not in fits:
             continue
+        base, _, tag = op.partition("/")
         p50 = [med(rows, n, op, 0) for n in fits[op]["sizes"]]
         a, b = fits[op]["wall"]
-        h = ax.plot(fits[op]["sizes"], p50, "o", label=what)[0]
+        mk = marks[variants(rows).index(tag) % 4] if tag else "o"
+        h = ax.plot(fits[op]["sizes"], p50, mk, color=color.get(base),
+                    label=what)[0]
+        color.setdefault(base, h.get_color())
         if b is not None:
             y = a + b * line
-            ax.plot(line[y > 0], y[y > 0], "-", color=h.get_color(), lw=0.8)
+            ax.plot(line[y > 0], y[y > 0], "--" if tag else "-",
+                    color=h.get_color(), lw=0.8)
     ax.set_xlabel("nodes (network namespaces on one 2-core machine)")
     ax.set_ylabel("wall time, p50 (ms)")
     ax.set_yscale("log")
     ax.set_xscale("log")
-    ax.set_title("Fan-in latency, with least-squares lines")
-    ax.legend(fontsize=7, loc="upper left")
-    for op, what, whose in OPS[:4]:
+    ax.set_title("Fan-in latency, with least-squares lines "
+                 "(dashed: through relays)", fontsize=9)
+    ax.legend(fontsize=6, loc="upper left")
+    for op, what, whose in [o for o in all_ops(rows)
+                            if o[0].partition("/")[0] in RELAYED
+                            or o[0] == "restart"]:
         if op not in fits:
             continue
+        base, _, tag = op.partition("/")
         cpu = [med(rows, n, op, 2) for n in fits[op]["sizes"]]
-        bx.plot(fits[op]["sizes"], cpu, "o-", label="%s (%s)" % (op, whose))
+        mk = marks[variants(rows).index(tag) % 4] if tag else "o"
+        h = bx.plot(fits[op]["sizes"], cpu, mk + ("--" if tag else "-"),
+                    color=color.get(base), label="%s (%s)" % (op, whose))[0]
+        color.setdefault(base, h.get_color())
     bx.set_xlabel("nodes")
     bx.set_ylabel("CPU per operation (ms)")
     bx.set_yscale("log")
     bx.set_xscale("log")
-    bx.set_title("CPU of the process that fans out")
-    bx.legend(fontsize=7, loc="upper left")
+    bx.set_title("CPU of the process that fans out (dashed: through "
+                 "relays)", fontsize=9)
+    bx.legend(fontsize=6, loc="upper left")
     for a_ in (ax, bx):
         a_.set_xticks(xs)
         a_.set_xticklabels([str(int(x)) for x in xs])
         a_.minorticks_off()
         a_.grid(alpha=0.3)
-    fig.suptitle("bench/fanin.sh: nproc 2, load at start %s" % load,
+    fig.suptitle("bench/fanin.sh: nproc 2 (relays share the same 2 cores), "
+                 "load at start %s" % load,
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None})
@@ -194,9 +268,9 @@ def main():
         a = ap.parse_args()
     except SystemExit as e:
         sys.exit(2 if e.code else 0)
-    rows, idle = parse(a.results)
+    rows, idle, conn = parse(a.results)
     sizes = sorted({n for n, _ in rows})
-    table(rows, idle, sizes)
+    table(rows, idle, conn, sizes)
     fits = slopes(rows, sizes)
     figures(rows, fits, sizes)
     if a.svg:

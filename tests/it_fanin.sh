@@ -3,7 +3,13 @@
 # one job started by the real telem_launch through its template source,
 # and bench_fanin's operations a few rounds each, with --check: every node
 # answers the ac_query, the watcher round and telem_agg's query; each of 2
-# restarts takes its node out of the job.  Then the checks of the harness
+# restarts takes its node out of the job.  The relay case runs in the
+# same job (--relays 3): 2 telem_relay of 3 nodes, started in n1's and
+# n4's namespaces; every node answers the query, the watcher round and a
+# second telem_agg through them, a query of every fed point gives the
+# same series and points through the relays as directly, and the relayed
+# clients hold 2 TCP connections where the direct ones hold 6.  Then the
+# checks of the harness
 # itself: every daemon ran in its own node's namespace with its own
 # address and host name, the program ran everywhere, and `down` leaves no
 # namespace, link, mount or process behind.  Skipped (77) when network
@@ -12,7 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 NS="$TELEM_SRC/bench/cluster/nsnodes.sh"
 unset TELEM_LEVEL TELEM_DICT_NODEFILE TELEM_NODEFILE TELEM_KEYS SLURM_JOB_NODELIST || true
 why=$(bash "$NS" check) || skip "$why"
-for p in bench_fanin bench_restart_prog telem_launch telem_dictd telem_agg; do
+for p in bench_fanin bench_restart_prog telem_launch telem_dictd telem_agg telem_relay; do
     [ -x "$TELEM_BIN/$p" ] || fail "$p is not built"
 done
 
@@ -34,20 +40,31 @@ a4=$(bash "$NS" addr "$C" n4)
 bash "$NS" exec "$C" n4 ip -4 -o addr show eth0 | grep -q " $a4/22 " \
     || fail "n4 does not hold $a4/22"
 
+for bad in 1 x 3, ,3 3,,4; do
+    expect_rc 2 "$TELEM_BIN/bench_fanin" --template t --hosts a,b --bindir . \
+        --rundir "$T/no" --relays "$bad"
+done
 rc=0
 "$TELEM_BIN/bench_fanin" --template "$(bash "$NS" template "$C")" \
     --hosts "$(bash "$NS" hosts "$C")" --bindir "$TELEM_BIN" \
     --rundir "$C/run" --rounds 4 --restarts 2 --wait 120 --check \
-    >"$T/fanin.log" 2>&1 || rc=$?
+    --relays 3 >"$T/fanin.log" 2>&1 || rc=$?
 cat "$T/fanin.log"
 [ "$rc" = 0 ] || { tail -n 30 "$C/run/launcher.log" >&2 || true; fail "bench_fanin --check exited $rc"; }
 
 # Every operation ran its rounds with no node missing.
-for op in query watch agg restart startup; do
+for op in query watch agg restart startup query/r3 watch/r3 agg/r3; do
     line=$(grep -P "^RESULT\t6\t$op\t" "$T/fanin.log") || fail "no RESULT line for $op"
     bad=$(echo "$line" | cut -f8)
     [ "$bad" = 0 ] || fail "$op: $bad samples with a node missing"
 done
+# Through the relays: the same answers, 2 connections instead of 6.
+grep -q "^relays of 3: answers identical: direct: 48 series" "$T/fanin.log" \
+    || fail "answers through relays differ from direct ones"
+conn=$(grep -P "^CONN\t6\tr3\t" "$T/fanin.log") || fail "no CONN line"
+[ "$(echo "$conn" | cut -f4-8)" = "$(printf '2\t6\t2\t6\t2')" ] \
+    || fail "connections (relays, direct, relayed, agg direct, agg relayed): $(echo "$conn" | cut -f4-8)"
+[ ! -e "$C/run/relays" ] && [ ! -e "$C/run/relays.tmp" ] || fail "the relays file was left"
 grep -q "restart 1 excluding n6: .* n6 is down" "$T/fanin.log" || fail "restart 1 did not take n6 out"
 grep -q "restart 2 excluding n5: .* n5 is down" "$T/fanin.log" || fail "restart 2 did not take n5 out"
 # The program ran on all 6 nodes, then on 5, then on 4 (bench_restart_prog's
@@ -67,10 +84,14 @@ if /usr/bin/python3 -c 'import numpy, matplotlib' 2>/dev/null; then
     expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad.tsv"
     printf 'garbage\n' >"$T/bad2.tsv"
     expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad2.tsv"
-    grep -E '^(RESULT|IDLE)' "$T/fanin.log" >"$T/ok.tsv"
+    printf 'RESULT\t6\tquery/x3\t1\t1\t1\t4\t0\n' >"$T/bad3.tsv"
+    expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad3.tsv"
+    grep -E '^(RESULT|IDLE|CONN)' "$T/fanin.log" >"$T/ok.tsv"
     /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/ok.tsv" --svg "$T/f.svg" >"$T/fit.log" \
         || fail "fanin_fit.py failed on good input: $(cat "$T/fit.log")"
     grep -q "^FIGURE" "$T/fit.log" && [ -s "$T/f.svg" ] || fail "no FIGURE line or picture"
+    grep -q "^FIGURE	watcher round, 1,024 nodes x 8 devices, through relays of 3 nodes" \
+        "$T/fit.log" || fail "no FIGURE line for the relayed watcher round"
 else
     echo "fanin_fit.py not checked: Debian's python3-numpy/matplotlib are not installed"
 fi
