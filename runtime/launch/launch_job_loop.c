@@ -384,6 +384,7 @@ launch_job_destroy(launch_job_t **self_p)
     }
     free(self->procs);
     launch_job_files_close(self);
+    launch_job_dict_close(self);
     ac_close(&self->ac);
     zloop_destroy(&self->loop);
     zsock_destroy(&self->restart_sock);
