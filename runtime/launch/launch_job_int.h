@@ -141,8 +141,15 @@ struct launch_job {
     zsock_t *restart_sock;
     telem_proto_encoder_t *enc;
     telem_proto_decoder_t *dec;
-    ac_t *ac;                   /* heartbeat client for `ac_nodes` */
-    int ac_stale;               /* membership changed since ac was made */
+    zactor_t *hb;               /* the heartbeat: owns the analysis client
+                                   and runs its status fan-out off the
+                                   loop (launch_job_loop.c) */
+    int hb_busy;                /* a status round is under way */
+    int hb_sent;                /* the actor was given a node list */
+    unsigned hb_gen;            /* node list generation; results of an
+                                   older one are dropped */
+    int ac_stale;               /* membership changed since the list was
+                                   given */
     int sigfd;
     int lock_fd;
     launch_job_phase_t phase;
