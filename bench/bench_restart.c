@@ -1,5 +1,6 @@
-/* bench_restart.c - restart latency of telem_launch on a local job, and a
- * paper estimate of it at 128 and 1,024 nodes from measured per-node costs.
+/* bench_restart.c - restart latency of telem_launch on local jobs of several
+ * sizes, each step's cost per node fitted over them, and the restart
+ * extrapolated to 1,024 nodes.
  *
  * One sample is one real job: `telem_launch --local N+1 --nodes N
  * --resilient -- bench_restart_prog` (telemd and telem_dictd on every
