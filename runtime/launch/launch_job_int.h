@@ -145,6 +145,8 @@ struct launch_job {
                                    and runs its status fan-out off the
                                    loop (launch_job_loop.c) */
     int hb_busy;                /* a status round is under way */
+    int hb_due;                 /* a period passed during it: the next
+                                   round starts when it ends */
     int hb_sent;                /* the actor was given a node list */
     unsigned hb_gen;            /* node list generation; results of an
                                    older one are dropped */

@@ -84,7 +84,8 @@ s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
  * generation and name/endpoint pairs when the membership changed, then
  * "PING" with the generation; the actor answers "RESULT", the generation
  * and (node, code, message) triples, or "ERROR" and a sentence.  A period
- * that comes while a round is under way is skipped. */
+ * that comes while a round is under way starts the next round as soon as
+ * that one ends. */
 
 typedef struct {
     int timeout_ms;
@@ -180,19 +181,33 @@ s_heartbeat_nodes(launch_job_t *self)
     self->hb_sent = 1;
 }
 
+/* Starts a status round, or notes that one is due when one is under way
+ * (it then starts as soon as that one ends, as the blocking heartbeat's
+ * overdue timer did: a hung node's misses come one deadline apart). */
+static void
+s_heartbeat_round(launch_job_t *self)
+{
+    if (self->phase == LAUNCH_PHASE_ENDING)
+        return;
+    if (self->hb_busy) {
+        self->hb_due = 1;
+        return;
+    }
+    if (self->ac_stale || !self->hb_sent)
+        s_heartbeat_nodes(self);
+    self->hb_busy = 1;
+    self->hb_due = 0;
+    zsock_send(self->hb, "s", "PING");
+}
+
 static int
 s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
 {
     (void) loop;
     (void) timer_id;
     launch_job_t *self = arg;
-    if (self->phase == LAUNCH_PHASE_ENDING || self->hb_busy)
-        return launch_job_loop_result(self);
-    if (self->ac_stale || !self->hb_sent)
-        s_heartbeat_nodes(self);
-    self->hb_busy = 1;
-    zsock_send(self->hb, "s", "PING");
-    return 0;
+    s_heartbeat_round(self);
+    return launch_job_loop_result(self);
 }
 
 /* One node's answer in a round: 1 when it counts against the node (a
@@ -266,6 +281,8 @@ s_on_heartbeat_result(zloop_t *loop, zsock_t *sock, void *arg)
         launch_job_nodes_failed(self, lost, nl, "slurmd", lost_why);
     else if (nf)
         launch_job_nodes_failed(self, failed, nf, "heartbeat", why);
+    if (self->hb_due && !self->hb_busy)
+        s_heartbeat_round(self);
     return launch_job_loop_result(self);
 }
 
