@@ -1,5 +1,6 @@
-/* bench_restart.c - restart latency of telem_launch on a local job, and a
- * paper estimate of it at 128 and 1,024 nodes from measured per-node costs.
+/* bench_restart.c - restart latency of telem_launch on local jobs of several
+ * sizes, each step's cost per node fitted over them, and the restart
+ * extrapolated to 1,024 nodes.
  *
  * One sample is one real job: `telem_launch --local N+1 --nodes N
  * --resilient -- bench_restart_prog` (telemd and telem_dictd on every
@@ -17,11 +18,14 @@
  * restart (no back-off) at the same size.  Job start-up (launcher exec ->
  * program running everywhere) is timed on the way.
  *
- * The same is done at a second, larger size; the difference between the
- * two sizes gives each step's cost per node, and a straight line through
- * them the paper estimate.  Everything runs on one machine, so the figures
- * are the launcher's own costs (spawn, signals, the re-form's messages)
- * with every node sharing the same cores, not a network's.
+ * The same is done at every size of -n (default 4,16; 16,64,128 and
+ * more for the curve); a least-squares line through each step's p50s
+ * gives its cost per node (the fitted slope), and the line of the whole
+ * restart extrapolated to 1,024 nodes is the estimate that run.sh's
+ * FIGURE line reports, beside the restart measured at the largest size.
+ * Everything runs on one machine, so the figures are the launcher's own
+ * costs (spawn, signals, the re-form's messages) with every node sharing
+ * the same cores, not a network's.
  */
 #include "bench_common.h"
 #include "telem_proto_watch.h"
@@ -48,7 +52,10 @@
 
 extern char **environ;
 
-#define S_TARGET_MS 2000.0
+#define S_TARGET_MS 2000.0         /* one restart at any size */
+#define S_TARGET_1024_MS 1000.0    /* fitted, at 1,024 nodes */
+#define S_TARGET_256_MS 100.0      /* measured, at 256 nodes */
+#define S_SIZES_MAX 16
 #define S_WAIT_MS 60000             /* for a job to start, or restart */
 #define S_ACK_MS 10000
 
@@ -146,8 +153,8 @@ s_launch(const s_size_t *z, const char *rundir)
 {
     char launch[PATH_MAX + 32], prog[PATH_MAX + 32], local[16], active[16],
          log[PATH_MAX + 32];
-    snprintf(launch, sizeof launch, "%s/telem_launch", z->bindir);
-    snprintf(prog, sizeof prog, "%s/bench_restart_prog", z->bindir);
+    snprintf(launch, sizeof launch, "%.4000s/telem_launch", z->bindir);
+    snprintf(prog, sizeof prog, "%.4000s/bench_restart_prog", z->bindir);
     snprintf(log, sizeof log, "%s/launcher.log", rundir);
     snprintf(local, sizeof local, "%d", z->nodes + 1);
     snprintf(active, sizeof active, "%d", z->nodes);
@@ -326,57 +333,88 @@ s_measure(s_size_t *z, void *zctx)
           "daemons on N+1 nodes, form, spawn");
 }
 
-/* Cost per node of one field: the slope between the two sizes (p50s),
- * never below 0 (a negative slope is noise: nothing gets cheaper). */
-static double
-s_slope(const s_size_t *a, const s_size_t *b, size_t field)
+/* Least-squares line through the p50s of one field over the sizes:
+ * slope (ms per node) and intercept (ms). */
+static void
+s_fit(const s_size_t *z, int n, size_t field, double *slope, double *icpt)
 {
-    double d = (s_pct(b, field, 50) - s_pct(a, field, 50))
-               / (double) (b->nodes - a->nodes);
-    return d > 0 ? d : 0;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        double x = z[i].nodes, y = s_pct(&z[i], field, 50);
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    double d = n * sxx - sx * sx;
+    *slope = d > 0 ? (n * sxy - sx * sy) / d : 0;
+    *icpt = (sy - *slope * sx) / n;
 }
 
 static void
-s_estimate(const s_size_t *a, const s_size_t *b)
+s_fit_row(const s_size_t *z, int n, const char *what, size_t field,
+          const char *how)
 {
-    double stop = s_slope(a, b, S_F(stop)), ref = s_slope(a, b, S_F(reform));
-    double start = s_slope(a, b, S_F(start));
-    double up = s_slope(a, b, S_F(startup)), t0 = s_pct(a, S_F(all), 50);
-    printf("\nper-node costs (p50 at %d nodes minus p50 at %d, per node; "
-           "clamped at 0):\n", b->nodes, a->nodes);
-    printf("  stop      %7.3f ms/node   parallel: SIGTERM to every program "
-           "group in one pass, exits awaited together\n", stop);
-    printf("  re-form   %7.3f ms/shard  coordinator serial (connect + one "
-           "message per server per phase), servers parallel\n", ref);
-    printf("  start     %7.3f ms/node   serial: one posix_spawn per active "
-           "node in the launcher's loop (%.3f ms/node at %d, %.3f at %d)\n",
-           start, s_pct(a, S_F(start), 50) / a->nodes, a->nodes,
-           s_pct(b, S_F(start), 50) / b->nodes, b->nodes);
-    printf("  daemons   %7.3f ms/node   telemd + telem_dictd start-up of a "
-           "job (not in a restart: reserves already run them)\n", up);
-    printf("\npaper estimate: T(M) = T(%d) + (M - %d) * (stop + re-form + "
-           "start) = %.1f + (M - %d) * %.3f ms\n", a->nodes, a->nodes, t0,
-           a->nodes, stop + ref + start);
-    int sizes[] = { 128, 1024 };
-    for (int i = 0; i < 2; i++) {
-        double t = t0 + (sizes[i] - a->nodes) * (stop + ref + start);
-        printf("  %5d nodes: %8.1f ms  (%.2f of the %.0f ms target)\n",
-               sizes[i], t, t / S_TARGET_MS, S_TARGET_MS);
-    }
+    double slope, icpt;
+    s_fit(z, n, field, &slope, &icpt);
+    printf("  %-10s %8.3f ms/node  (+ %7.1f ms)  %s\n", what, slope, icpt,
+           how);
+}
+
+/* The per-node slopes, the extrapolation and the FIGURE lines. */
+static void
+s_estimate(const s_size_t *z, int n)
+{
+    printf("\nper-node costs: least-squares slope of the p50s over");
+    for (int i = 0; i < n; i++)
+        printf("%s%d", i ? "," : " ", z[i].nodes);
+    printf(" active nodes:\n");
+    s_fit_row(z, n, "stop", S_F(stop), "SIGTERM to every program group in "
+              "one pass, exits awaited together");
+    s_fit_row(z, n, "re-form", S_F(reform), "every phase sent to all servers "
+              "at once, replies gathered");
+    s_fit_row(z, n, "start", S_F(start), "the program spawned on every "
+              "active node");
+    s_fit_row(z, n, "restart", S_F(all), "request -> program running "
+              "everywhere");
+    s_fit_row(z, n, "start-up", S_F(startup), "a job's start: daemons on "
+              "N+1 nodes, form, spawn");
+    double slope, icpt;
+    s_fit(z, n, S_F(all), &slope, &icpt);
+    printf("\nextrapolated: T(M) = %.1f + M * %.3f ms\n", icpt, slope);
+    int sizes[] = { 128, 256, 1024 };
+    for (int i = 0; i < 3; i++)
+        printf("  %5d nodes: %8.1f ms\n", sizes[i], icpt + slope * sizes[i]);
+    double t1024 = icpt + slope * 1024;
+    const s_size_t *big = &z[n - 1];
+    double tbig = s_pct(big, S_F(all), 50);
+    /* The measured target is for 256 nodes; a smaller run that misses it
+       misses it, one that meets it proves nothing about 256. */
+    const char *met = tbig > S_TARGET_256_MS ? "missed"
+                      : big->nodes >= 256 ? "met" : "-";
+    printf("FIGURE\trestart at 1,024 nodes, fitted slope\t<= %.0f ms\t"
+           "%.0f ms\t%.3f ms/node over %d-%d nodes\t%.2f of target\t%s\n",
+           S_TARGET_1024_MS, t1024, slope, z[0].nodes, big->nodes,
+           t1024 / S_TARGET_1024_MS,
+           t1024 <= S_TARGET_1024_MS ? "met" : "missed");
+    printf("FIGURE\trestart at %d local nodes, measured p50\t<= %.0f ms at "
+           "256 nodes\t%.1f ms\tmax %.1f ms\t%.2f of target\t%s\n",
+           big->nodes, S_TARGET_256_MS, tbig, s_pct(big, S_F(all), 100),
+           tbig / S_TARGET_256_MS, met);
 }
 
 static void
 s_usage(FILE *f)
 {
-    fprintf(f, "usage: bench_restart [-s SAMPLES] [-n NODES] [-b NODES] "
-            "[-B SAMPLES]\n"
+    fprintf(f, "usage: bench_restart [-n SIZES] [-s SAMPLES] [-B SAMPLES]\n"
             "Restart latency of telem_launch on local jobs (see the comment "
             "of bench_restart.c).\n"
-            "  -s SAMPLES  restarts at the main size (default 10)\n"
-            "  -n NODES    active nodes of the main size (default 4)\n"
-            "  -b NODES    active nodes of the larger size (default 12)\n"
-            "  -B SAMPLES  restarts at the larger size (default 5)\n"
-            "  -h, --help  this text\n");
+            "  -n SIZES    active node counts, comma-separated, increasing "
+            "(default 4,16; at most %d sizes, each 1..1024)\n"
+            "  -s SAMPLES  restarts at the first size (default 10)\n"
+            "  -B SAMPLES  restarts at each larger size (default 5)\n"
+            "  -b NODES    adds one larger size (the old two-size form)\n"
+            "  -h, --help  this text\n", S_SIZES_MAX);
 }
 
 static int
@@ -393,47 +431,86 @@ s_int_arg(const char *arg, int lo, int hi, const char *what)
     return (int) v;
 }
 
+/* Parses "4,16,64" into z[].nodes; returns the count (exits 2 if bad). */
+static int
+s_sizes_arg(const char *arg, s_size_t *z)
+{
+    char copy[256], *save = NULL;
+    snprintf(copy, sizeof copy, "%s", arg);
+    int n = 0;
+    for (char *w = strtok_r(copy, ",", &save); w;
+         w = strtok_r(NULL, ",", &save)) {
+        if (n == S_SIZES_MAX) {
+            fprintf(stderr, "bench_restart: at most %d sizes\n", S_SIZES_MAX);
+            exit(2);
+        }
+        z[n].nodes = s_int_arg(w, 1, 1024, "each size of -n");
+        if (n && z[n].nodes <= z[n - 1].nodes) {
+            fprintf(stderr, "bench_restart: -n sizes must increase\n");
+            exit(2);
+        }
+        n++;
+    }
+    if (n == 0) {
+        fprintf(stderr, "bench_restart: -n needs at least one size\n");
+        exit(2);
+    }
+    return n;
+}
+
 int
 main(int argc, char **argv)
 {
-    s_size_t a = { .nodes = 4, .samples = 10 }, b = { .nodes = 12,
-                                                      .samples = 5 };
+    s_size_t z[S_SIZES_MAX + 1] = { { .nodes = 4 }, { .nodes = 16 } };
+    int n = 2, first_samples = 10, more_samples = 5, extra = 0, sized = 0;
     static const struct option longs[] = { { "help", 0, NULL, 'h' },
                                            { NULL, 0, NULL, 0 } };
     int opt;
     while ((opt = getopt_long(argc, argv, "s:n:b:B:h", longs, NULL)) != -1) {
         switch (opt) {
-        case 's': a.samples = s_int_arg(optarg, 1, 1000, "-s"); break;
-        case 'n': a.nodes = s_int_arg(optarg, 1, 256, "-n"); break;
-        case 'b': b.nodes = s_int_arg(optarg, 2, 256, "-b"); break;
-        case 'B': b.samples = s_int_arg(optarg, 1, 1000, "-B"); break;
+        case 's': first_samples = s_int_arg(optarg, 1, 1000, "-s"); break;
+        case 'n': n = s_sizes_arg(optarg, z); sized = 1; break;
+        case 'b': extra = s_int_arg(optarg, 2, 1024, "-b"); break;
+        case 'B': more_samples = s_int_arg(optarg, 1, 1000, "-B"); break;
         case 'h': s_usage(stdout); return 0;
         default: s_usage(stderr); return 2;
         }
     }
-    if (optind < argc || b.nodes <= a.nodes) {
+    if (extra) {            /* -n 4 -b 12: the two sizes */
+        n = sized ? n : 1;
+        z[n++].nodes = extra;
+    }
+    if (optind < argc || (n > 1 && z[n - 1].nodes <= z[n - 2].nodes)) {
         fprintf(stderr, "bench_restart: %s\n", optind < argc
-                ? "takes no operands" : "-b must be larger than -n");
+                ? "takes no operands" : "sizes must increase");
         return 2;
     }
-    ssize_t len = readlink("/proc/self/exe", a.bindir, sizeof a.bindir - 1);
+    if (n < 2) {
+        fprintf(stderr, "bench_restart: a slope needs two sizes or more\n");
+        return 2;
+    }
+    char bindir[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", bindir, sizeof bindir - 1);
     if (len <= 0)
         bench_die("bench_restart", "readlink /proc/self/exe failed");
-    a.bindir[len] = '\0';
-    *strrchr(a.bindir, '/') = '\0';
-    memcpy(b.bindir, a.bindir, sizeof a.bindir);
+    bindir[len] = '\0';
+    *strrchr(bindir, '/') = '\0';
     signal(SIGPIPE, SIG_IGN);
     void *zctx = zmq_ctx_new();
     bench_print_machine("bench_restart");
-    s_measure(&a, zctx);
-    double p50 = s_pct(&a, S_F(all), 50), max = s_pct(&a, S_F(all), 100);
-    printf("  target <= %.0f ms: p50 %.3f of it, max %.3f  %s\n", S_TARGET_MS,
-           p50 / S_TARGET_MS, max / S_TARGET_MS,
-           bench_verdict(max <= S_TARGET_MS));
-    s_measure(&b, zctx);
-    s_estimate(&a, &b);
+    for (int i = 0; i < n; i++) {
+        memcpy(z[i].bindir, bindir, sizeof bindir);
+        z[i].samples = i ? more_samples : first_samples;
+        s_measure(&z[i], zctx);
+        double p50 = s_pct(&z[i], S_F(all), 50);
+        double max = s_pct(&z[i], S_F(all), 100);
+        printf("  target <= %.0f ms: p50 %.3f of it, max %.3f  %s\n",
+               S_TARGET_MS, p50 / S_TARGET_MS, max / S_TARGET_MS,
+               bench_verdict(max <= S_TARGET_MS));
+    }
+    s_estimate(z, n);
     zmq_ctx_term(zctx);
-    free(a.s);
-    free(b.s);
+    for (int i = 0; i < n; i++)
+        free(z[i].s);
     return 0;
 }

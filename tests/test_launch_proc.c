@@ -1,7 +1,7 @@
 /* test_launch_proc.c - unit tests for the launcher's process helpers and
  * node sources: environments, word splitting with {node}, the commands
- * each source builds, posix_spawn into a process group and signals to the
- * whole group, and capturing a helper command's output.
+ * each source builds, posix_spawn into a process group (one at a time and
+ * many at once) and signals to the whole group, and capturing a helper command's output.
  */
 #include <errno.h>
 #include <signal.h>
@@ -156,6 +156,41 @@ test_capture(void)
     CHECK(launch_proc_run_capture(bad, buf, sizeof buf) == TELEM_EIO);
 }
 
+/* 40 processes at once (several spawner threads), one of them a program
+ * that does not exist: every other one runs, with its own argument, and
+ * the bad one alone fails with ENOENT. */
+static void
+test_spawn_many(void)
+{
+    enum { N = 40 };
+    launch_proc_spawn_t s[N];
+    char code[N][8];
+    char *argv[N][4];
+    pid_t pids[N];
+    int rcs[N], errs[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(code[i], sizeof code[i], "exit %d", i);
+        argv[i][0] = i == 7 ? "/nonexistent/telem-nope" : "/bin/sh";
+        argv[i][1] = "-c";
+        argv[i][2] = code[i];
+        argv[i][3] = NULL;
+        s[i] = (launch_proc_spawn_t) { argv[i], NULL, -1, -1, -1 };
+    }
+    CHECK(launch_proc_spawn_many(s, N, pids, rcs, errs) == 1);
+    for (int i = 0; i < N; i++) {
+        if (i == 7) {
+            CHECK(rcs[i] == TELEM_EIO && errs[i] == ENOENT);
+            continue;
+        }
+        CHECK(rcs[i] == 0 && errs[i] == 0);
+        CHECK(getpgid(pids[i]) == pids[i]);     /* a zombie still has it */
+        int status = -1;
+        CHECK(waitpid(pids[i], &status, 0) == pids[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == i);
+    }
+    CHECK(launch_proc_spawn_many(s, 0, pids, rcs, errs) == 0);
+}
+
 int
 main(void)
 {
@@ -163,6 +198,7 @@ main(void)
     test_split();
     test_sources();
     test_spawn_group();
+    test_spawn_many();
     test_capture();
     return check_report("test_launch_proc");
 }

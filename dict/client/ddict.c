@@ -98,6 +98,7 @@ ddict_close(ddict_t **self_p)
         return;
     ddict_t *self = *self_p;
     dc_nodes_free(self);
+    dc_reform_forget(self);
     dc_ctx_release(&self->zctx);
     ddict_map_destroy(&self->map);
     telem_proto_encoder_destroy(&self->enc);

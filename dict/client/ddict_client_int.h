@@ -46,6 +46,9 @@ struct ddict {
     uint64_t epoch;
     dc_node_t *nodes;              /* in map order */
     int nnodes;
+    dc_node_t *rf;                 /* the re-form coordinator's sockets,
+                                      kept for the next re-form */
+    int nrf;
     telem_proto_encoder_t *enc;
     telem_proto_decoder_t *dec;
     uint64_t next_id;
@@ -81,8 +84,22 @@ int dc_batch_add_into(ddict_batch_t *b, const void *key, size_t klen,
  * map until the deadline.  0 or TELEM_ETIMEDOUT / TELEM_ENOMEM. */
 int dc_exec(ddict_t *self, ddict_batch_t *b, const char *ns);
 
+/* ddict_reform.c: closes the sockets the re-form coordinator kept. */
+void dc_reform_forget(ddict_t *self);
+
 /* ddict_conn.c: asks servers for the current map and installs it. */
 int dc_refresh(ddict_t *self, int64_t deadline);
+
+/* Installs the map of names[0..n) with `replicas` (0: default) at
+ * `epoch`, the node endpoints from eps (NULL: looked up in the node
+ * file, one read per node).  0 or TELEM_ENOMEM / TELEM_EINVAL. */
+int dc_install(ddict_t *self, const char *const *names, int n, int replicas,
+               uint64_t epoch, const char (*eps)[TELEM_PATH_MAX]);
+
+/* Sends HELLO on the n open sockets (again every little while) and
+ * installs the map of the first server that serves; the same results as
+ * dc_refresh, on sockets the caller holds. */
+int dc_hello_first(ddict_t *self, void **socks, int n, int64_t deadline);
 
 /* The libzmq context the open handles share, with one more user; NULL:
  * no memory.  Thread-safe. */

@@ -118,30 +118,41 @@ dc_nodes_free(ddict_t *self)
     self->nnodes = 0;
 }
 
-/* Installs the map of a HELLO reply. */
-static int
-s_install(ddict_t *self, const telem_dict_admin_rep_t *r)
+int
+dc_install(ddict_t *self, const char *const *names, int n, int replicas,
+           uint64_t epoch, const char (*eps)[TELEM_PATH_MAX])
 {
-    ddict_map_t *map = ddict_map_new(r->nodes, (int) r->nnodes, r->replicas,
-                                     NULL);
-    dc_node_t *nodes = calloc(r->nnodes ? r->nnodes : 1, sizeof *nodes);
+    ddict_map_t *map = ddict_map_new(names, n, replicas, NULL);
+    dc_node_t *nodes = calloc(n > 0 ? (size_t) n : 1, sizeof *nodes);
     if (!map || !nodes) {
         ddict_map_destroy(&map);
         free(nodes);
         return TELEM_ENOMEM;
     }
     dc_nodes_free(self);
-    for (uint32_t i = 0; i < r->nnodes; i++) {
-        snprintf(nodes[i].name, sizeof nodes[i].name, "%s", r->nodes[i]);
-        dc_lookup(self, nodes[i].name, nodes[i].endpoint,
-                  sizeof nodes[i].endpoint);
+    for (int i = 0; i < n; i++) {
+        snprintf(nodes[i].name, sizeof nodes[i].name, "%s", names[i]);
+        if (eps)
+            snprintf(nodes[i].endpoint, sizeof nodes[i].endpoint, "%s",
+                     eps[i]);
+        else
+            dc_lookup(self, nodes[i].name, nodes[i].endpoint,
+                      sizeof nodes[i].endpoint);
     }
     ddict_map_destroy(&self->map);
     self->map = map;
     self->nodes = nodes;
-    self->nnodes = (int) r->nnodes;
-    self->epoch = r->epoch;
+    self->nnodes = n;
+    self->epoch = epoch;
     return 0;
+}
+
+/* Installs the map of a HELLO reply. */
+static int
+s_install(ddict_t *self, const telem_dict_admin_rep_t *r)
+{
+    return dc_install(self, r->nodes, (int) r->nnodes, r->replicas, r->epoch,
+                      NULL);
 }
 
 void *
@@ -263,20 +274,10 @@ s_connect_all(ddict_t *self, FILE *f, void **socks)
 }
 
 int
-dc_refresh(ddict_t *self, int64_t deadline)
+dc_hello_first(ddict_t *self, void **socks, int n, int64_t deadline)
 {
-    /* Ask every server in the node file; install the first map from a
-       server that is not re-forming. */
-    FILE *f = fopen(self->nodefile, "r");
-    if (!f)
-        return TELEM_ENOTFOUND;
-    flock(fileno(f), LOCK_SH);
-    void **socks = calloc(DDICT_NODES_MAX, sizeof *socks);
-    zmq_pollitem_t *items = calloc(DDICT_NODES_MAX, sizeof *items);
-    int n = socks && items ? s_connect_all(self, f, socks) : 0;
-    fclose(f);
-    int rc = !socks || !items ? TELEM_ENOMEM
-             : n ? TELEM_ETIMEDOUT : TELEM_ENOTFOUND;
+    zmq_pollitem_t *items = calloc(n > 0 ? (size_t) n : 1, sizeof *items);
+    int rc = !items ? TELEM_ENOMEM : n ? TELEM_ETIMEDOUT : TELEM_ENOTFOUND;
     while (n && rc == TELEM_ETIMEDOUT) {
         telem_dict_admin_t m = { ++self->next_id, TELEM_DADM_HELLO, 0, 0, 0,
                                  NULL, 0 };
@@ -295,9 +296,25 @@ dc_refresh(ddict_t *self, int64_t deadline)
         if (telem_mono_ns() >= deadline)
             break;
     }
+    free(items);
+    return rc;
+}
+
+int
+dc_refresh(ddict_t *self, int64_t deadline)
+{
+    /* Ask every server in the node file; install the first map from a
+       server that is not re-forming. */
+    FILE *f = fopen(self->nodefile, "r");
+    if (!f)
+        return TELEM_ENOTFOUND;
+    flock(fileno(f), LOCK_SH);
+    void **socks = calloc(DDICT_NODES_MAX, sizeof *socks);
+    int n = socks ? s_connect_all(self, f, socks) : 0;
+    fclose(f);
+    int rc = !socks ? TELEM_ENOMEM : dc_hello_first(self, socks, n, deadline);
     for (int i = 0; i < n; i++)
         dc_close(&socks[i]);
     free(socks);
-    free(items);
     return rc;
 }

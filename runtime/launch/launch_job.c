@@ -173,27 +173,17 @@ s_restart_line(launch_job_t *self, const char *verdict)
 static void
 s_start_programs(launch_job_t *self)
 {
-    size_t first = self->n;
-    for (size_t i = 0; i < self->n; i++) {
-        if (launch_state_node(self->state, i) != LAUNCH_NODE_ACTIVE)
-            continue;
-        first = first < i ? first : i;
-        launch_argv_t kv = { 0 };
-        launch_env_t *env = launch_job_env(self, i, LAUNCH_ROLE_PROGRAM, &kv);
-        self->nodes[i].done = 0;
-        self->nodes[i].program =
-            env ? launch_job_spawn(self, i, LAUNCH_ROLE_PROGRAM,
-                                   self->cfg.program,
-                                   env, (const char *const *) kv.v)
-                : NULL;
-        launch_env_destroy(&env);
-        launch_argv_clear(&kv);
-        if (!self->nodes[i].program) {
-            launch_job_end(self, LAUNCH_EXIT_PROGRAM,
-                           "the program could not be "
-                       "started");
-            return;
-        }
+    size_t *idx = calloc(self->n ? self->n : 1, sizeof *idx), n = 0;
+    for (size_t i = 0; idx && i < self->n; i++)
+        if (launch_state_node(self->state, i) == LAUNCH_NODE_ACTIVE)
+            idx[n++] = i;
+    size_t started = idx ? launch_job_spawn_programs(self, idx, n) : 0;
+    size_t first = n ? idx[0] : self->n;
+    free(idx);
+    if (started < n || !n) {
+        launch_job_end(self, LAUNCH_EXIT_PROGRAM,
+                       "the program could not be started");
+        return;
     }
     launch_job_start_observers(self, first);
     self->phase = LAUNCH_PHASE_RUNNING;

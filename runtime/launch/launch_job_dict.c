@@ -10,10 +10,14 @@
  * TELEM_DICT_NODEFILE) where that file is.
  *
  * A re-form goes through the client library (ddict_reform()), which runs
- * its three phases against every listed server with one deadline.  It is
- * a blocking call on the launcher's loop: the loop has nothing else to do
- * at that point of a restart (the program is stopped everywhere), and the
- * deadline bounds it.
+ * its three phases against every listed server with one deadline, each
+ * phase sent to all of them at once.  It is a blocking call on the
+ * launcher's loop: the loop has nothing else to do at that point of a
+ * restart (the program is stopped everywhere), and the deadline bounds
+ * it.  The handle is opened at the first re-form and kept for the job, so
+ * that later re-forms reuse its connections to the servers (ZeroMQ
+ * reconnects to a server that restarted at the same endpoint; one whose
+ * endpoint changed is connected anew).
  */
 #include "launch_job_int.h"
 
@@ -52,17 +56,22 @@ launch_job_dict_reform(launch_job_t *self, char *why, size_t why_size)
         if (launch_state_node(self->state, i) != LAUNCH_NODE_DOWN)
             names[n++] = launch_state_name(self->state, i);
     int rc = 0;
-    ddict_t *d = n ? ddict_open(self->dict_nodefile, NULL, S_REFORM_MS, &rc)
-                   : NULL;
-    if (d)
-        rc = ddict_reform(d, names, n, 0);
+    if (n && !self->dd)
+        self->dd = ddict_open(self->dict_nodefile, NULL, S_REFORM_MS, &rc);
+    if (self->dd)
+        rc = ddict_reform(self->dd, names, n, 0);
     if (rc)
         snprintf(why, why_size, "re-form on %d node(s): %s", n,
                  telem_strerror(rc));
-    else if (d)
+    else if (self->dd)
         telem_log(TELEM_LOG_DEBUG, "dictionary re-formed on %d node(s), "
-                  "epoch %llu", n, (unsigned long long) ddict_epoch(d));
-    ddict_close(&d);
+                  "epoch %llu", n, (unsigned long long) ddict_epoch(self->dd));
     free(names);
     return rc;
+}
+
+void
+launch_job_dict_close(launch_job_t *self)
+{
+    ddict_close(&self->dd);
 }

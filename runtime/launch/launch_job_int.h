@@ -36,6 +36,8 @@
 #include "telem_proto.h"
 #include "telem_zap.h"
 
+struct ddict;
+
 typedef enum {
     LAUNCH_ROLE_TELEMD = 0,
     LAUNCH_ROLE_DICTD = 1,
@@ -139,8 +141,17 @@ struct launch_job {
     zsock_t *restart_sock;
     telem_proto_encoder_t *enc;
     telem_proto_decoder_t *dec;
-    ac_t *ac;                   /* heartbeat client for `ac_nodes` */
-    int ac_stale;               /* membership changed since ac was made */
+    zactor_t *hb;               /* the heartbeat: owns the analysis client
+                                   and runs its status fan-out off the
+                                   loop (launch_job_loop.c) */
+    int hb_busy;                /* a status round is under way */
+    int hb_due;                 /* a period passed during it: the next
+                                   round starts when it ends */
+    int hb_sent;                /* the actor was given a node list */
+    unsigned hb_gen;            /* node list generation; results of an
+                                   older one are dropped */
+    int ac_stale;               /* membership changed since the list was
+                                   given */
     int sigfd;
     int lock_fd;
     launch_job_phase_t phase;
@@ -149,6 +160,9 @@ struct launch_job {
     int runs;                   /* times the program was started */
     int dict;                   /* telem_dictd runs on every node */
     int dict_formed;            /* the first map was formed */
+    struct ddict *dd;           /* the re-form coordinator's handle, kept
+                                   for the job: its sockets to the servers
+                                   stay connected between re-forms */
     launch_job_restart_t rs;
     FILE *restart_log;
     FILE *daemon_log;           /* launch/daemons.log */
@@ -215,6 +229,13 @@ launch_job_proc_t *launch_job_spawn(launch_job_t *self, size_t node,
                                     const char *const *argv,
                                     const launch_env_t *env,
                                     const char *const *telem_kv);
+
+/* Starts the program on nodes idx[0..n) at once (launch_proc_spawn_many)
+ * with launch_job_env()'s environment for each, and sets each node's
+ * `program` (NULL where it could not be started: logged).  Returns how
+ * many started. */
+size_t launch_job_spawn_programs(launch_job_t *self, const size_t *idx,
+                                 size_t n);
 
 /* The address node i's telemd and telem_dictd bind: --bind, else the
  * node's own address from the source (Slurm's NodeAddr), else NULL (their
@@ -377,6 +398,9 @@ launch_env_t *launch_job_env(const launch_job_t *self, size_t i,
  * at most that deadline.  Returns 0 (also when the job has no
  * dictionary) or a negative error with a sentence in `why`. */
 int launch_job_dict_reform(launch_job_t *self, char *why, size_t why_size);
+
+/* Closes the handle the re-forms keep (launch_job_destroy). */
+void launch_job_dict_close(launch_job_t *self);
 
 /* Whether node i is ready for the program to start: its telemd (active
  * nodes) and its telem_dictd (every node not DOWN, when the job uses the

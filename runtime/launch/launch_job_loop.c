@@ -6,8 +6,8 @@
  * that exits or a Ctrl-C is an ordinary event, never a handler racing the
  * loop.  The heartbeat asks every ready telemd for its status through the
  * analysis client, with one deadline for all nodes, so one hung node costs
- * one deadline per period and is named in the result.  Restart requests
- * are read in launch_job_req.c.
+ * one deadline per period and is named in the result; the fan-out runs in
+ * an actor, off the loop.  Restart requests are read in launch_job_req.c.
  */
 #include "launch_job_int.h"
 
@@ -76,30 +76,128 @@ s_on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 
 /* ---- heartbeat --------------------------------------------------------- */
 
-/* Reconnects the analysis client to the nodes whose telemd is ready. */
-static int
-s_heartbeat_connect(launch_job_t *self)
+/* The heartbeat's status fan-out (ac_status(), one deadline for every
+ * node) runs in an actor that owns the analysis client, so the loop never
+ * blocks on it: a restart request or a child's exit that arrives during a
+ * round is handled at once, and a round that waits out its deadline for
+ * a hung node delays nothing else.  The loop sends "NODES" with the
+ * generation and name/endpoint pairs when the membership changed, then
+ * "PING" with the generation; the actor answers "RESULT", the generation
+ * and (node, code, message) triples, or "ERROR" and a sentence.  A period
+ * that comes while a round is under way starts the next round as soon as
+ * that one ends. */
+
+typedef struct {
+    int timeout_ms;
+    ac_t *ac;
+    unsigned gen;
+} s_hb_t;
+
+static void
+s_hb_nodes(s_hb_t *h, zmsg_t *m, zsock_t *pipe)
 {
-    const char *names[self->n ? self->n : 1], *eps[self->n ? self->n : 1];
-    size_t k = 0;
+    ac_close(&h->ac);
+    char *gen = zmsg_popstr(m);
+    h->gen = gen ? (unsigned) strtoul(gen, NULL, 10) : 0;
+    free(gen);
+    size_t k = zmsg_size(m) / 2;
+    if (k == 0)
+        return;
+    const char **names = calloc(k, sizeof *names), **eps = calloc(k,
+                                                                  sizeof *eps);
+    for (size_t i = 0; names && eps && i < k; i++) {
+        names[i] = zmsg_popstr(m);
+        eps[i] = zmsg_popstr(m);
+    }
+    int err = TELEM_ENOMEM;
+    if (names && eps)
+        h->ac = ac_connect_nodes(names, eps, k, h->timeout_ms, &err);
+    if (!h->ac)
+        zsock_send(pipe, "ss", "ERROR", telem_strerror(err));
+    for (size_t i = 0; names && eps && i < k; i++) {
+        free((char *) names[i]);
+        free((char *) eps[i]);
+    }
+    free(names);
+    free(eps);
+}
+
+static void
+s_hb_ping(s_hb_t *h, zsock_t *pipe)
+{
+    zmsg_t *out = zmsg_new();
+    zmsg_addstr(out, "RESULT");
+    zmsg_addstrf(out, "%u", h->gen);
+    ac_status_result_t *r = NULL;
+    if (h->ac)
+        ac_status(h->ac, &r);
+    for (size_t j = 0; r && j < ac_status_result_count(r); j++) {
+        zmsg_addstr(out, ac_status_result_node(r, j));
+        zmsg_addstrf(out, "%d", ac_status_result_code(r, j));
+        zmsg_addstr(out, ac_status_result_message(r, j));
+    }
+    ac_status_result_destroy(&r);
+    zmsg_send(&out, pipe);
+}
+
+static void
+s_hb_actor(zsock_t *pipe, void *arg)
+{
+    s_hb_t h = { *(const int *) arg, NULL, 0 };
+    zsock_signal(pipe, 0);
+    for (zmsg_t *m; (m = zmsg_recv(pipe)) != NULL; zmsg_destroy(&m)) {
+        char *cmd = zmsg_popstr(m);
+        int term = !cmd || strcmp(cmd, "$TERM") == 0;
+        if (!term && strcmp(cmd, "NODES") == 0)
+            s_hb_nodes(&h, m, pipe);
+        else if (!term && strcmp(cmd, "PING") == 0)
+            s_hb_ping(&h, pipe);
+        free(cmd);
+        if (term) {
+            zmsg_destroy(&m);
+            break;
+        }
+    }
+    ac_close(&h.ac);
+}
+
+/* Gives the actor the nodes whose telemd is ready. */
+static void
+s_heartbeat_nodes(launch_job_t *self)
+{
+    zmsg_t *m = zmsg_new();
+    self->hb_gen++;
+    zmsg_addstr(m, "NODES");
+    zmsg_addstrf(m, "%u", self->hb_gen);
     for (size_t i = 0; i < self->n; i++)
         if (launch_state_node(self->state, i) != LAUNCH_NODE_DOWN
             && self->nodes[i].ready && self->nodes[i].telemd
             && *self->nodes[i].endpoint) {
-            names[k] = launch_state_name(self->state, i);
-            eps[k++] = self->nodes[i].endpoint;
+            zmsg_addstr(m, launch_state_name(self->state, i));
+            zmsg_addstr(m, self->nodes[i].endpoint);
         }
-    ac_close(&self->ac);
+    zmsg_send(&m, self->hb);
     self->ac_stale = 0;
-    if (k == 0)
-        return 0;
-    int err = 0;
-    int ms = (int) (self->cfg.heartbeat_timeout_ns / TELEM_NS_PER_MS);
-    self->ac = ac_connect_nodes(names, eps, k, ms > 0 ? ms : 1, &err);
-    if (!self->ac)
-        telem_log(TELEM_LOG_ERROR, "heartbeat: cannot connect: %s",
-                  telem_strerror(err));
-    return self->ac ? 0 : err;
+    self->hb_sent = 1;
+}
+
+/* Starts a status round, or notes that one is due when one is under way
+ * (it then starts as soon as that one ends, as the blocking heartbeat's
+ * overdue timer did: a hung node's misses come one deadline apart). */
+static void
+s_heartbeat_round(launch_job_t *self)
+{
+    if (self->phase == LAUNCH_PHASE_ENDING)
+        return;
+    if (self->hb_busy) {
+        self->hb_due = 1;
+        return;
+    }
+    if (self->ac_stale || !self->hb_sent)
+        s_heartbeat_nodes(self);
+    self->hb_busy = 1;
+    self->hb_due = 0;
+    zsock_send(self->hb, "s", "PING");
 }
 
 static int
@@ -108,48 +206,83 @@ s_on_heartbeat(zloop_t *loop, int timer_id, void *arg)
     (void) loop;
     (void) timer_id;
     launch_job_t *self = arg;
-    if (self->phase == LAUNCH_PHASE_ENDING)
-        return launch_job_loop_result(self);
-    if ((self->ac_stale || !self->ac) && s_heartbeat_connect(self))
+    s_heartbeat_round(self);
+    return launch_job_loop_result(self);
+}
+
+/* One node's answer in a round: 1 when it counts against the node (a
+ * miss that reached the limit: appended to why), 2 when telemd said its
+ * node is lost (appended to lost_why), else 0. */
+static int
+s_heartbeat_one(launch_job_t *self, size_t i, int code, const char *node,
+                const char *msg, char *why, char *lost_why, size_t size)
+{
+    launch_job_node_t *nd = &self->nodes[i];
+    if (code == 0) {
+        nd->misses = 0;
         return 0;
-    ac_status_result_t *r = NULL;
-    if (!self->ac || (ac_status(self->ac, &r), !r))
+    }
+    if (code == TELEM_ESTATE) {
+        /* telemd's own word that its node is lost (its slurmd is gone):
+           no need to wait for more misses. */
+        size_t len = strlen(lost_why);
+        snprintf(lost_why + len, size - len, "%s%s: %s", len ? "; " : "",
+                 node, msg);
+        return 2;
+    }
+    if (++nd->misses < self->cfg.heartbeat_misses)
         return 0;
+    size_t len = strlen(why);
+    snprintf(why + len, size - len, "%s%s: telemd missed %d status requests "
+             "in a row (deadline %.3f s): %s", len ? "; " : "", node,
+             nd->misses, (double) self->cfg.heartbeat_timeout_ns / 1e9, msg);
+    return 1;
+}
+
+/* The actor's answer: a round's results, or why it could not connect. */
+static int
+s_on_heartbeat_result(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    (void) loop;
+    launch_job_t *self = arg;
+    zmsg_t *m = zmsg_recv(sock);
+    char *kind = m ? zmsg_popstr(m) : NULL, *gen = m ? zmsg_popstr(m) : NULL;
+    if (kind && strcmp(kind, "ERROR") == 0)
+        telem_log(TELEM_LOG_ERROR, "heartbeat: cannot connect: %s",
+                  gen ? gen : "?");
+    int current = kind && strcmp(kind, "RESULT") == 0 && gen
+                  && strtoul(gen, NULL, 10) == self->hb_gen;
+    if (kind && strcmp(kind, "RESULT") == 0)
+        self->hb_busy = 0;
     size_t failed[self->n ? self->n : 1], nf = 0;
     size_t lost[self->n ? self->n : 1], nl = 0;
     char why[1024] = "", lost_why[1024] = "";
-    for (size_t j = 0; j < ac_status_result_count(r); j++) {
-        long i = launch_state_find(self->state, ac_status_result_node(r, j));
-        if (i < 0 || launch_state_node(self->state,
-                                       (size_t) i) == LAUNCH_NODE_DOWN)
-            continue;
-        launch_job_node_t *nd = &self->nodes[i];
-        int code = ac_status_result_code(r, j);
-        if (code == 0) {
-            nd->misses = 0;
-        } else if (code == TELEM_ESTATE) {
-            /* telemd's own word that its node is lost (its slurmd is
-               gone): no need to wait for more misses. */
-            size_t len = strlen(lost_why);
-            snprintf(lost_why + len, sizeof lost_why - len, "%s%s: %s",
-                     len ? "; " : "", ac_status_result_node(r, j),
-                     ac_status_result_message(r, j));
-            lost[nl++] = (size_t) i;
-        } else if (++nd->misses >= self->cfg.heartbeat_misses) {
-            size_t len = strlen(why);
-            snprintf(why + len, sizeof why - len, "%s%s: telemd missed %d "
-                     "status requests in a row (deadline %.3f s): %s",
-                     len ? "; " : "", ac_status_result_node(r, j), nd->misses,
-                     (double) self->cfg.heartbeat_timeout_ns / 1e9,
-                     ac_status_result_message(r, j));
+    while (current && self->phase != LAUNCH_PHASE_ENDING
+           && zmsg_size(m) >= 3) {
+        char *node = zmsg_popstr(m), *code = zmsg_popstr(m);
+        char *msg = zmsg_popstr(m);
+        long i = launch_state_find(self->state, node);
+        int v = i < 0 || launch_state_node(self->state, (size_t) i)
+                         == LAUNCH_NODE_DOWN ? 0
+                : s_heartbeat_one(self, (size_t) i, atoi(code), node, msg,
+                                  why, lost_why, sizeof why);
+        if (v == 1)
             failed[nf++] = (size_t) i;
-        }
+        else if (v == 2)
+            lost[nl++] = (size_t) i;
+        free(node);
+        free(code);
+        free(msg);
     }
-    ac_status_result_destroy(&r);
+    free(kind);
+    free(gen);
+    zmsg_destroy(&m);
     if (nl)
         launch_job_nodes_failed(self, lost, nl, "slurmd", lost_why);
     else if (nf)
         launch_job_nodes_failed(self, failed, nf, "heartbeat", why);
+    if (self->hb_due && !self->hb_busy)
+        s_heartbeat_round(self);
     return launch_job_loop_result(self);
 }
 
@@ -309,7 +442,17 @@ s_setup(launch_job_t *self, char *why, size_t why_size)
         snprintf(why, why_size, "cannot set up signals: %s", strerror(errno));
         return rc;
     }
-    return s_sockets(self, why, why_size);
+    if ((rc = s_sockets(self, why, why_size)) != 0)
+        return rc;
+    /* After the signals are blocked: the actor's thread inherits the mask. */
+    int ms = (int) (self->cfg.heartbeat_timeout_ns / TELEM_NS_PER_MS);
+    ms = ms > 0 ? ms : 1;
+    if (self->cfg.heartbeat_ns > 0 && !(self->hb = zactor_new(s_hb_actor,
+                                                              &ms))) {
+        snprintf(why, why_size, "%s", "cannot start the heartbeat's thread");
+        return TELEM_ENOMEM;
+    }
+    return 0;
 }
 
 launch_job_t *
@@ -354,6 +497,9 @@ launch_job_run(launch_job_t *self)
     zloop_poller(self->loop, &item, s_on_signal, self);
     zloop_reader(self->loop, self->restart_sock, launch_job_on_request, self);
     if (self->cfg.heartbeat_ns > 0)
+        zloop_reader(self->loop, zactor_sock(self->hb),
+                     s_on_heartbeat_result, self);
+    if (self->cfg.heartbeat_ns > 0)
         zloop_timer(self->loop,
                     (size_t) (self->cfg.heartbeat_ns / TELEM_NS_PER_MS) + 1, 0,
                     s_on_heartbeat, self);
@@ -384,7 +530,8 @@ launch_job_destroy(launch_job_t **self_p)
     }
     free(self->procs);
     launch_job_files_close(self);
-    ac_close(&self->ac);
+    launch_job_dict_close(self);
+    zactor_destroy(&self->hb);
     zloop_destroy(&self->loop);
     zsock_destroy(&self->restart_sock);
     launch_job_keys_close(self);

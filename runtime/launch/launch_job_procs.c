@@ -183,6 +183,89 @@ fail_spawned:
     return NULL;
 }
 
+/* What the program's start keeps per node until its spawn is done. */
+typedef struct {
+    launch_argv_t kv, cmd;
+    launch_env_t *env;
+} s_prog_t;
+
+/* Builds node i's environment and command into *g and its spawn into *s;
+ * 0 or an error. */
+static int
+s_prog_prepare(launch_job_t *self, size_t i, s_prog_t *g,
+               launch_proc_spawn_t *s)
+{
+    g->env = launch_job_env(self, i, LAUNCH_ROLE_PROGRAM, &g->kv);
+    if (!g->env)
+        return TELEM_ENOMEM;
+    int rc = launch_source_command(self->source,
+                                   launch_state_name(self->state, i),
+                                   "program", self->cfg.program,
+                                   (const char *const *) g->kv.v, &g->cmd);
+    *s = (launch_proc_spawn_t) { g->cmd.v, launch_env_array(g->env), -1, -1,
+                                 -1 };
+    return rc;
+}
+
+/* Enters a spawned program into the table; NULL (its group killed, to be
+ * reaped as an unknown child) when out of memory. */
+static launch_job_proc_t *
+s_prog_enter(launch_job_t *self, size_t i, pid_t pid)
+{
+    launch_job_proc_t *p = calloc(1, sizeof *p);
+    if (p) {
+        p->node = i;
+        p->role = LAUNCH_ROLE_PROGRAM;
+        p->pid = pid;
+        p->out_fd = -1;
+    }
+    if (!p || s_table_add(self, p)) {
+        launch_proc_signal_group(pid, SIGKILL);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+size_t
+launch_job_spawn_programs(launch_job_t *self, const size_t *idx, size_t n)
+{
+    s_prog_t *g = calloc(n ? n : 1, sizeof *g);
+    launch_proc_spawn_t *s = calloc(n ? n : 1, sizeof *s);
+    pid_t *pids = calloc(n ? n : 1, sizeof *pids);
+    int *rcs = calloc(n ? n : 1, sizeof *rcs);
+    int *errs = calloc(n ? n : 1, sizeof *errs);
+    size_t started = 0;
+    int ok = g && s && pids && rcs && errs;
+    for (size_t k = 0; ok && k < n; k++)
+        ok = s_prog_prepare(self, idx[k], &g[k], &s[k]) == 0;
+    if (ok)
+        launch_proc_spawn_many(s, n, pids, rcs, errs);
+    for (size_t k = 0; ok && k < n; k++) {
+        launch_job_node_t *nd = &self->nodes[idx[k]];
+        nd->done = 0;
+        nd->program = rcs[k] ? NULL : s_prog_enter(self, idx[k], pids[k]);
+        started += nd->program != NULL;
+        if (rcs[k])
+            telem_log(TELEM_LOG_ERROR, "cannot start program for node %s "
+                      "(%s): %s", launch_state_name(self->state, idx[k]),
+                      s[k].argv[0], strerror(errs[k]));
+    }
+    if (!ok)
+        telem_log(TELEM_LOG_ERROR, "cannot start the program: out of memory");
+    for (size_t k = 0; g && k < n; k++) {
+        launch_env_destroy(&g[k].env);
+        launch_argv_clear(&g[k].kv);
+        launch_argv_clear(&g[k].cmd);
+    }
+    free(g);
+    free(s);
+    free(pids);
+    free(rcs);
+    free(errs);
+    return started;
+}
+
 /* Spawns a daemon for node i with the environment launch_job_env() gives. */
 static launch_job_proc_t *
 s_spawn_role(launch_job_t *self, size_t i, launch_job_role_t role,

@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,49 @@ launch_proc_spawn(const launch_proc_spawn_t *s, pid_t *pid)
         return TELEM_EIO;
     }
     return 0;
+}
+
+typedef struct {
+    const launch_proc_spawn_t *s;
+    pid_t *pids;
+    int *rcs;
+    int *errs;
+    size_t n;
+    atomic_size_t next;
+} s_batch_t;
+
+static void *
+s_spawner(void *arg)
+{
+    s_batch_t *b = arg;
+    for (size_t i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
+        b->rcs[i] = launch_proc_spawn(&b->s[i], &b->pids[i]);
+        b->errs[i] = b->rcs[i] ? errno : 0;
+    }
+    return NULL;
+}
+
+size_t
+launch_proc_spawn_many(const launch_proc_spawn_t *s, size_t n, pid_t *pids,
+                       int *rcs, int *errs)
+{
+    s_batch_t b = { s, pids, rcs, errs, n, 0 };
+    size_t want = n < 16 ? 0 : n / 8;
+    if (want > LAUNCH_PROC_SPAWNERS - 1)
+        want = LAUNCH_PROC_SPAWNERS - 1;
+    pthread_t t[LAUNCH_PROC_SPAWNERS];
+    size_t started = 0;
+    /* A thread that cannot be made only means fewer of them. */
+    while (started < want
+           && pthread_create(&t[started], NULL, s_spawner, &b) == 0)
+        started++;
+    s_spawner(&b);               /* this thread takes its share too */
+    for (size_t k = 0; k < started; k++)
+        pthread_join(t[k], NULL);
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += rcs[i] != 0;
+    return failed;
 }
 
 int
