@@ -326,19 +326,34 @@ s_route(const char *to, char *out, size_t size)
     return rc;
 }
 
+/* Host names resolved, at most, in search of the route to the nodes.  Each
+ * is a blocking getaddrinfo(); a name the resolver does not know costs a
+ * DNS round trip, and one whose query is lost its timeout (5 s by default,
+ * resolv.conf's `timeout`).  Trying every node's name made a job of N
+ * unresolvable template hosts wait N lookups before its first daemon
+ * started: 10 s of the 16 s start-up of 64 namespaced nodes
+ * (bench/fanin.sh), 2 lost queries in 64 on that machine.  The nodes of a
+ * job share their route to this host in every case seen, so the first few
+ * names say as much as all of them. */
+#define S_ROUTE_RESOLVE 2
+
 int
 launch_source_route_addr(const launch_source_t *self, char *out, size_t size)
 {
     out[0] = '\0';
     if (self->kind == LAUNCH_SOURCE_LOCAL)
         return TELEM_ENOTFOUND;
+    size_t resolved = 0;
     for (size_t i = 0; i < self->names.n; i++) {
         char num[64];
         const char *a = i < self->addrs.n && *self->addrs.v[i]
                         ? self->addrs.v[i] : NULL;
         if (!a && self->kind == LAUNCH_SOURCE_TEMPLATE
-            && s_numeric(self->names.v[i], num, sizeof num) == 0)
-            a = num;
+            && resolved < S_ROUTE_RESOLVE) {
+            resolved++;
+            if (s_numeric(self->names.v[i], num, sizeof num) == 0)
+                a = num;
+        }
         if (a && s_route(a, out, size) == 0)
             return 0;
     }

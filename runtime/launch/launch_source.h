@@ -81,8 +81,10 @@ int launch_source_daemon_names_itself(const launch_source_t *self);
 const char *launch_source_addr(const launch_source_t *self, const char *node);
 
 /* This host's numeric address on the route to the first node with an
- * address (Slurm's NodeAddr, else the template host's name resolved),
- * for endpoints the nodes must reach back.  Returns 0, or TELEM_ENOTFOUND
+ * address (Slurm's NodeAddr, else the name of one of the first two
+ * template hosts resolved: one DNS lookup per host of a long list of names
+ * the resolver does not know cost seconds), for endpoints the nodes must
+ * reach back.  Returns 0, or TELEM_ENOTFOUND
  * (no node address known, or no route) with `out` empty. */
 int launch_source_route_addr(const launch_source_t *self, char *out,
                              size_t size);
