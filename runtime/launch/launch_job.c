@@ -233,8 +233,12 @@ s_try_start(launch_job_t *self)
     s_timer_cancel(self);
     if (s_dict_form(self) != 0)
         return;
+    int64_t t0 = telem_mono_ns();
     launch_job_files_write(self);
+    int64_t t1 = telem_mono_ns();
     s_start_programs(self);
+    telem_log(TELEM_LOG_DEBUG, "files written in %.3f s, programs spawned "
+              "in %.3f s", s_sec(t1 - t0), s_sec(telem_mono_ns() - t1));
 }
 
 static int
@@ -598,6 +602,7 @@ launch_job_nodes_failed(launch_job_t *self, const size_t *idx, size_t n,
 void
 launch_job_begin(launch_job_t *self)
 {
+    int64_t t0 = telem_mono_ns();
     for (size_t i = 0; i < self->n; i++) {
         if (launch_job_start_telemd(self, i) || launch_job_start_dictd(self,
                                                                        i)) {
@@ -607,6 +612,8 @@ launch_job_begin(launch_job_t *self)
             return;
         }
     }
+    telem_log(TELEM_LOG_DEBUG, "daemons of %zu node(s) spawned in %.3f s",
+              self->n, s_sec(telem_mono_ns() - t0));
     s_enter_starting(self);
 }
 
