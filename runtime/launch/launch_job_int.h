@@ -148,6 +148,7 @@ struct launch_job {
     int hb_due;                 /* a period passed during it: the next
                                    round starts when it ends */
     int hb_sent;                /* the actor was given a node list */
+    int hb_fresh;               /* its sockets are new: no miss counted */
     unsigned hb_gen;            /* node list generation; results of an
                                    older one are dropped */
     int ac_stale;               /* membership changed since the list was
