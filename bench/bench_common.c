@@ -310,6 +310,21 @@ bench_ingested(void *zctx, const char *ctl_ep)
     return n;
 }
 
+int64_t
+bench_read_stamp(const char *dir, const char *name, const char *who)
+{
+    char path[4352];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    long long ns = 0;
+    int ok = f && fscanf(f, "%lld", &ns) == 1;
+    if (f)
+        fclose(f);
+    if (!ok)
+        bench_die(who, "cannot read %s", path);
+    return (int64_t) ns;
+}
+
 const char *
 bench_verdict(int ok)
 {

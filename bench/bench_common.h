@@ -69,6 +69,11 @@ int bench_fin_and_sync(void *zctx, void *push, telem_proto_encoder_t *enc,
 /* Samples ingested by the telemd behind `ctl_ep` (status "in"), or -1. */
 int64_t bench_ingested(void *zctx, const char *ctl_ep);
 
+/* The decimal number of nanoseconds held by the file DIR/NAME (a
+ * program's start stamp, bench_restart_prog); bench_die() names `who`
+ * when it cannot be read. */
+int64_t bench_read_stamp(const char *dir, const char *name, const char *who);
+
 /* "PASS" or "MISS" */
 const char *bench_verdict(int ok);
 

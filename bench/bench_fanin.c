@@ -187,22 +187,6 @@ s_spawn_launcher(s_job_t *j)
         bench_die("bench_fanin", "pidfd_open: %s", strerror(errno));
 }
 
-/* The stamp of one program start (rb/<run>.<node>). */
-static int64_t
-s_stamp(const s_job_t *j, const char *name)
-{
-    char path[PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s", j->rb, name);
-    FILE *f = fopen(path, "r");
-    long long ns = 0;
-    int ok = f && fscanf(f, "%lld", &ns) == 1;
-    if (f)
-        fclose(f);
-    if (!ok)
-        bench_die("bench_fanin", "cannot read %s", path);
-    return (int64_t) ns;
-}
-
 /* Waits until `want` programs of run `run` started; their latest stamp. */
 static int64_t
 s_wait_run(const s_job_t *j, int run, size_t want)
@@ -228,7 +212,7 @@ s_wait_run(const s_job_t *j, int run, size_t want)
             off += (ssize_t) (sizeof *e + e->len);
             if (!e->len || strncmp(e->name, prefix, (size_t) plen) != 0)
                 continue;
-            int64_t ns = s_stamp(j, e->name);
+            int64_t ns = bench_read_stamp(j->rb, e->name, "bench_fanin");
             hi = ns > hi ? ns : hi;
             seen++;
         }

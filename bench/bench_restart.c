@@ -86,22 +86,6 @@ s_ms(int64_t ns)
     return (double) ns / 1e6;
 }
 
-/* The start time one program wrote, or bench_die(). */
-static int64_t
-s_read_stamp(const char *rb, const char *name)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", rb, name);
-    FILE *f = fopen(path, "r");
-    long long ns = 0;
-    int ok = f && fscanf(f, "%lld", &ns) == 1;
-    if (f)
-        fclose(f);
-    if (!ok)
-        bench_die("bench_restart", "cannot read %s", path);
-    return (int64_t) ns;
-}
-
 /* One inotify read: counts files "<run>.<node>", keeping the earliest
  * and latest stamps. */
 static void
@@ -117,7 +101,7 @@ s_take_events(const s_watch_t *w, int run, int *seen, int64_t *lo,
         off += (ssize_t) (sizeof *e + e->len);
         if (!e->len || strncmp(e->name, prefix, (size_t) plen) != 0)
             continue;
-        int64_t ns = s_read_stamp(w->rb, e->name);
+        int64_t ns = bench_read_stamp(w->rb, e->name, "bench_restart");
         *lo = *seen == 0 || ns < *lo ? ns : *lo;
         *hi = *seen == 0 || ns > *hi ? ns : *hi;
         (*seen)++;
