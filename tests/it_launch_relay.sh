@@ -82,7 +82,8 @@ cmp -s "$T/c.relay" "$T/c.direct" \
 
 # --- a relay killed: its group leaves the file, its nodes answer directly ---
 r2=$(grep -v '^#' "$RELAYS" | awk -F'\t' '$3 == "n4,n5,n6" { print $1 }')
-kill -KILL "$(pgrep -f "telem_relay .*--name $r2( |\$)")" || fail "no relay $r2"
+kill -KILL "$(pgrep -f "telem_relay .*--rundir $TELEM_RUNDIR .*--name $r2( |\$)")" \
+    || fail "no relay $r2"
 wait_for has_groups "n1,n2,n3 " || fail "after killing $r2: $(cat "$RELAYS")"
 "$C" --timeout 10000 status >"$T/st.dead" || fail "status without $r2"
 [ "$(grep -Ec '^\| n[1-6] +\| ok' "$T/st.dead")" = 6 ] \
