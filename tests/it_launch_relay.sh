@@ -5,7 +5,9 @@
 # appears (beside the node file and as launch/relays, mode 0600) with two
 # relays covering the six nodes; telem_client answers every node the same
 # through them as directly (TELEM_RELAYS=), and the relays did serve;
-# a killed relay leaves the file, and every node still answers (directly);
+# telem_watch (a detector that never fires) reconnects to the relays once
+# the file is written; a killed relay leaves the file, and every node still
+# answers (directly);
 # a restart that excludes a node rewrites the file with the new groups,
 # without it; at the end no relay runs and no relays file is left.
 # --relays off and --relays auto on 6 nodes start no relay; bad values are
@@ -58,7 +60,9 @@ expect_rc 2 "$L" --relays some --local 2 -- true 2>/dev/null
     || fail "--help does not show --relays"
 
 # --- --relays 3: two relays over six nodes ----------------------------------
-launch r --local 7 --nodes 6 --relays 3 --resilient --daemon-failure exclude
+# A detector that never fires: telem_watch runs, and must follow the file.
+launch r --local 7 --nodes 6 --relays 3 --resilient --daemon-failure exclude \
+    --detector "quiet=threshold:metric=it_none,op=>,value=0,severity=warn"
 wait_for test -f "$OUT/run-0-n6.pid" || fail "the program did not start"
 wait_for has_groups "n1,n2,n3 n4,n5,n6 " \
     || fail "relays file: $(cat "$RELAYS" 2>&1)"
@@ -68,6 +72,10 @@ grep -v '^#' "$RELAYS" | cut -f2 | grep -qv '^tcp://127\.0\.0\.1:' \
     && fail "a relay endpoint is not loopback TCP: $(cat "$RELAYS")"
 [ "$(relay_pids | wc -l)" = 2 ] || fail "$(relay_pids | wc -l) relay processes, 2 expected"
 echo "relays file: $(groups)"
+watch_saw() {   # watch_saw N K: telem_watch reconnected to K relays N times
+    [ "$(grep -c "telem_watch.*relays file changed: $2 relay(s)" "$T/r.log")" -ge "$1" ]
+}
+wait_for watch_saw 1 2 || fail "telem_watch did not take the relays file up"
 
 # Status through the relays and directly: the same nodes, the same states.
 cols() { awk -F'|' 'NR > 2 { print $2, $3 }' "$1" | sort; }
@@ -102,6 +110,8 @@ wait_for test "$(relay_pids | wc -l)" = 2 \
 "$C" --timeout 10000 status >"$T/st.after" || fail "status after the restart"
 [ "$(grep -Ec '^\| n[134567] +\| ok' "$T/st.after")" = 6 ] \
     || fail "after the restart: $(cat "$T/st.after")"
+wait_for watch_saw 2 2 \
+    || fail "the restarted telem_watch did not take the new relays file up"
 echo "restart: relays file $(groups)"
 
 touch "$OUT/go-1"

@@ -186,8 +186,9 @@ s_start_programs(launch_job_t *self)
                        "the program could not be started");
         return;
     }
-    launch_job_start_observers(self, first);
+    /* Relays first: the observers then find no relay that is stopping. */
     launch_job_relays_update(self);
+    launch_job_start_observers(self, first);
     self->phase = LAUNCH_PHASE_RUNNING;
     self->runs++;
     if (self->rs.pending) {
