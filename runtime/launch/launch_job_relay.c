@@ -280,6 +280,30 @@ s_stop_stale(launch_job_t *self, char **want, size_t n)
     return stopped;
 }
 
+/* Starts a relay for every group of want[0..n) that none serves (takes
+ * the strings); returns how many started. */
+static size_t
+s_start_missing(launch_job_t *self, char **want, const size_t *first,
+                size_t n)
+{
+    launch_job_relays_t *r = self->relays;
+    size_t started = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (s_find(r, want[k]) < r->n) {
+            free(want[k]);
+            continue;
+        }
+        if (access(r->bin, X_OK) != 0) {
+            telem_log(TELEM_LOG_WARN, "no relays: %s: %s", r->bin,
+                      strerror(errno));
+            free(want[k]);
+            continue;
+        }
+        started += s_start(self, first[k], want[k]) == 0;
+    }
+    return started;
+}
+
 void
 launch_job_relays_update(launch_job_t *self)
 {
@@ -295,29 +319,15 @@ launch_job_relays_update(launch_job_t *self)
     size_t ngroups = size ? (nact + size - 1) / size : 0, nwant = 0;
     char **want = calloc(ngroups ? ngroups : 1, sizeof *want);
     size_t *first = calloc(ngroups ? ngroups : 1, sizeof *first);
-    for (size_t k = 0; want && first && k + 1 < nact; k += size) {
+    for (size_t k = 0; size && want && first && k + 1 < nact; k += size)
         if ((want[nwant] = s_group(self, act, nact, k, size, &first[nwant])))
             nwant++;
-    }
     size_t stopped = s_stop_stale(self, want, nwant);
     if (stopped)
         zloop_timer(self->loop, (size_t) (self->cfg.grace_ns
                                           / TELEM_NS_PER_MS) + 1, 1,
                     launch_job_on_kill_due, self);
-    size_t started = 0;
-    for (size_t k = 0; k < nwant; k++) {
-        if (s_find(self->relays, want[k]) < self->relays->n) {
-            free(want[k]);
-            continue;
-        }
-        if (access(self->relays->bin, X_OK) != 0) {
-            telem_log(TELEM_LOG_WARN, "no relays: %s: %s", self->relays->bin,
-                      strerror(errno));
-            free(want[k]);
-            continue;
-        }
-        started += s_start(self, first[k], want[k]) == 0;
-    }
+    size_t started = s_start_missing(self, want, first, nwant);
     free(want);
     free(first);
     free(act);
@@ -328,10 +338,9 @@ launch_job_relays_update(launch_job_t *self)
         self->relays->timer = zloop_timer(self->loop, (size_t) (
             self->cfg.start_timeout_ns / TELEM_NS_PER_MS) + 1, 1,
             s_on_deadline, self);
-    }
-    if (stopped && started)
-        s_write(self);          /* without the stopped ones, at once */
-    if (!started)
+        if (stopped)
+            s_write(self);      /* without the stopped ones, at once */
+    } else
         s_check_ready(self);
 }
 
