@@ -6,7 +6,8 @@
 # relays covering the six nodes; telem_client answers every node the same
 # through them as directly (TELEM_RELAYS=), and the relays did serve;
 # telem_watch (a detector that never fires) reconnects to the relays once
-# the file is written; a killed relay leaves the file, and every node still
+# the file is written, telem_agg uses them and reconnects when the file
+# changes; a killed relay leaves the file, and every node still
 # answers (directly);
 # a restart that excludes a node rewrites the file with the new groups,
 # without it; at the end no relay runs and no relays file is left.
@@ -72,8 +73,10 @@ grep -v '^#' "$RELAYS" | cut -f2 | grep -qv '^tcp://127\.0\.0\.1:' \
     && fail "a relay endpoint is not loopback TCP: $(cat "$RELAYS")"
 [ "$(relay_pids | wc -l)" = 2 ] || fail "$(relay_pids | wc -l) relay processes, 2 expected"
 echo "relays file: $(groups)"
-watch_saw() {   # watch_saw N K: telem_watch reconnected to K relays N times
-    [ "$(grep -c "telem_watch.*relays file changed: $2 relay(s)" "$T/r.log")" -ge "$1" ]
+watch_saw() {   # watch_saw N K: telem_watch took K relays up N times (at
+                # its start when the file was there, else when it came)
+    [ "$(grep -c "telem_watch.*relays file [a-z]*: $2 relay(s) in use" \
+         "$T/r.log")" -ge "$1" ]
 }
 wait_for watch_saw 1 2 || fail "telem_watch did not take the relays file up"
 
@@ -88,6 +91,35 @@ cmp -s "$T/c.relay" "$T/c.direct" \
     || fail "status differs: $(diff "$T/c.relay" "$T/c.direct")"
 [ "$(grep -c ' ok' "$T/c.relay")" = 6 ] || fail "not 6 nodes ok: $(cat "$T/st.relay")"
 
+# telem_agg (started before the file existed) reads launch/relays: one of
+# its requests holds a connection to each relay.
+agg_ask() {   # one read through telem_agg that asks every node
+    local url
+    url=$(cat "$TELEM_RUNDIR/telem_agg/url")
+    curl -sf -H "Authorization: Bearer $(cat "$TELEM_RUNDIR/keys/agg.token")" \
+        "${url%/}/api/suggest?type=metrics&q=&max=5" >/dev/null
+}
+agg_conns() {   # agg_conns PORT: telem_agg's connections to that port
+    ss -tnp state established "( dport = :$1 )" | grep "pid=$AGG," \
+        | awk '{ print $3 }' || true
+}
+relay_port() {
+    grep -v '^#' "$RELAYS" | awk -F'\t' -v g="$1" '$3 == g { print $2 }' \
+        | sed 's/.*://'
+}
+AGG=
+if command -v curl >/dev/null && command -v ss >/dev/null; then
+    AGG=$(pgrep -f "telem_agg --rundir $TELEM_RUNDIR " | head -n 1)
+    [ -n "$AGG" ] || fail "no telem_agg in the job"
+    agg_ask || fail "a read through telem_agg"
+    p1=$(relay_port n1,n2,n3)
+    [ -n "$(agg_conns "$p1")" ] && [ -n "$(agg_conns "$(relay_port n4,n5,n6)")" ] \
+        || fail "telem_agg holds no connection to the relays: $(ss -tnp | grep "pid=$AGG,")"
+    agg_before=$(agg_conns "$p1")
+else
+    echo "curl or ss missing: telem_agg's use of the relays not checked"
+fi
+
 # --- a relay killed: its group leaves the file, its nodes answer directly ---
 r2=$(grep -v '^#' "$RELAYS" | awk -F'\t' '$3 == "n4,n5,n6" { print $1 }')
 kill -KILL "$(pgrep -f "telem_relay .*--rundir $TELEM_RUNDIR .*--name $r2( |\$)")" \
@@ -96,6 +128,14 @@ wait_for has_groups "n1,n2,n3 " || fail "after killing $r2: $(cat "$RELAYS")"
 "$C" --timeout 10000 status >"$T/st.dead" || fail "status without $r2"
 [ "$(grep -Ec '^\| n[1-6] +\| ok' "$T/st.dead")" = 6 ] \
     || fail "not every node answered without $r2: $(cat "$T/st.dead")"
+# telem_agg's client is made again from the rewritten file (its node file
+# did not change): a new connection to the relay left.
+if [ -n "$AGG" ]; then
+    agg_ask || fail "a read through telem_agg without $r2"
+    agg_after=$(agg_conns "$p1")
+    [ -n "$agg_after" ] && [ "$agg_after" != "$agg_before" ] \
+        || fail "telem_agg did not reconnect after the relays file changed ($agg_before, then $agg_after)"
+fi
 echo "relay $r2 killed: file $(groups), every node answers"
 
 # --- a restart excluding n2 (n7 promoted): new groups -----------------------

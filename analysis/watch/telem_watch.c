@@ -522,6 +522,9 @@ s_setup(s_run_t *r)
         return 1;
     }
     watch_set_ac(r->watch, r->ac);
+    if (ac_relay_count(r->ac))
+        telem_log(TELEM_LOG_INFO, "relays file read: %zu relay(s) in use",
+                  ac_relay_count(r->ac));
     watch_set_timeout(r->watch, r->cli->timeout_ms);
     if (s_security(r, why, sizeof why))
         return 1;
