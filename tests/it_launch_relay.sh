@@ -145,7 +145,8 @@ wait_for has_groups "n1,n3,n4 n5,n6,n7 " \
     || fail "relays file after the restart: $(cat "$RELAYS" 2>&1)"
 grep -q 'n2' "$RELAYS" && fail "n2 still in the relays file"
 cmp -s "$RELAYS" "$RELAYS2" || fail "launch/relays not rewritten"
-wait_for test "$(relay_pids | wc -l)" = 2 \
+relays_running() { [ "$(relay_pids | wc -l)" = "$1" ]; }
+wait_for relays_running 2 \
     || fail "$(relay_pids | wc -l) relay processes after the restart"
 "$C" --timeout 10000 status >"$T/st.after" || fail "status after the restart"
 [ "$(grep -Ec '^\| n[134567] +\| ok' "$T/st.after")" = 6 ] \
