@@ -226,8 +226,9 @@ void launch_job_keys_close(launch_job_t *self);
 
 /* Starts `argv` in role `role` for node `node` through the source, with
  * env `env` (and its TELEM_* keys `telem_kv` for sources that do not carry
- * the environment).  telemd's stdout is piped into the loop; telemd's
- * stderr and telem_dictd's output go to <launch_dir>/<node>.<role>.log;
+ * the environment).  The standard output of telemd, telem_dictd and
+ * telem_relay is piped into the loop, their standard error goes to
+ * <launch_dir>/<node>.<role>.log;
  * the program, the collectors and the watcher write to the launcher's own
  * output.  Returns the process, or NULL with a log line. */
 launch_job_proc_t *launch_job_spawn(launch_job_t *self, size_t node,
