@@ -169,7 +169,8 @@ s_spawn_launcher(s_job_t *j)
         "--hosts", (char *) j->hosts, "--nodes", nodes, "--idle", "0",
         "--resilient", "--exhaust-resources", "--max-restarts", "-1",
         "--backoff", "0", "--bind", "0.0.0.0", "--agg-bind", "0.0.0.0",
-        "--agg-port", "0", "--telemetry-level", level, "--start-timeout",
+        "--agg-port", "0", "--relays", "off", "--telemetry-level", level,
+        "--start-timeout",
         "600", "--rundir", (char *) j->rundir, "--log-level", "warn", "--",
         prog, NULL };
     posix_spawn_file_actions_t fa;

@@ -1,15 +1,15 @@
 /* bench_fanin_relay.c - the relays of bench_fanin's relay mode, and the
  * processes it starts on the nodes for it.
  *
- * telem_launch does not start relays yet, so the benchmark does what it
- * will do: one telem_relay per group of K nodes, started through the
- * job's own command template inside the namespace of the group's first
- * node, bound to that node's address (the template turns `--bind 0.0.0.0`
+ * The benchmark runs its job with telem_launch --relays off and does by
+ * hand what --relays K does, so that one job is measured direct and
+ * through relays of several K: one telem_relay per group of K nodes,
+ * started through the job's own command template inside the namespace
+ * of the group's first node, bound to that node's address (the template turns `--bind 0.0.0.0`
  * into it), CURVE with the job's key; then, once every relay said
  * "ready", RUNDIR/relays written atomically (a 0600 temporary file renamed
- * over it), which ac_connect() reads.  telem_agg reads the relays file
- * only when it (re)connects to its node file, and the launcher's telem_agg
- * looks for it beside RUNDIR/launch/telemd_nodes, so the relayed telem_agg
+ * over it), which ac_connect() reads.  The launcher's telem_agg looks for
+ * a relays file beside RUNDIR/launch/telemd_nodes, so the relayed telem_agg
  * is a second instance started here on the first node after the relays
  * file exists ($TELEM_RELAYS names it).  Also: the TCP connections a
  * process holds, from /proc (its socket inodes against its namespace's

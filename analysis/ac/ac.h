@@ -109,6 +109,12 @@ ac_t *ac_connect_nodes(const char *const *names, const char *const *endpoints,
 int ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
                       size_t why_size);
 
+/* The relays file a client of `nodefile` (NULL: the default above) reads:
+ * $TELEM_RELAYS, else "relays" beside the node file.  Returns 1 with the
+ * path in buf, 0 when relays are turned off ($TELEM_RELAYS empty), or
+ * TELEM_ETOOBIG.  For long-lived clients that reconnect when it changes. */
+int ac_relays_path(const char *nodefile, char *buf, size_t size);
+
 /* Closes every socket and frees the client; accepts NULL or a pointer to
  * NULL and nulls the caller's pointer.  Results stay valid. */
 void ac_close(ac_t **self_p);

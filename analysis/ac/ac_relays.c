@@ -220,6 +220,13 @@ s_path(const char *nodefile, char *buf, size_t size, int *named)
     return 1;
 }
 
+int
+ac_relays_path(const char *nodefile, char *buf, size_t size)
+{
+    int named = 0;
+    return buf && size ? s_path(nodefile, buf, size, &named) : TELEM_EINVAL;
+}
+
 /* Reads the whole file into *text. */
 static int
 s_slurp(FILE *f, const char *path, char **text, size_t *len, char *why,

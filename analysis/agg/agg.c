@@ -33,6 +33,8 @@ typedef struct {
     ac_t *ac;
     int busy;
     struct stat made_from;     /* the node file the client read */
+    struct stat relays_from;   /* the relays file it read (st_ino 0:
+                                  none) */
 } s_slot_t;
 
 struct agg {
@@ -157,24 +159,42 @@ s_same_file(const struct stat *a, const struct stat *b)
            && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* The relays file a client of the node file reads, as it is now (all
+ * zero when there is none): a rewritten one (telem_launch regroups its
+ * relays after a restart) makes the slots reconnect, as a node file
+ * does. */
+static void
+s_relays_stat(const agg_t *self, struct stat *st)
+{
+    char path[TELEM_PATH_MAX];
+    memset(st, 0, sizeof *st);
+    if (ac_relays_path(self->nodefile, path, sizeof path) != 1
+        || stat(path, st) != 0)
+        memset(st, 0, sizeof *st);
+}
+
 /* Connects slot s to the node file as it is now (s->ac NULL on failure). */
 static void
 s_connect(agg_t *self, s_slot_t *s, char *why, size_t why_size)
 {
-    struct stat st;
+    struct stat st, rst;
+    s_relays_stat(self, &rst);
     if (stat(self->nodefile, &st) != 0) {
         snprintf(why, why_size, "no node file %s: %s (is the job running?)",
                  self->nodefile, strerror(errno));
         ac_close(&s->ac);
         return;
     }
-    if (s->ac && s_same_file(&st, &s->made_from))
+    if (s->ac && s_same_file(&st, &s->made_from)
+        && s_same_file(&rst, &s->relays_from))
         return;
     ac_close(&s->ac);
     int err = 0;
     s->ac = ac_connect(self->nodefile, self->timeout_ms, &err);
-    if (s->ac)
+    if (s->ac) {
         s->made_from = st;
+        s->relays_from = rst;
+    }
     else if (ac_nodefile_check(self->nodefile, NULL, why, why_size) == 0)
         snprintf(why, why_size, "cannot connect to the nodes of %s: %s",
                  self->nodefile, telem_strerror(err));

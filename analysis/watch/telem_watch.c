@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #define S_CHILDREN_MAX 16
@@ -106,6 +107,8 @@ typedef struct {
     telem_keys_t *keys;        /* the job's, where found */
     telem_zap_t *zap;          /* with keys and a TCP --pub or --ctl */
     zpoller_t *poller;
+    ac_t *ac;                  /* the watch's analysis client */
+    struct stat relays_st;     /* the relays file it read (zero: none) */
     uint64_t seq;
     size_t children;
     telem_ratelimit_t rl;
@@ -349,9 +352,50 @@ s_handle_events(s_run_t *r)
         s_restart_send(r);
 }
 
+/* The relays file as it is now (all zero when there is none). */
+static void
+s_relays_stat(const s_run_t *r, struct stat *st)
+{
+    char path[TELEM_PATH_MAX];
+    memset(st, 0, sizeof *st);
+    if (ac_relays_path(r->cli->nodefile, path, sizeof path) != 1
+        || stat(path, st) != 0)
+        memset(st, 0, sizeof *st);
+}
+
+/* A relays file written or rewritten since the client was made (the
+ * launcher writes it once its relays are ready, and again when it
+ * regroups them): the client is made again, so that rounds go through
+ * the relays it names.  On failure the old one is kept. */
+static void
+s_follow_relays(s_run_t *r)
+{
+    struct stat st;
+    s_relays_stat(r, &st);
+    if (st.st_dev == r->relays_st.st_dev && st.st_ino == r->relays_st.st_ino
+        && st.st_size == r->relays_st.st_size
+        && st.st_ctim.tv_sec == r->relays_st.st_ctim.tv_sec
+        && st.st_ctim.tv_nsec == r->relays_st.st_ctim.tv_nsec)
+        return;
+    int err = 0;
+    ac_t *ac = ac_connect(r->cli->nodefile, r->cli->timeout_ms, &err);
+    if (!ac) {
+        telem_log_limited(&r->rl, TELEM_LOG_WARN, "relays file changed; "
+                          "cannot connect again: %s", telem_strerror(err));
+        return;
+    }
+    telem_log(TELEM_LOG_INFO, "relays file changed: %zu relay(s) in use",
+              ac_relay_count(ac));
+    watch_set_ac(r->watch, ac);
+    ac_close(&r->ac);
+    r->ac = ac;
+    r->relays_st = st;
+}
+
 static void
 s_tick(s_run_t *r)
 {
+    s_follow_relays(r);
     int rc = watch_tick(r->watch, telem_now_ns());
     if (rc)
         telem_log_limited(&r->rl, TELEM_LOG_ERROR, "tick failed: %s",
@@ -452,7 +496,7 @@ s_security(s_run_t *r, char *why, size_t why_size)
 }
 
 static int
-s_setup(s_run_t *r, ac_t **ac)
+s_setup(s_run_t *r)
 {
     char why[1024];
     int err = 0;
@@ -471,12 +515,16 @@ s_setup(s_run_t *r, ac_t **ac)
                     why);
             return 2;
         }
-    if (!(*ac = ac_connect(r->cli->nodefile, r->cli->timeout_ms, &err))) {
+    s_relays_stat(r, &r->relays_st);
+    if (!(r->ac = ac_connect(r->cli->nodefile, r->cli->timeout_ms, &err))) {
         ac_nodefile_check(r->cli->nodefile, NULL, why, sizeof why);
         telem_log(TELEM_LOG_ERROR, "cannot use the node file: %s", why);
         return 1;
     }
-    watch_set_ac(r->watch, *ac);
+    watch_set_ac(r->watch, r->ac);
+    if (ac_relay_count(r->ac))
+        telem_log(TELEM_LOG_INFO, "relays file read: %zu relay(s) in use",
+                  ac_relay_count(r->ac));
     watch_set_timeout(r->watch, r->cli->timeout_ms);
     if (s_security(r, why, sizeof why))
         return 1;
@@ -544,9 +592,8 @@ main(int argc, char **argv)
                   strerror(errno));
     zsys_handler_set(NULL);
     s_signals();
-    ac_t *ac = NULL;
     s_run_t r = { .cli = &cli, .rl = TELEM_RATELIMIT_INIT(10, 5) };
-    rc = s_setup(&r, &ac);
+    rc = s_setup(&r);
     if (rc == 0) {
         s_announce(&r);
         rc = s_loop(&r);
@@ -558,7 +605,7 @@ main(int argc, char **argv)
     telem_zap_destroy(&r.zap);
     telem_keys_destroy(&r.keys);
     watch_destroy(&r.watch);
-    ac_close(&ac);
+    ac_close(&r.ac);
     s_names_clear(&r.asked);
     s_names_clear(&r.queued);
     s_names_clear(&r.done);

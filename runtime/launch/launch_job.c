@@ -39,6 +39,7 @@ launch_job_config_defaults(launch_job_config_t *cfg)
     cfg->heartbeat_misses = 3;
     cfg->start_timeout_ns = 30 * TELEM_NS_PER_SEC;
     cfg->agg_port = 4242;
+    cfg->relays = -1;
     cfg->metrics_port = -1;
     cfg->daemon_restarts = 5;
     cfg->daemon_window_ns = 300 * TELEM_NS_PER_SEC;
@@ -185,6 +186,8 @@ s_start_programs(launch_job_t *self)
                        "the program could not be started");
         return;
     }
+    /* Relays first: the observers then find no relay that is stopping. */
+    launch_job_relays_update(self);
     launch_job_start_observers(self, first);
     self->phase = LAUNCH_PHASE_RUNNING;
     self->runs++;
@@ -380,6 +383,8 @@ launch_job_on_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
 {
     if (p->role == LAUNCH_ROLE_DICTD)
         s_dictd_line(self, p, line);
+    else if (p->role == LAUNCH_ROLE_RELAY)
+        launch_job_relays_line(self, p, line);
     else
         s_telemd_line(self, p, line);
 }
@@ -692,6 +697,11 @@ launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status)
     if (p->role == LAUNCH_ROLE_PROGRAM) {
         s_program_exit(self, p, how, WIFEXITED(status)
                                      && WEXITSTATUS(status) == 0);
+        return;
+    }
+    if (p->role == LAUNCH_ROLE_RELAY) {
+        launch_job_relays_exit(self, p, how);
+        s_advance(self);
         return;
     }
     if (p->role == LAUNCH_ROLE_TELEMD && nd->telemd == p) {

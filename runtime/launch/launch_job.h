@@ -87,6 +87,10 @@ typedef struct {
     int agg_port;               /* telem_agg's port on the first node (0:
                                    any free one); -1: no telem_agg */
     const char *agg_bind;       /* telem_agg --bind; NULL: its default */
+    long relays;                /* nodes per telem_relay (2 or more); 0:
+                                   no relays; -1 (auto, the default): 32
+                                   when more than 64 nodes are active,
+                                   else none (launch_job_relay.c) */
     const char *agg_token_file; /* telem_agg --token-file, or NULL */
     int metrics_port;           /* telemd --http-port on every node, GET
                                    /metrics for Prometheus (0: a free port

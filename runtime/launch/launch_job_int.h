@@ -10,6 +10,7 @@
  *   launch_job_dict.c   the job's distributed dictionary: forming,
  *                       re-forming
  *   launch_job_req.c    restart requests from the watcher's socket
+ *   launch_job_relay.c  the relays (telem_relay) and the relays file
  * Every file exports the launch_job_ prefix of launch_job.h.  Calls go one
  * way, down this order: launch_job_loop.c, launch_job_req.c,
  * launch_job.c, launch_job_sup.c, launch_job_procs.c, then launch_job_dict.c
@@ -37,6 +38,7 @@
 #include "telem_zap.h"
 
 struct ddict;
+typedef struct launch_job_relays launch_job_relays_t;
 
 typedef enum {
     LAUNCH_ROLE_TELEMD = 0,
@@ -44,7 +46,8 @@ typedef enum {
     LAUNCH_ROLE_COLLECT = 2,
     LAUNCH_ROLE_WATCH = 3,
     LAUNCH_ROLE_PROGRAM = 4,
-    LAUNCH_ROLE_AGG = 5
+    LAUNCH_ROLE_AGG = 5,
+    LAUNCH_ROLE_RELAY = 6       /* not supervised (launch_job_relay.c) */
 } launch_job_role_t;
 
 typedef struct {
@@ -70,7 +73,8 @@ typedef enum {
     LAUNCH_SUP_PAUSED = 4       /* dead too often, tried again later */
 } launch_sup_state_t;
 
-#define LAUNCH_SUP_ROLES 6      /* indexed by launch_job_role_t */
+#define LAUNCH_SUP_ROLES 6      /* indexed by launch_job_role_t, up to
+                                   LAUNCH_ROLE_AGG */
 
 typedef struct {
     struct launch_job *job;     /* for the timers */
@@ -183,6 +187,7 @@ struct launch_job {
     char bin_collect[TELEM_PATH_MAX];
     char bin_watch[TELEM_PATH_MAX];
     char bin_agg[TELEM_PATH_MAX];
+    launch_job_relays_t *relays;   /* launch_job_relay.c; NULL: none yet */
     size_t agg_announced;       /* 1 + the node whose tunnel line was
                                    printed last (0: none yet) */
     /* The job's secrets (launch_job_keys.c). */
@@ -221,8 +226,9 @@ void launch_job_keys_close(launch_job_t *self);
 
 /* Starts `argv` in role `role` for node `node` through the source, with
  * env `env` (and its TELEM_* keys `telem_kv` for sources that do not carry
- * the environment).  telemd's stdout is piped into the loop; telemd's
- * stderr and telem_dictd's output go to <launch_dir>/<node>.<role>.log;
+ * the environment).  The standard output of telemd, telem_dictd and
+ * telem_relay is piped into the loop, their standard error goes to
+ * <launch_dir>/<node>.<role>.log;
  * the program, the collectors and the watcher write to the launcher's own
  * output.  Returns the process, or NULL with a log line. */
 launch_job_proc_t *launch_job_spawn(launch_job_t *self, size_t node,
@@ -340,6 +346,28 @@ void launch_job_sup_reset_observers(launch_job_t *self);
 
 /* Forgets node i's daemons (it went DOWN): no restart is due there. */
 void launch_job_sup_forget_node(launch_job_t *self, size_t i);
+
+/* ---- launch_job_relay.c -------------------------------------------------- */
+
+/* Makes the relays fit the active nodes (cfg.relays): keeps the relays
+ * whose group is unchanged, stops the others, starts the missing ones on
+ * their group's first node; the relays files are rewritten once every
+ * relay is ready or the start deadline passed, and at once when relays
+ * were stopped.  Call after the node file is written. */
+void launch_job_relays_update(launch_job_t *self);
+
+/* One line of a relay's output ("query", "ipc", "ready"). */
+void launch_job_relays_line(launch_job_t *self, launch_job_proc_t *p,
+                            const char *line);
+
+/* A relay ended (`how` as launch_proc_status_describe() says): its group
+ * leaves the relays file; it is not restarted before the next update. */
+void launch_job_relays_exit(launch_job_t *self, launch_job_proc_t *p,
+                            const char *how);
+
+/* Removes the relays files and frees the relays' records (their
+ * processes are stopped with every other one). */
+void launch_job_relays_close(launch_job_t *self);
 
 /* ---- launch_job_files.c -------------------------------------------------- */
 

@@ -530,6 +530,7 @@ launch_job_run(launch_job_t *self)
     launch_job_begin(self);
     zloop_start(self->loop);
     s_reap(self);
+    launch_job_relays_close(self);
     launch_job_files_close(self);
     return self->exit_code;
 }
@@ -547,6 +548,7 @@ launch_job_destroy(launch_job_t **self_p)
         free(self->procs[i]);
     }
     free(self->procs);
+    launch_job_relays_close(self);
     launch_job_files_close(self);
     launch_job_dict_close(self);
     zactor_destroy(&self->hb);

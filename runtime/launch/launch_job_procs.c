@@ -34,8 +34,9 @@ const char *
 launch_job_role_name(launch_job_role_t role)
 {
     static const char *const names[] = { "telemd", "dictd", "collect",
-                                         "watch", "program", "agg" };
-    return (unsigned) role < 6 ? names[role] : "process";
+                                         "watch", "program", "agg",
+                                         "relay" };
+    return (unsigned) role < 7 ? names[role] : "process";
 }
 
 static launch_job_proc_t *
@@ -147,7 +148,8 @@ launch_job_spawn(launch_job_t *self, size_t node, launch_job_role_t role,
     p->node = node;
     p->role = role;
     p->out_fd = -1;
-    int daemon = role == LAUNCH_ROLE_TELEMD || role == LAUNCH_ROLE_DICTD;
+    int daemon = role == LAUNCH_ROLE_TELEMD || role == LAUNCH_ROLE_DICTD
+                 || role == LAUNCH_ROLE_RELAY;
     if (daemon && pipe2(pipefd, O_CLOEXEC) != 0)
         goto fail;
     if (daemon && (err_fd = s_log_fd(self, node, role)) < 0)

@@ -95,6 +95,11 @@ static const char s_usage[] =
 "      --agg-token-file F   telem_agg's bearer token is the one in F\n"
 "                           (default: the job's own, RUNDIR/keys/agg.token)\n"
 "      --no-agg             do not start telem_agg\n"
+"      --relays auto|off|K  start a telem_relay per group of K active nodes\n"
+"                           on the group's first node and write the relays\n"
+"                           file beside the node file (auto, the default:\n"
+"                           groups of 32 when more than 64 nodes are\n"
+"                           active; off: none)\n"
 "      --dump DIR           at the end of the job, write its history from\n"
 "                           every node to DIR/job-TIME-PID.tdump (for\n"
 "                           telem_view and telem_client report --dump)\n"
@@ -187,7 +192,7 @@ enum {
     O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL, O_METRICS_PORT,
     O_METRICS_BIND, O_PROM_CONFIG, O_DAEMON_FAILURE, O_DAEMON_BACKOFF,
     O_DAEMON_BACKOFF_MAX, O_DAEMON_RESTARTS, O_DAEMON_WINDOW, O_DAEMON_PAUSE,
-    O_DUMP
+    O_DUMP, O_RELAYS
 };
 
 /* The --daemon-* flags (launch_job_sup.c). */
@@ -313,6 +318,18 @@ s_option(void *arg, int c, char *v)
     case O_AGG_TOKEN: j->agg_token_file = v; return 0;
     case O_NO_AGG: j->agg_port = -1; return 0;
     case O_DUMP: j->dump_dir = v; return 0;
+    case O_RELAYS: {
+        if (strcmp(v, "auto") == 0 || strcmp(v, "off") == 0) {
+            j->relays = strcmp(v, "off") == 0 ? 0 : -1;
+            return 0;
+        }
+        double d;
+        if (s_integer(v, 2, 1e6, &d))
+            return telem_cli_bad(S_PROG, "--relays", v, "auto, off, or the "
+                                 "nodes per relay (2 or more)");
+        j->relays = (long) d;
+        return 0;
+    }
     case O_BIND: j->bind_addr = v; return 0;
     case O_METRICS_PORT:
         if ((rc = s_count("--metrics-port", v, 0, 65535, &n)) == 0)
@@ -340,7 +357,7 @@ static const struct option s_opts[] = {
     { "collect", 1, 0, O_COLLECT }, { "bind", 1, 0, O_BIND },
     { "agg-port", 1, 0, O_AGG_PORT }, { "agg-bind", 1, 0, O_AGG_BIND },
     { "agg-token-file", 1, 0, O_AGG_TOKEN }, { "no-agg", 0, 0, O_NO_AGG },
-    { "dump", 1, 0, O_DUMP },
+    { "dump", 1, 0, O_DUMP }, { "relays", 1, 0, O_RELAYS },
     { "metrics-port", 1, 0, O_METRICS_PORT },
     { "metrics-bind", 1, 0, O_METRICS_BIND },
     { "prometheus-config", 1, 0, O_PROM_CONFIG },
