@@ -56,7 +56,13 @@ rounds() {
                n["n2"] >= 3 && n["n3"] >= 3) }'
 }
 wait_for rounds || fail "the nodes did not sample cpu_percent"
-E_MS=$(( $(date +%s%N) / 1000000 ))
+# The range ends on the last millisecond of a second, and the dumps are made
+# once that second is over: a downsampled bucket holding the end takes the
+# points after the end too (OpenTSDB's scan), so with 1 s buckets the live
+# nodes and the dumps then hold the same points for it.
+E_MS=$(( $(date +%s) * 1000 + 999 ))
+past_end() { [ $(( $(date +%s%N) / 1000000 )) -gt $(( E_MS + 300 )) ]; }
+wait_for past_end || fail "the clock did not pass $E_MS"
 
 # --- dumps -------------------------------------------------------------------
 D=$T/dumps
