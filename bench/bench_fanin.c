@@ -579,8 +579,10 @@ s_measure(s_job_t *j, ac_t *ac, const char *url, const char *token,
     printf("slowgpu events over %d rounds (node %s device 3 is 20 %% slow): "
            "%zu\n", r, j->names[j->n / 2], direct.events);
     for (int i = 0; i < 3; i++) {
+        const char *name = ops[i].name;    /* direct's names die here */
         fanin_op_free(&ops[i]);
         ops[i] = direct.ops[i];
+        ops[i].name = name;
     }
     watch_destroy(&direct.watch);
     fanin_feed_destroy(&feed);
