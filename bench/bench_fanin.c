@@ -57,6 +57,7 @@ typedef struct {
     int relays[8];                   /* --relays: K of each phase */
     int nrelays, bad;
     char **names;
+    char *names_buf;                 /* the names' storage */
     size_t n;
     pid_t launcher;
     int pidfd, ifd;
@@ -88,6 +89,7 @@ s_split_hosts(s_job_t *j)
     j->names = calloc(cap, sizeof *j->names);
     if (!copy || !j->names)
         bench_die("bench_fanin", "out of memory");
+    j->names_buf = copy;
     for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
         j->names[j->n++] = w;
     if (j->n == 0)
@@ -688,5 +690,7 @@ main(int argc, char **argv)
         fanin_op_free(&ops[i]);
     }
     close(j.ifd);
+    free(j.names);
+    free(j.names_buf);
     return bad ? 1 : 0;
 }
