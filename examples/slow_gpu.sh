@@ -275,7 +275,9 @@ if ! grep -h "accepted: restart [0-9]*: \|warn: restart [0-9]* (of at most" \
     "$work/job.log"; then
     no_restart "$why"
 fi
-grep -h "resumed at iteration\|semicircle law\|checksum\|plot written" \
+# From the file, not the stream above: the clean-up stops tail as soon as
+# the script ends, on a busy machine before it has read the last lines.
+grep -h "resumed at iteration\|eigenvalues (expected\|semicircle law\|checksum\|plot written" \
     "$work/job.out" || true
 busy_pct=$(cat "$work/busy" 2>/dev/null || echo 0)
 echo "busiest core with work at normal priority over any second: $busy_pct %"
