@@ -9,7 +9,9 @@
 #include "bench_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +310,25 @@ bench_ingested(void *zctx, const char *ctl_ep)
     int64_t n = rc == 0 ? (int64_t) r.status.ingested : -1;
     telem_proto_decoder_destroy(&dec);
     return n;
+}
+
+pid_t
+bench_spawn_logged(const char *path, char *const argv[], const char *log,
+                   const char *who)
+{
+    extern char **environ;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT
+                                     | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc)
+        bench_die(who, "cannot start %s: %s", path, strerror(rc));
+    return pid;
 }
 
 int64_t

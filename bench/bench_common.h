@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "telem_proto.h"
 #include "telemd_actor.h"
@@ -73,6 +74,12 @@ int64_t bench_ingested(void *zctx, const char *ctl_ep);
  * program's start stamp, bench_restart_prog); bench_die() names `who`
  * when it cannot be read. */
 int64_t bench_read_stamp(const char *dir, const char *name, const char *who);
+
+/* Starts `path` with argv (environ), stdin from /dev/null and stdout and
+ * stderr into the new file `log` (0600); bench_die() names `who` when it
+ * cannot.  Returns the child's pid. */
+pid_t bench_spawn_logged(const char *path, char *const argv[],
+                         const char *log, const char *who);
 
 /* "PASS" or "MISS" */
 const char *bench_verdict(int ok);

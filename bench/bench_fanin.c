@@ -175,16 +175,7 @@ s_spawn_launcher(s_job_t *j)
         "--start-timeout",
         "600", "--rundir", (char *) j->rundir, "--log-level", "warn", "--",
         prog, NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT
-                                     | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    int rc = posix_spawn(&j->launcher, launch, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc)
-        bench_die("bench_fanin", "cannot start %s: %s", launch, strerror(rc));
+    j->launcher = bench_spawn_logged(launch, argv, log, "bench_fanin");
     j->pidfd = (int) syscall(SYS_pidfd_open, j->launcher, 0);
     if (j->pidfd < 0)
         bench_die("bench_fanin", "pidfd_open: %s", strerror(errno));

@@ -145,19 +145,7 @@ s_launch(const s_size_t *z, const char *rundir)
     char *argv[] = { launch, "--local", local, "--nodes", active,
                      "--resilient", "--rundir", (char *) rundir,
                      "--log-level", "warn", "--", prog, NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT
-                                     | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int rc = posix_spawn(&pid, launch, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc)
-        bench_die("bench_restart", "cannot start %s: %s", launch,
-                  strerror(rc));
-    return pid;
+    return bench_spawn_logged(launch, argv, log, "bench_restart");
 }
 
 /* Sends one restart request naming `node`; returns request -> ack in ns.

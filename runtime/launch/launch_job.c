@@ -290,17 +290,15 @@ launch_job_on_ready(launch_job_t *self, size_t i)
         s_try_start(self);
 }
 
-/* Keeps telemd's query endpoint; one bound to every address (--bind
- * 0.0.0.0) is reached through the node's name. */
-static void
-s_query_endpoint(launch_job_node_t *nd, const char *node, const char *ep)
+void
+launch_job_reach_endpoint(char *out, size_t size, const char *node,
+                          const char *ep)
 {
     static const char any[] = "tcp://0.0.0.0:";
     if (strncmp(ep, any, sizeof any - 1) == 0)
-        snprintf(nd->endpoint, sizeof nd->endpoint, "tcp://%s:%s", node,
-                 ep + sizeof any - 1);
+        snprintf(out, size, "tcp://%s:%s", node, ep + sizeof any - 1);
     else
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s", ep);
+        snprintf(out, size, "%s", ep);
 }
 
 /* One line of telem_dictd's start-up output: "endpoint<TAB>EP", "ready"
@@ -370,7 +368,9 @@ s_telemd_line(launch_job_t *self, launch_job_proc_t *p, const char *line)
     if (klen == 4 && strncmp(line, "node", 4) == 0)
         snprintf(nd->reported, sizeof nd->reported, "%s", tab + 1);
     else if (klen == 5 && strncmp(line, "query", 5) == 0)
-        s_query_endpoint(nd, launch_state_name(self->state, p->node), tab + 1);
+        launch_job_reach_endpoint(nd->endpoint, sizeof nd->endpoint,
+                                  launch_state_name(self->state, p->node),
+                                  tab + 1);
     else if (klen == 3 && strncmp(line, "ctl", 3) == 0 && !*nd->endpoint)
         snprintf(nd->endpoint, sizeof nd->endpoint, "%s", tab + 1);
     else if (klen == 7 && strncmp(line, "metrics", 7) == 0)

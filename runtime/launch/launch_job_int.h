@@ -454,6 +454,11 @@ void launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status);
  * launch_job_node_failed() was called instead). */
 void launch_job_on_ready(launch_job_t *self, size_t i);
 
+/* The endpoint a daemon of `node` printed, as others reach it: one bound
+ * to every address (tcp://0.0.0.0:PORT) through the node's name. */
+void launch_job_reach_endpoint(char *out, size_t size, const char *node,
+                               const char *ep);
+
 /* One line of a daemon's standard output (telemd: "node", "query", "ctl"
  * and "ready" lines; telem_dictd: "ready"): what launch_job_new() installs
  * as self->on_line for launch_job_procs.c. */

@@ -350,27 +350,30 @@ static void
 s_endpoint(const launch_job_t *self, s_relay_t *e, const char *key,
            const char *ep)
 {
-    static const char any[] = "tcp://0.0.0.0:";
     if (strcmp(key, "ipc") == 0 && *e->endpoint)
         return;                         /* TCP first */
-    if (strncmp(ep, any, sizeof any - 1) == 0)
-        snprintf(e->endpoint, sizeof e->endpoint, "tcp://%s:%s",
-                 launch_state_name(self->state, e->node), ep + sizeof any - 1);
-    else
-        snprintf(e->endpoint, sizeof e->endpoint, "%s", ep);
+    launch_job_reach_endpoint(e->endpoint, sizeof e->endpoint,
+                              launch_state_name(self->state, e->node), ep);
+}
+
+/* The relay p runs, or NULL. */
+static s_relay_t *
+s_of_proc(launch_job_t *self, const launch_job_proc_t *p)
+{
+    launch_job_relays_t *r = self->relays;
+    for (size_t i = 0; r && i < r->n; i++)
+        if (r->v[i].proc == p)
+            return &r->v[i];
+    return NULL;
 }
 
 void
 launch_job_relays_line(launch_job_t *self, launch_job_proc_t *p,
                        const char *line)
 {
-    launch_job_relays_t *r = self->relays;
-    size_t i = 0;
-    while (r && i < r->n && r->v[i].proc != p)
-        i++;
-    if (!r || i == r->n)
+    s_relay_t *e = s_of_proc(self, p);
+    if (!e)
         return;
-    s_relay_t *e = &r->v[i];
     if (strncmp(line, "query\t", 6) == 0)
         s_endpoint(self, e, "query", line + 6);
     else if (strncmp(line, "ipc\t", 4) == 0)
@@ -388,19 +391,15 @@ void
 launch_job_relays_exit(launch_job_t *self, launch_job_proc_t *p,
                        const char *how)
 {
-    launch_job_relays_t *r = self->relays;
-    size_t i = 0;
-    while (r && i < r->n && r->v[i].proc != p)
-        i++;
-    if (!r || i == r->n)
+    s_relay_t *e = s_of_proc(self, p);
+    if (!e)
         return;
-    int was_ready = r->v[i].ready;
+    int was_ready = e->ready;
     if (!p->stopping && self->phase != LAUNCH_PHASE_ENDING)
         telem_log(TELEM_LOG_WARN, "relay %s on %s %s: its nodes (%s) are "
-                  "asked directly", r->v[i].name,
-                  launch_state_name(self->state, r->v[i].node), how,
-                  r->v[i].group);
-    s_drop(r, i);
+                  "asked directly", e->name,
+                  launch_state_name(self->state, e->node), how, e->group);
+    s_drop(self->relays, (size_t) (e - self->relays->v));
     if (was_ready && !p->stopping)
         s_write(self);
     else
