@@ -114,6 +114,44 @@ make_nodes() {
     rm -f "$batch"
 }
 
+# The kernel's neighbour (ARP) table is one table for every namespace, and
+# its default hard limit (net.ipv4.neigh.default.gc_thresh3, 1,024 entries)
+# is what a cluster of a few hundred nodes reaches: the host, telem_agg and
+# the watcher on n1, the relays and the dictionary's replicas each learn the
+# addresses they talk to.  Past the limit the kernel logs "neighbor table
+# overflow" and new connections between nodes wait until entries expire:
+# at 256 nodes, queries that should take 80 ms missed nodes for whole
+# deadlines.  `up` raises the three thresholds to fit N nodes talking to
+# every other (never lowering them) and saves the values it found, once,
+# in $NEIGH_SAVED; the last `down` of every cluster puts them back.
+NEIGH_SAVED=/run/lock/telem-nsnodes-neigh.saved
+NEIGH_KEYS="gc_thresh1 gc_thresh2 gc_thresh3"
+
+neigh_raise() {   # neigh_raise N (under the lock)
+    local n=$1 k cur want i=0
+    [ -f "$NEIGH_SAVED" ] || for k in $NEIGH_KEYS; do
+        echo "$k $(sysctl -n "net.ipv4.neigh.default.$k")"
+    done >"$NEIGH_SAVED"
+    for want in $((n * 8)) $((n * 32)) $((n * 64)); do
+        i=$((i + 1))
+        k=$(echo "$NEIGH_KEYS" | cut -d' ' -f$i)
+        cur=$(sysctl -n "net.ipv4.neigh.default.$k")
+        [ "$want" -gt "$cur" ] && sysctl -qw "net.ipv4.neigh.default.$k=$want"
+    done
+    return 0
+}
+
+neigh_restore() {   # when no cluster of this script is left (under the lock)
+    local k v
+    [ -f "$NEIGH_SAVED" ] || return 0
+    ip netns list 2>/dev/null | awk '{print $1}' | grep -q '^tf[0-9a-f]\{5\}n' \
+        && return 0
+    while read -r k v; do
+        sysctl -qw "net.ipv4.neigh.default.$k=$v" || true
+    done <"$NEIGH_SAVED"
+    rm -f "$NEIGH_SAVED"
+}
+
 up() {
     local d=${1:-} n=${2:-} interval=0
     shift 2 || true
@@ -139,6 +177,7 @@ up() {
     INTERVAL=$interval
     printf 'ID=%s\nNODES=%s\nNET_A=%s\nNET_B=%s\nINTERVAL=%s\n' \
         "$ID" "$NODES" "$NET_A" "$NET_B" "$INTERVAL" >"$DIR/net"
+    neigh_raise "$NODES"
     make_nodes
     exec 9>&-
     echo "nsnodes: $NODES nodes on 10.$NET_A.$NET_B.0/22 (id $ID, bridge tf${ID}br)"
@@ -209,6 +248,11 @@ down() {
         echo "nsnodes.sh down: the above is left of cluster $ID" >&2
         return 1
     fi
+    mkdir -p "$(dirname "$LOCK")"
+    exec 9>"$LOCK"
+    flock 9
+    neigh_restore
+    exec 9>&-
     if [ "${TELEM_KEEP:-0}" = 1 ]; then echo "kept $DIR"; else rm -rf "$DIR"; fi
 }
 
