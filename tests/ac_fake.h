@@ -56,6 +56,8 @@ typedef struct {
     char filter[2][2][64];    /* last query's first two filters */
     int last_op;
     int64_t last_arg;
+    unsigned char peer[32];   /* routing id of the last request's connection */
+    size_t npeer;
 } fake_t;
 
 #define NPTS 3
@@ -241,6 +243,10 @@ s_fake_run(void *arg)
             continue;
         while (zmq_msg_more(&body) && zmq_msg_recv(&body, f->sock, 0) >= 0)
             ;
+        pthread_mutex_lock(&f->mu);
+        f->npeer = zmq_msg_size(&id) < sizeof f->peer ? zmq_msg_size(&id) : 0;
+        memcpy(f->peer, zmq_msg_data(&id), f->npeer);
+        pthread_mutex_unlock(&f->mu);
         s_answer(f, &id, zmq_msg_data(&body), zmq_msg_size(&body));
     }
     zmq_msg_close(&id);

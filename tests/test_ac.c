@@ -318,6 +318,85 @@ test_nodefile_errors(void)
     rmdir(dir);
 }
 
+/* The routing id under which fake f saw the last request. */
+static size_t
+s_peer(fake_t *f, unsigned char *out)
+{
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->npeer;
+    memcpy(out, f->peer, n);
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/* ac_set_nodes: the new list is what the client asks, and a node listed
+ * before and after keeps its connection (the same routing id at the
+ * node); a bad list leaves the client as it was. */
+static void
+test_set_nodes(void *ctx)
+{
+    fake_t f[3];
+    s_fake_start(&f[0], ctx, "alpha", FAKE_OK);
+    s_fake_start(&f[1], ctx, "beta", FAKE_OK);
+    s_fake_start(&f[2], ctx, "gamma", FAKE_OK);
+    ac_t *ac = s_client(f, 2, 10000);
+    ac_result_t *r = NULL;
+    CHECK_INT(ac_query(ac, NULL, &r), 0);
+    CHECK_INT(ac_result_nseries(r), 4);
+    ac_result_destroy(&r);
+    unsigned char before[32], after[32];
+    size_t nb = s_peer(&f[1], before);
+    CHECK(nb > 0);
+
+    const char *names[] = { "gamma", "beta" };
+    const char *eps[] = { f[2].endpoint, f[1].endpoint };
+    CHECK_INT(ac_set_nodes(ac, names, eps, 2), 0);
+    CHECK_INT(ac_node_count(ac), 2);
+    CHECK_STR(ac_node_name(ac, 0), "gamma");
+    CHECK_INT(ac_node_find(ac, "alpha"), -1);
+    int before_alpha = f[0].nrequests;
+    CHECK_INT(ac_query(ac, NULL, &r), 0);
+    CHECK_INT(ac_result_nseries(r), 4);
+    CHECK_INT(s_count_from(r, "gamma"), 2);
+    CHECK_INT(s_count_from(r, "beta"), 2);
+    CHECK_INT(s_count_from(r, "alpha"), 0);
+    ac_result_destroy(&r);
+    CHECK_INT(f[0].nrequests, before_alpha);
+    size_t na = s_peer(&f[1], after);
+    CHECK(na == nb && memcmp(before, after, nb) == 0);
+
+    /* Same name, new endpoint: a new connection, to the new place (where
+       another node answers, which the client refuses to pass off). */
+    const char *moved[] = { f[0].endpoint };
+    const char *beta[] = { "beta" };
+    CHECK_INT(ac_set_nodes(ac, beta, moved, 1), 0);
+    CHECK_INT(ac_query(ac, NULL, &r), TELEM_ECONN);
+    CHECK(r == NULL || (ac_result_nmissing(r) == 1
+                        && strstr(ac_result_missing_message(r, 0), "alpha")));
+    ac_result_destroy(&r);
+    CHECK_INT(f[0].nrequests, before_alpha + 1);
+
+    /* Refused lists change nothing. */
+    const char *dup[] = { "x", "x" }, *dup_eps[] = { "tcp://h:1", "tcp://h:2" };
+    CHECK_INT(ac_set_nodes(ac, dup, dup_eps, 2), TELEM_EINVAL);
+    const char *bad[] = { "a/b" };
+    CHECK_INT(ac_set_nodes(ac, bad, moved, 1), TELEM_EINVAL);
+    CHECK_INT(ac_set_nodes(NULL, beta, moved, 1), TELEM_EINVAL);
+    CHECK_INT(ac_node_count(ac), 1);
+    CHECK_STR(ac_node_endpoint(ac, 0), f[0].endpoint);
+
+    /* No nodes at all, then some again. */
+    CHECK_INT(ac_set_nodes(ac, NULL, NULL, 0), 0);
+    CHECK_INT(ac_node_count(ac), 0);
+    CHECK_INT(ac_set_nodes(ac, names, eps, 2), 0);
+    CHECK_INT(ac_query(ac, NULL, &r), 0);
+    CHECK_INT(ac_result_nseries(r), 4);
+    ac_result_destroy(&r);
+    ac_close(&ac);
+    for (int i = 0; i < 3; i++)
+        s_fake_stop(&f[i]);
+}
+
 int
 main(void)
 {
@@ -327,6 +406,7 @@ main(void)
     test_status_and_control(ctx);
     test_nodefile(ctx);
     test_nodefile_errors();
+    test_set_nodes(ctx);
     zmq_ctx_term(ctx);
     return check_report("test_ac");
 }

@@ -215,6 +215,78 @@ ac_set_max_reply(ac_t *self, size_t bytes)
 
 /* ---- nodes ------------------------------------------------------------- */
 
+static int
+s_cmp_node(const void *a, const void *b)
+{
+    const ac__node_t *x = *(ac__node_t *const *) a,
+                     *y = *(ac__node_t *const *) b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->endpoint, y->endpoint);
+}
+
+/* Moves the socket of the old node with e's name and endpoint, if any,
+ * to nd; `by` is the old nodes sorted by s_cmp_node. */
+static void
+s_adopt(ac__node_t *nd, ac__node_t **by, size_t nold)
+{
+    ac__node_t key = { .name = nd->name, .endpoint = nd->endpoint },
+               *kp = &key;
+    ac__node_t **hit = nold ? bsearch(&kp, by, nold, sizeof *by,
+                                      s_cmp_node) : NULL;
+    if (hit) {
+        nd->sock = (*hit)->sock;
+        (*hit)->sock = NULL;
+    }
+}
+
+int
+ac_set_nodes(ac_t *self, const char *const *names,
+             const char *const *endpoints, size_t n)
+{
+    if (!self || self->nrelays)
+        return TELEM_EINVAL;
+    ac__node_entry_t *e = NULL;
+    int rc = n ? ac__nodes_copy(names, endpoints, n, &e, NULL, 0) : 0;
+    if (rc)
+        return rc;
+    ac__node_t *nodes = calloc(n ? n : 1, sizeof *nodes),
+               **by = calloc(self->n ? self->n : 1, sizeof *by);
+    zmq_pollitem_t *items = calloc(n ? n : 1, sizeof *items);
+    size_t *item_node = calloc(n ? n : 1, sizeof *item_node);
+    if (!nodes || !by || !items || !item_node) {
+        ac__nodes_free(&e, n);
+        free(nodes), free(by), free(items), free(item_node);
+        return TELEM_ENOMEM;
+    }
+    for (size_t j = 0; j < self->n; j++)
+        by[j] = &self->nodes[j];
+    qsort(by, self->n, sizeof *by, s_cmp_node);
+    for (size_t i = 0; i < n; i++) {
+        nodes[i] = (ac__node_t) { e[i].name, e[i].endpoint, NULL, AC__IDLE,
+                                  -1 };
+        e[i].name = e[i].endpoint = NULL;
+        s_adopt(&nodes[i], by, self->n);
+    }
+    free(by);
+    ac__nodes_free(&e, n);
+    for (size_t j = 0; j < self->n; j++) {
+        s_sock_close(&self->nodes[j]);
+        free(self->nodes[j].name);
+        free(self->nodes[j].endpoint);
+    }
+    free(self->nodes), free(self->items), free(self->item_node);
+    self->nodes = nodes;
+    self->n = n;
+    self->items = items;
+    self->item_node = item_node;
+    for (size_t i = 0; i < n; i++) {
+        int r = self->nodes[i].sock ? 0 : s_sock_open(self, &self->nodes[i]);
+        if (r && !rc)
+            rc = r;
+    }
+    return rc;
+}
+
 size_t
 ac_node_count(const ac_t *self)
 {

@@ -115,6 +115,20 @@ int ac_nodefile_check(const char *nodefile, size_t *nnodes, char *why,
  * TELEM_ETOOBIG.  For long-lived clients that reconnect when it changes. */
 int ac_relays_path(const char *nodefile, char *buf, size_t size);
 
+/* Replaces the client's nodes with `n` names and their endpoints (strings
+ * are copied; n may be 0).  A node whose name and endpoint are unchanged
+ * keeps its socket and its connection (with CURVE, a new connection costs
+ * a key exchange on both ends: a launcher that re-made its client after
+ * every restart of a 256-node job spent more CPU on that than on the
+ * restart); the others are opened or closed.  Not for a client with
+ * relays (TELEM_EINVAL); between calls only (not thread-safe, like every
+ * call on one client).  Returns 0, TELEM_EINVAL (a bad or duplicate
+ * entry: the client is unchanged), TELEM_ENOMEM (unchanged) or a socket
+ * error (the client holds the new list; a node whose socket could not
+ * be opened is reported missing by the next call, as a dead node is). */
+int ac_set_nodes(ac_t *self, const char *const *names,
+                 const char *const *endpoints, size_t n);
+
 /* Closes every socket and frees the client; accepts NULL or a pointer to
  * NULL and nulls the caller's pointer.  Results stay valid. */
 void ac_close(ac_t **self_p);

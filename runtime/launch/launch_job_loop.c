@@ -93,16 +93,21 @@ typedef struct {
     unsigned gen;
 } s_hb_t;
 
+/* Gives the actor's client the new node list: the client keeps the
+ * connections of the nodes still listed (a restart changes one or two of
+ * them; a new client made 255 CURVE connections at every restart of a
+ * 256-node job), and is made anew only when it cannot. */
 static void
 s_hb_nodes(s_hb_t *h, zmsg_t *m, zsock_t *pipe)
 {
-    ac_close(&h->ac);
     char *gen = zmsg_popstr(m);
     h->gen = gen ? (unsigned) strtoul(gen, NULL, 10) : 0;
     free(gen);
     size_t k = zmsg_size(m) / 2;
-    if (k == 0)
+    if (k == 0) {
+        ac_close(&h->ac);
         return;
+    }
     const char **names = calloc(k, sizeof *names), **eps = calloc(k,
                                                                   sizeof *eps);
     for (size_t i = 0; names && eps && i < k; i++) {
@@ -110,7 +115,10 @@ s_hb_nodes(s_hb_t *h, zmsg_t *m, zsock_t *pipe)
         eps[i] = zmsg_popstr(m);
     }
     int err = TELEM_ENOMEM;
-    if (names && eps)
+    if (names && eps && h->ac
+        && ac_set_nodes(h->ac, names, eps, k) != 0)
+        ac_close(&h->ac);
+    if (names && eps && !h->ac)
         h->ac = ac_connect_nodes(names, eps, k, h->timeout_ms, &err);
     if (!h->ac)
         zsock_send(pipe, "ss", "ERROR", telem_strerror(err));
