@@ -111,7 +111,7 @@ for n in $sizes; do
         cluster=''
     done
 done
-grep -E '^(RESULT|IDLE|CONN)' "$work/raw" >"$tsv"
+grep -E '^(RESULT|IDLE|CONN|RESTART)' "$work/raw" >"$tsv"
 echo
 mkdir -p "$(dirname "$svg")"
 "$py" "$here/fanin_fit.py" "$tsv" --svg "$svg" --load "$load"

@@ -12,6 +12,10 @@ through relays of K nodes, measured in the same job, rounds alternating
 with the direct path); each is fitted and extrapolated on its own, and
 drawn dashed beside the direct curve.  CONN lines give the TCP
 connections each fan-out process held, direct and through relays.
+RESTART lines give each restart's split (the launcher's stop, re-form and
+start), the launcher's own CPU, request -> running everywhere, and the
+machine's busy CPU over the restart with its core count: that CPU over
+the cores is the least wall time the restart could take on this machine.
 
 Usage: fanin_fit.py RESULTS [--svg FILE] [--load "L1 L5 L15"]
 Exit status 2 on bad usage or a malformed input line.
@@ -49,7 +53,7 @@ def parse(path):
     """rows[(n, op)] -> list of (p50, p99, cpu, samples, bad); idle[n];
     conn[(n, tag)] -> (relays, self direct, self relayed, agg direct,
     agg relayed, relays' CPU ms a round)."""
-    rows, idle, conn = {}, {}, {}
+    rows, idle, conn, rst = {}, {}, {}, {}
     with open(path) as f:
         for ln, line in enumerate(f, 1):
             w = line.rstrip("\n").split("\t")
@@ -69,14 +73,53 @@ def parse(path):
                         raise ValueError("bad relay tag %r" % w[2])
                     conn[(int(w[1]), w[2])] = tuple(
                         int(x) for x in w[3:8]) + (float(w[8]),)
+                elif w[0] == "RESTART" and len(w) == 11:
+                    rst.setdefault(int(w[1]), []).append(
+                        tuple(float(x) for x in w[3:10]) + (int(w[10]),))
                 elif line.strip():
-                    raise ValueError("not a RESULT, IDLE or CONN line")
+                    raise ValueError("not a RESULT, IDLE, CONN or RESTART "
+                                     "line")
             except (ValueError, IndexError) as e:
                 die("fanin_fit.py: %s:%d: malformed line (%s): %r"
                          % (path, ln, e, line[:80]))
     if not rows:
         die("fanin_fit.py: %s holds no RESULT line" % path)
-    return rows, idle, conn
+    return rows, idle, conn, rst
+
+
+# RESTART columns after the size and the restart's number.
+RST = ("launcher", "stop", "re-form", "start", "launcher CPU",
+       "request -> running", "machine busy CPU")
+
+
+def restart_table(rst, sizes):
+    """Medians of each restart's split per size, the machine's busy CPU
+    during it and the floor that puts on the wall time here; returns
+    {n: {column: median, 'floor': ms, 'ncpu': k}}."""
+    out = {}
+    if not rst:
+        return out
+    print("\nRestarts, medians (ms): the launcher's split, its own CPU, "
+          "request -> running everywhere, the machine's busy CPU during it "
+          "and that over the cores (the least wall time every node's share "
+          "of the work allows on this machine):")
+    print("  %5s %9s %7s %8s %7s %9s %10s %11s %8s %9s" % (
+        "nodes", "launcher", "stop", "re-form", "start", "its CPU",
+        "req->run", "busy CPU", "floor", "req/floor"))
+    for n in sizes:
+        if n not in rst:
+            continue
+        m = {c: float(np.median([r[i] for r in rst[n]]))
+             for i, c in enumerate(RST)}
+        m["ncpu"] = rst[n][0][7]
+        m["floor"] = m["machine busy CPU"] / max(m["ncpu"], 1)
+        out[n] = m
+        print("  %5d %9.0f %7.0f %8.0f %7.0f %9.1f %10.0f %11.0f %8.0f %9.2f"
+              % (n, m["launcher"], m["stop"], m["re-form"], m["start"],
+                 m["launcher CPU"], m["request -> running"],
+                 m["machine busy CPU"], m["floor"],
+                 m["request -> running"] / m["floor"] if m["floor"] else 0))
+    return out
 
 
 def all_ops(rows):
@@ -185,7 +228,36 @@ def path_figures(fits, sizes, tag):
            "telem_agg, sum:1m-avg", 2000.0)
 
 
-def figures(rows, fits, sizes):
+def report(name, measured, peer, ratio):
+    """A FIGURE line without a target (the summary's verdict is "-")."""
+    print("FIGURE\t%s\t(reported)\t%s\t%s\t%s\t-" % (
+        name, measured, peer, ratio))
+
+
+def restart_figures(rm, sizes):
+    """The launcher's own CPU per restart fitted over the sizes (the part
+    of a restart that no number of nodes runs in parallel), and the
+    largest size's restart against this machine's floor."""
+    if not rm:
+        return
+    xs = sorted(rm)
+    a, b = fit(xs, [rm[n]["launcher CPU"] for n in xs])
+    cpu1024 = a + (b or 0.0) * 1024
+    figure("launcher's own CPU a restart at 1,024 nodes (fit over %s "
+           "nodes; its serial share of a restart)" % ",".join(map(str, xs)),
+           "<= 1 s", cpu1024, "launcher process, all threads", 1000.0)
+    big = max(xs)
+    m = rm[big]
+    report("restart at %d nodes, request -> running everywhere, against "
+           "this machine's floor" % big,
+           "%.0f ms" % m["request -> running"],
+           "floor %.0f ms (%.0f CPU-ms of every process / %d cores)"
+           % (m["floor"], m["machine busy CPU"], m["ncpu"]),
+           "%.2f of floor" % (m["request -> running"] / m["floor"]
+                               if m["floor"] else 0.0))
+
+
+def figures(rows, fits, sizes, rm=None):
     print()
     big = max(sizes)
     path_figures(fits, sizes, "")
@@ -196,6 +268,7 @@ def figures(rows, fits, sizes):
            "-", 1000.0)
     figure("restart measured at %d nodes, p50" % big, "<= 100 ms",
            med(rows, big, "restart", 0), "launcher's own split", 100.0)
+    restart_figures(rm, sizes)
 
 
 def svg(rows, fits, sizes, path, load):
@@ -268,11 +341,12 @@ def main():
         a = ap.parse_args()
     except SystemExit as e:
         sys.exit(2 if e.code else 0)
-    rows, idle, conn = parse(a.results)
+    rows, idle, conn, rst = parse(a.results)
     sizes = sorted({n for n, _ in rows})
     table(rows, idle, conn, sizes)
+    rm = restart_table(rst, sizes)
     fits = slopes(rows, sizes)
-    figures(rows, fits, sizes)
+    figures(rows, fits, sizes, rm)
     if a.svg:
         svg(rows, fits, sizes, a.svg, a.load)
 

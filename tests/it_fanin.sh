@@ -33,7 +33,11 @@ expect_rc 2 bash "$NS" up "$T/z" 2 --interval soon
 expect_rc 2 bash "$NS" exec "$T" n1 true
 expect_rc 2 bash "$NS" nonsense
 
+neigh0=$(sysctl -n net.ipv4.neigh.default.gc_thresh3)
 bash "$NS" up "$C" 6 --interval 1 >"$T/up.log" || fail "nsnodes up failed: $(cat "$T/up.log")"
+# The kernel's one neighbour table for every namespace fits 64 entries a node.
+[ "$(sysctl -n net.ipv4.neigh.default.gc_thresh3)" -ge 384 ] \
+    || fail "gc_thresh3 not raised for 6 nodes: $(sysctl -n net.ipv4.neigh.default.gc_thresh3)"
 expect_rc 2 bash "$NS" exec "$C" n7 true
 [ "$(bash "$NS" exec "$C" n4 hostname)" = n4 ] || fail "n4's host name is not n4"
 a4=$(bash "$NS" addr "$C" n4)
@@ -66,6 +70,7 @@ conn=$(grep -P "^CONN\t6\tr3\t" "$T/fanin.log") || fail "no CONN line"
     || fail "connections (relays, direct, relayed, agg direct, agg relayed): $(echo "$conn" | cut -f4-8)"
 [ ! -e "$C/run/relays" ] && [ ! -e "$C/run/relays.tmp" ] || fail "the relays file was left"
 grep -q "restart 1 excluding n6: .* n6 is down" "$T/fanin.log" || fail "restart 1 did not take n6 out"
+[ "$(grep -cP '^RESTART\t6\t' "$T/fanin.log")" = 2 ] || fail "not one RESTART line a restart"
 grep -q "restart 2 excluding n5: .* n5 is down" "$T/fanin.log" || fail "restart 2 did not take n5 out"
 # The program ran on all 6 nodes, then on 5, then on 4 (bench_restart_prog's
 # stamps), and each restart line names its node.
@@ -86,12 +91,16 @@ if /usr/bin/python3 -c 'import numpy, matplotlib' 2>/dev/null; then
     expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad2.tsv"
     printf 'RESULT\t6\tquery/x3\t1\t1\t1\t4\t0\n' >"$T/bad3.tsv"
     expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad3.tsv"
-    grep -E '^(RESULT|IDLE|CONN)' "$T/fanin.log" >"$T/ok.tsv"
+    printf 'RESTART\t6\t1\t1\t1\t1\t1\t1\t1\t1\n' >"$T/bad4.tsv"
+    expect_rc 2 /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/bad4.tsv"
+    grep -E '^(RESULT|IDLE|CONN|RESTART)' "$T/fanin.log" >"$T/ok.tsv"
     /usr/bin/python3 "$TELEM_SRC/bench/fanin_fit.py" "$T/ok.tsv" --svg "$T/f.svg" >"$T/fit.log" \
         || fail "fanin_fit.py failed on good input: $(cat "$T/fit.log")"
     grep -q "^FIGURE" "$T/fit.log" && [ -s "$T/f.svg" ] || fail "no FIGURE line or picture"
     grep -q "^FIGURE	watcher round, 1,024 nodes x 8 devices, through relays of 3 nodes" \
         "$T/fit.log" || fail "no FIGURE line for the relayed watcher round"
+    grep -q "^FIGURE	restart at 6 nodes, request -> running everywhere, against this machine's floor" \
+        "$T/fit.log" || fail "no FIGURE line for the restart against the floor"
 else
     echo "fanin_fit.py not checked: Debian's python3-numpy/matplotlib are not installed"
 fi
@@ -103,4 +112,9 @@ TELEM_KEEP=0 bash "$NS" down "$C" || fail "nsnodes down left something"
 ip netns list | grep -q "tf${id}n" && fail "a namespace of $id is left"
 ip -o link show | grep -q "tf${id}" && fail "a link of $id is left"
 grep -q "$C/" /proc/self/mountinfo && fail "a mount under $C is left"
+# The last cluster's down puts the neighbour table's limits back.
+if ! ip netns list | grep -q '^tf[0-9a-f]\{5\}n'; then
+    [ "$(sysctl -n net.ipv4.neigh.default.gc_thresh3)" = "$neigh0" ] \
+        || fail "gc_thresh3 not restored to $neigh0"
+fi
 echo "it_fanin: ok"
