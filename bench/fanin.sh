@@ -76,6 +76,26 @@ fi
 # is printed by bench_fanin as measured.
 interval_for() { local n=$1; echo $(( n > 64 ? (n + 63) / 64 : 1 )); }
 
+# What the harness itself costs a node each time the launcher starts a
+# process there (the template `bash nsnodes.sh exec DIR NODE`: bash, then
+# nsenter into the node's namespaces): the CPU of 20 runs of `true` one
+# after the other (their own rusage, so other work on the machine does
+# not count), and their wall time.  On a cluster ssh or srun pays this
+# instead; a restart at N nodes pays it N times, on these 2 cores.
+exec_cost() {
+    local c=$1 t0 t1 cpu
+    t0=$(date +%s%N)
+    cpu=$( (for _ in $(seq 20); do
+                bash "$here/cluster/nsnodes.sh" exec "$c" n1 env TELEM_X=1 true
+            done
+            times) | awk 'END { for (i = 1; i <= 2; i++) {
+                                    split($i, p, /[ms]/); t += p[1] * 60 + p[2] }
+                                print t }')
+    t1=$(date +%s%N)
+    awk -v c="$cpu" -v w="$((t1 - t0))" 'BEGIN {
+        printf "harness exec cost: %.1f CPU-ms and %.1f ms wall a process started on a node (20 runs)\n", c * 1000 / 20, w / 1e6 / 20 }'
+}
+
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 tsv=$build/fanin.tsv
 : >"$tsv"
@@ -99,6 +119,7 @@ for n in $sizes; do
         cluster=$work/c$n.$job
         bash "$here/cluster/nsnodes.sh" up "$cluster" "$n" --interval "$iv"
         echo "load before the job: $(cut -d' ' -f1-3 /proc/loadavg)"
+        exec_cost "$cluster"
         k=$restarts; [ "$k" -lt "$n" ] || k=$((n - 1))
         rl=()   # relay groups smaller than the job: a relay of every node is no tree
         for g in ${relays//,/ }; do [ "$g" -lt "$n" ] && rl+=("$g"); done

@@ -131,7 +131,7 @@ summary() {
         run_one dict_vs_redis.sh env BENCH_BUILD="$build" "$here/dict_vs_redis.sh"
     fi
     if [ "$all" = 1 ]; then
-        run_one fanin.sh env BENCH_BUILD="$build" "$here/fanin.sh"
+        run_one fanin.sh env BENCH_BUILD="$build" "$here/fanin.sh" -R 32
     fi
     echo
     if (( ${#failed[@]} )); then
