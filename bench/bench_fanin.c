@@ -673,12 +673,18 @@ main(int argc, char **argv)
                             "startup" };
     for (int i = 0; i < 6; i++)
         fanin_op_init(&ops[i], names[i], (size_t) j.rounds + 8);
+    int64_t m0 = s_machine_busy_ns();
     int64_t t_exec = telem_now_ns();
     s_spawn_launcher(&j);
     int64_t hi = s_wait_run(&j, 0, j.n);
+    int64_t m1 = s_machine_busy_ns();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     fanin_op_add(&ops[5], hi - t_exec, 0);
     printf("%zu nodes: job started in %.1f ms (launcher exec -> program "
-           "running on every node)\n", j.n, (double) (hi - t_exec) / 1e6);
+           "running on every node); machine busy %.0f CPU-ms (floor on %ld "
+           "cores %.0f ms)\n", j.n, (double) (hi - t_exec) / 1e6,
+           (double) (m1 - m0) / 1e6, ncpu,
+           ncpu > 0 ? (double) (m1 - m0) / 1e6 / (double) ncpu : 0.0);
     char path[PATH_MAX + 64], url[512], token[256];
     snprintf(path, sizeof path, "%s/telem_agg/url", j.rundir);
     s_wait_file(&j, path, url, sizeof url);
