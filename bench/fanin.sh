@@ -124,10 +124,16 @@ for n in $sizes; do
         rl=()   # relay groups smaller than the job: a relay of every node is no tree
         for g in ${relays//,/ }; do [ "$g" -lt "$n" ] && rl+=("$g"); done
         ropt=(); [ ${#rl[@]} -gt 0 ] && ropt=(--relays "$(IFS=,; echo "${rl[*]}")")
-        "$bin/bench_fanin" --template "$(bash "$here/cluster/nsnodes.sh" template "$cluster")" \
+        if ! "$bin/bench_fanin" --template "$(bash "$here/cluster/nsnodes.sh" template "$cluster")" \
             --hosts "$(bash "$here/cluster/nsnodes.sh" hosts "$cluster")" \
             --bindir "$bin" --rundir "$cluster/run" --rounds "$rounds" \
-            --restarts "$k" "${ropt[@]}" | tee -a "$work/raw"
+            --restarts "$k" "${ropt[@]}" | tee -a "$work/raw"; then
+            # What the launcher saw, before the cluster and its files go.
+            echo "fanin.sh: bench_fanin failed at $n nodes; the launcher's last lines and daemon events:"
+            grep -v 'telem_agg\[' "$cluster/run/launcher.log" | tail -n 20 || true
+            tail -n 20 "$cluster/run/launch/daemons.log" 2>/dev/null || true
+            exit 1
+        fi
         bash "$here/cluster/nsnodes.sh" down "$cluster"
         cluster=''
     done

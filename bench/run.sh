@@ -80,8 +80,10 @@ run_one() {
     local name="$1"; shift
     echo
     echo "## $name  nproc=$(nproc)  load=$(cut -d' ' -f1-3 /proc/loadavg)  $(date -u +%FT%TZ)"
-    if ! "$@"; then
-        echo "run.sh: $name failed (exit $?)"
+    local rc=0
+    "$@" || rc=$?
+    if [ "$rc" != 0 ]; then
+        echo "run.sh: $name failed (exit $rc)"
         failed+=("$name")
     fi
 }
