@@ -29,7 +29,10 @@
 #include "telem_time.h"
 
 #define S_BURST 256
-#define S_POLL_CAP_MS 250
+/* The longest wait: the server's next deadline comes first when it has
+   one; the cap only bounds how late an interrupt that slipped in before
+   the wait is noticed (telemd waits the same). */
+#define S_POLL_CAP_MS 1000
 #define S_LINGER_MS 200
 #define S_BIG_MSG (1u << 20)      /* a message this large counts for trim */
 

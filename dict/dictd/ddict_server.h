@@ -89,7 +89,9 @@ int ddict_server_peer_refuse(ddict_server_t *self, const char *peer,
 int ddict_server_flush(ddict_server_t *self);
 
 /* Expires event waiters and replication waits that passed their deadline
- * (monotonic ns).  Returns the next monotonic time it wants to run. */
+ * (monotonic ns).  Returns the next monotonic time it wants to run:
+ * the earliest such deadline, `now` while a compaction is under way, or
+ * INT64_MAX when nothing waits (an idle server). */
 int64_t ddict_server_tick(ddict_server_t *self, int64_t now);
 
 /* 1 once a shutdown request was answered. */
