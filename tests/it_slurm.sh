@@ -77,7 +77,13 @@ Q2=$(awk -F'\t' '$1 == "n2" { print $2 }' "$TELEM_NODEFILE")
 "$TELEM_BIN/telem_client" status \
     >"$T/status.txt" || fail "the job's nodes do not answer"
 grep -q n2 "$T/status.txt" || fail "status: $(cat "$T/status.txt")"
-[ "$(squeue -h -s | wc -l)" -ge 5 ] || fail "expected a step per daemon and program: $(squeue -s)"
+# One step per kind on all its nodes (telemd and telem_dictd on every
+# node, the program on the active ones), plus telem_agg's one-node step.
+steps_are() {
+    [ "$(squeue -h -s -o '%j %N' | sort | paste -sd ' ' -)" = "$1" ]
+}
+wait_for steps_are "telem-agg n1 telem-dictd n[1-3] telem-program n[1-2] telem-telemd n[1-3]" \
+    || fail "expected one step per kind: $(squeue -s -o '%i %j %N')"
 
 # --- n2's telemd dies: the job goes on on n1 and n3 -----------------------
 kill -9 "$(sed -n 's/^pid\t//p' "$TELEM_RUNDIR/n2/endpoints")"

@@ -608,14 +608,10 @@ void
 launch_job_begin(launch_job_t *self)
 {
     int64_t t0 = telem_mono_ns();
-    for (size_t i = 0; i < self->n; i++) {
-        if (launch_job_start_telemd(self, i) || launch_job_start_dictd(self,
-                                                                       i)) {
-            launch_job_end(self, LAUNCH_EXIT_START,
-                           "telemd or telem_dictd could "
-                       "not be started");
-            return;
-        }
+    if (launch_job_start_daemons(self) != 0) {
+        launch_job_end(self, LAUNCH_EXIT_START,
+                       "telemd or telem_dictd could not be started");
+        return;
     }
     telem_log(TELEM_LOG_DEBUG, "daemons of %zu node(s) spawned in %.3f s",
               self->n, s_sec(telem_mono_ns() - t0));
@@ -690,8 +686,11 @@ s_program_exit(launch_job_t *self, launch_job_proc_t *p, const char *how,
 void
 launch_job_on_exit(launch_job_t *self, launch_job_proc_t *p, int status)
 {
-    char how[128];
-    launch_proc_status_describe(status, how, sizeof how);
+    char how[sizeof p->how];
+    if (p->how[0])
+        snprintf(how, sizeof how, "%s", p->how);
+    else
+        launch_proc_status_describe(status, how, sizeof how);
     launch_job_node_t *nd = &self->nodes[p->node];
     const char *node = launch_state_name(self->state, p->node);
     if (p->role == LAUNCH_ROLE_PROGRAM) {

@@ -93,13 +93,16 @@ s_prom_open(launch_job_t *self, char *why, size_t why_size)
     return rc;
 }
 
-/* Opens (empties) launch/restarts.log and launch/daemons.log. */
+/* Opens (empties) launch/restarts.log and launch/daemons.log; removes
+ * launch/steps.log. */
 static int
 s_open_logs(launch_job_t *self, char *why, size_t why_size)
 {
     char path[TELEM_PATH_MAX + 32];
     FILE **logs[] = { &self->restart_log, &self->daemon_log };
     const char *names[] = { "restarts.log", "daemons.log" };
+    snprintf(path, sizeof path, "%s/steps.log", self->launch_dir);
+    unlink(path);               /* made again by the first step */
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/%s", self->launch_dir, names[k]);
         if (!(*logs[k] = fopen(path, "we"))) {
@@ -326,6 +329,9 @@ launch_job_files_close(launch_job_t *self)
     if (self->daemon_log)
         fclose(self->daemon_log);
     self->daemon_log = NULL;
+    if (self->step_log)
+        fclose(self->step_log);
+    self->step_log = NULL;
 }
 
 /* Appends "<UTC time> <line>" to f. */
@@ -354,6 +360,24 @@ launch_job_files_log_daemon(launch_job_t *self, const char *line)
     s_log_line(self->daemon_log, line);
 }
 
+int
+launch_job_files_step_log_fd(launch_job_t *self)
+{
+    char path[TELEM_PATH_MAX + 32];
+    if (!self->step_log) {
+        snprintf(path, sizeof path, "%s/steps.log", self->launch_dir);
+        self->step_log = fopen(path, "ae");     /* emptied at the start */
+    }
+    return self->step_log ? fileno(self->step_log) : -1;
+}
+
+void
+launch_job_files_log_step(launch_job_t *self, const char *line)
+{
+    if (launch_job_files_step_log_fd(self) >= 0)
+        s_log_line(self->step_log, line);
+}
+
 static const char *
 s_sup_state_name(launch_sup_state_t st)
 {
@@ -369,7 +393,8 @@ s_role_pid(const launch_job_t *self, size_t i, launch_job_role_t role)
     for (size_t k = 0; k < self->nprocs; k++)
         if (self->procs[k]->node == i && self->procs[k]->role == role
             && !self->procs[k]->stopping)
-            return (long) self->procs[k]->pid;
+            return self->procs[k]->step ? self->procs[k]->task_pid
+                                        : (long) self->procs[k]->pid;
     return 0;
 }
 

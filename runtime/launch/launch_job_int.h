@@ -5,7 +5,9 @@
  *   launch_job_sup.c    supervision of the node daemons: restart with
  *                       back-off, pause, report
  *   launch_job_loop.c   creation, the loop, signals, heartbeat, requests
+ *   launch_job_start.c  what is started on the nodes, with which words
  *   launch_job_procs.c  the process table: spawn, exit, stop, telemd output
+ *   launch_job_step.c   one kind on many nodes as one Slurm job step
  *   launch_job_files.c  run directory files and the program's environment
  *   launch_job_dict.c   the job's distributed dictionary: forming,
  *                       re-forming
@@ -13,11 +15,11 @@
  *   launch_job_relay.c  the relays (telem_relay) and the relays file
  * Every file exports the launch_job_ prefix of launch_job.h.  Calls go one
  * way, down this order: launch_job_loop.c, launch_job_req.c,
- * launch_job.c, launch_job_sup.c, launch_job_procs.c, then launch_job_dict.c
- * and launch_job_files.c; no file calls one above it (the process table
- * hands exits and output lines up as return values and through
- * self->on_line; supervision reports a node it finds lost through
- * self->on_node_lost).
+ * launch_job.c, launch_job_sup.c, launch_job_start.c, launch_job_procs.c,
+ * launch_job_step.c, then launch_job_dict.c and launch_job_files.c; no
+ * file calls one above it (the process table hands exits and output lines
+ * up as return values and through self->on_line and self->on_exit;
+ * supervision reports a node it finds lost through self->on_node_lost).
  */
 #ifndef LAUNCH_JOB_INT_H
 #define LAUNCH_JOB_INT_H
@@ -39,6 +41,7 @@
 
 struct ddict;
 typedef struct launch_job_relays launch_job_relays_t;
+typedef struct launch_job_step launch_job_step_t;   /* launch_job_step.c */
 
 typedef enum {
     LAUNCH_ROLE_TELEMD = 0,
@@ -51,7 +54,8 @@ typedef enum {
 } launch_job_role_t;
 
 typedef struct {
-    pid_t pid;                  /* also the process group */
+    pid_t pid;                  /* also the process group; 0 for a task of
+                                   a step (its srun has the pid) */
     size_t node;
     launch_job_role_t role;
     int stopping;               /* the launcher asked it to stop */
@@ -62,6 +66,14 @@ typedef struct {
     int out_fd;                 /* telemd's stdout pipe, -1 when none */
     char line[1024];            /* partial output line */
     size_t len;
+    launch_job_step_t *step;    /* the Slurm step it is a task of; NULL:
+                                   a process of its own */
+    size_t rank;                /* its rank in the step */
+    long task_pid;              /* a task's process on its node (telem_step
+                                   printed it); 0 while unknown */
+    int sent;                   /* a task: its stop signal was sent */
+    char how[160];              /* how a task ended, when srun said more
+                                   than a wait status does; "" */
 } launch_job_proc_t;
 
 /* What supervision knows of one daemon of one node (launch_job_sup.c). */
@@ -141,6 +153,13 @@ struct launch_job {
     size_t n;
     launch_job_proc_t **procs;          /* running processes */
     size_t nprocs, cap;
+    launch_job_step_t **steps;          /* running Slurm steps */
+    size_t nsteps, steps_cap;
+    pid_t *helpers;             /* one-node sruns signalling one task */
+    size_t nhelpers, helpers_cap;
+    unsigned step_seq;          /* steps started in this job */
+    int steps_due;              /* a stop of tasks is to be decided */
+    FILE *step_log;             /* launch/steps.log, opened at first use */
     zloop_t *loop;
     zsock_t *restart_sock;
     telem_proto_encoder_t *enc;
@@ -187,6 +206,8 @@ struct launch_job {
     char bin_collect[TELEM_PATH_MAX];
     char bin_watch[TELEM_PATH_MAX];
     char bin_agg[TELEM_PATH_MAX];
+    char bin_step[TELEM_PATH_MAX];  /* telem_step; "" when not there: every
+                                       node's process is then its own srun */
     launch_job_relays_t *relays;   /* launch_job_relay.c; NULL: none yet */
     size_t agg_announced;       /* 1 + the node whose tunnel line was
                                    printed last (0: none yet) */
@@ -201,6 +222,10 @@ struct launch_job {
      * (launch_job_on_line), so that the process table never calls up. */
     void (*on_line)(launch_job_t *self, launch_job_proc_t *p,
                     const char *line);
+    /* A task of a step that ended while its srun runs on (status as from
+     * waitpid; p->how may say more), out of the table: launch_job_on_exit
+     * installed the same way.  p is freed when it returns. */
+    void (*on_exit)(launch_job_t *self, launch_job_proc_t *p, int status);
     /* A node supervision finds lost (a daemon that cannot be started
      * again there): launch_job_node_failed(), installed the same way. */
     void (*on_node_lost)(launch_job_t *self, size_t i, const char *trigger,
@@ -237,17 +262,37 @@ launch_job_proc_t *launch_job_spawn(launch_job_t *self, size_t node,
                                     const launch_env_t *env,
                                     const char *const *telem_kv);
 
-/* Starts the program on nodes idx[0..n) at once (launch_proc_spawn_many)
- * with launch_job_env()'s environment for each, and sets each node's
- * `program` (NULL where it could not be started: logged).  Returns how
- * many started. */
+/* Starts the program on nodes idx[0..n) at once (one Slurm step, else
+ * launch_proc_spawn_many) with launch_job_env()'s environment for each,
+ * and sets each node's `program` (NULL where it could not be started:
+ * logged).  Returns how many started. */
 size_t launch_job_spawn_programs(launch_job_t *self, const size_t *idx,
                                  size_t n);
+
+/* Whether one kind started on many nodes is one Slurm step: the source is
+ * Slurm and telem_step is in the binaries' directory. */
+int launch_job_uses_steps(const launch_job_t *self);
+
+/* Starts `role` on nodes idx[0..n), node idx[k] with the words argvs[k]
+ * and launch_job_env()'s environment: one Slurm step
+ * (launch_job_uses_steps()), else launch_job_spawn() for each.  Sets
+ * recs[k] (NULL where it could not be started).  Returns how many
+ * started. */
+size_t launch_job_spawn_nodes(launch_job_t *self, launch_job_role_t role,
+                              const size_t *idx, size_t n,
+                              const launch_argv_t *argvs,
+                              launch_job_proc_t **recs);
 
 /* The address node i's telemd and telem_dictd bind: --bind, else the
  * node's own address from the source (Slurm's NodeAddr), else NULL (their
  * default, 127.0.0.1). */
 const char *launch_job_bind_addr(const launch_job_t *self, size_t i);
+
+/* Starts telemd on every node, then telem_dictd when the job uses the
+ * dictionary, each kind on all nodes at once (one Slurm step under
+ * Slurm).  Returns 0 or TELEM_EIO (some node's could not be started:
+ * logged) or TELEM_ENOMEM. */
+int launch_job_start_daemons(launch_job_t *self);
 
 /* Starts telemd on node i.  Returns 0 or a negative error (logged). */
 int launch_job_start_telemd(launch_job_t *self, size_t i);
@@ -313,6 +358,54 @@ launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
 /* Role names for logs: "telemd", "dictd", "collect", "watch", "program",
  * "agg". */
 const char *launch_job_role_name(launch_job_role_t role);
+
+/* ---- launch_job_step.c --------------------------------------------------- */
+
+/* How a step hands up a task that ended: the process table takes it out
+ * and calls self->on_exit. */
+typedef void launch_job_step_end_fn(launch_job_t *self, launch_job_proc_t *p,
+                                    int status);
+
+/* Starts `role` on nodes idx[0..n) as one Slurm step: writes the step
+ * file (argvs[k] and the TELEM_* keys kvs[k] of node idx[k]) and the host
+ * file, sets SLURM_HOSTFILE in `env` (srun's environment) and spawns
+ * srun, its output polled by the loop.  Returns the step, whose n task
+ * records (launch_job_step_task()) the caller enters into the table, or
+ * NULL (logged).  Tasks that end go to `end`. */
+launch_job_step_t *launch_job_step_start(launch_job_t *self,
+                                         launch_job_role_t role,
+                                         const size_t *idx, size_t n,
+                                         const launch_argv_t *argvs,
+                                         const launch_argv_t *kvs,
+                                         launch_env_t *env,
+                                         launch_job_step_end_fn *end);
+
+/* Task `rank`'s record, NULL once it ended. */
+launch_job_proc_t *launch_job_step_task(const launch_job_step_t *st,
+                                        size_t rank);
+
+/* Forgets task `rank` (its record is freed by the caller). */
+void launch_job_step_forget(launch_job_step_t *st, size_t rank);
+
+/* Sends the stop signal for every task marked stopping: to srun when
+ * every task of its step stops, else to each such task alone on its
+ * node (telem_step --signal through a one-node srun). */
+void launch_job_step_stop(launch_job_t *self);
+
+/* SIGKILL for tasks whose grace ended by now_ns: to srun's group when it
+ * is the whole step; a task alone is killed on its node and handed up as
+ * ended (no longer waited for). */
+void launch_job_step_kill(launch_job_t *self, int64_t now_ns);
+
+/* A child `pid` was reaped with `status`: when it is a step's srun, what
+ * is left of its output is read, every task it did not report ended is
+ * handed up, and the step is freed; a signalling helper is forgotten.
+ * Returns 1 when pid was one of them, else 0. */
+int launch_job_step_reaped(launch_job_t *self, pid_t pid, int status);
+
+/* SIGKILL to every step's srun and every helper, their files removed,
+ * all freed (launch_job_destroy; the task records are the table's). */
+void launch_job_step_close_all(launch_job_t *self);
 
 /* ---- launch_job_sup.c ---------------------------------------------------- */
 
@@ -403,6 +496,14 @@ void launch_job_files_log_restart(launch_job_t *self, const char *line);
 /* Appends one line to launch/daemons.log (the daemons' deaths, restarts
  * and pauses), after its UTC time. */
 void launch_job_files_log_daemon(launch_job_t *self, const char *line);
+
+/* Appends one line to launch/steps.log (what srun says of the job's
+ * steps), after its UTC time; the file is made (emptied) at first use. */
+void launch_job_files_log_step(launch_job_t *self, const char *line);
+
+/* The descriptor of launch/steps.log (opened if need be), for helpers'
+ * output; -1 when it cannot be opened. */
+int launch_job_files_step_log_fd(launch_job_t *self);
 
 /* Writes launch/daemons atomically: every supervised daemon, its state,
  * pid, deaths in the window, restarts and when it is tried again.

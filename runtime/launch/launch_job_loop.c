@@ -352,6 +352,7 @@ s_paths(launch_job_t *self, char *why, size_t why_size)
     snprintf(self->bin_collect, TELEM_PATH_MAX, "%.400s/telem_collect", bin);
     snprintf(self->bin_watch, TELEM_PATH_MAX, "%.400s/telem_watch", bin);
     snprintf(self->bin_agg, TELEM_PATH_MAX, "%.400s/telem_agg", bin);
+    snprintf(self->bin_step, TELEM_PATH_MAX, "%.400s/telem_step", bin);
     const char *dnf = getenv("TELEM_DICT_NODEFILE");
     if ((dnf && *dnf ? snprintf(self->dict_nodefile, TELEM_PATH_MAX, "%s",
                                 dnf)
@@ -381,6 +382,16 @@ s_binaries(launch_job_t *self, char *why, size_t why_size)
     }
     /* The dictionary is part of every job where it is built. */
     self->dict = access(self->bin_dictd, X_OK) == 0;
+    /* Under Slurm one kind on many nodes is one step, through telem_step
+       (launch_job_step.c); without it each node's process is an srun of
+       its own. */
+    if (launch_source_kind(self->source) == LAUNCH_SOURCE_SLURM
+        && access(self->bin_step, X_OK) != 0) {
+        telem_log(TELEM_LOG_WARN, "%s: %s: every node's daemons and program "
+                  "are started by an srun of their own", self->bin_step,
+                  strerror(errno));
+        self->bin_step[0] = '\0';
+    }
     if (self->cfg.ndetectors && access(self->bin_watch, X_OK) != 0)
         telem_log(TELEM_LOG_WARN, "%s is not available: --detector has no "
                   "effect", self->bin_watch);
@@ -508,6 +519,7 @@ launch_job_new(const launch_job_config_t *cfg, launch_source_t **source_p,
     self->source = source;
     self->timer = -1;
     self->on_line = launch_job_on_line;
+    self->on_exit = launch_job_on_exit;
     self->on_node_lost = launch_job_node_failed;
     self->sigfd = self->lock_fd = -1;
     self->rl = (telem_ratelimit_t) TELEM_RATELIMIT_INIT(10, 5);
@@ -556,6 +568,7 @@ launch_job_destroy(launch_job_t **self_p)
         free(self->procs[i]);
     }
     free(self->procs);
+    launch_job_step_close_all(self);
     launch_job_relays_close(self);
     launch_job_files_close(self);
     launch_job_dict_close(self);

@@ -1,15 +1,21 @@
-/* launch_job_procs.c - the job's process table: starting the daemons and the
- * program on a node, reading telemd's start-up lines, stopping, reaping.
+/* launch_job_procs.c - the job's process table: spawning a command on a
+ * node or one kind on many nodes, reading telemd's start-up lines,
+ * stopping, reaping.
  *
- * Calls go one way: launch_job.c and launch_job_loop.c call this file,
- * which calls launch_job_files.c and nothing above it.  What it learns goes
- * back up as return values (launch_job_reap() hands over an exited
- * process) or through self->on_line, the handler of output lines that
- * launch_job_new() installs.
+ * Calls go one way: launch_job.c, launch_job_start.c and launch_job_loop.c
+ * call this file, which calls launch_job_step.c and launch_job_files.c
+ * and nothing above it.  What it learns goes back up as return values
+ * (launch_job_reap() hands over an exited process) or through
+ * self->on_line and self->on_exit, the handlers that launch_job_new()
+ * installs (a task of a Slurm step ends while srun runs on: srun's word,
+ * not a child's exit, says so).
  *
  * Each process is started through the node source (directly, srun, or a
  * remote-shell template) into a process group of its own; signals go to
- * the whole group.  telemd's and telem_dictd's standard output come back
+ * the whole group.  Under Slurm one kind started on many nodes at once is
+ * one job step (launch_job_step.c): its tasks have records here like
+ * processes, without a pid of their own (pid 0), and are stopped through
+ * their step.  telemd's and telem_dictd's standard output come back
  * through pipes polled by the job's loop: they print their endpoints and
  * "ready", which is how the launcher learns, on every kind of node, where
  * to reach them and that they are up (and, under Slurm, which node telemd
@@ -229,9 +235,119 @@ s_prog_enter(launch_job_t *self, size_t i, pid_t pid)
     return p;
 }
 
+/* A task of a step ended (launch_job_step.c): out of the table, up. */
+static void
+s_task_ended(launch_job_t *self, launch_job_proc_t *p, int status)
+{
+    for (size_t i = 0; i < self->nprocs; i++)
+        if (self->procs[i] == p) {
+            self->procs[i] = self->procs[--self->nprocs];
+            break;
+        }
+    self->on_exit(self, p, status);
+    free(p);
+}
+
+int
+launch_job_uses_steps(const launch_job_t *self)
+{
+    return self->bin_step[0] && launch_source_kind(self->source)
+                                == LAUNCH_SOURCE_SLURM;
+}
+
+/* Starts `role` on nodes idx[0..n) as one Slurm step; sets recs[k].
+ * Returns how many started. */
+static size_t
+s_spawn_step(launch_job_t *self, launch_job_role_t role, const size_t *idx,
+             size_t n, const launch_argv_t *argvs, launch_job_proc_t **recs)
+{
+    launch_argv_t *kvs = calloc(n, sizeof *kvs);
+    launch_env_t *env = NULL;
+    size_t started = 0;
+    int ok = kvs != NULL;
+    /* srun carries node idx[0]'s environment to every task; each task's
+       line adds its own TELEM_* keys (launch_job_env()). */
+    for (size_t k = 0; ok && k < n; k++) {
+        launch_env_t *e = launch_job_env(self, idx[k], role, &kvs[k]);
+        ok = e != NULL;
+        if (k == 0)
+            env = e;
+        else
+            launch_env_destroy(&e);
+    }
+    launch_job_step_t *st = ok ? launch_job_step_start(self, role, idx, n,
+                                                        argvs, kvs, env,
+                                                        s_task_ended)
+                            : NULL;
+    for (size_t k = 0; st && k < n; k++) {
+        recs[k] = launch_job_step_task(st, k);
+        if (s_table_add(self, recs[k])) {
+            launch_job_step_forget(st, k);  /* left to run with its step */
+            free(recs[k]);
+            recs[k] = NULL;
+        }
+        started += recs[k] != NULL;
+    }
+    launch_env_destroy(&env);
+    for (size_t k = 0; kvs && k < n; k++)
+        launch_argv_clear(&kvs[k]);
+    free(kvs);
+    return started;
+}
+
+size_t
+launch_job_spawn_nodes(launch_job_t *self, launch_job_role_t role,
+                       const size_t *idx, size_t n,
+                       const launch_argv_t *argvs, launch_job_proc_t **recs)
+{
+    for (size_t k = 0; k < n; k++)
+        recs[k] = NULL;
+    if (n && launch_job_uses_steps(self))
+        return s_spawn_step(self, role, idx, n, argvs, recs);
+    size_t started = 0;
+    for (size_t k = 0; k < n; k++) {
+        launch_argv_t kv = { 0 };
+        launch_env_t *env = launch_job_env(self, idx[k], role, &kv);
+        recs[k] = env ? launch_job_spawn(self, idx[k], role,
+                                         (const char *const *) argvs[k].v,
+                                         env, (const char *const *) kv.v)
+                  : NULL;
+        started += recs[k] != NULL;
+        launch_env_destroy(&env);
+        launch_argv_clear(&kv);
+    }
+    return started;
+}
+
+/* The program on nodes idx[0..n) as one Slurm step. */
+static size_t
+s_spawn_program_step(launch_job_t *self, const size_t *idx, size_t n)
+{
+    launch_argv_t *argvs = calloc(n ? n : 1, sizeof *argvs);
+    launch_job_proc_t **recs = calloc(n ? n : 1, sizeof *recs);
+    size_t started = 0;
+    int rc = argvs && recs ? 0 : TELEM_ENOMEM;
+    for (size_t k = 0; !rc && k < n; k++)
+        rc = launch_argv_addv(&argvs[k], self->cfg.program);
+    if (!rc)
+        started = launch_job_spawn_nodes(self, LAUNCH_ROLE_PROGRAM, idx, n,
+                                         argvs, recs);
+    for (size_t k = 0; !rc && k < n; k++) {
+        self->nodes[idx[k]].done = 0;
+        self->nodes[idx[k]].program = recs[k];
+    }
+    for (size_t k = 0; argvs && k < n; k++)
+        launch_argv_clear(&argvs[k]);
+    free(argvs);
+    free(recs);
+    return started;
+}
+
 size_t
 launch_job_spawn_programs(launch_job_t *self, const size_t *idx, size_t n)
 {
+    if (launch_job_uses_steps(self))
+        return s_spawn_program_step(self, idx, n);
     s_prog_t *g = calloc(n ? n : 1, sizeof *g);
     launch_proc_spawn_t *s = calloc(n ? n : 1, sizeof *s);
     pid_t *pids = calloc(n ? n : 1, sizeof *pids);
@@ -268,280 +384,17 @@ launch_job_spawn_programs(launch_job_t *self, const size_t *idx, size_t n)
     return started;
 }
 
-/* Spawns a daemon for node i with the environment launch_job_env() gives. */
-static launch_job_proc_t *
-s_spawn_role(launch_job_t *self, size_t i, launch_job_role_t role,
-             const char *const *argv)
-{
-    launch_argv_t kv = { 0 };
-    launch_env_t *env = launch_job_env(self, i, role, &kv);
-    launch_job_proc_t *p = env ? launch_job_spawn(self, i, role, argv, env,
-                                                  (const char *const *) kv.v)
-                       : NULL;
-    launch_env_destroy(&env);
-    launch_argv_clear(&kv);
-    /* An observer is up once started (the node daemons once "ready"). */
-    if (p && (role == LAUNCH_ROLE_COLLECT || role == LAUNCH_ROLE_WATCH
-              || role == LAUNCH_ROLE_AGG)) {
-        self->nodes[i].sup[role].state = LAUNCH_SUP_RUNNING;
-        self->nodes[i].sup[role].up_once = 1;
-        launch_job_files_write_daemons(self);
-    }
-    return p;
-}
-
-const char *
-launch_job_bind_addr(const launch_job_t *self, size_t i)
-{
-    if (self->cfg.bind_addr)
-        return self->cfg.bind_addr;
-    return launch_source_addr(self->source, launch_state_name(self->state, i));
-}
-
-int
-launch_job_start_telemd(launch_job_t *self, size_t i)
-{
-    char level[16];
-    snprintf(level, sizeof level, "%d", self->cfg.level);
-    char http_port[16], port[16];
-    snprintf(http_port, sizeof http_port, "%d", self->cfg.metrics_port);
-    launch_job_node_t *nd = &self->nodes[i];
-    snprintf(port, sizeof port, "%ld", nd->keep_port);
-    const char *argv[20];
-    size_t k = 0;
-    argv[k++] = self->bin_telemd;
-    argv[k++] = "--keys";
-    argv[k++] = self->keys_dir;
-    if (!launch_source_daemon_names_itself(self->source)) {
-        argv[k++] = "--node";
-        argv[k++] = launch_state_name(self->state, i);
-    }
-    argv[k++] = "--rundir";
-    argv[k++] = self->rundir;
-    argv[k++] = "--level";
-    argv[k++] = level;
-    const char *bind = launch_job_bind_addr(self, i);
-    if (bind) {
-        argv[k++] = "--bind";
-        argv[k++] = bind;
-    }
-    if (nd->keep_port > 0) {    /* a restart: clients keep their endpoint */
-        argv[k++] = "--port";
-        argv[k++] = port;
-    }
-    if (self->cfg.metrics_port >= 0) {
-        argv[k++] = "--http-port";
-        argv[k++] = http_port;
-        if (self->cfg.metrics_bind) {
-            argv[k++] = "--http-bind";
-            argv[k++] = self->cfg.metrics_bind;
-        }
-    }
-    argv[k] = NULL;
-    nd->ready = 0;
-    nd->misses = 0;
-    /* A restarted telemd's node keeps its last endpoint in the node files
-       until the new one prints its own. */
-    if (nd->sup[LAUNCH_ROLE_TELEMD].restarts == 0)
-        nd->endpoint[0] = '\0';
-    nd->reported[0] = nd->metrics[0] = '\0';
-    nd->started_ns = telem_mono_ns();
-    nd->telemd = s_spawn_role(self, i, LAUNCH_ROLE_TELEMD, argv);
-    return nd->telemd ? 0 : TELEM_EIO;
-}
-
-/* "a,b,c": the nodes that are not DOWN, the dictionary's node set;
- * malloc'd, NULL when out of memory. */
-static char *
-s_dict_list(const launch_job_t *self)
-{
-    size_t len = 1;
-    for (size_t k = 0; k < self->n; k++)
-        if (launch_state_node(self->state, k) != LAUNCH_NODE_DOWN)
-            len += strlen(launch_state_name(self->state, k)) + 1;
-    char *list = calloc(1, len);
-    for (size_t k = 0; list && k < self->n; k++)
-        if (launch_state_node(self->state, k) != LAUNCH_NODE_DOWN)
-            strcat(strcat(list, *list ? "," : ""),
-                   launch_state_name(self->state, k));
-    return list;
-}
-
-int
-launch_job_start_dictd(launch_job_t *self, size_t i)
-{
-    launch_job_node_t *nd = &self->nodes[i];
-    nd->dict_ready = 0;
-    if (!self->dict)
-        return 0;
-    launch_argv_t argv = { 0 };
-    char *list = s_dict_list(self);
-    const char *bind = launch_job_bind_addr(self, i);
-    int rc = TELEM_ENOMEM;
-    if (list) {
-        const char *words[] = { self->bin_dictd, "--node",
-                                launch_state_name(self->state, i), "--rundir",
-                                self->rundir, "--nodefile",
-                                self->dict_nodefile, "--nodes", list,
-                                "--keys", self->keys_dir, NULL };
-        char port[24];
-        snprintf(port, sizeof port, "%ld", nd->dict_keep_port);
-        if (launch_argv_addv(&argv, words) == 0
-            && (!bind || (launch_argv_add(&argv, "--bind") == 0
-                && launch_argv_add(&argv, bind) == 0))
-            && (nd->dict_keep_port <= 0 || !bind
-                || (launch_argv_add(&argv, "--port") == 0
-                    && launch_argv_add(&argv, port) == 0))) {
-            nd->dictd = s_spawn_role(self, i, LAUNCH_ROLE_DICTD,
-                                     (const char *const *) argv.v);
-            rc = nd->dictd ? 0 : TELEM_EIO;
-        }
-    }
-    free(list);
-    launch_argv_clear(&argv);
-    return rc;
-}
-
-/* Local virtual nodes share this machine: one telem_collect on the first
- * active node runs every node's collectors and maps them onto this
- * machine's devices.  Elsewhere every active node runs its own
- * telem_collect --node NAME, on its own devices. */
+/* The stop of tasks of steps, decided once the event that asked for it is
+ * over (launch_job_step_stop()). */
 static int
-s_collect_per_node(const launch_job_t *self)
+s_on_steps_due(zloop_t *loop, int timer_id, void *arg)
 {
-    return launch_source_kind(self->source) != LAUNCH_SOURCE_LOCAL;
-}
-
-static int
-s_start_collect(launch_job_t *self, size_t i)
-{
-    launch_argv_t argv = { 0 };
-    int rc = 0;
-    if (self->cfg.collect && launch_argv_add(&argv, self->bin_collect) == 0
-        && launch_argv_split(&argv, self->cfg.collect, NULL) == 0
-        && (!s_collect_per_node(self)
-            || (launch_argv_add(&argv, "--node") == 0
-                && launch_argv_add(&argv,
-                                   launch_state_name(self->state, i)) == 0)))
-        rc = s_spawn_role(self, i, LAUNCH_ROLE_COLLECT,
-                          (const char *const *) argv.v) ? 0 : TELEM_EIO;
-    launch_argv_clear(&argv);
-    return rc;
-}
-
-static int
-s_start_watch(launch_job_t *self, size_t i)
-{
-    launch_argv_t argv = { 0 };
-    if (self->cfg.ndetectors == 0 || access(self->bin_watch, X_OK) != 0)
-        return 0;
-    int rc = launch_argv_add(&argv, self->bin_watch);
-    for (size_t d = 0; !rc && d < self->cfg.ndetectors; d++)
-        rc = launch_argv_add(&argv, "--detector")
-             || launch_argv_add(&argv, self->cfg.detectors[d]);
-    /* A resilient job is restarted on the watcher's request; otherwise
-       the watcher only reports. */
-    if (!rc && self->cfg.resilient)
-        rc = launch_argv_add(&argv, "--restart-endpoint")
-             || launch_argv_add(&argv, self->restart_ep);
-    if (!rc)
-        rc = s_spawn_role(self, i, LAUNCH_ROLE_WATCH,
-                          (const char *const *) argv.v) ? 0 : TELEM_EIO;
-    launch_argv_clear(&argv);
-    return rc;
-}
-
-void
-launch_job_start_observers(launch_job_t *self, size_t i)
-{
-    if (!s_collect_per_node(self))
-        s_start_collect(self, i);
-    else
-        for (size_t k = 0; k < self->n; k++)
-            if (launch_state_node(self->state, k) == LAUNCH_NODE_ACTIVE)
-                s_start_collect(self, k);
-    launch_job_start_agg(self, i);
-    s_start_watch(self, i);
-}
-
-int
-launch_job_start_role(launch_job_t *self, size_t i, launch_job_role_t role)
-{
-    switch (role) {
-    case LAUNCH_ROLE_TELEMD: return launch_job_start_telemd(self, i);
-    case LAUNCH_ROLE_DICTD: return launch_job_start_dictd(self, i);
-    case LAUNCH_ROLE_COLLECT: return s_start_collect(self, i);
-    case LAUNCH_ROLE_WATCH: return s_start_watch(self, i);
-    case LAUNCH_ROLE_AGG:
-        launch_job_start_agg(self, i);
-        return 0;
-    default: return TELEM_EINVAL;
-    }
-}
-
-/* Prints where telem_agg serves and the tunnel a user runs on a login node
- * to reach it (the node's loopback is not reachable from elsewhere): when
- * it first starts, and again when it moves to a new first node. */
-static void
-s_announce_agg(launch_job_t *self, size_t i)
-{
-    if (self->agg_announced == i + 1)
-        return;
-    self->agg_announced = i + 1;
-    char host[256] = "";
-    if (launch_source_kind(self->source) == LAUNCH_SOURCE_LOCAL)
-        gethostname(host, sizeof host - 1);
-    else
-        snprintf(host, sizeof host, "%s", launch_state_name(self->state, i));
-    int port = self->cfg.agg_port;
-    /* The URL carries the job's token (the launcher's own output, read by
-       the job's user); a token of the user's own stays in its file. */
-    char query[96] = "";
-    if (self->agg_token[0])
-        snprintf(query, sizeof query, "?token=%s", self->agg_token);
-    else if (self->cfg.agg_token_file)
-        snprintf(query, sizeof query, " with the token in --agg-token-file");
-    if (port == 0)
-        telem_log(TELEM_LOG_INFO, "telem_agg on %s: dashboard and OpenTSDB "
-                  "API at the address in %s/telem_agg/url (token in %s)",
-                  launch_state_name(self->state, i), self->rundir,
-                  launch_job_keys_token_file(self));
-    else
-        telem_log(TELEM_LOG_INFO, "telem_agg on %s: dashboard and OpenTSDB "
-                  "API at http://localhost:%d/ there; from a login node run "
-                  "'ssh -NL localhost:%d:localhost:%d %s' and open "
-                  "http://localhost:%d/%s", launch_state_name(self->state, i),
-                  port, port, port, host, port, query);
-}
-
-void
-launch_job_start_agg(launch_job_t *self, size_t i)
-{
-    if (self->cfg.agg_port < 0 || self->cfg.level < 1
-        || launch_job_count(self, LAUNCH_ROLE_AGG) > 0
-        || access(self->bin_agg, X_OK) != 0)
-        return;
-    char port[16], nodes[TELEM_PATH_MAX + 16];
-    snprintf(port, sizeof port, "%d", self->cfg.agg_port);
-    /* Every node whose telemd runs: a node taken out of the job stays
-       visible with its history (launch_job_files.c). */
-    snprintf(nodes, sizeof nodes, "%s/telemd_nodes", self->launch_dir);
-    launch_argv_t argv = { 0 };
-    const char *words[] = { self->bin_agg, "--rundir", self->rundir,
-                            "--nodefile", nodes, "--port", port,
-                            "--launch-endpoint", self->restart_ep, NULL };
-    int rc = launch_argv_addv(&argv, words);
-    if (!rc && self->cfg.agg_bind)
-        rc = launch_argv_add(&argv, "--bind")
-             || launch_argv_add(&argv, self->cfg.agg_bind);
-    const char *token = launch_job_keys_token_file(self);
-    if (!rc && token)
-        rc = launch_argv_add(&argv, "--token-file")
-             || launch_argv_add(&argv, token);
-    if (!rc && s_spawn_role(self, i, LAUNCH_ROLE_AGG,
-                            (const char *const *) argv.v))
-        s_announce_agg(self, i);
-    launch_argv_clear(&argv);
+    (void) loop;
+    (void) timer_id;
+    launch_job_t *self = arg;
+    self->steps_due = 0;
+    launch_job_step_stop(self);
+    return 0;
 }
 
 size_t
@@ -557,29 +410,16 @@ launch_job_stop(launch_job_t *self, int role, long node)
         if (!p->stopping) {
             p->stopping = 1;
             p->kill_at_ns = deadline;
-            launch_proc_signal_group(p->pid,
-                                     launch_source_stop_signal(self->source));
+            if (!p->step)
+                launch_proc_signal_group(p->pid,
+                                         launch_source_stop_signal(
+                                             self->source));
+            else if (!self->steps_due)
+                self->steps_due = zloop_timer(self->loop, 1, 1,
+                                              s_on_steps_due, self) >= 0;
         }
         n++;
     }
-    return n;
-}
-
-size_t
-launch_job_stop_agg_off(launch_job_t *self)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < self->nprocs; i++) {
-        const launch_job_proc_t *p = self->procs[i];
-        if (p->role == LAUNCH_ROLE_AGG && !p->stopping
-            && launch_state_node(self->state, p->node) != LAUNCH_NODE_ACTIVE) {
-            self->nodes[p->node].sup[LAUNCH_ROLE_AGG].state
-                = LAUNCH_SUP_STOPPED;
-            n += launch_job_stop(self, LAUNCH_ROLE_AGG, (long) p->node);
-        }
-    }
-    if (n)
-        launch_job_files_write_daemons(self);
     return n;
 }
 
@@ -588,7 +428,7 @@ launch_job_kill_due(launch_job_t *self, int64_t now_ns)
 {
     for (size_t i = 0; i < self->nprocs; i++) {
         launch_job_proc_t *p = self->procs[i];
-        if (p->stopping && p->kill_at_ns <= now_ns) {
+        if (p->stopping && p->kill_at_ns <= now_ns && !p->step) {
             if (!p->killed)
                 telem_log(TELEM_LOG_WARN, "%s on %s did not stop in time: "
                           "SIGKILL", launch_job_role_name(p->role),
@@ -597,6 +437,7 @@ launch_job_kill_due(launch_job_t *self, int64_t now_ns)
             launch_proc_signal_group(p->pid, SIGKILL);
         }
     }
+    launch_job_step_kill(self, now_ns);
 }
 
 size_t
@@ -632,6 +473,9 @@ launch_job_reap(launch_job_t *self, int *status)
             }
         /* Whatever the process left in its group goes with it. */
         launch_proc_signal_group(pid, SIGKILL);
+        /* A step's srun hands its tasks up itself. */
+        if (!p && launch_job_step_reaped(self, pid, *status))
+            continue;
         if (!p)
             continue;
         s_close_output(self, p);

@@ -430,6 +430,33 @@ s_slurm_command(const char *node, const char *role, launch_argv_t *out)
 }
 
 int
+launch_source_step_command(const launch_source_t *self, size_t n,
+                           const char *role, const char *const *argv,
+                           launch_argv_t *out)
+{
+    if (self->kind != LAUNCH_SOURCE_SLURM)
+        return TELEM_EUNSUPPORTED;
+    if (n < 1 || !role || !argv || !argv[0] || !out)
+        return TELEM_EINVAL;
+    char nodes[32], tasks[32], name[64];
+    snprintf(nodes, sizeof nodes, "--nodes=%zu", n);
+    snprintf(tasks, sizeof tasks, "--ntasks=%zu", n);
+    snprintf(name, sizeof name, "--job-name=telem-%s", role);
+    /* Each flag measured on Slurm 22.05 (docs/telem_launch.md):
+       arbitrary: task k on line k of SLURM_HOSTFILE; --label: whose line;
+       --verbose: every task's end, "Completed" too; --kill-on-bad-exit=0,
+       --no-kill: a task's end or a node's loss leaves the others
+       running. */
+    const char *const words[] = {
+        "srun", nodes, tasks, "--distribution=arbitrary", name, "--overlap",
+        "--label", "--verbose", "--kill-on-bad-exit=0", "--no-kill",
+        "--input=none", "--disable-status", NULL
+    };
+    int rc = launch_argv_addv(out, words);
+    return rc ? rc : launch_argv_addv(out, argv);
+}
+
+int
 launch_source_stop_signal(const launch_source_t *self)
 {
     return self->kind == LAUNCH_SOURCE_SLURM ? SIGINT : SIGTERM;

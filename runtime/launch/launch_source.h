@@ -7,7 +7,9 @@
  *   slurm     the nodes of the Slurm allocation ($SLURM_JOB_NODELIST,
  *             expanded by `scontrol show hostnames`); a command runs as
  *             `srun --nodes=1 --ntasks=1 --nodelist=NODE --overlap ... CMD`,
- *             which carries the launcher's environment to the node.  On
+ *             which carries the launcher's environment to the node, and
+ *             one kind on many nodes as one step
+ *             (launch_source_step_command()).  On
  *             the node, telemd takes its name from SLURMD_NODENAME (several
  *             slurmd may share one host name), and the launcher checks that
  *             the name it reports is the node it was sent to.  Each
@@ -116,5 +118,19 @@ int launch_source_stop_signal(const launch_source_t *self);
 int launch_source_command(const launch_source_t *self, const char *node,
                           const char *role, const char *const *argv,
                           const char *const *env_kv, launch_argv_t *out);
+
+/* Appends to `out` the command that runs one task on each of `n` nodes as
+ * one Slurm job step named after `role`, every task running `argv` (the
+ * same words on every node: telem_step and its step file):
+ *   srun --nodes=N --ntasks=N --distribution=arbitrary --job-name=telem-ROLE
+ *        --overlap --label --verbose --kill-on-bad-exit=0 --no-kill
+ *        --input=none --disable-status ARGV...
+ * The nodes, and task k's node, are the lines of the file that the
+ * caller names in SLURM_HOSTFILE in the command's environment.  Returns 0,
+ * TELEM_EUNSUPPORTED (the source is not Slurm), TELEM_EINVAL or
+ * TELEM_ENOMEM. */
+int launch_source_step_command(const launch_source_t *self, size_t n,
+                               const char *role, const char *const *argv,
+                               launch_argv_t *out);
 
 #endif
