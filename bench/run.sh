@@ -6,9 +6,11 @@
 # target is met.  docs/performance.md records a run.
 #
 # Usage: bench/run.sh [--all] [-d SECONDS] [-D] [-h]
-#   --all       every benchmark: also the dictionary against Redis (-D) and
-#               the fan-in curves on network-namespaced nodes
-#               (bench/fanin.sh, as root; about 20 minutes)
+#   --all       every benchmark: also the dictionary against Redis (-D),
+#               the fan-in curves on network-namespaced nodes with relays
+#               of 32 (bench/fanin.sh -R 32, as root; about 10 minutes)
+#               and the start-up of jobs of 8 and 32 nodes under Slurm
+#               (bench/slurm_startup.sh; skipped without slurm-wlm)
 #   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
 #   -D          also run bench/dict_vs_redis.sh (the dictionary against
 #               Redis and its restore throughput; ~5 minutes; installs
@@ -82,7 +84,9 @@ run_one() {
     echo "## $name  nproc=$(nproc)  load=$(cut -d' ' -f1-3 /proc/loadavg)  $(date -u +%FT%TZ)"
     local rc=0
     "$@" || rc=$?
-    if [ "$rc" != 0 ]; then
+    if [ "$rc" = 77 ]; then
+        echo "run.sh: $name skipped (it says why above)"
+    elif [ "$rc" != 0 ]; then
         echo "run.sh: $name failed (exit $rc)"
         failed+=("$name")
     fi
@@ -134,6 +138,9 @@ summary() {
     fi
     if [ "$all" = 1 ]; then
         run_one fanin.sh env BENCH_BUILD="$build" "$here/fanin.sh" -R 32
+        # Start-up under Slurm's multi-slurmd set-up, namespaced nodes.
+        run_one slurm_startup.sh "$here/slurm_startup.sh" -b "$build/bin" \
+            -r 3 8 32
     fi
     echo
     if (( ${#failed[@]} )); then

@@ -72,6 +72,9 @@ for n in "$@"; do
     printf '%3d nodes, %d jobs: salloc exec -> program on every node: median %s ms, max %s ms; whole job: median %s ms, max %s ms  (load %s)\n' \
         "$n" "$runs" "$(median <"$work/up.$n")" "$(max <"$work/up.$n")" \
         "$(median <"$work/job.$n")" "$(max <"$work/job.$n")" "$(cut -d' ' -f1 /proc/loadavg)"
+    printf 'FIGURE\tjob start-up under Slurm, %d namespaced nodes, salloc exec -> program on every node, median of %d\t(reported)\t%s ms\tmax %s ms; whole job %s ms\t-\t-\n' \
+        "$n" "$runs" "$(median <"$work/up.$n")" "$(max <"$work/up.$n")" \
+        "$(median <"$work/job.$n")"
     net down "$S" >/dev/null 2>&1 || true
     S=""
 done
