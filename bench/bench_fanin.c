@@ -172,6 +172,10 @@ s_spawn_launcher(s_job_t *j)
         "--resilient", "--exhaust-resources", "--max-restarts", "-1",
         "--backoff", "0", "--bind", "0.0.0.0", "--agg-bind", "0.0.0.0",
         "--agg-port", "0", "--relays", "off", "--telemetry-level", level,
+        /* N nodes' daemons on this machine's 2 cores: a telemd starved
+           for 3 s is this harness's doing, not a hung node, and a restart
+           it triggered would stop the one being measured. */
+        "--heartbeat-timeout", "5",
         "--start-timeout",
         "600", "--rundir", (char *) j->rundir, "--log-level", "warn", "--",
         prog, NULL };
