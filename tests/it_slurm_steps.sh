@@ -99,7 +99,10 @@ done
 ls "$R/launch/steps" | grep -q '^telemd\.1\.tasks$' || fail "no telemd step file: $(ls "$R/launch/steps")"
 
 # Every node's telemd: its own name, its own address, reachable, its pid.
-[ "$(grep -vc '^#' "$R/launch/telemd_nodes")" = 3 ] \
+# The program starts once the active nodes are ready; the reserve's
+# telemd (n3) may still be starting then, on a busy machine.
+three_telemds() { [ "$(grep -vc '^#' "$R/launch/telemd_nodes")" = 3 ]; }
+wait_for three_telemds \
     || fail "launch/telemd_nodes: $(cat "$R/launch/telemd_nodes")"
 TELEM_KEYS=$R/keys "$TELEM_BIN/telem_client" --nodefile "$R/launch/telemd_nodes" \
     -f txt status >"$T/status.txt" 2>"$T/status.err" \

@@ -359,6 +359,10 @@ launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
  * "agg". */
 const char *launch_job_role_name(launch_job_role_t role);
 
+/* Stops the loop's polling of output pipe *fd, closes it and sets it to
+ * -1; nothing when it is -1 already. */
+void launch_job_unwatch_fd(launch_job_t *self, int *fd);
+
 /* ---- launch_job_step.c --------------------------------------------------- */
 
 /* How a step hands up a task that ended: the process table takes it out

@@ -54,15 +54,21 @@ s_find_fd(launch_job_t *self, int fd)
     return NULL;
 }
 
+void
+launch_job_unwatch_fd(launch_job_t *self, int *fd)
+{
+    if (*fd < 0)
+        return;
+    zmq_pollitem_t item = { NULL, *fd, ZMQ_POLLIN, 0 };
+    zloop_poller_end(self->loop, &item);
+    close(*fd);
+    *fd = -1;
+}
+
 static void
 s_close_output(launch_job_t *self, launch_job_proc_t *p)
 {
-    if (p->out_fd < 0)
-        return;
-    zmq_pollitem_t item = { NULL, p->out_fd, ZMQ_POLLIN, 0 };
-    zloop_poller_end(self->loop, &item);
-    close(p->out_fd);
-    p->out_fd = -1;
+    launch_job_unwatch_fd(self, &p->out_fd);
 }
 
 static int

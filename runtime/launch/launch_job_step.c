@@ -336,12 +336,7 @@ static int s_on_readable(zloop_t *loop, zmq_pollitem_t *item, void *arg);
 static void
 s_close_pipe(launch_job_t *self, s_pipe_t *pp)
 {
-    if (pp->fd < 0)
-        return;
-    zmq_pollitem_t item = { NULL, pp->fd, ZMQ_POLLIN, 0 };
-    zloop_poller_end(self->loop, &item);
-    close(pp->fd);
-    pp->fd = -1;
+    launch_job_unwatch_fd(self, &pp->fd);
 }
 
 /* The start of a line too long for the buffer: the user's output goes on
