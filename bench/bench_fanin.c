@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -52,8 +53,8 @@ extern char **environ;
 #define S_WARM 8                    /* untimed rounds: slowgpu's history */
 
 typedef struct {
-    const char *template_, *hosts, *bindir, *rundir;
-    int rounds, restarts, level, check, wait_s;
+    const char *template_, *hosts, *bindir, *rundir, *agg_bind;
+    int rounds, restarts, level, check, wait_s, slurm;
     int relays[8];                   /* --relays: K of each phase */
     int nrelays, bad;
     char **names;
@@ -67,7 +68,8 @@ typedef struct {
 static const char s_usage[] =
 "usage: bench_fanin --template T --hosts LIST --bindir DIR --rundir DIR\n"
 "                   [--rounds R] [--restarts K] [--level L] [--wait S]\n"
-"                   [--relays K[,K...]] [--check]\n"
+"                   [--relays K[,K...]] [--check] [--slurm]\n"
+"                   [--agg-bind ADDR]\n"
 "Starts telem_launch --exec-template T --hosts LIST (every host active,\n"
 "--resilient --exhaust-resources) with bench_restart_prog from DIR, then\n"
 "times R rounds of an ac_query, a watcher round (slowgpu) and a telem_agg\n"
@@ -77,7 +79,13 @@ static const char s_usage[] =
 "--relays K,...: after the direct rounds' warm-up, for each K in turn,\n"
 "start one telem_relay per K nodes (RUNDIR/relays) and a second telem_agg\n"
 "reading it, and run R more rounds alternating the direct path and the\n"
-"path through the relays (ops query/rK, watch/rK, agg/rK; CONN lines).\n";
+"path through the relays (ops query/rK, watch/rK, agg/rK; CONN lines).\n"
+"--slurm: run inside a Slurm allocation of the LIST nodes (salloc -N):\n"
+"the launcher gets neither the template nor the hosts and starts each\n"
+"daemon kind and the program as one srun step; T (with {node}) is then\n"
+"used only to start the relays of --relays on their nodes.\n"
+"--agg-bind: telem_agg's address on the first node (default 0.0.0.0,\n"
+"which the template turns into the node's; under Slurm give n1's).\n";
 
 static void
 s_split_hosts(s_job_t *j)
@@ -127,8 +135,10 @@ s_args(int argc, char **argv, s_job_t *j)
         { "rounds", 1, 0, 'r' }, { "restarts", 1, 0, 'k' },
         { "level", 1, 0, 'L' }, { "wait", 1, 0, 'w' },
         { "check", 0, 0, 'c' }, { "relays", 1, 0, 'R' },
+        { "slurm", 0, 0, 'S' }, { "agg-bind", 1, 0, 'A' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
-    *j = (s_job_t) { .rounds = 20, .restarts = 3, .level = 2, .wait_s = 300 };
+    *j = (s_job_t) { .rounds = 20, .restarts = 3, .level = 2, .wait_s = 300,
+                     .agg_bind = "0.0.0.0" };
     int c;
     while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1)
         switch (c) {
@@ -141,11 +151,14 @@ s_args(int argc, char **argv, s_job_t *j)
         case 'L': j->level = atoi(optarg); break;
         case 'w': j->wait_s = atoi(optarg); break;
         case 'c': j->check = 1; break;
+        case 'S': j->slurm = 1; break;
+        case 'A': j->agg_bind = optarg; break;
         case 'R': s_relays_arg(j, optarg); break;
         case 'h': fputs(s_usage, stdout); exit(0);
         default: fputs(s_usage, stderr); exit(2);
         }
-    if (!j->template_ || !j->hosts || !j->bindir || !j->rundir
+    if ((!j->template_ && (!j->slurm || j->nrelays)) || !j->hosts
+        || !j->bindir || !j->rundir
         || optind != argc || j->rounds < 1 || j->restarts < 0
         || j->level < 2 || j->level > 4 || j->wait_s < 1) {
         fputs(s_usage, stderr);
@@ -167,18 +180,31 @@ s_spawn_launcher(s_job_t *j)
     snprintf(log, sizeof log, "%s/launcher.log", j->rundir);
     snprintf(nodes, sizeof nodes, "%zu", j->n);
     snprintf(level, sizeof level, "%d", j->level);
-    char *argv[] = { launch, "--exec-template", (char *) j->template_,
-        "--hosts", (char *) j->hosts, "--nodes", nodes, "--idle", "0",
+    /* Under Slurm the allocation names the nodes and each gets its own
+       NodeAddr; on the template's nodes `--bind 0.0.0.0` is turned into
+       the node's address by the template. */
+    char *argv[64];
+    int k = 0;
+    argv[k++] = launch;
+    if (!j->slurm) {
+        const char *src[] = { "--exec-template", j->template_, "--hosts",
+                              j->hosts, "--bind", "0.0.0.0" };
+        for (size_t i = 0; i < sizeof src / sizeof *src; i++)
+            argv[k++] = (char *) src[i];
+    }
+    const char *rest[] = { "--nodes", nodes, "--idle", "0",
         "--resilient", "--exhaust-resources", "--max-restarts", "-1",
-        "--backoff", "0", "--bind", "0.0.0.0", "--agg-bind", "0.0.0.0",
+        "--backoff", "0", "--agg-bind", j->agg_bind,
         "--agg-port", "0", "--relays", "off", "--telemetry-level", level,
         /* N nodes' daemons on this machine's 2 cores: a telemd starved
            for 3 s is this harness's doing, not a hung node, and a restart
            it triggered would stop the one being measured. */
         "--heartbeat-timeout", "5",
         "--start-timeout",
-        "600", "--rundir", (char *) j->rundir, "--log-level", "warn", "--",
+        "600", "--rundir", j->rundir, "--log-level", "warn", "--",
         prog, NULL };
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+        argv[k++] = (char *) rest[i];
     j->launcher = bench_spawn_logged(launch, argv, log, "bench_fanin");
     j->pidfd = (int) syscall(SYS_pidfd_open, j->launcher, 0);
     if (j->pidfd < 0)
@@ -247,6 +273,51 @@ s_daemon_pid(const s_job_t *j, const char *node, const char *role)
             found = pid;
     if (f)
         fclose(f);
+    return found;
+}
+
+/* 1 if `pid`'s command name is `comm` and its command line names the
+ * job's run directory. */
+static int
+s_is_ours(long pid, const char *comm, const char *rundir)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    if (s_read_line(path, buf, sizeof buf) != 0 || strcmp(buf, comm) != 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    for (ssize_t i = 0; i < n; i++)
+        buf[i] = buf[i] ? buf[i] : ' ';
+    buf[n] = '\0';
+    return strstr(buf, rundir) != NULL;
+}
+
+/* telem_agg's own pid.  Under Slurm the launcher runs it as a one-node
+ * srun and launch/daemons names srun: then the telem_agg process that
+ * names this run directory, from /proc; 0 if none. */
+static long
+s_agg_pid(const s_job_t *j)
+{
+    long pid = s_daemon_pid(j, NULL, "agg");
+    if (pid > 0 && s_is_ours(pid, "telem_agg", j->rundir))
+        return pid;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    long found = 0;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        char *end;
+        long p = strtol(e->d_name, &end, 10);
+        if (*end == '\0' && p > 0 && s_is_ours(p, "telem_agg", j->rundir))
+            found = p;
+    }
+    if (d)
+        closedir(d);
     return found;
 }
 
@@ -694,7 +765,9 @@ main(int argc, char **argv)
     s_wait_file(&j, path, url, sizeof url);
     snprintf(path, sizeof path, "%s/keys/agg.token", j.rundir);
     s_wait_file(&j, path, token, sizeof token);
-    long agg_pid = s_daemon_pid(&j, NULL, "agg");
+    long agg_pid = s_agg_pid(&j);
+    if (agg_pid <= 0)
+        bench_die("bench_fanin", "no telem_agg process of %s", j.rundir);
     s_idle_cost(&j);
     snprintf(path, sizeof path, "%s/keys", j.rundir);
     setenv("TELEM_KEYS", path, 1);

@@ -17,7 +17,7 @@ start), the launcher's own CPU, request -> running everywhere, and the
 machine's busy CPU over the restart with its core count: that CPU over
 the cores is the least wall time the restart could take on this machine.
 
-Usage: fanin_fit.py RESULTS [--svg FILE] [--load "L1 L5 L15"]
+Usage: fanin_fit.py RESULTS [--svg FILE] [--load "L1 L5 L15"] [--where TEXT]
 Exit status 2 on bad usage or a malformed input line.
 """
 import argparse
@@ -198,7 +198,11 @@ def at(fits, op, kind, n):
     return None if f is None else f[0] + (f[1] or 0.0) * n
 
 
+WHERE = ""    # --where: appended to every FIGURE name
+
+
 def figure(name, target, measured, peer, limit, unit="ms"):
+    name += WHERE
     if measured is None:
         print("FIGURE\t%s\t%s\t-\t%s\t-\t-" % (name, target, peer))
         return
@@ -230,6 +234,7 @@ def path_figures(fits, sizes, tag):
 
 def report(name, measured, peer, ratio):
     """A FIGURE line without a target (the summary's verdict is "-")."""
+    name += WHERE
     print("FIGURE\t%s\t(reported)\t%s\t%s\t%s\t-" % (
         name, measured, peer, ratio))
 
@@ -337,10 +342,14 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--svg")
     ap.add_argument("--load", default="?")
+    ap.add_argument("--where", default="",
+                    help="said after every FIGURE name, e.g. 'under Slurm'")
     try:
         a = ap.parse_args()
     except SystemExit as e:
         sys.exit(2 if e.code else 0)
+    global WHERE
+    WHERE = ", " + a.where if a.where else ""
     rows, idle, conn, rst = parse(a.results)
     sizes = sorted({n for n, _ in rows})
     table(rows, idle, conn, sizes)

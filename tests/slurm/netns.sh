@@ -281,7 +281,9 @@ case $cmd in
 check) check ;;
 up) check && up "$@" ;;
 down) down "${1:?netns.sh down DIR}" ;;
-node_exec) node_arg "$@"; ns_enter "$2" "${@:3}" ;;
+node_exec)   # nsenter replaces this shell: the caller's pid and signals are CMD's
+    node_arg "$@"
+    exec nsenter --net="/run/netns/$(ns_of "$2")" --uts="$(uts_of "$2")" "${@:3}" ;;
 node_addr) node_arg "$@"; node_addr "$2" ;;
 node_pids) node_arg "$@"; node_pids "$2" ;;
 pid_of) node_arg "$@"; pid_of "$2" "${3:?pid_of DIR NODE NAME}" ;;
