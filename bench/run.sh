@@ -9,8 +9,10 @@
 #   --all       every benchmark: also the dictionary against Redis (-D),
 #               the fan-in curves on network-namespaced nodes with relays
 #               of 32 (bench/fanin.sh -R 32, as root; about 10 minutes)
-#               and the start-up of jobs of 8 and 32 nodes under Slurm
-#               (bench/slurm_startup.sh; skipped without slurm-wlm)
+#               and, under Slurm (skipped without slurm-wlm), the same
+#               fan-in harness at 16 and 60 nodes with relays of 8
+#               (bench/fanin.sh -S -R 8) and the start-up of jobs of 8
+#               and 32 nodes (bench/slurm_startup.sh)
 #   -d SECONDS  how long bench_telemd_cpu.sh measures (default 30)
 #   -D          also run bench/dict_vs_redis.sh (the dictionary against
 #               Redis and its restore throughput; ~5 minutes; installs
@@ -138,7 +140,9 @@ summary() {
     fi
     if [ "$all" = 1 ]; then
         run_one fanin.sh env BENCH_BUILD="$build" "$here/fanin.sh" -R 32
-        # Start-up under Slurm's multi-slurmd set-up, namespaced nodes.
+        # Under Slurm's multi-slurmd set-up, namespaced nodes: the fan-in
+        # harness (one srun step a daemon kind), then the start-up alone.
+        run_one fanin-slurm env BENCH_BUILD="$build" "$here/fanin.sh" -S -R 8
         run_one slurm_startup.sh "$here/slurm_startup.sh" -b "$build/bin" \
             -r 3 8 32
     fi
