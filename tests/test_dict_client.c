@@ -10,7 +10,8 @@
  * of bytes, and over more small values than its window of requests, every
  * byte compared; the value after a checkpoint restore; the plain
  * ddict_get of a large value, unchanged; a 64 MiB value, also after both
- * servers restarted from their logs.
+ * servers restarted from their logs; a put and a compare-and-set refused
+ * (key over the limit) as a fresh handle's first ops.
  */
 #include "tmpdir.h"
 
@@ -130,6 +131,36 @@ test_get_into(s_env_t *e)
     CHECK_INT(vlen, 0);
     CHECK_RC(ddict_get_into(e->d, "none", 4, buf, sizeof buf, &vlen, NULL),
              TELEM_ENOTFOUND);
+}
+
+/* A put or compare-and-set refused before it enters the handle's batch
+ * (a key over the limit) on a handle that never ran an op: the code, and
+ * 0 in *version, not a read of arrays that were never allocated. */
+static void
+test_refused_first(s_env_t *e)
+{
+    int err = 0;
+    ddict_t *d = ddict_open(e->nodefile, "t", 20000, &err);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    size_t klen = 65536;
+    char *key = malloc(klen);
+    CHECK(key != NULL);
+    if (key) {
+        memset(key, 'k', klen);
+        uint64_t ver = 77;
+        CHECK(ddict_put(d, key, klen, "v", 1, &ver) < 0);
+        CHECK_INT(ver, 0);
+        ver = 77;
+        CHECK(ddict_cas(d, key, klen, "v", 1, 0, &ver) < 0);
+        CHECK_INT(ver, 0);
+        uint64_t got = 0;
+        CHECK_RC(ddict_put(d, "after", 5, "v", 1, &got), 0);
+        CHECK(got > 0);
+    }
+    free(key);
+    ddict_close(&d);
 }
 
 /* Large values of many sizes (frame boundaries crossed or not), read in
@@ -285,6 +316,7 @@ main(void)
 {
     s_env_t e;
     if (s_setup(&e) == 0) {
+        test_refused_first(&e);
         test_get_into(&e);
         test_batch_into(&e);
         test_many_small(&e);

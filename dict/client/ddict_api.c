@@ -32,6 +32,15 @@ s_one(ddict_t *self, uint8_t op, const void *key, size_t klen, uint64_t arg,
     return rc ? rc : b->codes[0];
 }
 
+/* The version of the handle's one op, 0 when it was refused before it
+ * entered the batch (an over-long key or value): the batch is then empty
+ * and its arrays may never have been allocated. */
+static uint64_t
+s_one_version(const ddict_t *self)
+{
+    return self->one->n ? self->one->versions[0] : 0;
+}
+
 int
 ddict_put(ddict_t *self, const void *key, size_t klen, const void *val,
           size_t vlen, uint64_t *version)
@@ -39,7 +48,7 @@ ddict_put(ddict_t *self, const void *key, size_t klen, const void *val,
     int rc = s_one(self, TELEM_DOP_PUT, key, klen, 0, val ? val : "", vlen,
                    -1, NULL);
     if (version)
-        *version = self->one->versions[0];
+        *version = s_one_version(self);
     return rc;
 }
 
@@ -50,7 +59,7 @@ ddict_cas(ddict_t *self, const void *key, size_t klen, const void *val,
     int rc = s_one(self, TELEM_DOP_CAS, key, klen, expected, val ? val : "",
                    vlen, -1, NULL);
     if (version)
-        *version = self->one->versions[0];
+        *version = s_one_version(self);
     return rc;
 }
 
