@@ -59,12 +59,21 @@ Key = Union[str, bytes, bytearray, memoryview]
 
 def _key(k: Key) -> bytes:
     if isinstance(k, str):
-        return k.encode("utf-8")
-    if isinstance(k, bytes):
-        return k
-    if isinstance(k, (bytearray, memoryview)):
-        return bytes(k)
-    raise TypeError(f"DDict keys are str or bytes, not {type(k).__name__}")
+        b = k.encode("utf-8")
+    elif isinstance(k, bytes):
+        b = k
+    elif isinstance(k, (bytearray, memoryview)):
+        b = bytes(k)
+    else:
+        raise TypeError(f"DDict keys are str or bytes, not "
+                        f"{type(k).__name__}")
+    # Checked here, not left to libtelem: ddict_put() and ddict_cas() of
+    # this version write *version from a batch that refused the key and
+    # may never have been allocated.
+    if len(b) > _KEY_MAX:
+        raise _lib.error(ETOOBIG, "DDict", f"a key of {len(b)} bytes, at "
+                         f"most {_KEY_MAX}")
+    return b
 
 
 def _key_out(b: bytes) -> Union[str, bytes]:
@@ -95,6 +104,12 @@ class _Payload:
     def __init__(self, v: Any):
         self.keep = v
         self.kind: Optional[bytes] = None
+        self._init(v)
+        if self.n > _lib.DDICT_VALUE_LIMIT:
+            raise _lib.error(ETOOBIG, "DDict", f"a value of {self.n} bytes, "
+                             f"at most {_lib.DDICT_VALUE_LIMIT}")
+
+    def _init(self, v: Any) -> None:
         if isinstance(v, bytes):
             self.ptr, self.n = v, len(v)
             return
