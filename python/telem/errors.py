@@ -42,6 +42,10 @@ class TelemError(Exception):
         super().__init__(f"{msg} (telem error {self.code})")
 
 
+class TelemInvalid(TelemError, ValueError):
+    """An argument telem refuses (TELEM_EINVAL): also a ValueError."""
+
+
 class TelemTimeout(TelemError, TimeoutError):
     """The call's deadline passed (TELEM_ETIMEDOUT)."""
 
@@ -59,6 +63,8 @@ def error_class(code: int) -> type[TelemError]:
         return TelemTimeout
     if code == ENOTFOUND:
         return TelemNotFound
+    if code == EINVAL:
+        return TelemInvalid
     return TelemError
 
 
