@@ -9,8 +9,15 @@
  *   - the floor: one clock_gettime(CLOCK_REALTIME) per call, which every
  *     timestamped sample pays, reported as "x floor";
  *   - what happened to the samples: telem_stats() queued/sent/dropped and
- *     what telemd says it ingested after an acknowledged flush.
- * Targets (issue): >= 5 M calls/s, p99 <= 2 us.
+ *     what telemd says it ingested after an acknowledged flush;
+ *   - a section: one telem_section_begin()/telem_section_end() pair (two
+ *     samples), ns per pair next to telem_add_data's ns per call.
+ * Targets (issue): >= 5 M calls/s, p99 <= 2 us, a section pair <= 100 ns.
+ *
+ * `bench_add_data --c-reference` measures only telem_add_data and the
+ * section pair with a telemd running and prints two lines,
+ * "add_data_ns <ns per call>" and "section_pair_ns <ns per pair>": the C
+ * figures bench/bench_python.py sets the Python API against.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +86,7 @@ s_timer_overhead(int64_t *lat, s_lat_t *out)
     bench_summarise(lat, S_LAT_CALLS, out);
 }
 
-typedef enum { S_PLAIN, S_TAGS, S_FILTERED } s_call_t;
+typedef enum { S_PLAIN, S_TAGS, S_FILTERED, S_SECTION } s_call_t;
 
 static inline int
 s_call(s_call_t kind, double v)
@@ -90,6 +97,10 @@ s_call(s_call_t kind, double v)
                                    "phase", "fwd", "layer", "7");
     case S_FILTERED:
         return telem_add_data("bench.filtered", v, 0, 2);
+    case S_SECTION: {
+        telem_section_t h = telem_section_begin("bench_step");
+        return telem_section_end(&h);
+    }
     default:
         return telem_add_data("bench.add_data", v, 0, 1);
     }
@@ -185,7 +196,7 @@ s_row_stats(const char *what, const telem_stats_t *st, const s_rc_count_t *c)
 typedef struct {
     double floor_ns;
     s_lat_t l_timer, l_up, l_down;
-    double r_up, r_tags, r_filt, r_down;
+    double r_up, r_tags, r_filt, r_down, r_section;
     double d_up, d_tags;              /* delivered to telemd, samples/s */
     s_rc_count_t c_up, c_down;
     telem_stats_t st_up, st_down;
@@ -222,6 +233,7 @@ s_phase_up(s_results_t *r, int64_t *lat, void *zctx)
     r->r_up = s_rate(S_PLAIN, 5000, &r->c_up, &r->d_up);
     r->r_tags = s_rate(S_TAGS, 5000, &c, &r->d_tags);
     r->r_filt = s_rate(S_FILTERED, 5000, &c, NULL);
+    r->r_section = s_rate(S_SECTION, 5000, &c, NULL);
     s_latency(5000, lat, &r->l_up, &r->c_up);
     r->flush_rc = telem_flush(10000);
     telem_stats(&r->st_up);
@@ -249,6 +261,8 @@ s_report(const s_results_t *r)
     s_row_rate("telem_add_data, level-filtered", r->r_filt, r->floor_ns);
     s_row_rate("telem_add_data, no telemd (drop path)", r->r_down,
                r->floor_ns);
+    s_row_rate("section begin/end pair (2 samples), telemd up",
+               r->r_section, r->floor_ns);
 
     printf("\nper-call latency, %d calls each timed with CLOCK_MONOTONIC "
            "(ns, timer overhead not subtracted)\n", S_LAT_CALLS);
@@ -271,6 +285,8 @@ s_report(const s_results_t *r)
            bench_verdict(r->r_up >= 5e6));
     printf("  p99 <= 2,000 ns (telemd running)        %12lld  %s\n",
            (long long) r->l_up.p99, bench_verdict(r->l_up.p99 <= 2000));
+    printf("  section pair <= 100 ns (telemd running) %12.1f  %s\n",
+           1e9 / r->r_section, bench_verdict(1e9 / r->r_section <= 100));
     printf("  ns per call / floor (telemd running)    %12.2f\n",
            (1e9 / r->r_up) / r->floor_ns);
     char ratio[64], peer[64];
@@ -282,11 +298,41 @@ s_report(const s_results_t *r)
                  r->r_up / 1e6);
     bench_figure("telem_add_data p99 per call", "<= 2,000 ns", NULL, NULL,
                  r->l_up.p99 <= 2000, "%lld ns", (long long) r->l_up.p99);
+    snprintf(ratio, sizeof ratio, "%.2fx add_data",
+             r->r_up / r->r_section);
+    snprintf(peer, sizeof peer, "telem_add_data %.0f ns", 1e9 / r->r_up);
+    bench_figure("section begin/end pair, one thread, telemd running",
+                 "<= 100 ns", peer, ratio, 1e9 / r->r_section <= 100,
+                 "%.0f ns", 1e9 / r->r_section);
+}
+
+/* The C figures bench_python.py compares the Python API with. */
+static void
+s_c_reference(void)
+{
+    char dir[256];
+    bench_tmpdir(dir, sizeof dir, "cref");
+    telemd_t *td = bench_telemd_start(dir, "benchnode", 1, 300,
+                                      (size_t) 1 << 30, 0);
+    s_env(dir, "benchnode", "5000");
+    s_init();
+    s_rc_count_t c = { 0 };
+    double add = s_rate(S_PLAIN, 5000, &c, NULL);
+    double sec = s_rate(S_SECTION, 5000, &c, NULL);
+    telem_finalize();
+    telemd_destroy(&td);
+    bench_rmtree(dir);
+    printf("add_data_ns %.1f\nsection_pair_ns %.1f\n", 1e9 / add,
+           1e9 / sec);
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--c-reference") == 0) {
+        s_c_reference();
+        return 0;
+    }
     bench_print_machine("bench_add_data");
     int64_t *lat = malloc(S_LAT_CALLS * sizeof *lat);
     void *zctx = zmq_ctx_new();

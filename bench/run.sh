@@ -115,6 +115,9 @@ summary() {
              bench_snapshot; do
         run_one "$b" "$build/bin/$b"
     done
+    # The Python API against the C one (bench_add_data --c-reference).
+    run_one bench_python.py /usr/bin/python3 "$here/bench_python.py" \
+        --bin "$build/bin" --python "$build/python"
     if [ "${BENCH_DETECT:-1}" != 0 ]; then
         run_one bench_detect "$build/bin/bench_detect"  # ~4 min of rounds
     fi

@@ -112,4 +112,42 @@ for prog in ("add_data_demo", "add_data_demo_static"):
     got = [r for r in rows if r["metric"] == f"m_{prog}"]
     assert got and got[0]["points"][-1][1] == 4.0, (prog, got, sorted(names))
 PY
+
+# ---- the Python package, from the installed prefix ----------------------------
+# Installed under PREFIX/lib/python3/dist-packages (docs/python.md), it
+# imports with that on PYTHONPATH, loads the installed libtelem (its RPATH,
+# not the build's) and records into the running telemd.
+pydir=$P/$(build_cache TELEM_PYTHON_DIR)
+if [ -z "$(build_cache TELEM_PYTHON_DIR)" ]; then
+    echo "it_install: no Python package in this build (python3-dev missing)"
+elif [ ! -d "$pydir/telem" ]; then
+    fail "the telem Python package is not installed under $pydir"
+else
+    pyenv=(PYTHONPATH="$pydir" TELEM_NODE=n1 LD_LIBRARY_PATH=)
+    if [ "$(build_cache TELEM_SANITIZE)" = ON ]; then
+        pyenv+=(LD_PRELOAD="$("$cc" -print-file-name=libasan.so):$("$cc" -print-file-name=libubsan.so)"
+                ASAN_OPTIONS=detect_leaks=0)
+    fi
+    env "${pyenv[@]}" /usr/bin/python3 - "$P" >"$T/py.log" 2>&1 <<'PY' \
+        || fail "import telem from the installed prefix: $(cat "$T/py.log")"
+import os, sys
+import telem
+prefix = os.path.realpath(sys.argv[1])
+assert os.path.realpath(telem.__file__).startswith(prefix), telem.__file__
+assert telem.libtelem_path().startswith(prefix), telem.libtelem_path()
+assert telem.add_data("m_python_installed", 4.0) is True
+with telem.section("installed"):
+    pass
+assert telem.finalize() is True, telem.stats()
+PY
+    "$TELEM_BIN/telem_client" -f json query m_python_installed,telem_section_step \
+        >"$T/py.json" 2>"$T/client.log" || fail "telem_client query: $(cat "$T/client.log")"
+    python3 - "$T/py.json" <<'PY' || fail "the installed package's samples are not in telemd: $(cat "$T/py.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))["series"]
+got = {r["metric"]: r for r in rows}
+assert got["m_python_installed"]["points"][-1][1] == 4.0, rows
+assert got["telem_section_step"]["tags"]["section"] == "installed", rows
+PY
+fi
 echo "it_install: ok"

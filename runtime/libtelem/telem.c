@@ -88,6 +88,7 @@ typedef struct s_tbuf {
     _Atomic uint64_t filtered;
     _Atomic uint64_t dropped;
     tapi_pcache_t pcache;         /* pushed names (telem_push.c), under mu */
+    tapi_scache_t scache;         /* sections (telem_section.c), under mu */
 } s_tbuf_t;
 
 struct s_ctx {
@@ -323,6 +324,7 @@ s_atfork_child(void)
         tb->prev = tb->next = NULL;
         tb->dead = 0;
         memset(&tb->pcache, 0, sizeof tb->pcache);
+        memset(&tb->scache, 0, sizeof tb->scache);
         if (tb->batch)
             tb->batch->n = tb->batch->used = tb->batch->last_len = 0;
     }
@@ -590,6 +592,18 @@ telem_add_data_tags(const char *metric, double value, int64_t ts_ns,
 }
 
 int
+telem_add_data_tagv(const char *metric, double value, int64_t ts_ns,
+                    int level, int ntags, const char *const *kv)
+{
+    s_tags_t tags;
+    tags.n = ntags < 0 || ntags > TELEM_Q_TAGS_MAX || (ntags && !kv) ? -1
+                                                                     : ntags;
+    for (int i = 0; i < 2 * tags.n; i++)
+        tags.s[i] = kv[i];
+    return s_add(metric, value, ts_ns, level, ntags ? &tags : NULL);
+}
+
+int
 telem_describe(const char *metric, const char *type, const char *unit,
                const char *doc)
 {
@@ -747,11 +761,18 @@ tapi_lock(tapi_tbuf_t *tb)
 telem_qbatch_t *
 tapi_room(tapi_tbuf_t *tb, size_t need, int *rc)
 {
+    return tapi_room_n(tb, 1, need, rc);
+}
+
+telem_qbatch_t *
+tapi_room_n(tapi_tbuf_t *tb, uint32_t nsamples, size_t need, int *rc)
+{
     telem_qbatch_t *b = tb->batch;
     s_ctx_t *ctx = atomic_load_explicit(&tb->ctx, memory_order_relaxed);
-    if (!b || b->n == TELEM_Q_SAMPLES || b->used + need > TELEM_Q_ARENA) {
+    if (!b || b->n + nsamples > TELEM_Q_SAMPLES
+        || b->used + need > TELEM_Q_ARENA) {
         if ((*rc = s_rotate(ctx, tb)) != 0) {
-            s_count(&tb->dropped, 1);
+            s_count(&tb->dropped, nsamples);
             pthread_mutex_unlock(&tb->mu);
             return NULL;
         }
@@ -769,8 +790,20 @@ void
 tapi_unlock(tapi_tbuf_t *tb, int queued)
 {
     if (queued)
-        s_count(&tb->queued, 1);
+        s_count(&tb->queued, (uint64_t) queued);
     pthread_mutex_unlock(&tb->mu);
+}
+
+void
+tapi_count_filtered(tapi_tbuf_t *tb, uint64_t n)
+{
+    s_count(&tb->filtered, n);
+}
+
+tapi_scache_t *
+tapi_scache(tapi_tbuf_t *tb)
+{
+    return &tb->scache;
 }
 
 tapi_pcache_t *

@@ -102,6 +102,81 @@ int telem_init(void);
 int telem_level(void);
 int telem_set_level(int level);
 
+/* ---- sections: the duration of a named region, per rank ----------------
+ *
+ *   telem_section_t h = telem_section_begin("step");
+ *   ... one training step ...
+ *   telem_section_end(&h);
+ *
+ * Each end records two samples with the same timestamp (the end, realtime):
+ *   telem_section_seconds{section="step",rank="3"}  duration in seconds
+ *                                                   (CLOCK_MONOTONIC)
+ *   telem_section_step{section="step",rank="3"}     the step it belongs to
+ * plus host and pid as every sample.  A reader pairs the two by series
+ * (section, rank, host, pid) and timestamp.  The step is a counter per
+ * section name per process: the first end of a name records step 0, each
+ * end the next one; telem_section_set_step() sets the step the next end
+ * records (e.g. the step a resumed job starts from).  Ends from several
+ * threads get distinct steps.
+ *
+ * The rank is the first of these environment variables that holds a
+ * non-negative integer: TELEM_RANK (telem_launch sets it), SLURM_PROCID,
+ * OMPI_COMM_WORLD_RANK, PMI_RANK, RANK (torchrun); "0" when none does.  It
+ * is read once, at the first section call of the process.
+ *
+ * Sections are level-1 user metrics: with TELEM_LEVEL=0 an end returns 1
+ * and records nothing (the step still advances, so steps keep counting the
+ * program's steps).  Nothing allocates or formats on the hot path: a name
+ * is looked up in a process-wide table (TELEM_SECTION_NAMES names at most)
+ * by a hash of its bytes, its strings are copied into a batch once per
+ * batch.  A begin/end pair costs about as much as two telem_add_data()
+ * calls (bench_add_data prints it).
+ *
+ * The handle is a value owned by the caller; it may move between threads
+ * (begin on one, end on another).  telem_section_end() clears the handle it
+ * is given, so ending it again is refused; a copy made before the end is
+ * another handle and would record again.  There is no end-by-name: a name
+ * may be open several times at once (threads, recursion). */
+
+#define TELEM_SECTION_NAMES 1024
+
+typedef struct {
+    int64_t t0_ns;      /* monotonic start */
+    uint32_t slot;      /* the name's entry; private */
+    int32_t state;      /* private: open, filtered, or begin's error */
+} telem_section_t;
+
+/* Starts section `name` (1-255 bytes, copied once into the table).
+ * Never fails the caller: a bad name (NULL, empty, over-long; counted in
+ * telem_stats()'s `invalid`), a full name table or a finalized library
+ * give a handle whose telem_section_end() returns the error. */
+telem_section_t telem_section_begin(const char *name);
+
+/* Ends the section, records its duration and step, clears *h.  Returns 0
+ * when queued, 1 when the level filtered it, or a negative telem_err_t:
+ * TELEM_EINVAL for a NULL, cleared (ended before, zeroed) or unknown
+ * handle and for a handle whose begin was given a bad name, TELEM_EFULL
+ * when the name table was full at begin or the queue is full now (the
+ * samples are dropped and counted), TELEM_ESTATE after telem_finalize(). */
+int telem_section_end(telem_section_t *h);
+
+/* Makes the next end of section `name` record step `step` (>= 0) and the
+ * ends after it step + 1, ...  Returns 0 or TELEM_EINVAL (bad name,
+ * negative step), TELEM_EFULL (name table full). */
+int telem_section_set_step(const char *name, int64_t step);
+
+/* The step the next end of section `name` records (0 for a name not seen
+ * yet), or a negative telem_err_t (TELEM_EINVAL, TELEM_EFULL). */
+int64_t telem_section_step(const char *name);
+
+/* The rank sections are tagged with (see above); a static string. */
+const char *telem_section_rank(void);
+
+/* Like telem_add_data_tags() with the tags in an array: kv holds 2 * ntags
+ * strings, key, value, key, value ...  (at most 8 pairs). */
+int telem_add_data_tagv(const char *metric, double value, int64_t ts_ns,
+                        int level, int ntags, const char *const *kv);
+
 typedef struct {
     uint64_t queued;       /* samples accepted by telem_add_data */
     uint64_t sent;         /* samples handed to ZeroMQ */

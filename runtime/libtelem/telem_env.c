@@ -1,6 +1,7 @@
 /* telem_env.c - libtelem's configuration from the environment (telem.h):
- * numbers such as TELEM_LEVEL, and the node's endpoints from TELEM_INGEST,
- * TELEM_CTL, TELEM_NODE and TELEM_RUNDIR.
+ * numbers such as TELEM_LEVEL, the rank sections carry (the launchers'
+ * rank variables), and the node's endpoints from TELEM_INGEST, TELEM_CTL,
+ * TELEM_NODE and TELEM_RUNDIR.
  *
  * Call order: telem.c calls this file (telem_int.h); it calls nothing of
  * the API's own.
@@ -74,4 +75,28 @@ tapi_endpoints(char *node, char *ingest, char *ctl)
         ingest[0] = '\0';
     }
     s_ctl_endpoint(ctl, TELEM_PATH_MAX, rundir, node);
+}
+
+/* A non-negative decimal integer that fits an int64 and a tag. */
+static int
+s_rank_ok(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n > 0 && n <= 18 && s[n] == '\0';
+}
+
+void
+tapi_env_rank(char *out, size_t size)
+{
+    static const char *const vars[] = { "TELEM_RANK", "SLURM_PROCID",
+                                        "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                        "RANK" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && s_rank_ok(v) && !s_copy(out, size, v))
+            return;
+    }
+    s_copy(out, size, "0");
 }

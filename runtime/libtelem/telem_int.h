@@ -21,6 +21,7 @@
 #include "telem_queue.h"
 
 #define TAPI_PCACHE 256    /* pushed-name slots per thread, power of 2 */
+#define TAPI_SCACHE 64     /* section slots per thread, power of 2 */
 
 typedef struct s_tbuf tapi_tbuf_t;
 
@@ -42,6 +43,22 @@ typedef struct {
     tapi_pname_t slots[TAPI_PCACHE];
 } tapi_pcache_t;
 
+/* Where a section's strings lie in the thread's batch of generation `gen`
+ * (telem_section.c): its tags (section, name, rank, value) for table
+ * entry `slot`, direct-mapped by slot; and the two metric names. */
+typedef struct {
+    uint64_t gen;
+    uint32_t slot;
+    uint32_t tags;
+} tapi_sname_t;
+
+typedef struct {
+    tapi_sname_t slots[TAPI_SCACHE];
+    uint64_t names_gen;
+    uint32_t seconds;             /* "telem_section_seconds" */
+    uint32_t step;                /* "telem_section_step" */
+} tapi_scache_t;
+
 /* Starts a call at `level` (1-4): initialises on first use and finds the
  * calling thread's buffer.  Returns 0 (go on, *tb set), 1 (filtered by the
  * level, counted), or a negative code (TELEM_ESTATE after finalize,
@@ -59,11 +76,21 @@ int tapi_lock(tapi_tbuf_t *tb);
  * TELEM_ENOMEM. */
 telem_qbatch_t *tapi_room(tapi_tbuf_t *tb, size_t need, int *rc);
 
+/* tapi_room() for `nsamples` samples (1-TELEM_Q_SAMPLES). */
+telem_qbatch_t *tapi_room_n(tapi_tbuf_t *tb, uint32_t nsamples, size_t need,
+                            int *rc);
+
 /* The batch of a locked buffer as it is (may be NULL), without room. */
 telem_qbatch_t *tapi_batch(tapi_tbuf_t *tb);
 
-/* Counts one accepted call (queued) and unlocks. */
+/* Counts `queued` accepted samples and unlocks. */
 void tapi_unlock(tapi_tbuf_t *tb, int queued);
+
+/* Counts n more samples filtered by the level in the thread's buffer. */
+void tapi_count_filtered(tapi_tbuf_t *tb, uint64_t n);
+
+/* The thread's section cache; use it only while locked. */
+tapi_scache_t *tapi_scache(tapi_tbuf_t *tb);
 
 /* The thread's pushed-name cache; use it only while locked. */
 tapi_pcache_t *tapi_pcache(tapi_tbuf_t *tb);
@@ -85,5 +112,10 @@ int tapi_env_int(const char *name, int lo, int hi, int dflt);
  * control endpoints (TELEM_PATH_MAX bytes each) from the environment
  * (telem.h); "" where none can be made. */
 void tapi_endpoints(char *node, char *ingest, char *ctl);
+
+/* The process's rank (telem.h, sections): the first of TELEM_RANK,
+ * SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, RANK that holds a
+ * non-negative integer, else "0".  size >= 20. */
+void tapi_env_rank(char *out, size_t size);
 
 #endif
