@@ -752,6 +752,15 @@ tapi_begin(int level, tapi_tbuf_t **tb)
 }
 
 int
+tapi_level(void)
+{
+    int rc = s_live();
+    if (S_UNLIKELY(rc))
+        return rc;
+    return atomic_load_explicit(&s_api.level, memory_order_relaxed);
+}
+
+int
 tapi_lock(tapi_tbuf_t *tb)
 {
     int rc = 0;

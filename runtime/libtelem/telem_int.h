@@ -88,6 +88,9 @@ void tapi_unlock(tapi_tbuf_t *tb, int queued);
 
 /* Counts n more samples filtered by the level in the thread's buffer. */
 void tapi_count_filtered(tapi_tbuf_t *tb, uint64_t n);
+/* The level samples are compared with, initialising the library on first
+ * use; a negative telem_err_t (TELEM_ESTATE after telem_finalize()). */
+int tapi_level(void);
 
 /* The thread's section cache; use it only while locked. */
 tapi_scache_t *tapi_scache(tapi_tbuf_t *tb);

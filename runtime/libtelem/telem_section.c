@@ -9,14 +9,17 @@
  * A handle carries its entry's number, so telem_section_end() needs no
  * lookup at all.
  *
- * Recording.  An end takes the monotonic clock (the duration) and the
- * realtime clock (the samples' time), advances the step atomically, and
+ * Recording.  An end takes the monotonic clock (the duration), derives
+ * the samples' realtime stamp from it with the realtime-minus-monotonic
+ * offset (read again at most once a second, so a clock step shows within
+ * a second), advances the step atomically, and
  * writes two samples into the calling thread's batch (telem_int.h).  Their
  * tags (section=<name>, rank=<rank>) are copied into a batch once and
  * shared by both samples and by every later end of that name into the
  * same batch: the thread's section cache remembers where, per batch
  * generation, like telem_push.c's pushed-name cache.  No allocation, no
- * formatting.
+ * formatting.  A section begun while the level is 0 reads no clock: its
+ * end only advances the step and returns 1.
  *
  * Call order: this file calls telem.c through telem_int.h, never the
  * reverse.
@@ -36,6 +39,8 @@
 #define S_INDEX (2 * TELEM_SECTION_NAMES)       /* power of 2 */
 #define S_OPEN 0x53454354                       /* "SECT", xor the slot */
 #define S_RANK_MAX 24
+#define S_FILTERED 0x46494c54                   /* "FILT", xor the slot */
+#define S_OFFSET_NS INT64_C(1000000000)         /* offset re-read period */
 
 static const char s_seconds[] = "telem_section_seconds";
 static const char s_step[] = "telem_section_step";
@@ -61,6 +66,8 @@ static struct {
     pthread_once_t once;
     char rank[S_RANK_MAX];
     uint32_t rank_len;
+    _Atomic int64_t offset_ns;    /* realtime - monotonic, ... */
+    _Atomic int64_t offset_at;    /* ... read at this monotonic time */
 } s_sec = { .mu = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
 
 static void
@@ -167,9 +174,37 @@ telem_section_begin(const char *name)
         return h;
     }
     h.slot = (uint32_t) slot;
+    int level = tapi_level();
+    if (level < 0) {
+        h.state = level;          /* finalized: end returns it */
+        return h;
+    }
+    if (level == 0) {
+        h.state = S_FILTERED ^ (int32_t) slot;
+        h.t0_ns = 1;
+        return h;
+    }
     h.state = S_OPEN ^ (int32_t) slot;
     h.t0_ns = telem_mono_ns();
     return h;
+}
+
+/* Realtime ns at monotonic time `mono`: the offset between the clocks,
+ * read again when it is a second old.  Two threads may both re-read it;
+ * either value is right. */
+static int64_t
+s_realtime(int64_t mono)
+{
+    int64_t at = atomic_load_explicit(&s_sec.offset_at, memory_order_relaxed);
+    if (at == 0 || mono - at > S_OFFSET_NS || mono < at) {
+        int64_t real = telem_now_ns();
+        int64_t m = telem_mono_ns();
+        atomic_store_explicit(&s_sec.offset_ns, real - m,
+                              memory_order_relaxed);
+        atomic_store_explicit(&s_sec.offset_at, m, memory_order_relaxed);
+        return real - m + mono;
+    }
+    return mono + atomic_load_explicit(&s_sec.offset_ns, memory_order_relaxed);
 }
 
 /* Where the tags of entry `slot` lie in batch b, copying them the first
@@ -239,6 +274,12 @@ telem_section_end(telem_section_t *h)
     memset(h, 0, sizeof *h);
     if (c.state < 0 && c.state >= TELEM_ECONFLICT)
         return c.state;           /* begin's error, counted then */
+    if ((c.state ^ S_FILTERED) == (int32_t) c.slot && c.t0_ns == 1
+        && c.slot < atomic_load_explicit(&s_sec.used, memory_order_acquire)) {
+        atomic_fetch_add_explicit(&s_sec.slots[c.slot].step, 1,
+                                  memory_order_relaxed);
+        return 1;                 /* level 0 counts nothing, as add_data */
+    }
     int64_t now = telem_mono_ns();
     if ((c.state ^ S_OPEN) != (int32_t) c.slot
         || c.slot >= atomic_load_explicit(&s_sec.used, memory_order_acquire)
@@ -250,7 +291,7 @@ telem_section_end(telem_section_t *h)
     int64_t step = atomic_fetch_add_explicit(&s_sec.slots[c.slot].step, 1,
                                              memory_order_relaxed);
     return s_record(c.slot, (double) (now - c.t0_ns) / 1e9, step,
-                    telem_now_ns());
+                    s_realtime(now));
 }
 
 int
