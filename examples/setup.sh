@@ -13,7 +13,8 @@ build=${TELEM_BUILD_DIR:-$top/build}
 packages=(build-essential cmake pkg-config libzmq3-dev libczmq-dev
           libmsgpack-dev libgsl-dev libmicrohttpd-dev libjansson-dev
           zlib1g-dev libseccomp-dev python3 python3-yaml procps
-          python3-dev python3-numpy python3-pytest)
+          python3-dev python3-numpy python3-pytest python3-setuptools
+          python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -149,5 +149,41 @@ got = {r["metric"]: r for r in rows}
 assert got["m_python_installed"]["points"][-1][1] == 4.0, rows
 assert got["telem_section_step"]["tags"]["section"] == "installed", rows
 PY
+    # pip against the installed libtelem (pkg-config telem), offline, from
+    # a copy of python/ (pip builds in the tree it is given).
+    if /usr/bin/python3 -c 'import setuptools' 2>/dev/null \
+        && /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+        mkdir -p "$T/pysrc"
+        cp -r "$TELEM_SRC/python/telem" "$TELEM_SRC/python/setup.py" \
+            "$TELEM_SRC/python/pyproject.toml" "$TELEM_SRC/python/README.md" "$T/pysrc/"
+        pip_install() {
+            (cd "$T/pysrc" && env "$@" /usr/bin/python3 -m pip install -q \
+                --no-build-isolation --no-deps --no-index --target "$T/pip" .)
+        }
+        # No libtelem to be found: pip fails with what to do.
+        if pip_install PKG_CONFIG_PATH="$T/none" PKG_CONFIG_LIBDIR="$T/none" >"$T/pip-bad.log" 2>&1; then
+            fail "pip built telem without a libtelem"
+        fi
+        grep -q "pkg-config cannot find libtelem" "$T/pip-bad.log" \
+            || fail "pip without libtelem: no clear error: $(tail -n 5 "$T/pip-bad.log")"
+        pip_install PKG_CONFIG_PATH="$P/lib/pkgconfig" >"$T/pip.log" 2>&1 \
+            || fail "pip install ./python: $(tail -n 20 "$T/pip.log")"
+        pipenv=("${pyenv[@]}")
+        pipenv[0]=PYTHONPATH="$T/pip"
+        (cd / && env "${pipenv[@]}" /usr/bin/python3 - "$P" "$T/pip") >"$T/pip-py.log" 2>&1 <<'PY' \
+            || fail "import telem installed by pip: $(cat "$T/pip-py.log")"
+import os, sys
+import telem
+assert os.path.realpath(telem.__file__).startswith(os.path.realpath(sys.argv[2])), telem.__file__
+assert telem.libtelem_path().startswith(os.path.realpath(sys.argv[1])), telem.libtelem_path()
+assert telem.add_data("m_python_pip", 5.0) is True
+assert telem.finalize() is True, telem.stats()
+PY
+        "$TELEM_BIN/telem_client" -f json query m_python_pip >"$T/pip.json" 2>"$T/client.log" \
+            || fail "telem_client query: $(cat "$T/client.log")"
+        grep -q '"m_python_pip"' "$T/pip.json" || fail "the pip-installed package's sample is not in telemd"
+    else
+        echo "it_install: pip install ./python not checked: python3-pip or python3-setuptools missing"
+    fi
 fi
 echo "it_install: ok"
