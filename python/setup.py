@@ -34,7 +34,8 @@ def _extension() -> Extension:
     incs = [f[2:] for f in cflags if f.startswith("-I")]
     libdirs = [f[2:] for f in libs if f.startswith("-L")]
     names = [f[2:] for f in libs if f.startswith("-l")]
-    return Extension("telem._native", ["telem/_native.c"],
+    return Extension("telem._native",
+                     ["telem/_native.c", "telem/_native_section.c"],
                      include_dirs=incs, library_dirs=libdirs,
                      libraries=names, runtime_library_dirs=libdirs,
                      extra_compile_args=["-std=c11", "-Wno-cast-function-type"])

@@ -16,10 +16,12 @@
  *
  * The GIL is released only around calls that may wait (flush, finalize)
  * and around long batches; everything else is a few hundred ns.
+ *
+ * The section types (telem.section and its decorated functions) are in
+ * _native_section.c; the helpers both files use are in _native.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -30,8 +32,9 @@
 #include <telem/telem.h>
 #include <telem/telem_error.h>
 
+#include "_native.h"
+
 #define S_TAGS_MAX 8
-#define S_NAME_MAX 255
 #define S_BATCH_NOGIL 4096        /* batches this long run without the GIL */
 
 static PyObject *s_make_error;    /* telem.errors.make_error */
@@ -39,8 +42,8 @@ static PyObject *s_make_error;    /* telem.errors.make_error */
 /* ---- errors --------------------------------------------------------------- */
 
 /* Raises telem's exception for `code` (negative); returns NULL. */
-static PyObject *
-s_raise(int code, const char *what)
+PyObject *
+tn_raise(int code, const char *what)
 {
     if (!s_make_error) {
         PyObject *m = PyImport_ImportModule("telem.errors");
@@ -69,15 +72,15 @@ s_result(int rc, const char *what)
         Py_RETURN_TRUE;
     if (rc == 1 || rc == TELEM_EFULL)
         Py_RETURN_FALSE;
-    return s_raise(rc, what);
+    return tn_raise(rc, what);
 }
 
 /* ---- arguments ------------------------------------------------------------ */
 
 /* Fills out[0..n) from positional args and keywords named names[]; absent
  * ones stay NULL.  `required` leading ones must be given. */
-static int
-s_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
+int
+tn_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
        PyObject *kwnames, const char *const *names, Py_ssize_t n,
        Py_ssize_t required, PyObject **out)
 {
@@ -120,8 +123,8 @@ s_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
 /* A str argument as UTF-8 (CPython's cached copy, valid while the str
  * lives).  TypeError for another type; TelemInvalid for an embedded NUL
  * (libtelem checks length and emptiness itself). */
-static const char *
-s_str(PyObject *o, const char *what)
+const char *
+tn_str(PyObject *o, const char *what)
 {
     if (!PyUnicode_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what,
@@ -131,7 +134,7 @@ s_str(PyObject *o, const char *what)
     Py_ssize_t len;
     const char *s = PyUnicode_AsUTF8AndSize(o, &len);
     if (s && (Py_ssize_t) strlen(s) != len) {
-        s_raise(TELEM_EINVAL, what);
+        tn_raise(TELEM_EINVAL, what);
         return NULL;
     }
     return s;
@@ -153,7 +156,7 @@ s_double(PyObject *o, const char *what, double *out)
     *out = PyFloat_AsDouble(o);
     if (*out == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();           /* an int too large for a double */
-        s_raise(TELEM_EINVAL, what);
+        tn_raise(TELEM_EINVAL, what);
         return -1;
     }
     return 0;
@@ -170,7 +173,7 @@ s_int(PyObject *o, const char *what, int *out)
     int overflow;
     long v = PyLong_AsLongAndOverflow(o, &overflow);
     if (overflow || v < INT_MIN || v > INT_MAX) {
-        s_raise(TELEM_EINVAL, what);
+        tn_raise(TELEM_EINVAL, what);
         return -1;
     }
     *out = (int) v;
@@ -188,7 +191,7 @@ s_ts(PyObject *o, int64_t *out)
     if (PyFloat_Check(o)) {
         double s = PyFloat_AS_DOUBLE(o);
         if (!(s > 0 && s < 9.2e9)) {
-            s_raise(TELEM_EINVAL, "ts");
+            tn_raise(TELEM_EINVAL, "ts");
             return -1;
         }
         *out = (int64_t) llround(s * 1e9);
@@ -198,7 +201,7 @@ s_ts(PyObject *o, int64_t *out)
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow || v <= 0) {
-            s_raise(TELEM_EINVAL, "ts");
+            tn_raise(TELEM_EINVAL, "ts");
             return -1;
         }
         *out = v;
@@ -223,14 +226,14 @@ s_tags(PyObject *o, const char **kv, int *n)
         return -1;
     }
     if (PyDict_GET_SIZE(o) > S_TAGS_MAX) {
-        s_raise(TELEM_EINVAL, "tags (at most 8)");
+        tn_raise(TELEM_EINVAL, "tags (at most 8)");
         return -1;
     }
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (PyDict_Next(o, &pos, &k, &v)) {
-        if (!(kv[2 * *n] = s_str(k, "tag key"))
-            || !(kv[2 * *n + 1] = s_str(v, "tag value")))
+        if (!(kv[2 * *n] = tn_str(k, "tag key"))
+            || !(kv[2 * *n + 1] = tn_str(v, "tag value")))
             return -1;
         (*n)++;
     }
@@ -255,10 +258,10 @@ s_add_data(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         a[0] = args[0];
         a[1] = args[1];
         a[2] = a[3] = a[4] = NULL;
-    } else if (s_args("add_data", args, nargs, kwnames, names, 5, 2, a)) {
+    } else if (tn_args("add_data", args, nargs, kwnames, names, 5, 2, a)) {
         return NULL;
     }
-    if (!(name = s_str(a[0], "name")) || s_double(a[1], "value", &value)
+    if (!(name = tn_str(a[0], "name")) || s_double(a[1], "value", &value)
         || s_ts(a[2], &ts) || (a[3] && s_int(a[3], "level", &level))
         || s_tags(a[4], kv, &ntags))
         return NULL;
@@ -363,7 +366,7 @@ s_times(PyObject *o, Py_ssize_t n, s_array_t *a, const int64_t **out)
             return -1;
         }
         if (a->view.len / 8 != n) {
-            s_raise(TELEM_EINVAL, "times (not as many as values)");
+            tn_raise(TELEM_EINVAL, "times (not as many as values)");
             return -1;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -374,7 +377,7 @@ s_times(PyObject *o, Py_ssize_t n, s_array_t *a, const int64_t **out)
                 t[i] = s > 0 && s < 9.2e9 ? (int64_t) llround(s * 1e9) : -1;
             }
             if (t[i] <= 0) {
-                s_raise(TELEM_EINVAL, "times (each after the epoch)");
+                tn_raise(TELEM_EINVAL, "times (each after the epoch)");
                 return -1;
             }
         }
@@ -386,7 +389,7 @@ s_times(PyObject *o, Py_ssize_t n, s_array_t *a, const int64_t **out)
         return -1;
     int rc = 0;
     if (PySequence_Fast_GET_SIZE(seq) != n) {
-        s_raise(TELEM_EINVAL, "times (not as many as values)");
+        tn_raise(TELEM_EINVAL, "times (not as many as values)");
         rc = -1;
     }
     for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
@@ -412,8 +415,8 @@ s_add_data_batch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     PyObject *a[5];
     const char *name, *kv[2 * S_TAGS_MAX];
     int level = 1, ntags;
-    if (s_args("add_data_batch", args, nargs, kwnames, names, 5, 2, a)
-        || !(name = s_str(a[0], "name"))
+    if (tn_args("add_data_batch", args, nargs, kwnames, names, 5, 2, a)
+        || !(name = tn_str(a[0], "name"))
         || (a[3] && s_int(a[3], "level", &level)) || s_tags(a[4], kv, &ntags))
         return NULL;
     s_array_t va, ta;
@@ -427,7 +430,7 @@ s_add_data_batch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         goto out;
     for (Py_ssize_t i = 0; i < va.n; i++)
         if (!isfinite(v[i])) {
-            s_raise(TELEM_EINVAL, "values (not finite)");
+            tn_raise(TELEM_EINVAL, "values (not finite)");
             goto out;
         }
     Py_ssize_t queued = 0;
@@ -444,7 +447,7 @@ s_add_data_batch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     }
     if (unlocked)
         PyEval_RestoreThread(unlocked);
-    ret = rc ? s_raise(rc, "add_data_batch") : PyLong_FromSsize_t(queued);
+    ret = rc ? tn_raise(rc, "add_data_batch") : PyLong_FromSsize_t(queued);
 out:
     s_array_release(&va);
     s_array_release(&ta);
@@ -460,8 +463,8 @@ s_push(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
     PyObject *a[2];
     const char *name;
     double value;
-    if (s_args(fn, args, nargs, kwnames, names, 2, 2, a)
-        || !(name = s_str(a[0], "name")) || s_double(a[1], vname, &value))
+    if (tn_args(fn, args, nargs, kwnames, names, 2, 2, a)
+        || !(name = tn_str(a[0], "name")) || s_double(a[1], vname, &value))
         return NULL;
     return s_result(counter ? telem_counter_add(name, value)
                             : telem_gauge_set(name, value), fn);
@@ -491,10 +494,10 @@ s_describe(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     static const char *const names[] = { "name", "type", "unit", "doc" };
     PyObject *a[4];
     const char *s[4] = { NULL, NULL, "", "" };
-    if (s_args("describe", args, nargs, kwnames, names, 4, 2, a))
+    if (tn_args("describe", args, nargs, kwnames, names, 4, 2, a))
         return NULL;
     for (int i = 0; i < 4; i++)
-        if (a[i] && !(s[i] = s_str(a[i], names[i])))
+        if (a[i] && !(s[i] = tn_str(a[i], names[i])))
             return NULL;
     return s_result(telem_describe(s[0], s[1], s[2], s[3]), "describe");
 }
@@ -507,7 +510,7 @@ s_timeout_ms(PyObject *o, double dflt, int *ms)
     if (o && o != Py_None && s_double(o, "timeout", &s))
         return -1;
     if (!(s >= 0 && s <= 86400.0)) {
-        s_raise(TELEM_EINVAL, "timeout (0 to 86400 s)");
+        tn_raise(TELEM_EINVAL, "timeout (0 to 86400 s)");
         return -1;
     }
     *ms = (int) ceil(s * 1000.0);
@@ -522,7 +525,7 @@ s_flush(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     static const char *const names[] = { "timeout" };
     PyObject *a[1];
     int ms, rc;
-    if (s_args("flush", args, nargs, kwnames, names, 1, 0, a)
+    if (tn_args("flush", args, nargs, kwnames, names, 1, 0, a)
         || s_timeout_ms(a[0], 2.0, &ms))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -532,7 +535,7 @@ s_flush(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         Py_RETURN_TRUE;
     if (rc == TELEM_ETIMEDOUT || rc == TELEM_ECONN)
         Py_RETURN_FALSE;
-    return s_raise(rc, "flush");
+    return tn_raise(rc, "flush");
 }
 
 static PyObject *
@@ -548,7 +551,7 @@ s_finalize(PyObject *mod, PyObject *unused)
         Py_RETURN_TRUE;
     if (rc == TELEM_ETIMEDOUT || rc == TELEM_ECONN)
         Py_RETURN_FALSE;
-    return s_raise(rc, "finalize");
+    return tn_raise(rc, "finalize");
 }
 
 static PyObject *
@@ -558,7 +561,7 @@ s_init(PyObject *mod, PyObject *unused)
     (void) unused;
     int rc = telem_init();
     if (rc)
-        return s_raise(rc, "init");
+        return tn_raise(rc, "init");
     Py_RETURN_NONE;
 }
 
@@ -579,7 +582,7 @@ s_set_level(PyObject *mod, PyObject *arg)
         return NULL;
     int rc = telem_set_level(level);
     if (rc)
-        return s_raise(rc, "set_level");
+        return tn_raise(rc, "set_level");
     Py_RETURN_NONE;
 }
 
@@ -627,7 +630,7 @@ s_libtelem_path(PyObject *mod, PyObject *unused)
     (void) unused;
     Dl_info info;
     if (!dladdr((void *) telem_add_data, &info) || !info.dli_fname)
-        return s_raise(TELEM_ENOTFOUND, "libtelem_path");
+        return tn_raise(TELEM_ENOTFOUND, "libtelem_path");
     char *real = realpath(info.dli_fname, NULL);
     PyObject *r = PyUnicode_DecodeFSDefault(real ? real : info.dli_fname);
     free(real);
@@ -651,330 +654,6 @@ s_section_rank(PyObject *mod, PyObject *unused)
     (void) unused;
     return PyUnicode_FromString(telem_section_rank());
 }
-
-/* ---- sections --------------------------------------------------------------
- *
- * telem.section(name): a context manager (one `with` at a time per object:
- * entering an open one raises RuntimeError) and a decorator whose wrapper
- * opens a section of its own per call (so it is reentrant and safe across
- * threads).  The wrapper is a C callable (vectorcall) that binds as a
- * method and carries functools.update_wrapper's attributes. */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *name;               /* str */
-    const char *cname;            /* its UTF-8 */
-    telem_section_t h;
-    int open;
-} s_section_t;
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *func;
-    PyObject *name;
-    const char *cname;
-    PyObject *dict;
-    vectorcallfunc vectorcall;
-} s_sfunc_t;
-
-static PyTypeObject s_section_type;
-static PyTypeObject s_sfunc_type;
-
-/* Ends h; an end's error is raised unless an exception is already on its
- * way (`pending`). */
-static int
-s_section_end(telem_section_t *h, int pending)
-{
-    int rc = telem_section_end(h);
-    if (rc >= 0 || rc == TELEM_EFULL || pending)
-        return 0;
-    s_raise(rc, "section");
-    return -1;
-}
-
-static PyObject *
-s_section_make(PyTypeObject *type, PyObject *name)
-{
-    const char *cname = s_str(name, "section name");
-    if (!cname)
-        return NULL;
-    size_t len = strlen(cname);
-    if (len == 0 || len > S_NAME_MAX)
-        return s_raise(TELEM_EINVAL, "section name (1-255 bytes)");
-    s_section_t *self = (s_section_t *) type->tp_alloc(type, 0);
-    if (!self)
-        return NULL;
-    Py_INCREF(name);
-    self->name = name;
-    self->cname = cname;
-    return (PyObject *) self;
-}
-
-static PyObject *
-s_section_vnew(PyObject *type, PyObject *const *args, size_t nargsf,
-               PyObject *kwnames)
-{
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    static const char *const names[] = { "name" };
-    PyObject *a[1];
-    if (s_args("section", args, nargs, kwnames, names, 1, 1, a))
-        return NULL;
-    return s_section_make((PyTypeObject *) type, a[0]);
-}
-
-static PyObject *
-s_section_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
-    static char *names[] = { "name", NULL };
-    PyObject *name;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O:section", names, &name))
-        return NULL;
-    return s_section_make(type, name);
-}
-
-static void
-s_section_dealloc(s_section_t *self)
-{
-    Py_XDECREF(self->name);
-    Py_TYPE(self)->tp_free((PyObject *) self);
-}
-
-static PyObject *
-s_section_enter(s_section_t *self, PyObject *unused)
-{
-    (void) unused;
-    if (self->open) {
-        PyErr_Format(PyExc_RuntimeError, "section '%s' is already open: "
-                     "use one telem.section object per `with`", self->cname);
-        return NULL;
-    }
-    self->h = telem_section_begin(self->cname);
-    self->open = 1;
-    Py_INCREF(self);
-    return (PyObject *) self;
-}
-
-static PyObject *
-s_section_exit(s_section_t *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (!self->open) {
-        PyErr_Format(PyExc_RuntimeError, "section '%s' is not open",
-                     self->cname);
-        return NULL;
-    }
-    self->open = 0;
-    int pending = nargs > 0 && args[0] != Py_None;
-    if (s_section_end(&self->h, pending))
-        return NULL;
-    Py_RETURN_FALSE;
-}
-
-static PyObject *
-s_sfunc_call(PyObject *callable, PyObject *const *args, size_t nargsf,
-             PyObject *kwnames)
-{
-    s_sfunc_t *self = (s_sfunc_t *) callable;
-    telem_section_t h = telem_section_begin(self->cname);
-    PyObject *r = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
-    if (s_section_end(&h, r == NULL)) {
-        Py_XDECREF(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* section(name)(func): the decorator. */
-static PyObject *
-s_section_call(s_section_t *self, PyObject *args, PyObject *kw)
-{
-    PyObject *func;
-    if (kw && PyDict_GET_SIZE(kw)) {
-        PyErr_SetString(PyExc_TypeError, "section(...)(func) takes no "
-                        "keywords");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "O:section", &func))
-        return NULL;
-    if (!PyCallable_Check(func)) {
-        PyErr_Format(PyExc_TypeError, "section(...) decorates a callable, "
-                     "not %.100s", Py_TYPE(func)->tp_name);
-        return NULL;
-    }
-    s_sfunc_t *w = PyObject_GC_New(s_sfunc_t, &s_sfunc_type);
-    if (!w)
-        return NULL;
-    Py_INCREF(func);
-    Py_INCREF(self->name);
-    w->func = func;
-    w->name = self->name;
-    w->cname = self->cname;
-    w->dict = NULL;
-    w->vectorcall = s_sfunc_call;
-    PyObject_GC_Track(w);
-    PyObject *ft = PyImport_ImportModule("functools");
-    PyObject *r = ft ? PyObject_CallMethod(ft, "update_wrapper", "OO",
-                                           (PyObject *) w, func)
-                     : NULL;
-    Py_XDECREF(ft);
-    if (!r) {
-        Py_DECREF(w);
-        return NULL;
-    }
-    Py_DECREF(r);
-    return (PyObject *) w;
-}
-
-static PyObject *
-s_section_get_step(s_section_t *self, void *unused)
-{
-    (void) unused;
-    int64_t step = telem_section_step(self->cname);
-    if (step < 0)
-        return s_raise((int) step, "section.step");
-    return PyLong_FromLongLong(step);
-}
-
-static int
-s_section_set_step(s_section_t *self, PyObject *value, void *unused)
-{
-    (void) unused;
-    if (!value) {
-        PyErr_SetString(PyExc_AttributeError, "section.step cannot be "
-                        "deleted");
-        return -1;
-    }
-    if (!PyLong_Check(value) || PyBool_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "step must be int, not %.100s",
-                     Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    int overflow;
-    long long step = PyLong_AsLongLongAndOverflow(value, &overflow);
-    int rc = overflow ? TELEM_EINVAL : telem_section_set_step(self->cname, step);
-    if (rc) {
-        s_raise(rc, "section.step");
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *
-s_section_repr(s_section_t *self)
-{
-    return PyUnicode_FromFormat("telem.section(%R)", self->name);
-}
-
-static PyMethodDef s_section_methods[] = {
-    { "__enter__", (PyCFunction) s_section_enter, METH_NOARGS,
-      "Begins the section." },
-    { "__exit__", (PyCFunction) (void (*)(void)) s_section_exit,
-      METH_FASTCALL, "Ends the section: records its duration and step." },
-    { NULL, NULL, 0, NULL },
-};
-
-static PyGetSetDef s_section_getset[] = {
-    { "step", (getter) s_section_get_step, (setter) s_section_set_step,
-      "The step the next end of this name records; set it to resume "
-      "counting from a step.", NULL },
-    { NULL, NULL, NULL, NULL, NULL },
-};
-
-static PyMemberDef s_section_members[] = {
-    { "name", T_OBJECT, offsetof(s_section_t, name), READONLY,
-      "The section's name." },
-    { NULL, 0, 0, 0, NULL },
-};
-
-static PyTypeObject s_section_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "telem.section",
-    .tp_basicsize = sizeof(s_section_t),
-    .tp_dealloc = (destructor) s_section_dealloc,
-    .tp_repr = (reprfunc) s_section_repr,
-    .tp_call = (ternaryfunc) s_section_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "section(name): times a named region of the program.\n\n"
-              "    with telem.section(\"step\"):\n"
-              "        ...\n"
-              "    @telem.section(\"step\")\n"
-              "    def train_step(batch): ...\n\n"
-              "Each end records telem_section_seconds and telem_section_step "
-              "(tags section, rank).",
-    .tp_methods = s_section_methods,
-    .tp_getset = s_section_getset,
-    .tp_members = s_section_members,
-    .tp_new = s_section_new,
-    .tp_vectorcall = s_section_vnew,
-};
-
-static int
-s_sfunc_traverse(s_sfunc_t *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->func);
-    Py_VISIT(self->name);
-    Py_VISIT(self->dict);
-    return 0;
-}
-
-static int
-s_sfunc_clear(s_sfunc_t *self)
-{
-    Py_CLEAR(self->func);
-    Py_CLEAR(self->dict);
-    /* name stays: cname points into it until the object is freed */
-    return 0;
-}
-
-static void
-s_sfunc_dealloc(s_sfunc_t *self)
-{
-    PyObject_GC_UnTrack(self);
-    s_sfunc_clear(self);
-    Py_CLEAR(self->name);
-    PyObject_GC_Del(self);
-}
-
-static PyObject *
-s_sfunc_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    (void) type;
-    if (!obj || obj == Py_None) {
-        Py_INCREF(self);
-        return self;
-    }
-    return PyMethod_New(self, obj);
-}
-
-static PyObject *
-s_sfunc_repr(s_sfunc_t *self)
-{
-    return PyUnicode_FromFormat("<telem.section(%R) of %R>", self->name,
-                                self->func);
-}
-
-static PyGetSetDef s_sfunc_getset[] = {
-    { "__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL,
-      NULL },
-    { NULL, NULL, NULL, NULL, NULL },
-};
-
-static PyTypeObject s_sfunc_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "telem.sectioned",
-    .tp_basicsize = sizeof(s_sfunc_t),
-    .tp_dealloc = (destructor) s_sfunc_dealloc,
-    .tp_vectorcall_offset = offsetof(s_sfunc_t, vectorcall),
-    .tp_repr = (reprfunc) s_sfunc_repr,
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC
-                | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "A function whose every call is a telem section.",
-    .tp_traverse = (traverseproc) s_sfunc_traverse,
-    .tp_clear = (inquiry) s_sfunc_clear,
-    .tp_descr_get = s_sfunc_get,
-    .tp_getset = s_sfunc_getset,
-    .tp_dictoffset = offsetof(s_sfunc_t, dict),
-};
 
 #define S_DOC_ADD_DATA                                                       \
     "add_data($module, /, name, value, ts=None, level=1, tags=None)\n--\n\n" \
@@ -1062,19 +741,16 @@ static struct PyModuleDef s_module = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    if (PyStructSequence_InitType2(&s_stats_type, &s_stats_desc) < 0
-        || PyType_Ready(&s_section_type) < 0
-        || PyType_Ready(&s_sfunc_type) < 0)
+    if (PyStructSequence_InitType2(&s_stats_type, &s_stats_desc) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&s_module);
     if (!m)
         return NULL;
     Py_INCREF(&s_stats_type);
-    Py_INCREF(&s_section_type);
     if (PyModule_AddObject(m, "Stats", (PyObject *) &s_stats_type) < 0
-        || PyModule_AddObject(m, "section", (PyObject *) &s_section_type) < 0
+        || tn_section_add(m) < 0
         || PyModule_AddIntConstant(m, "SECTION_NAMES", TELEM_SECTION_NAMES)
-        || PyModule_AddIntConstant(m, "NAME_MAX", S_NAME_MAX)
+        || PyModule_AddIntConstant(m, "NAME_MAX", TN_NAME_MAX)
         || PyModule_AddIntConstant(m, "TAGS_MAX", S_TAGS_MAX)) {
         Py_DECREF(m);
         return NULL;
