@@ -10,7 +10,12 @@ measures in this interpreter, one thread, median of 3 runs:
 The C figures come from `bench_add_data --c-reference` run in the same
 invocation (its own in-process telemd), and each Python figure is printed
 as a ratio to them.  Targets: add_data >= 1 M calls/s; a section pair
-<= 1 us.
+<= 1 us.  Beside them, for scale, Dragon's add_data from Python: one
+synchronous HTTP POST per sample (http.client, one kept-alive connection)
+to bench_sqlite_server (from --bin), which commits each sample into SQLite
+before it answers; samples/s over about 2 s, and telem.add_data's rate as a
+multiple of it.  Skipped, with the reason, where bench_sqlite_server was
+not built (no libsqlite3-dev).
 
     python3 bench/bench_python.py --bin BUILD/bin --python BUILD/python
 """
@@ -129,6 +134,48 @@ def measure(telem) -> dict[str, float]:
     return f
 
 
+def dragon_style(bindir: Path, seconds: float = 2.0) -> tuple[float, str]:
+    """Samples/s of a synchronous POST + SQLite commit per sample, from
+    Python; (0, why) when bench_sqlite_server cannot run here."""
+    import http.client
+    server = bindir / "bench_sqlite_server"
+    if not os.access(server, os.X_OK):
+        return 0.0, f"no {server} (needs libsqlite3-dev)"
+    d = Path(tempfile.mkdtemp(prefix="telem-bench-sqlite."))
+    p = subprocess.Popen([str(server), str(d / "samples.db")],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    try:
+        port = 0
+        for line in p.stdout:
+            if line.startswith("port\t"):
+                port = int(line.split("\t")[1])
+            if line.strip() == "ready":
+                break
+        if not port:
+            return 0.0, "bench_sqlite_server did not start"
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            conn.request("POST", "/api/add_data",
+                         body=f"x {float(n)} {time.time_ns()}")
+            r = conn.getresponse()
+            r.read()
+            if r.status != 200:
+                return 0.0, f"bench_sqlite_server answered {r.status}"
+            n += 1
+        rate = n / (time.perf_counter() - t0)
+        conn.close()
+        return rate, f"{n} samples"
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True, type=Path,
@@ -155,6 +202,7 @@ def main() -> int:
         td.wait(timeout=30)
         shutil.rmtree(d, ignore_errors=True)
     c = c_reference(args.bin)
+    drate, dwhy = dragon_style(args.bin)
     print(f"bench_python: {sys.version.split()[0]}, libtelem "
           f"{telem.libtelem_path()}, median of {REPS} x {N:,}")
     print(f"  {'case':<44} {'ns/op':>9} {'ops/s':>12} {'x C':>8}")
@@ -174,6 +222,12 @@ def main() -> int:
           + ("" if c else " (no bench_add_data in --bin)"))
     print(f"  samples: queued {st.queued} sent {st.sent} dropped "
           f"{st.dropped}")
+    if drate:
+        print(f"  Dragon-style add_data from Python (POST + SQLite commit "
+              f"a sample): {drate:,.0f} samples/s ({dwhy}); telem.add_data "
+              f"{1e9 / f['add_data'] / drate:,.0f}x that rate")
+    else:
+        print(f"  Dragon-style add_data from Python: not measured: {dwhy}")
     cr = c.get("add_data_ns")
     figure("telem.add_data calls/s (Python, one thread)", ">= 1 M/s",
            f"{1e3 / f['add_data']:.2f} M/s",
@@ -185,6 +239,11 @@ def main() -> int:
            f"{f['section']:.0f} ns", f"C {cs:.0f} ns" if cs else "",
            f"{f['section'] / cs:.1f}x C" if cs else "",
            int(f["section"] <= 1000))
+    if drate:
+        figure("Dragon-style add_data from Python: HTTP POST + SQLite "
+               "commit a sample", "(reported)", f"{drate:,.0f} samples/s",
+               f"telem.add_data {1e3 / f['add_data']:.2f} M/s",
+               f"telem {1e9 / f['add_data'] / drate:,.0f}x faster", -1)
     return 0
 
 

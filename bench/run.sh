@@ -118,6 +118,9 @@ summary() {
     # The Python API against the C one (bench_add_data --c-reference).
     run_one bench_python.py /usr/bin/python3 "$here/bench_python.py" \
         --bin "$build/bin" --python "$build/python"
+    # The Python analysis client and dictionary against the C calls.
+    run_one bench_python_client.py env PYTHONPATH="$build/python" \
+        TELEM_BIN="$build/bin" /usr/bin/python3 "$here/bench_python_client.py"
     if [ "${BENCH_DETECT:-1}" != 0 ]; then
         run_one bench_detect "$build/bin/bench_detect"  # ~4 min of rounds
     fi

@@ -380,6 +380,39 @@ class DDict(MutableMapping):
     def __getitem__(self, key: Key) -> Any:
         return self.get_versioned(key)[0]
 
+    def get_into(self, key: Key, out: Any) -> int:
+        """Reads the stored bytes of ``key`` into ``out``, a writable
+        C-contiguous buffer (a numpy array, bytearray, writable memoryview),
+        with no copy on the Python side; returns the value's length in
+        bytes.  The bytes are the value as C programs see it (an array's
+        raw data, a str's UTF-8, a pickled object's pickle).  KeyError
+        (TelemNotFound) when absent; TelemError(ETOOBIG) when ``out`` is
+        smaller than the value (its length is the exception's ``needed``);
+        TypeError for a read-only or non-contiguous buffer."""
+        h, kb = self._h("get_into"), _key(key)
+        try:
+            view = memoryview(out)
+        except TypeError:
+            raise TypeError(f"get_into: out must be a writable buffer, not "
+                            f"{type(out).__name__}") from None
+        with view:
+            if view.readonly or not view.c_contiguous:
+                raise TypeError("get_into: out must be a writable, "
+                                "C-contiguous buffer")
+            size = view.nbytes
+        addr = (ctypes.addressof((ctypes.c_char * size).from_buffer(out))
+                if size else None)
+        n = c_size_t(0)
+        rc = _lib.lib().ddict_get_into(h, kb, len(kb), addr, size, byref(n),
+                                       None)
+        if rc == ETOOBIG:
+            e = _lib.error(ETOOBIG, "get_into", f"the value has {n.value} "
+                           f"bytes, the buffer {size}")
+            e.needed = n.value  # type: ignore[attr-defined]
+            raise e
+        _lib.check(rc, "get_into")
+        return n.value
+
     def get(self, key: Key, default: Any = None) -> Any:
         """The value of ``key``, or ``default`` when it is absent."""
         try:

@@ -75,6 +75,33 @@ def test_numpy_arrays(d, arr):
         assert back.flags.f_contiguous
 
 
+def test_get_into(d):
+    arr = np.arange(1000, dtype=np.float64)
+    d["g"] = arr
+    out = np.empty_like(arr)
+    assert d.get_into("g", out) == arr.nbytes
+    assert np.array_equal(out, arr)
+    big = bytearray(arr.nbytes + 10)
+    assert d.get_into("g", big) == arr.nbytes
+    assert bytes(big[:arr.nbytes]) == arr.tobytes()
+    d["s"] = b"abc"
+    buf = bytearray(3)
+    assert d.get_into("s", memoryview(buf)) == 3 and buf == b"abc"
+    with pytest.raises(TelemError) as e:
+        d.get_into("g", bytearray(8))
+    assert e.value.code == errors.ETOOBIG and e.value.needed == arr.nbytes
+    with pytest.raises(KeyError):
+        d.get_into("absent", bytearray(8))
+    with pytest.raises(TypeError):
+        d.get_into("s", b"abc")                  # read-only
+    with pytest.raises(TypeError):
+        d.get_into("s", np.empty(10)[::2])       # not contiguous
+    with pytest.raises(TypeError):
+        d.get_into("s", 42)
+    d["e"] = b""
+    assert d.get_into("e", bytearray(0)) == 0
+
+
 def test_c_programs_see_raw_bytes(job, d):
     d["k"] = b"plain-bytes"
     assert cli(job, "-s", d.namespace, "get", "k") == (0, b"plain-bytes\n")
