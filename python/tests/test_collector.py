@@ -393,7 +393,7 @@ def test_start_stop(tmp: str) -> None:
         job.close()
 
 
-# ---- telem_launch ------------------------------------------------------------
+# ---- telem_launch ---------------------------------------------------------
 
 def test_launch_collect_python(tmp: str) -> None:
     b = telem_bin()
@@ -432,7 +432,7 @@ def test_launch_collect_python(tmp: str) -> None:
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
 
 
-# ---- slowgpu on a Python test ------------------------------------------------
+# ---- slowgpu on a Python test ---------------------------------------------
 
 def test_slowgpu_finds_loaded_device(job3: LocalJob, tmp: str) -> None:
     if subprocess.run(["chrt", "-f", "30", "true"],
