@@ -13,6 +13,8 @@
 # n2's collectors; with --local-devices its pin and phase equal the n2 line
 # of the whole group's map; without, device 0 runs on device 0 at phase 0;
 # a node not in the list and --node with --spawn are usage errors.
+# --collector-arg and a collector program's own kernel: their bounds, and
+# the launcher reading --kernel past --collector-arg's words.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 B=$TELEM_BIN
 
@@ -36,6 +38,13 @@ refused "(--kernel fma) record cg_fma_seconds" --detector slowgpu --collect "-k 
 refused "(--backend cpu) record cg_dgemm_seconds: use --detector slowgpu:metric=cg_dgemm_seconds, or --collect '--backend cuda" \
     --detector slowgpu:metric=cg_fma_seconds --collect "-bcpu"
 refused "names no backend telem_collect knows" --detector slowgpu --collect "--backend=nope"
+# A collector program of one's own: its --kernel decides; the words of
+# --collector-arg are that program's, never telem_collect's --kernel.
+refused "(--kernel eig) record cg_eig_seconds" --detector slowgpu \
+    --collect "--collector /usr/bin/python3 --kernel eig --collector-arg -kdgemm"
+refused "(--kernel eig) record cg_eig_seconds" \
+    --detector slowgpu:metric=cg_lu_seconds \
+    --collect "--collector /usr/bin/python3 --collector-arg s.py --kernel eig"
 refused "invalid --collect '--kernel 'x'" --collect "--kernel 'x"
 refused "invalid --collect ''" --collect ""
 
@@ -75,4 +84,16 @@ own=$(map --node n2)
 expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --node n9
 expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --node n2 --spawn 'ssh {node}'
 expect_rc 2 "$B/telem_collect" --node 'a/b'
+# --collector-arg: needs --collector, 1-4096 bytes without control
+# characters, at most 16; a kernel the backend lacks needs --collector.
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --collector-arg x
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --collector /bin/true --collector-arg ""
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --collector /bin/true \
+    --collector-arg "$(printf 'a\tb')"
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --collector /bin/true \
+    --collector-arg "$(head -c 4097 /dev/zero | tr '\0' x)"
+many=(); for _ in $(seq 17); do many+=(--collector-arg w); done
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --collector /bin/true "${many[@]}"
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --kernel eig
+expect_rc 2 "$B/telem_collect" -N "$T/nodes3" --collector /bin/true --kernel 'e-g'
 echo "it_launch_detect: ok"

@@ -11,10 +11,13 @@
  * Checked: settings validation, the local device map and phases, cg_wait
  * reporting a killed collector, a clean cg_stop, SIGKILL after the bound
  * for a collector that ignores SIGTERM, per-node tests, spawn templates
- * with and without {cmd}, the built-in collector program.
+ * with and without {cmd}, the built-in collector program, and a collector
+ * program of one's own: the words put after it (cg_add_collector_arg) and
+ * a kernel it decides, named in the metric.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,7 +72,14 @@ s_collector(int argc, char **argv)
         for (;;)
             pause();
     }
-    return cg_collector_main(argc, argv, "cg_test_figure", s_figure, NULL);
+    /* Words a test put after the program for itself (test_collector_args)
+       are not collector options: leave them out. */
+    int k = 1;
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--cg-test-extra", 15) != 0)
+            argv[k++] = argv[i];
+    argv[k] = NULL;
+    return cg_collector_main(k, argv, "cg_test_figure", s_figure, NULL);
 }
 
 /* ---- the parent side --------------------------------------------------- */
@@ -368,6 +378,58 @@ test_builtin(void)
     cg_destroy(&g);
 }
 
+/* A collector program of one's own (a Python script's interpreter, here
+ * this program): words after it, checked and bounded; a kernel the
+ * backend lacks is passed on and names the metric. */
+static void
+test_collector_args(s_pipe_t *p)
+{
+    char why[256], self[PATH_MAX], v[64], big[CG_COLLECTOR_ARG_MAX + 2];
+    const char *nodes[] = { "c1" };
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    cg_t *g = cg_new("cargs", NULL);
+    CHECK(cg_add_collector_arg(g, "") == TELEM_EINVAL);
+    CHECK(cg_add_collector_arg(g, NULL) == TELEM_EINVAL);
+    CHECK(cg_add_collector_arg(g, "a\nb") == TELEM_EINVAL);
+    CHECK(cg_add_collector_arg(g, big) == TELEM_EINVAL);
+    CHECK(cg_set_nodes(g, nodes, 1) == 0);
+    CHECK(cg_set_devices(g, "0") == 0);
+    CHECK(cg_set_collector(g, self) == 0);
+    CHECK(cg_set_kernel(g, "py-eig") == 0);     /* cannot name a metric */
+    CHECK(cg_start(g, why, sizeof why) == TELEM_EINVAL);
+    CHECK(strstr(why, "py-eig") != NULL);
+    cg_destroy(&g);
+
+    g = cg_new("cargs", NULL);
+    CHECK(cg_set_nodes(g, nodes, 1) == 0);
+    CHECK(cg_set_devices(g, "0") == 0);
+    CHECK(cg_set_collector(g, self) == 0);
+    CHECK(cg_set_kernel(g, "pyeig") == 0);
+    CHECK(cg_add_collector_arg(g, TELEM_COLLECTOR_FLAG) == 0);
+    CHECK(cg_add_collector_arg(g, "--cg-test-extra=a b'c") == 0);
+    for (int i = 2; i < CG_COLLECTOR_ARGS_MAX; i++)
+        CHECK(cg_add_collector_arg(g, "--cg-test-extra") == 0);
+    CHECK(cg_add_collector_arg(g, "--cg-test-extra") == TELEM_ETOOBIG);
+    CHECK(cg_start(g, why, sizeof why) == 0);
+    CHECK(cg_add_collector_arg(g, "late") == TELEM_ESTATE);
+    CHECK(strcmp(cg_metric(g), "cg_pyeig_seconds") == 0);
+    s_read_lines(p, 1);
+    CHECK(p->n == 1);
+    const char *m = p->n ? p->msgs[0] : "";
+    const char *head = "-\x1f" TELEM_COLLECTOR_FLAG
+                       "\x1f--cg-test-extra=a b'c\x1f--cg-test-extra\x1f";
+    CHECK(strncmp(m, head, strlen(head)) == 0);
+    CHECK(s_arg(m, "--kernel", v, sizeof v) && strcmp(v, "pyeig") == 0);
+    CHECK(s_arg(m, "--node", v, sizeof v) && strcmp(v, "c1") == 0);
+    cg_info_t in;
+    CHECK(cg_stop(g, 20000) == 0);
+    CHECK(cg_info(g, 0, &in) == 0 && in.exit_code == 0);
+    cg_destroy(&g);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -391,6 +453,7 @@ main(int argc, char **argv)
     test_templates(&p);
     test_stop_escalates(&p);
     test_builtin();
+    test_collector_args(&p);
     close(p.rfd);
     close(p.wfd);
     char cmd[64];

@@ -49,6 +49,8 @@ __version__ = "0.1.0"
 
 # name -> module that defines it, imported when first asked for.
 _LAZY = {"AnalysisClient": "analysis", "DDict": "ddict"}
+_LAZY["CollectorGroup"] = "collector"
+__all__.append("CollectorGroup")
 
 
 def __getattr__(name: str) -> Any:

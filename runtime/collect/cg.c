@@ -79,6 +79,9 @@ cg_destroy(cg_t **g_p)
     free(g->metric);
     free(g->user_program);
     free(g->collector);
+    for (size_t i = 0; i < g->ncargs; i++)
+        free(g->cargs[i]);
+    free(g->cargs);
     free(g->devices);
     free(g->local);
     free(g->nodefile);
@@ -261,6 +264,28 @@ cg_set_collector(cg_t *g, const char *path)
     return s_set_str(g, &g->collector, path);
 }
 
+int
+cg_add_collector_arg(cg_t *g, const char *arg)
+{
+    if (!arg || !*arg || strlen(arg) > CG_COLLECTOR_ARG_MAX)
+        return TELEM_EINVAL;
+    for (const unsigned char *p = (const unsigned char *) arg; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return TELEM_EINVAL;
+    if (g->started)
+        return TELEM_ESTATE;
+    if (g->ncargs == CG_COLLECTOR_ARGS_MAX)
+        return TELEM_ETOOBIG;
+    char **v = realloc(g->cargs, (g->ncargs + 1) * sizeof *v);
+    if (!v)
+        return TELEM_ENOMEM;
+    g->cargs = v;
+    if (!(v[g->ncargs] = strdup(arg)))
+        return TELEM_ENOMEM;
+    g->ncargs++;
+    return 0;
+}
+
 /* ---- planning ---------------------------------------------------------- */
 
 /* Reads the node names: explicit ones, else the node file. */
@@ -288,7 +313,19 @@ s_nodes(cg_t *g, char *why, size_t why_size)
     return rc;
 }
 
-/* Checks the test and names its metric. */
+/* Whether `kernel` may name a metric cg_<kernel>_seconds: [A-Za-z0-9_]. */
+static int
+s_kernel_word(const char *kernel)
+{
+    for (const char *p = kernel; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9')))
+            return 0;
+    return *kernel != '\0';
+}
+
+/* Checks the test and names its metric.  A kernel the backend lacks is
+ * the collector program's to decide when one was given. */
 static int
 s_test(cg_t *g, char *why, size_t why_size)
 {
@@ -297,9 +334,18 @@ s_test(cg_t *g, char *why, size_t why_size)
     const telem_backend_vt_t *vt = telem_backend_find(g->backend);
     const char *kernel = g->kernel ? g->kernel : vt->kernels[0];
     char metric[TELEM_NAME_MAX + 1];
-    if (!telem_backend_has_kernel(vt, kernel)) {
-        snprintf(why, why_size, "backend %s has no kernel '%s' (it has %s)",
-                 vt->name, kernel, vt->kernels[0]);
+    int theirs = g->collector && g->kernel;
+    if (theirs && !telem_backend_has_kernel(vt, kernel)
+        && !s_kernel_word(kernel)) {
+        snprintf(why, why_size, "kernel '%s': a collector program's kernel "
+                 "is letters, digits and '_' (it names cg_<kernel>_seconds)",
+                 kernel);
+        return TELEM_EINVAL;
+    }
+    if (!theirs && !telem_backend_has_kernel(vt, kernel)) {
+        snprintf(why, why_size, "backend %s has no kernel '%s' (it has %s; "
+                 "a collector program of your own, --collector, may run "
+                 "others)", vt->name, kernel, vt->kernels[0]);
         return TELEM_ENOTFOUND;
     }
     if (telem_collector_metric(metric, sizeof metric, kernel))

@@ -146,8 +146,21 @@ int cg_set_spawn(cg_t *g, const char *tmpl);      /* NULL: local spawn */
  * NULL: every node's collectors (the default). */
 int cg_set_only(cg_t *g, const char *node);
 /* The collector program for built-in kernels (default: telem_collector
- * beside this program's executable, else found on PATH). */
+ * beside this program's executable, else found on PATH).  A program given
+ * here decides which kernels it runs: cg_start() then accepts a kernel
+ * the backend does not have (letters, digits and '_' only), passes it as
+ * --kernel and names the metric cg_<kernel>_seconds, so a collector
+ * written in another language (a Python script, docs/python.md) records
+ * what the detectors read. */
 int cg_set_collector(cg_t *g, const char *path);
+/* Appends one word to put right after the collector program, before its
+ * own options: "python3" as the program, then the script and its flag as
+ * words.  At most CG_COLLECTOR_ARGS_MAX words of 1 to CG_COLLECTOR_ARG_MAX
+ * bytes, no control characters.  Returns 0, TELEM_EINVAL (a bad word),
+ * TELEM_ETOOBIG (one word too many), TELEM_ENOMEM or TELEM_ESTATE. */
+#define CG_COLLECTOR_ARGS_MAX 16
+#define CG_COLLECTOR_ARG_MAX 4096
+int cg_add_collector_arg(cg_t *g, const char *arg);
 
 /* Starts every collector.  Returns 0; TELEM_ESTATE if already started;
  * TELEM_ENOTFOUND/TELEM_EINVAL/TELEM_EIO for a missing or bad node file

@@ -28,6 +28,8 @@ struct cg {
     char *user_program;                 /* user test: NULL = this program */
     int user_test;
     char *collector;                    /* NULL: the default lookup */
+    char **cargs;                       /* words after the program */
+    size_t ncargs;
     long *devices;                      /* NULL: every device */
     size_t ndevices;
     int64_t period_ns;

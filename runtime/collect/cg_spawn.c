@@ -108,6 +108,8 @@ s_collector_args(const cg_t *g, const cg__coll_t *c, const char *prog,
     if (env && *env && telem_rundir_resolve(rundir, sizeof rundir, env))
         snprintf(rundir, sizeof rundir, "%s", env);
     s_add(a, "%s", prog);
+    for (size_t i = 0; i < g->ncargs; i++)
+        s_add(a, "%s", g->cargs[i]);
     if (g->user_test)
         s_add(a, "%s", TELEM_COLLECTOR_FLAG);
     s_add(a, "--node"), s_add(a, "%s", c->node);

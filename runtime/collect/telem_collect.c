@@ -62,7 +62,16 @@ static const char s_usage[] =
 "                         telem_collect per node, as telem_launch runs it\n"
 "                         under Slurm; not with --spawn\n"
 "      --collector PATH   collector program (default: telem_collector\n"
-"                         beside this program, else on PATH)\n"
+"                         beside this program, else on PATH); it decides\n"
+"                         which kernels it runs: --kernel may then name\n"
+"                         one the backend lacks (metric cg_<K>_seconds)\n"
+"      --collector-arg ARG  a word put right after the collector program,\n"
+"                         before its options; repeatable (at most 16, each\n"
+"                         1-4096 bytes, no control characters); needs\n"
+"                         --collector.  A Python collector (docs/python.md):\n"
+"                         --collector /usr/bin/python3 --collector-arg\n"
+"                         SCRIPT --collector-arg --telem-collector\n"
+"                         --kernel NAME\n"
 "  -t, --stop-timeout S   wait this long for collectors to stop before\n"
 "                         killing them (default 5)\n"
 "  -l, --log-level LVL    error, warn, info (default) or debug\n"
@@ -85,6 +94,8 @@ typedef struct {
     const char *kernel, *devices, *name, *nodefile, *spawn, *collector;
     const char *only;
     const char *local;
+    const char *cargs[CG_COLLECTOR_ARGS_MAX];
+    size_t ncargs;
     int64_t period_ns;
     int reps, per_node, spread;
     int stop_ms;
@@ -103,6 +114,15 @@ s_backends_ok(char *list)
         ok = telem_backend_find(tok) != NULL;
     free(copy);
     return ok;
+}
+
+static int
+s_has_control(const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *) v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return 1;
+    return 0;
 }
 
 static int
@@ -159,6 +179,15 @@ s_option(void *arg, int c, char *v)
         a->only = v;
         return 0;
     case 'C': a->collector = v; return 0;
+    case 'A':
+        if (a->ncargs == CG_COLLECTOR_ARGS_MAX)
+            return telem_cli_bad(S_PROG, "--collector-arg", v,
+                                 "at most 16 of them");
+        if (!*v || strlen(v) > CG_COLLECTOR_ARG_MAX || s_has_control(v))
+            return telem_cli_bad(S_PROG, "--collector-arg", v,
+                                 "1-4096 bytes, no control characters");
+        a->cargs[a->ncargs++] = v;
+        return 0;
     case 't':
         if (telem_cli_number(v, 0.001, 3600, &d))
             return telem_cli_bad(S_PROG, "--stop-timeout", v,
@@ -182,7 +211,8 @@ s_parse(s_args_t *a, int argc, char **argv)
         { "spawn", 1, 0, 's' }, { "collector", 1, 0, 'C' },
         { "stop-timeout", 1, 0, 't' }, { "log-level", 1, 0, 'l' },
         { "spread", 0, 0, 'S' }, { "local-devices", 1, 0, 'D' },
-        { "node", 1, 0, 'n' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+        { "node", 1, 0, 'n' }, { "collector-arg", 1, 0, 'A' },
+        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
     };
     const telem_cli_spec_t spec = {
         .prog = S_PROG, .usage = s_usage,
@@ -218,6 +248,8 @@ s_configure(cg_t *g, const s_args_t *a, const char *backend)
         rc = cg_set_only(g, a->only);
     if (!rc && a->collector)
         rc = cg_set_collector(g, a->collector);
+    for (size_t i = 0; !rc && i < a->ncargs; i++)
+        rc = cg_add_collector_arg(g, a->cargs[i]);
     return rc;
 }
 
@@ -418,6 +450,11 @@ main(int argc, char **argv)
     int rc = s_parse(&a, argc, argv);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (a.ncargs && !a.collector) {
+        fprintf(stderr, "telem_collect: --collector-arg needs --collector "
+                "(the words go to that program)\n");
+        return 2;
+    }
     if (a.only && a.spawn) {
         fprintf(stderr, "telem_collect: --node runs one node's collectors "
                 "here; it cannot be combined with --spawn\n");

@@ -115,6 +115,23 @@ s_option(char **words, size_t n, size_t *i, const char *lng, char shrt)
     return NULL;
 }
 
+/* Whether words[i] is one of telem_collect's other options that take a
+ * value in the next word (--collector-arg -k, --name -b...): that word is
+ * the option's, never --kernel or --backend. */
+static int
+s_takes_value(const char *w)
+{
+    static const char *const lng[] = {
+        "--devices", "--period", "--reps", "--local-devices", "--name",
+        "--nodefile", "--spawn", "--node", "--collector", "--collector-arg",
+        "--stop-timeout", "--log-level", NULL
+    };
+    for (size_t i = 0; lng[i]; i++)
+        if (strcmp(w, lng[i]) == 0)
+            return 1;
+    return w[0] == '-' && w[1] && strchr("dpRDgNsntl", w[1]) && !w[2];
+}
+
 /* Whether the collectors of `collect` (telem_collect's options) record
  * cg_<kernel>_seconds: their --kernel, else the kernel of a backend of
  * their --backend list (default cpu).  Otherwise sets `got` to the kernel
@@ -130,7 +147,9 @@ s_collect_records(const char *collect, const char *kernel, char *got,
     }
     const char *backends = "cpu", *want = NULL, *v;
     for (size_t i = 0; i < a.n; i++) {
-        if ((v = s_option(a.v, a.n, &i, "--backend", 'b')))
+        if (s_takes_value(a.v[i]))
+            i++;
+        else if ((v = s_option(a.v, a.n, &i, "--backend", 'b')))
             backends = v;
         else if ((v = s_option(a.v, a.n, &i, "--kernel", 'k')))
             want = v;
