@@ -44,11 +44,14 @@ __all__ = [
     "TelemNotFound", "TelemTimeout", "make_error", "errors",
     "AnalysisClient", "DDict",
 ]
+__all__ += ["Detector", "Restart", "Warn"]
 
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported when first asked for.
 _LAZY = {"AnalysisClient": "analysis", "DDict": "ddict"}
+_LAZY.update({"Detector": "detector", "Restart": "detector",
+              "Warn": "detector"})
 
 
 def __getattr__(name: str) -> Any:

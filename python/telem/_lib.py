@@ -356,9 +356,11 @@ def _zmq() -> ctypes.CDLL:
 
 
 def ask_launcher(endpoint: str, exclude: list, reason: str,
-                 timeout_ms: int) -> tuple:
+                 timeout_ms: int, detectors: Optional[list] = None) -> tuple:
     """Sends one restart request (TELEM_MSG_RESTART) naming ``exclude``
-    (a list of bytes) to the launcher's restart socket at ``endpoint`` and
+    (a list of bytes), from ``detectors`` (a list of bytes, the restart's
+    trigger; None: [b"python"]), to the launcher's restart socket at
+    ``endpoint`` and
     waits up to ``timeout_ms`` for its acknowledgement.  Returns (code,
     sentence) of the ack (code 0: accepted); raises TelemError
     (ETIMEDOUT: no ack in time; ECONN: the endpoint could not be used)."""
@@ -375,12 +377,13 @@ def ask_launcher(endpoint: str, exclude: list, reason: str,
         z.zmq_setsockopt(sock, _ZMQ_LINGER, byref(zero), 4)
         if z.zmq_connect(sock, endpoint.encode()) != 0:
             raise error(-10, "reboot", f"cannot connect to {endpoint}")
-        det = (c_char_p * 1)(b"python")
+        detectors = detectors or [b"python"]
+        det = (c_char_p * len(detectors))(*detectors)
         names = (c_char_p * len(exclude))(*exclude)
         now = time.time_ns()
         m = RestartC(id=now, ts_ns=now, reason=reason.encode("utf-8"),
                      exclude=names, nexclude=len(exclude), devices=None,
-                     ndevices=0, detectors=det, ndetectors=1)
+                     ndevices=0, detectors=det, ndetectors=len(detectors))
         data, size = c_void_p(), c_size_t()
         check(L.telem_proto_encode_restart(enc, byref(m), byref(data),
                                            byref(size)), "reboot")

@@ -460,13 +460,17 @@ class AnalysisClient:
     def reboot(self, exclude_hostnames: Sequence[str],
                reason: str = "asked for by AnalysisClient.reboot",
                endpoint: Optional[str] = None,
-               timeout: Optional[float] = None) -> str:
+               timeout: Optional[float] = None,
+               detector: Union[str, Sequence[str], None] = None) -> str:
         """Asks the job's launcher to restart the job without the nodes
         ``exclude_hostnames`` (Dragon's name), through the launcher's
         restart socket, as telem_watch and telem_agg's /api/reboot do.
 
         ``endpoint`` None takes ``$TELEM_LAUNCH_ENDPOINT``, else
-        ``ipc://<rundir>/launch/restart.sock``.  Returns the launcher's
+        ``ipc://<rundir>/launch/restart.sock``.  ``detector`` names who
+        asks (a name or a list of names; None: ``python``): the launcher's
+        restart line gives them, joined with ``+``, as its trigger.
+        Returns the launcher's
         sentence when it accepted; raises TelemError with its code when it
         refused, TelemTimeout when no launcher answered in time."""
         self._h("reboot")
@@ -482,7 +486,8 @@ class AnalysisClient:
                              "launcher's ipc endpoint is reachable from "
                              "Python (a TCP one needs the job's CURVE key)")
         tmo = self._ms(timeout, "timeout") if timeout else self._timeout_ms
-        code, msg = _lib.ask_launcher(ep, names, reason, tmo)
+        dets = _names(detector, "reboot: detector") or None
+        code, msg = _lib.ask_launcher(ep, names, reason, tmo, dets)
         if code:
             raise _lib.error(code, "reboot", msg or None)
         return msg
