@@ -275,7 +275,9 @@ class Detector(ABC):
     list of names, required), ``window`` (seconds of history per round,
     default 30), ``period`` (seconds between rounds; None: the watcher's,
     ``$TELEM_WATCH_PERIOD``, else 1), ``timeout`` (each query's deadline,
-    default 1 s).  The constructor takes the same names as keywords, plus
+    default 1 s), ``restart_timeout`` (how long a restart request waits for
+    the launcher's answer, default 5 s; the rounds wait meanwhile).  The
+    constructor takes the same names as keywords, plus
     ``act`` (send restart requests; None: ``$TELEM_WATCH_RESTART == "1"``).
     """
 
@@ -284,6 +286,7 @@ class Detector(ABC):
     window: float = 30.0
     period: Optional[float] = None
     timeout: float = 1.0
+    restart_timeout: float = 5.0
 
     def __init__(self, *, name: Optional[str] = None,
                  metrics: Union[str, Sequence[str], None] = None,
@@ -370,7 +373,7 @@ class Detector(ABC):
         return old
 
     def _loop(self, rounds: Optional[int], duration: Optional[float]) -> None:
-        t0 = time.monotonic()
+        t0, wall0 = time.monotonic(), time.time_ns()
         end = t0 + duration if duration is not None else math.inf
         k = 0
         while not self._stop.is_set():
@@ -379,8 +382,7 @@ class Detector(ABC):
                 break
             if self._stop.wait(max(0.0, due - time.monotonic())):
                 break
-            ts_ns = time.time_ns()
-            self._round(ts_ns)
+            self._round(wall0 + round(k * self.period * _NS))
             if rounds is not None and self.rounds >= rounds:
                 break
             # Absolute schedule: the next round after now, late ones skipped.
@@ -466,7 +468,7 @@ class Detector(ABC):
         rid = f"{time.time_ns():x}"
         try:
             msg = self._connect().reboot(todo, v.why, detector=self.name,
-                                         timeout=5.0)
+                                         timeout=self.restart_timeout)
         except TelemError as e:
             status = "timeout" if e.code == ETIMEDOUT else "refused" \
                 if e.code in (ESTATE, ENOTFOUND, EINVAL) else "failed"
