@@ -326,6 +326,7 @@ _ZMQ_DEALER = 5
 _ZMQ_LINGER = 17
 _ZMQ_DONTWAIT = 1
 _ZMQ_POLLIN = 1
+_EINTR = 4
 _ZMQ: Optional[ctypes.CDLL] = None
 
 
@@ -349,7 +350,8 @@ def _zmq() -> ctypes.CDLL:
                 ("zmq_connect", c_int, [c_void_p, c_char_p]),
                 ("zmq_send", c_int, [c_void_p, c_void_p, c_size_t, c_int]),
                 ("zmq_recv", c_int, [c_void_p, c_void_p, c_size_t, c_int]),
-                ("zmq_poll", c_int, [POINTER(_PollItem), c_int, c_long])]:
+                ("zmq_poll", c_int, [POINTER(_PollItem), c_int, c_long]),
+                ("zmq_errno", c_int, [])]:
             _proto(z, name, res, args)
         _ZMQ = z
     return _ZMQ
@@ -395,7 +397,10 @@ def ask_launcher(endpoint: str, exclude: list, reason: str,
         while True:
             left = int((deadline - time.monotonic()) * 1000)
             item = _PollItem(sock, 0, _ZMQ_POLLIN, 0)
-            if left <= 0 or z.zmq_poll(byref(item), 1, left) <= 0:
+            got = z.zmq_poll(byref(item), 1, left) if left > 0 else 0
+            if got < 0 and z.zmq_errno() == _EINTR:
+                continue    # a signal (its handler has run): wait on
+            if got <= 0:
                 raise error(-6, "reboot", f"no launcher answered at "
                             f"{endpoint} within {timeout_ms} ms; the job "
                             "was not restarted")

@@ -473,7 +473,7 @@ class Detector(ABC):
             status = "timeout" if e.code == ETIMEDOUT else "refused" \
                 if e.code in (ESTATE, ENOTFOUND, EINVAL) else "failed"
             print(f"restart {rid} {status}: {e}", flush=True)
-            _log(f"{self.name}: restart: the launcher {status}: {e}")
+            _log(f"{self.name}: restart request {status}: {e}")
             return
         self.excluded.update(todo)
         print(f"restart {rid} accepted: {msg}", flush=True)
