@@ -8,7 +8,9 @@
 #  2. not resilient, a detector that dies on its first round: supervision
 #     starts it again (launch/daemons.log), the new one reports the node,
 #     nothing is restarted (it only reports) and the job ends 0;
-#  3. --detector-cmd that a shell could not split, too many of them, level
+#  3. a template source (three hosts on loopback): the restart endpoint is
+#     TCP, and the detector's request goes there with the job's CURVE key;
+#  4. --detector-cmd that a shell could not split, too many of them, level
 #     0, a bad --watch-period: refused with exit 2.
 #
 # The program waits for a "go" file from the test, so every step waits on
@@ -29,7 +31,7 @@ cat >"$T/prog.sh" <<'EOF2'
 #!/usr/bin/env bash
 run=$OUT/run-$TELEM_RESTART_COUNT-$TELEM_NODE
 env | grep '^TELEM_' | sort >"$run.tmp" && mv "$run.tmp" "$run.env"   # whole or absent
-if [ "$TELEM_NODE" = n2 ] && [ -z "${TELEM_RESTARTED:-}" ]; then
+if [ "$TELEM_RANK" = 1 ] && [ -z "${TELEM_RESTARTED:-}" ]; then
     /usr/bin/python3 -c 'import telem; telem.add_data("bad", 1.0); assert telem.flush(10.0)'
 fi
 while [ ! -e "$OUT/go-$TELEM_RESTART_COUNT" ]; do sleep 0.05; done
@@ -134,7 +136,33 @@ wait "$LPID" || rc=$?
 [ ! -s "$TELEM_RUNDIR/launch/restarts.log" ] \
     || fail "restarts.log: $(cat "$TELEM_RUNDIR/launch/restarts.log")"
 
-# --- 3. bad command lines: exit 2 with the reason --------------------------
+# --- 3. a template source: the request goes over TCP, CURVE ---------------
+rm -rf "$OUT"; mkdir "$OUT"
+R3=$T/tjob
+mkdir -m 700 "$R3"
+env -u TELEM_RUNDIR -u TELEM_NODEFILE "$L" --rundir "$R3" --grace 2 \
+    --exec-template "env TELEM_VIA={node}" \
+    --hosts 127.0.0.1,127.0.0.2,127.0.0.3 --bind 127.0.0.1 --nodes 2 \
+    --resilient --no-agg --watch-period 0.25 \
+    --detector-cmd "$PY $T/mydet.py" -- "$T/prog.sh" \
+    >"$T/tmpl.out" 2>"$T/tmpl.log" &
+LPID=$!
+EXTRA_PIDS+=("$LPID")
+wait_for test -f "$OUT/run-1-127.0.0.1.env" -a -f "$OUT/run-1-127.0.0.3.env" \
+    || wait_for test -f "$OUT/run-1-127.0.0.1.env" -a -f "$OUT/run-1-127.0.0.3.env" \
+    || fail "template job: no restart without 127.0.0.2: $(cat "$T/tmpl.out")"
+grep -q "^TELEM_LAUNCH_ENDPOINT=tcp://127\." "$OUT/det-0.env" \
+    || fail "template job: the detector's endpoint: $(cat "$OUT/det-0.env")"
+grep -q "trigger pybad; nodes 127.0.0.2; promoted 127.0.0.3; why: the program set bad=1 on 127.0.0.2" \
+    "$R3/launch/restarts.log" || fail "template restarts.log: $(cat "$R3/launch/restarts.log")"
+grep -Eq "^restart [0-9a-f]+ accepted: restart 1: nodes 127.0.0.2; promoted 127.0.0.3$" \
+    "$T/tmpl.out" || fail "template job: $(cat "$T/tmpl.out")"
+touch "$OUT/go-1"
+rc=0
+wait "$LPID" || rc=$?
+[ "$rc" = 0 ] || fail "template job: telem_launch exited $rc"
+
+# --- 4. bad command lines: exit 2 with the reason --------------------------
 bad() {
     local want=$1; shift
     local rc=0
