@@ -23,7 +23,9 @@ raise :class:`TelemInvalid`, which is both a ValueError and a
 raise :class:`TelemError` with code ``ESTATE``.
 
 The analysis client (:class:`AnalysisClient`) and the distributed
-dictionary (:class:`DDict`) are imported on first use.
+dictionary (:class:`DDict`), custom collectors (:class:`CollectorGroup`)
+and detectors (:class:`Detector`, :class:`Restart`, :class:`Warn`) are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -42,15 +44,16 @@ __all__ = [
     "flush", "finalize", "init", "level", "set_level", "stats", "Stats",
     "section", "section_rank", "libtelem_path", "TelemError", "TelemInvalid",
     "TelemNotFound", "TelemTimeout", "make_error", "errors",
-    "AnalysisClient", "DDict",
+    "AnalysisClient", "DDict", "CollectorGroup", "Detector", "Restart",
+    "Warn",
 ]
 
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported when first asked for.
-_LAZY = {"AnalysisClient": "analysis", "DDict": "ddict"}
-_LAZY["CollectorGroup"] = "collector"
-__all__.append("CollectorGroup")
+_LAZY = {"AnalysisClient": "analysis", "DDict": "ddict",
+         "CollectorGroup": "collector", "Detector": "detector",
+         "Restart": "detector", "Warn": "detector"}
 
 
 def __getattr__(name: str) -> Any:

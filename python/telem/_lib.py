@@ -209,6 +209,10 @@ _MISC = [
     ("telem_proto_decode", c_int, [c_void_p, c_void_p, c_size_t,
                                    POINTER(MsgC)]),
     ("telem_rundir_default", c_int, [c_char_p, c_size_t]),
+    ("telem_keys_find", c_int, [c_char_p, c_char_p, POINTER(c_void_p),
+                                c_char_p, c_size_t]),
+    ("telem_keys_apply_client", c_int, [c_void_p, c_void_p]),
+    ("telem_keys_destroy", None, [POINTER(c_void_p)]),
 ]
 
 
@@ -326,6 +330,7 @@ _ZMQ_DEALER = 5
 _ZMQ_LINGER = 17
 _ZMQ_DONTWAIT = 1
 _ZMQ_POLLIN = 1
+_EINTR = 4
 _ZMQ: Optional[ctypes.CDLL] = None
 
 
@@ -338,7 +343,7 @@ def _zmq() -> ctypes.CDLL:
     global _ZMQ
     if _ZMQ is None:
         lib()               # libtelem first: its libzmq is the one found
-        z = ctypes.CDLL("libzmq.so.5")
+        z = ctypes.CDLL("libzmq.so.5", use_errno=True)
         for name, res, args in [
                 ("zmq_ctx_new", c_void_p, []),
                 ("zmq_ctx_term", c_int, [c_void_p]),
@@ -355,15 +360,40 @@ def _zmq() -> ctypes.CDLL:
     return _ZMQ
 
 
+def _curve_client(L: ctypes.CDLL, sock: int, keys: c_void_p) -> None:
+    """Makes ``sock`` a CURVE client with the job's key (into ``keys``,
+    which the caller destroys); raises EPERM when there is none."""
+    why = ctypes.create_string_buffer(512)
+    nodefile = os.environ.get("TELEM_NODEFILE")
+    rundir = os.environ.get("TELEM_RUNDIR")
+    rc = L.telem_keys_find(rundir.encode() if rundir else None,
+                           nodefile.encode() if nodefile else None,
+                           byref(keys), why, len(why))
+    if rc:
+        raise error(rc, "reboot", text(why.value) or None)
+    if not keys:
+        raise error(-14, "reboot", "a TCP restart endpoint takes the job's "
+                    "key ($TELEM_KEYS, or keys/ beside the node file) and "
+                    "none was found")
+    if L.telem_keys_apply_client(sock, keys) != 0:
+        raise error(-13, "reboot", "this libzmq cannot speak CURVE")
+
+
 def ask_launcher(endpoint: str, exclude: list, reason: str,
-                 timeout_ms: int) -> tuple:
+                 timeout_ms: int, detectors: Optional[list] = None) -> tuple:
     """Sends one restart request (TELEM_MSG_RESTART) naming ``exclude``
-    (a list of bytes) to the launcher's restart socket at ``endpoint`` and
+    (a list of bytes), from ``detectors`` (a list of bytes, the restart's
+    trigger; None: [b"python"]), to the launcher's restart socket at
+    ``endpoint`` and
     waits up to ``timeout_ms`` for its acknowledgement.  Returns (code,
     sentence) of the ack (code 0: accepted); raises TelemError
-    (ETIMEDOUT: no ack in time; ECONN: the endpoint could not be used)."""
+    (ETIMEDOUT: no ack in time; ECONN: the endpoint could not be used).
+    A tcp:// endpoint is CURVE with the job's key (telem_keys_find():
+    $TELEM_KEYS, beside $TELEM_NODEFILE, or RUNDIR/keys): EPERM without
+    one."""
     import time
     L, z = lib(), _zmq()
+    keys = c_void_p()
     enc, dec = c_void_p(L.telem_proto_encoder_new()), \
         c_void_p(L.telem_proto_decoder_new())
     ctx = z.zmq_ctx_new()
@@ -373,14 +403,17 @@ def ask_launcher(endpoint: str, exclude: list, reason: str,
             raise error(-2, "reboot")
         zero = c_int(0)
         z.zmq_setsockopt(sock, _ZMQ_LINGER, byref(zero), 4)
+        if endpoint.startswith("tcp://"):
+            _curve_client(L, sock, keys)
         if z.zmq_connect(sock, endpoint.encode()) != 0:
             raise error(-10, "reboot", f"cannot connect to {endpoint}")
-        det = (c_char_p * 1)(b"python")
+        detectors = detectors or [b"python"]
+        det = (c_char_p * len(detectors))(*detectors)
         names = (c_char_p * len(exclude))(*exclude)
         now = time.time_ns()
         m = RestartC(id=now, ts_ns=now, reason=reason.encode("utf-8"),
                      exclude=names, nexclude=len(exclude), devices=None,
-                     ndevices=0, detectors=det, ndetectors=1)
+                     ndevices=0, detectors=det, ndetectors=len(detectors))
         data, size = c_void_p(), c_size_t()
         check(L.telem_proto_encode_restart(enc, byref(m), byref(data),
                                            byref(size)), "reboot")
@@ -392,7 +425,10 @@ def ask_launcher(endpoint: str, exclude: list, reason: str,
         while True:
             left = int((deadline - time.monotonic()) * 1000)
             item = _PollItem(sock, 0, _ZMQ_POLLIN, 0)
-            if left <= 0 or z.zmq_poll(byref(item), 1, left) <= 0:
+            got = z.zmq_poll(byref(item), 1, left) if left > 0 else 0
+            if got < 0 and ctypes.get_errno() == _EINTR:
+                continue    # a signal (its handler has run): wait on
+            if got <= 0:
                 raise error(-6, "reboot", f"no launcher answered at "
                             f"{endpoint} within {timeout_ms} ms; the job "
                             "was not restarted")
@@ -410,3 +446,4 @@ def ask_launcher(endpoint: str, exclude: list, reason: str,
             z.zmq_ctx_term(ctx)
         L.telem_proto_encoder_destroy(byref(enc))
         L.telem_proto_decoder_destroy(byref(dec))
+        L.telem_keys_destroy(byref(keys))

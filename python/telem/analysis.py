@@ -460,13 +460,20 @@ class AnalysisClient:
     def reboot(self, exclude_hostnames: Sequence[str],
                reason: str = "asked for by AnalysisClient.reboot",
                endpoint: Optional[str] = None,
-               timeout: Optional[float] = None) -> str:
+               timeout: Optional[float] = None,
+               detector: Union[str, Sequence[str], None] = None) -> str:
         """Asks the job's launcher to restart the job without the nodes
         ``exclude_hostnames`` (Dragon's name), through the launcher's
         restart socket, as telem_watch and telem_agg's /api/reboot do.
 
         ``endpoint`` None takes ``$TELEM_LAUNCH_ENDPOINT``, else
-        ``ipc://<rundir>/launch/restart.sock``.  Returns the launcher's
+        ``ipc://<rundir>/launch/restart.sock``; a ``tcp://`` one (the
+        launcher's under Slurm and templates) is CURVE with the job's key
+        (``$TELEM_KEYS``, else ``keys/`` beside the node file or in the
+        run directory; TelemError EPERM without one).  ``detector`` names who
+        asks (a name or a list of names; None: ``python``): the launcher's
+        restart line gives them, joined with ``+``, as its trigger.
+        Returns the launcher's
         sentence when it accepted; raises TelemError with its code when it
         refused, TelemTimeout when no launcher answered in time."""
         self._h("reboot")
@@ -477,12 +484,12 @@ class AnalysisClient:
             raise TypeError("reboot: reason must be str")
         ep = endpoint or os.environ.get("TELEM_LAUNCH_ENDPOINT") \
             or self._default_launch_ep()
-        if not ep.startswith("ipc://"):
-            raise _lib.error(EUNSUPPORTED, "reboot", f"{ep}: only the "
-                             "launcher's ipc endpoint is reachable from "
-                             "Python (a TCP one needs the job's CURVE key)")
+        if not ep.startswith(("ipc://", "tcp://")):
+            raise _lib.error(EUNSUPPORTED, "reboot", f"{ep}: the launcher "
+                             "listens on ipc:// and tcp:// endpoints")
         tmo = self._ms(timeout, "timeout") if timeout else self._timeout_ms
-        code, msg = _lib.ask_launcher(ep, names, reason, tmo)
+        dets = _names(detector, "reboot: detector") or None
+        code, msg = _lib.ask_launcher(ep, names, reason, tmo, dets)
         if code:
             raise _lib.error(code, "reboot", msg or None)
         return msg

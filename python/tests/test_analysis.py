@@ -191,7 +191,7 @@ def test_no_job(tmp_path, monkeypatch):
         assert time.monotonic() - t0 < 2.5
 
 
-def test_reboot_without_launcher(job, tmp_path):
+def test_reboot_without_launcher(job, tmp_path, monkeypatch):
     with AnalysisClient(timeout=0.3) as ac:
         t0 = time.monotonic()
         with pytest.raises(TelemTimeout) as e:
@@ -199,8 +199,13 @@ def test_reboot_without_launcher(job, tmp_path):
         assert time.monotonic() - t0 < 2.3
         assert "not restarted" in str(e.value)
         with pytest.raises(TelemError) as e:
-            ac.reboot(["n2"], endpoint="tcp://127.0.0.1:1")
+            ac.reboot(["n2"], endpoint="http://127.0.0.1:1")
         assert e.value.code == errors.EUNSUPPORTED
+        # TCP is CURVE with the job's key: none here (TELEM_KEYS empty).
+        monkeypatch.setenv("TELEM_KEYS", "")
+        with pytest.raises(TelemError) as e:
+            ac.reboot(["n2"], endpoint="tcp://127.0.0.1:1")
+        assert e.value.code == errors.EPERM and "key" in str(e.value)
 
 
 def test_dead_node_partial_answer():

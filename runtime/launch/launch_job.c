@@ -403,6 +403,16 @@ s_on_backoff_end(zloop_t *loop, int timer_id, void *arg)
     return launch_job_loop_result(self);
 }
 
+/* The --detector-cmd processes still running. */
+static size_t
+s_count_detcmds(const launch_job_t *self)
+{
+    size_t n = 0;
+    for (int k = 0; k < LAUNCH_DETCMD_MAX; k++)
+        n += launch_job_count(self, LAUNCH_ROLE_DETCMD + k);
+    return n;
+}
+
 static void
 s_advance(launch_job_t *self)
 {
@@ -410,7 +420,8 @@ s_advance(launch_job_t *self)
         || launch_job_count(self, LAUNCH_ROLE_PROGRAM)
         || launch_job_count(self, LAUNCH_ROLE_WATCH)
         || launch_job_count(self, LAUNCH_ROLE_COLLECT)
-        || launch_job_count_stopping(self, LAUNCH_ROLE_AGG))
+        || launch_job_count_stopping(self, LAUNCH_ROLE_AGG)
+        || s_count_detcmds(self))
         return;
     self->rs.t_stopped = telem_mono_ns();
     /* A failed re-form is reported in the restart line; the program is
@@ -449,8 +460,9 @@ s_stop_node(launch_job_t *self, size_t i, int keep_telemd)
         s_stop(self, -1, (long) i);
         self->nodes[i].ready = 0;
     } else
-        for (int role = LAUNCH_ROLE_DICTD; role <= LAUNCH_ROLE_AGG; role++)
-            s_stop(self, role, (long) i);
+        for (int role = LAUNCH_ROLE_DICTD; role < LAUNCH_SUP_ROLES; role++)
+            if (role != LAUNCH_ROLE_RELAY)
+                s_stop(self, role, (long) i);
     self->nodes[i].dict_ready = 0;
 }
 
@@ -587,6 +599,8 @@ s_fail(launch_job_t *self, const size_t *idx, size_t n, const char *trigger,
     s_timer_cancel(self);
     s_stop(self, LAUNCH_ROLE_PROGRAM, -1);
     s_stop(self, LAUNCH_ROLE_WATCH, -1);
+    for (int k = 0; k < LAUNCH_DETCMD_MAX; k++)
+        s_stop(self, LAUNCH_ROLE_DETCMD + k, -1);
     s_stop(self, LAUNCH_ROLE_COLLECT, -1);
     launch_job_sup_reset_observers(self);
     /* telem_agg stays while its node does (launch_job_start_agg()). */

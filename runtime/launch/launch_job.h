@@ -72,6 +72,8 @@ typedef enum {
                                       daemons) */
 } launch_job_exit_t;               /* stopped by a signal: 128 + signal */
 
+#define LAUNCH_DETCMD_MAX 4      /* --detector-cmd commands in one job */
+
 typedef struct {
     launch_state_config_t nodes;          /* --nodes, --idle, exhaust, budget */
     int resilient;              /* restart around failed nodes */
@@ -83,6 +85,15 @@ typedef struct {
     const char *bind_addr;      /* telemd --bind; NULL: telemd's default */
     const char *const *detectors;  /* for telem_watch, may be NULL */
     size_t ndetectors;
+    /* --detector-cmd: commands (split as a shell would) run beside
+     * telem_watch on the first active node, started, stopped and
+     * supervised as it is, with TELEM_WATCH_PERIOD and, in a resilient
+     * job, TELEM_WATCH_RESTART=1 in their environment (a Python
+     * telem.Detector, docs/detectors.md). */
+    const char *const *detector_cmds;
+    size_t ndetector_cmds;      /* at most LAUNCH_DETCMD_MAX */
+    int64_t watch_period_ns;    /* telem_watch --period; 0: its own
+                                   default (1 s) */
     const char *collect;        /* words for telem_collect, or NULL */
     int agg_port;               /* telem_agg's port on the first node (0:
                                    any free one); -1: no telem_agg */

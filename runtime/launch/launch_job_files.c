@@ -49,6 +49,7 @@
 
 #include "telem_error.h"
 #include "telem_log.h"
+#include "telem_time.h"
 
 /* The Prometheus files' absolute paths (Prometheus resolves a relative
  * file_sd path against its configuration's directory, not ours). */
@@ -463,6 +464,19 @@ s_env_program(const launch_job_t *self, size_t i, launch_env_t *env,
     return rc;
 }
 
+/* A detector command runs on the watcher's rounds (telem_watch --period;
+ * its default, 1 s, when not given) and, like the watcher, asks for
+ * restarts only in a resilient job. */
+static int
+s_env_detcmd(const launch_job_t *self, launch_env_t *env, launch_argv_t *kv)
+{
+    int64_t p = self->cfg.watch_period_ns > 0 ? self->cfg.watch_period_ns
+                                              : TELEM_NS_PER_SEC;
+    return s_put(env, kv, "TELEM_WATCH_PERIOD", "%.9g", (double) p / 1e9)
+           || s_put(env, kv, "TELEM_WATCH_RESTART", "%d",
+                    self->cfg.resilient ? 1 : 0);
+}
+
 launch_env_t *
 launch_job_env(const launch_job_t *self, size_t i, launch_job_role_t role,
                launch_argv_t *kv)
@@ -470,7 +484,8 @@ launch_job_env(const launch_job_t *self, size_t i, launch_job_role_t role,
     extern char **environ;
     static const char *const drop[] = {
         "TELEM_NODE", "TELEM_RANK", "TELEM_NNODES", "TELEM_RESTART_COUNT",
-        "TELEM_RESTARTED", "TELEM_DICT_NODEFILE", NULL
+        "TELEM_RESTARTED", "TELEM_DICT_NODEFILE", "TELEM_WATCH_PERIOD",
+        "TELEM_WATCH_RESTART", NULL
     };
     launch_env_t *env = launch_env_new(environ);
     if (!env)
@@ -492,6 +507,8 @@ launch_job_env(const launch_job_t *self, size_t i, launch_job_role_t role,
                                                                   i));
     if (!rc && role == LAUNCH_ROLE_PROGRAM)
         rc = s_env_program(self, i, env, kv);
+    if (!rc && LAUNCH_ROLE_IS_DETCMD(role))
+        rc = s_env_detcmd(self, env, kv);
     if (rc)
         launch_env_destroy(&env);
     return env;

@@ -50,8 +50,17 @@ typedef enum {
     LAUNCH_ROLE_WATCH = 3,
     LAUNCH_ROLE_PROGRAM = 4,
     LAUNCH_ROLE_AGG = 5,
-    LAUNCH_ROLE_RELAY = 6       /* not supervised (launch_job_relay.c) */
+    LAUNCH_ROLE_RELAY = 6,      /* not supervised (launch_job_relay.c) */
+    LAUNCH_ROLE_DETCMD = 7      /* --detector-cmd k runs in role
+                                   LAUNCH_ROLE_DETCMD + k, k <
+                                   LAUNCH_DETCMD_MAX: each command is a
+                                   daemon of its own for supervision */
 } launch_job_role_t;
+
+/* Whether `role` is one of the --detector-cmd roles. */
+#define LAUNCH_ROLE_IS_DETCMD(role) \
+    ((int) (role) >= LAUNCH_ROLE_DETCMD \
+     && (int) (role) < LAUNCH_ROLE_DETCMD + LAUNCH_DETCMD_MAX)
 
 typedef struct {
     pid_t pid;                  /* also the process group; 0 for a task of
@@ -85,8 +94,9 @@ typedef enum {
     LAUNCH_SUP_PAUSED = 4       /* dead too often, tried again later */
 } launch_sup_state_t;
 
-#define LAUNCH_SUP_ROLES 6      /* indexed by launch_job_role_t, up to
-                                   LAUNCH_ROLE_AGG */
+#define LAUNCH_SUP_ROLES (LAUNCH_ROLE_DETCMD + LAUNCH_DETCMD_MAX)
+                                /* indexed by launch_job_role_t; the
+                                   relay's slot is never used */
 
 typedef struct {
     struct launch_job *job;     /* for the timers */
@@ -356,7 +366,7 @@ size_t launch_job_count_stopping(const launch_job_t *self, int role);
 launch_job_proc_t *launch_job_reap(launch_job_t *self, int *status);
 
 /* Role names for logs: "telemd", "dictd", "collect", "watch", "program",
- * "agg". */
+ * "agg", "relay", "detcmd1".."detcmd4". */
 const char *launch_job_role_name(launch_job_role_t role);
 
 /* Stops the loop's polling of output pipe *fd, closes it and sets it to
@@ -436,7 +446,8 @@ void launch_job_sup_on_ready(launch_job_t *self, size_t i,
 /* A process stopped for a respawn ended: starts it again on its node. */
 void launch_job_sup_respawn(launch_job_t *self, const launch_job_proc_t *p);
 
-/* Forgets the observers' (telem_collect, telem_watch) deaths and pending
+/* Forgets the observers' (telem_collect, telem_watch, the detector
+ * commands) deaths and pending
  * restarts: a restart of the job starts them afresh.  telem_agg, which
  * outlives restarts, is forgotten only with its node. */
 void launch_job_sup_reset_observers(launch_job_t *self);

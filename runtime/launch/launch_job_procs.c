@@ -41,8 +41,11 @@ launch_job_role_name(launch_job_role_t role)
 {
     static const char *const names[] = { "telemd", "dictd", "collect",
                                          "watch", "program", "agg",
-                                         "relay" };
-    return (unsigned) role < 7 ? names[role] : "process";
+                                         "relay", "detcmd1", "detcmd2",
+                                         "detcmd3", "detcmd4" };
+    _Static_assert(sizeof names / sizeof names[0] == LAUNCH_SUP_ROLES,
+                   "a name per role");
+    return (unsigned) role < LAUNCH_SUP_ROLES ? names[role] : "process";
 }
 
 static launch_job_proc_t *

@@ -1,6 +1,6 @@
 /* launch_job_start.c - what the launcher starts on the nodes and with
- * which words: telemd, telem_dictd, the collectors, the watcher,
- * telem_agg; one node at a time (supervision's restarts) or one kind on
+ * which words: telemd, telem_dictd, the collectors, the watcher and the
+ * detector commands beside it, telem_agg; one node at a time (supervision's restarts) or one kind on
  * many nodes at once (the job's start: launch_job_spawn_nodes(), one Slurm
  * step per kind under Slurm).
  *
@@ -24,7 +24,7 @@ static void
 s_observer_up(launch_job_t *self, size_t i, launch_job_role_t role)
 {
     if (role == LAUNCH_ROLE_COLLECT || role == LAUNCH_ROLE_WATCH
-        || role == LAUNCH_ROLE_AGG) {
+        || role == LAUNCH_ROLE_AGG || LAUNCH_ROLE_IS_DETCMD(role)) {
         self->nodes[i].sup[role].state = LAUNCH_SUP_RUNNING;
         self->nodes[i].sup[role].up_once = 1;
         launch_job_files_write_daemons(self);
@@ -275,6 +275,12 @@ s_start_watch(launch_job_t *self, size_t i)
     if (self->cfg.ndetectors == 0 || access(self->bin_watch, X_OK) != 0)
         return 0;
     int rc = launch_argv_add(&argv, self->bin_watch);
+    char period[32];
+    snprintf(period, sizeof period, "%.9g",
+             (double) self->cfg.watch_period_ns / 1e9);
+    if (!rc && self->cfg.watch_period_ns > 0)
+        rc = launch_argv_add(&argv, "--period")
+             || launch_argv_add(&argv, period);
     for (size_t d = 0; !rc && d < self->cfg.ndetectors; d++)
         rc = launch_argv_add(&argv, "--detector")
              || launch_argv_add(&argv, self->cfg.detectors[d]);
@@ -285,6 +291,24 @@ s_start_watch(launch_job_t *self, size_t i)
              || launch_argv_add(&argv, self->restart_ep);
     if (!rc)
         rc = s_spawn_role(self, i, LAUNCH_ROLE_WATCH,
+                          (const char *const *) argv.v) ? 0 : TELEM_EIO;
+    launch_argv_clear(&argv);
+    return rc;
+}
+
+/* --detector-cmd k on node i: its words as a shell splits them (checked
+ * when the command line was read), in the watcher's environment plus
+ * TELEM_WATCH_PERIOD and TELEM_WATCH_RESTART (launch_job_env()). */
+static int
+s_start_detcmd(launch_job_t *self, size_t i, size_t k)
+{
+    if (k >= self->cfg.ndetector_cmds)
+        return 0;
+    launch_argv_t argv = { 0 };
+    int rc = launch_argv_split(&argv, self->cfg.detector_cmds[k], NULL);
+    if (!rc)
+        rc = s_spawn_role(self, i, (launch_job_role_t) (LAUNCH_ROLE_DETCMD
+                                                        + (int) k),
                           (const char *const *) argv.v) ? 0 : TELEM_EIO;
     launch_argv_clear(&argv);
     return rc;
@@ -304,6 +328,8 @@ launch_job_start_observers(launch_job_t *self, size_t i)
     free(idx);
     launch_job_start_agg(self, i);
     s_start_watch(self, i);
+    for (size_t k = 0; k < self->cfg.ndetector_cmds; k++)
+        s_start_detcmd(self, i, k);
 }
 
 int
@@ -317,7 +343,11 @@ launch_job_start_role(launch_job_t *self, size_t i, launch_job_role_t role)
     case LAUNCH_ROLE_AGG:
         launch_job_start_agg(self, i);
         return 0;
-    default: return TELEM_EINVAL;
+    default:
+        if (LAUNCH_ROLE_IS_DETCMD(role))
+            return s_start_detcmd(self, i, (size_t) (role
+                                                     - LAUNCH_ROLE_DETCMD));
+        return TELEM_EINVAL;
     }
 }
 

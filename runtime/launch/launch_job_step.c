@@ -92,7 +92,8 @@ static int
 s_forwards(launch_job_role_t role)
 {
     return role == LAUNCH_ROLE_PROGRAM || role == LAUNCH_ROLE_COLLECT
-           || role == LAUNCH_ROLE_WATCH || role == LAUNCH_ROLE_AGG;
+           || role == LAUNCH_ROLE_WATCH || role == LAUNCH_ROLE_AGG
+           || LAUNCH_ROLE_IS_DETCMD(role);
 }
 
 static void

@@ -1,5 +1,6 @@
 /* launch_job_sup.c - supervision of the node daemons: a telemd,
- * telem_dictd, telem_collect, telem_watch or telem_agg that dies is started
+ * telem_dictd, telem_collect, telem_watch, a --detector-cmd command or
+ * telem_agg that dies is started
  * again on its node, without touching the program, for as long as the node
  * itself is alive.
  *
@@ -53,8 +54,13 @@ s_name(launch_job_role_t role)
     case LAUNCH_ROLE_COLLECT: return "telem_collect";
     case LAUNCH_ROLE_WATCH: return "telem_watch";
     case LAUNCH_ROLE_AGG: return "telem_agg";
-    default: return "program";
+    default: break;
     }
+    static const char *const det[LAUNCH_DETCMD_MAX] = {
+        "detector-cmd 1", "detector-cmd 2", "detector-cmd 3", "detector-cmd 4"
+    };
+    return LAUNCH_ROLE_IS_DETCMD(role) ? det[role - LAUNCH_ROLE_DETCMD]
+                                       : "program";
 }
 
 static int
@@ -271,7 +277,8 @@ launch_job_sup_on_death(launch_job_t *self, const launch_job_proc_t *p,
                         const char *how)
 {
     if (self->cfg.daemon_exclude || p->role == LAUNCH_ROLE_PROGRAM
-        || p->role >= LAUNCH_SUP_ROLES || self->phase == LAUNCH_PHASE_ENDING)
+        || p->role == LAUNCH_ROLE_RELAY || p->role >= LAUNCH_SUP_ROLES
+        || self->phase == LAUNCH_PHASE_ENDING)
         return 0;
     launch_job_node_t *nd = &self->nodes[p->node];
     launch_job_sup_t *s = &nd->sup[p->role];
@@ -354,7 +361,9 @@ launch_job_sup_on_ready(launch_job_t *self, size_t i, launch_job_role_t role)
         if (role == LAUNCH_ROLE_TELEMD && self->phase != LAUNCH_PHASE_STARTING)
             launch_job_files_write(self);
         if (moved && self->phase == LAUNCH_PHASE_RUNNING)
-            s_respawn_role(self, LAUNCH_ROLE_WATCH);
+            for (int r = LAUNCH_ROLE_WATCH; r < LAUNCH_SUP_ROLES; r++)
+                if (r == LAUNCH_ROLE_WATCH || LAUNCH_ROLE_IS_DETCMD(r))
+                    s_respawn_role(self, (launch_job_role_t) r);
         if (role == LAUNCH_ROLE_DICTD)
             s_dict_rejoin(self, i);
     }
@@ -407,6 +416,8 @@ launch_job_sup_reset_observers(launch_job_t *self)
     for (size_t i = 0; i < self->n; i++) {
         s_forget(&self->nodes[i].sup[LAUNCH_ROLE_COLLECT]);
         s_forget(&self->nodes[i].sup[LAUNCH_ROLE_WATCH]);
+        for (int k = 0; k < LAUNCH_DETCMD_MAX; k++)
+            s_forget(&self->nodes[i].sup[LAUNCH_ROLE_DETCMD + k]);
     }
 }
 

@@ -85,6 +85,16 @@ static const char s_usage[] =
 "                           each is checked against the data it needs\n"
 "                           before the job starts; slowgpu without\n"
 "                           --collect starts the collectors it reads\n"
+"      --detector-cmd 'CMD ARGS'  run CMD beside telem_watch on the first\n"
+"                           active node, started, stopped and supervised as\n"
+"                           it is (a Python telem.Detector: '/usr/bin/python3\n"
+"                           mydet.py'); split as a shell would; it gets the\n"
+"                           watcher's environment plus TELEM_WATCH_PERIOD\n"
+"                           and TELEM_WATCH_RESTART (1 with --resilient);\n"
+"                           repeatable, 4 at most\n"
+"      --watch-period SECONDS  telem_watch's round (its --period) and the\n"
+"                           detector commands' TELEM_WATCH_PERIOD\n"
+"                           (0.05-3600; default 1)\n"
 "      --collect ARGS       run telem_collect ARGS: under Slurm or a\n"
 "                           template one per active node (--node NODE, its\n"
 "                           own devices); on local nodes one for them all\n"
@@ -145,6 +155,7 @@ typedef struct {
     const char *template_;
     const char *hosts;
     const char *detectors[S_DETECTORS_MAX];
+    const char *detector_cmds[LAUNCH_DETCMD_MAX];
     char bindir[PATH_MAX];
     telem_log_level_t loglevel;
 } s_args_t;
@@ -192,8 +203,38 @@ enum {
     O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL, O_METRICS_PORT,
     O_METRICS_BIND, O_PROM_CONFIG, O_DAEMON_FAILURE, O_DAEMON_BACKOFF,
     O_DAEMON_BACKOFF_MAX, O_DAEMON_RESTARTS, O_DAEMON_WINDOW, O_DAEMON_PAUSE,
-    O_DUMP, O_RELAYS
+    O_DUMP, O_RELAYS, O_DETECTOR_CMD, O_WATCH_PERIOD
 };
+
+/* --detector-cmd and --watch-period (launch_job_start.c). */
+static int
+s_option_detcmd(s_args_t *a, int c, const char *v)
+{
+    launch_job_config_t *j = &a->job;
+    if (c == O_WATCH_PERIOD) {
+        double d;
+        if (telem_cli_number(v, 0.05, 3600, &d))
+            return telem_cli_bad(S_PROG, "--watch-period", v,
+                                 "seconds from 0.05 to 3600");
+        j->watch_period_ns = (int64_t) llround(d * 1e9);
+        return 0;
+    }
+    if (c != O_DETECTOR_CMD)
+        return -1;
+    if (j->ndetector_cmds == LAUNCH_DETCMD_MAX)
+        return telem_cli_bad(S_PROG, "--detector-cmd", v,
+                             "too many detector commands (4 at most)");
+    launch_argv_t words = { 0 };
+    int rc = launch_argv_split(&words, v, NULL);
+    launch_argv_clear(&words);
+    if (rc)
+        return telem_cli_bad(S_PROG, "--detector-cmd", v, "a command and its "
+                             "arguments, split as a shell would (a quote "
+                             "left open, a command substitution, or no "
+                             "word)");
+    a->detector_cmds[j->ndetector_cmds++] = v;
+    return 0;
+}
 
 /* The --daemon-* flags (launch_job_sup.c). */
 static int
@@ -271,6 +312,8 @@ s_option(void *arg, int c, char *v)
     int rc = s_option_nodes(a, c, v);
     if (rc < 0)
         rc = s_option_daemons(a, c, v);
+    if (rc < 0)
+        rc = s_option_detcmd(a, c, v);
     if (rc >= 0)
         return rc;
     switch (c) {
@@ -358,6 +401,8 @@ static const struct option s_opts[] = {
     { "agg-port", 1, 0, O_AGG_PORT }, { "agg-bind", 1, 0, O_AGG_BIND },
     { "agg-token-file", 1, 0, O_AGG_TOKEN }, { "no-agg", 0, 0, O_NO_AGG },
     { "dump", 1, 0, O_DUMP }, { "relays", 1, 0, O_RELAYS },
+    { "detector-cmd", 1, 0, O_DETECTOR_CMD },
+    { "watch-period", 1, 0, O_WATCH_PERIOD },
     { "metrics-port", 1, 0, O_METRICS_PORT },
     { "metrics-bind", 1, 0, O_METRICS_BIND },
     { "prometheus-config", 1, 0, O_PROM_CONFIG },
@@ -381,6 +426,7 @@ s_program(void *arg, int argc, char **argv)
         return telem_cli_error(S_PROG, "no program to run");
     a->job.program = (const char *const *) argv;
     a->job.detectors = a->detectors;
+    a->job.detector_cmds = a->detector_cmds;
     return 0;
 }
 
@@ -479,6 +525,10 @@ main(int argc, char **argv)
         return rc == 1 ? LAUNCH_EXIT_OK : rc;
     if ((rc = s_check_sources(&a)) != 0)
         return rc;
+    if (a.job.ndetector_cmds && a.job.level == 0)
+        return telem_cli_error(S_PROG, "--detector-cmd: telemetry level 0 "
+                               "records nothing for a detector to read; "
+                               "give --telemetry-level 1 or more");
     telem_log_init("telem_launch", a.loglevel);
     a.job.bindir = a.bindir;
     launch_source_t *src = s_source(&a, &rc);
