@@ -26,8 +26,8 @@ from .errors import EINVAL, EIO, ENOTFOUND, ETIMEDOUT
 _NS = 1_000_000_000
 # "wrote FILE: 100 series, 360000 points, 400 blocks, ..." (telem_client)
 _WROTE = re.compile(r"wrote .*: (\d+) series, (\d+) points?, (\d+) blocks?")
-# "telem_client: n2: no answer ..." lines name the missing nodes
-_MISSING = re.compile(r"^telem_client: (?:dump: )?([^:\s]+): (.*)$")
+# "... missing from the dump: n2 (why (more)), n3 (why)" (exit 3)
+_MISSING = "missing from the dump: "
 
 
 @dataclass
@@ -157,7 +157,8 @@ def run_dump(nodefile: str, timeout_ms: int, path, start=None, end=None,
         raise _lib.error(EINVAL, "dump", err or "telem_client refused the "
                          "command line")
     if r.returncode not in (0, 3):
-        raise _lib.error(EIO, "dump", err or f"telem_client dump exited "
+        code = ETIMEDOUT if "no node answered" in err else EIO
+        raise _lib.error(code, "dump", err or f"telem_client dump exited "
                          f"{r.returncode}")
     res = DumpResult(path=out, summary=r.stdout.strip())
     w = _WROTE.search(r.stdout)
@@ -165,12 +166,29 @@ def run_dump(nodefile: str, timeout_ms: int, path, start=None, end=None,
         res.series, res.points, res.blocks = (int(x) for x in w.groups())
     if r.returncode == 3:
         for line in err.splitlines():
-            mm = _MISSING.match(line)
-            if mm:
-                res.missing[mm.group(1)] = mm.group(2)
+            if _MISSING in line:
+                res.missing.update(_named(line.split(_MISSING, 1)[1]))
         if not res.missing:
             res.missing["?"] = err or "some node did not answer"
     return res
+
+
+def _named(text: str) -> dict:
+    """"n2 (why (detail)), n3 (why)" -> {node: why}; parentheses nest."""
+    out, i = {}, 0
+    while i < len(text):
+        j = text.find(" (", i)
+        if j < 0:
+            break
+        node, depth, k = text[i:j].strip(", "), 0, j + 1
+        while k < len(text):
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        out[node] = text[j + 2:k]
+        i = k + 1
+    return out
 
 
 __all__ = ["DumpResult", "find_telem_client", "run_dump"]
