@@ -65,15 +65,8 @@ def _positive(kind):
     return parse
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="scipy_scale_work.py",
-        description="SciPy image filters over a pool of worker processes; "
-        "prints each iteration's time, the average and the standard "
-        "deviation, and records its metrics with telem.add_data.",
-        epilog="Environment (set by telem_launch): TELEM_LEVEL, TELEM_NODE, "
-        "TELEM_RANK, TELEM_RUNDIR.  Exit status: 0 done, 1 failure, 2 bad "
-        "command line.")
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The work's options (scipy_scale_work_db_dump.py takes them too)."""
     p.add_argument("--workers", type=_positive(int), default=2,
                    help="worker processes (default 2)")
     p.add_argument("--iterations", type=_positive(int), default=10,
@@ -86,11 +79,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--size", type=_positive(int), default=256,
                    help="image side in pixels (default 256)")
     p.add_argument("--seed", type=int, default=1, help="random seed")
-    a = p.parse_args(argv)
+
+
+def check_options(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
     if a.burns < 0:
         p.error("--burns must be 0 or more")
     if a.size < 8:
         p.error("--size must be at least 8")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="scipy_scale_work.py",
+        description="SciPy image filters over a pool of worker processes; "
+        "prints each iteration's time, the average and the standard "
+        "deviation, and records its metrics with telem.add_data.",
+        epilog="Environment (set by telem_launch): TELEM_LEVEL, TELEM_NODE, "
+        "TELEM_RANK, TELEM_RUNDIR.  Exit status: 0 done, 1 failure, 2 bad "
+        "command line.")
+    add_options(p)
+    a = p.parse_args(argv)
+    check_options(p, a)
     return a
 
 
@@ -109,9 +118,8 @@ def filter_image(job: tuple) -> tuple:
     return float(edges.sum()), time.perf_counter() - t0, os.getpid()
 
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    rank = int(os.environ.get("TELEM_RANK", "0") or 0)
+def work(a: argparse.Namespace, rank: int) -> None:
+    """The iterations, their lines and metrics, the statistics."""
     telem.describe("scipy_scale_work_iteration_seconds", "gauge", "s",
                    "time of one iteration over every image")
     telem.describe("scipy_scale_work_task_seconds", "gauge", "s",
@@ -149,7 +157,13 @@ def main(argv=None) -> int:
     print(f"rank {rank}: Average time: {arr.mean():.4f} second(s)")
     print(f"rank {rank}: Standard deviation: {arr.std():.4f} second(s)")
     print(f"rank {rank}: checksum {checksum:.10g} over "
-          f"{total * a.images} images")
+          f"{total * a.images} images", flush=True)
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    rank = int(os.environ.get("TELEM_RANK", "0") or 0)
+    work(a, rank)
     st, lvl = telem.stats(), telem.level()
     ok = telem.finalize()
     print(f"rank {rank}: level {lvl}: queued {st.queued}, "
