@@ -159,3 +159,14 @@ def test_dump_finds_telem_client_beside_libtelem(monkeypatch):
     monkeypatch.delenv("TELEM_BIN", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
     assert find_telem_client() == os.path.normpath(want)
+
+
+def test_missing_nodes_line_parser():
+    from telem._dump import _named
+    assert _named("n2 (no connection (node down)), n3 (timed out)") == {
+        "n2": "no connection (node down)", "n3": "timed out"}
+    # Malformed lines give what can be read, never an exception.
+    assert _named("") == {}
+    assert _named("n2 without reason") == {}
+    assert _named("n2 (unclosed (paren") == {"n2": "unclosed (paren"}
+    assert _named("((((") == {}
