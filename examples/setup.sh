@@ -15,6 +15,8 @@ packages=(build-essential cmake pkg-config libzmq3-dev libczmq-dev
           zlib1g-dev libseccomp-dev python3 python3-yaml procps
           python3-dev python3-numpy python3-pytest python3-setuptools
           python3-pip)
+# examples/python: SciPy's image filters, PyTorch (CPU), matplotlib's plots
+packages+=(python3-scipy python3-torch python3-matplotlib)
 
 missing=()
 for p in "${packages[@]}"; do

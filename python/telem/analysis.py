@@ -198,6 +198,23 @@ class AnalysisClient:
             raise _lib.error(err.value or ENOTFOUND, "AnalysisClient",
                              _lib.text(why.value) or None)
         self._ac = h
+        self._nodefile = self._nodefile_of(nodefile)
+
+    @staticmethod
+    def _nodefile_of(nodefile) -> str:
+        """The node file ac_connect read: the one given, else
+        ``$TELEM_NODEFILE``, else ``<rundir>/nodes``."""
+        if nodefile is not None:
+            return os.path.abspath(os.fsdecode(nodefile))
+        if os.environ.get("TELEM_NODEFILE"):
+            return os.path.abspath(os.environ["TELEM_NODEFILE"])
+        rundir = os.environ.get("TELEM_RUNDIR")
+        if not rundir:
+            buf = ctypes.create_string_buffer(1024)
+            _lib.check(_lib.lib().telem_rundir_default(buf, len(buf)),
+                       "AnalysisClient: run directory")
+            rundir = buf.value.decode()
+        return os.path.join(os.path.abspath(rundir), "nodes")
 
     @staticmethod
     def _ms(t: float, what: str) -> int:
@@ -454,6 +471,29 @@ class AnalysisClient:
             return snaps, missing
         finally:
             L.ac_snapshot_result_destroy(byref(out))
+
+    # ---- dumps ------------------------------------------------------------
+
+    def dump(self, path, start: Optional[float] = None,
+             end: Optional[float] = None,
+             metrics: Union[str, Sequence[str], None] = None,
+             rundir=None):
+        """Writes the job's telemetry into the dump file ``path`` (a new
+        file, mode 0600; an existing one is never overwritten), which
+        ``telem_view`` serves and exports.  ``start``/``end`` as for
+        :meth:`get_data` (None: everything the nodes keep, up to now);
+        ``metrics`` a name, a list of names or None for every metric;
+        ``rundir`` adds the job's detector events and restarts.
+
+        Runs ``telem_client dump`` beside the libtelem in use (see
+        telem._dump) with this client's node file and deadline.  Returns a
+        ``DumpResult`` (series, points, blocks, ``missing`` nodes: a dump
+        of the nodes that answered); raises TelemError with telem_client's
+        message when nothing could be dumped or the file not written."""
+        self._h("dump")
+        from . import _dump
+        return _dump.run_dump(self._nodefile, self._timeout_ms, path,
+                              start, end, metrics, rundir)
 
     # ---- restart ----------------------------------------------------------
 
