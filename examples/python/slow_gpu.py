@@ -33,13 +33,18 @@ Agg) with the semicircle over the histogram.
 
 The slow-device detector's data: a telem.CollectorGroup "eig" (metric
 cg_eig_seconds) whose test kernel is one eigenvalue computation of a fixed
-Wigner matrix.  This script is also its own collector program; with
---collectors rank 0 starts the group for the job's devices (Dragon's
-style) and stops it at the end.  Run it as:
+Wigner matrix.  This script is also its own collector program, which
+telem_launch's collectors run:
 
     telem_launch --local 3 --nodes 2 --resilient --exhaust-resources \\
-        --telemetry-level 3 --detector slowgpu:metric=cg_eig_seconds -- \\
-        /usr/bin/python3 examples/python/slow_gpu.py --collectors --plot
+        --telemetry-level 3 --detector slowgpu:metric=cg_eig_seconds \\
+        --collect "--collector /usr/bin/python3 --collector-arg \\
+                   $PWD/examples/python/slow_gpu.py --collector-arg \\
+                   --telem-collector --kernel eig" -- \\
+        /usr/bin/python3 examples/python/slow_gpu.py --plot
+
+Without the launcher's detector, --collectors has rank 0 start the group
+for the job's devices itself (Dragon's style) and stop it at the end.
 
 --hold-at F makes the runs whose TELEM_RESTART_COUNT is below --hold-runs
 (default 1) stop every task at fraction F of its iterations and wait until
