@@ -12,7 +12,8 @@
 # a node, restarts on the reserve and resumes from the dictionary.  Last,
 # the slow-device scenario (examples/slow_gpu.sh): a real load slows one
 # node's device, slowgpu finds it, and the launcher restarts the job
-# without that node.
+# without that node; and a PyTorch model trained on three nodes survives
+# the loss of one, resuming from its checkpoint in the dictionary.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -152,7 +153,42 @@ if [ -s "$report" ]; then
     echo "The job's report (open it in a browser, it needs no network): $report"
 fi
 
-if [ "$job_rc" != 0 ] || [ "$rc" != 0 ]; then
+step "13. Python: a PyTorch model trained on three nodes survives one node's loss"
+# examples/python/train_torch.py: data-parallel (torch.distributed, gloo)
+# over the job's nodes, a section per step, the model and optimizer
+# checkpointed into the dictionary every 10 steps.  It holds after step 25
+# until the job is restarted; n2 is killed then, the launcher restarts on
+# n1 and n3, and every rank resumes from the checkpoint of step 20.
+py_rc=0
+if PYTHONPATH=${bin%/bin}/python /usr/bin/python3 -c 'import telem, torch' 2>/dev/null; then
+    export PYTHONPATH=${bin%/bin}/python
+    mkdir -m 700 "$work/torch"
+    echo "\$ telem_launch --local 3 --resilient --exhaust-resources --daemon-failure exclude -- \\"
+    echo "      /usr/bin/python3 examples/python/train_torch.py --steps 60 --ckpt-every 10"
+    "$bin/telem_launch" --rundir "$work/torch/run" --grace 2 --local 3 \
+        --resilient --exhaust-resources --daemon-failure exclude -- \
+        /usr/bin/python3 "$top/examples/python/train_torch.py" --steps 60 \
+        --ckpt-every 10 --hold-at 25 >"$work/torch.out" 2>"$work/torch.log" &
+    tl=$!
+    pids+=("$tl")
+    for _ in $(seq 1200); do
+        grep -q "holding after step 25" "$work/torch.out" 2>/dev/null && break
+        kill -0 "$tl" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -E "^step (1|10|20|25) loss|^train_torch: checkpoint" "$work/torch.out" || true
+    echo "node n2 dies after step 25: SIGKILL to its telemd"
+    kill -9 "$(sed -n 's/^pid\t//p' "$work/torch/run/n2/endpoints")" 2>/dev/null || true
+    wait "$tl" || py_rc=$?
+    grep "restart 1" "$work/torch.log" | sed 's/^[^]]*] //' || true
+    grep -E "resume from the checkpoint|^step (21|60) loss|^final loss" "$work/torch.out" || true
+    echo "telem_launch exit status $py_rc (0 = training finished on the nodes left)"
+    unset PYTHONPATH
+else
+    echo "skipped: the telem Python package or python3-torch is not importable"
+fi
+
+if [ "$job_rc" != 0 ] || [ "$rc" != 0 ] || [ "$py_rc" != 0 ]; then
     echo "demo finished, but a job failed (logs above)" >&2
     exit 1
 fi
