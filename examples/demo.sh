@@ -19,6 +19,15 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$top/examples/setup.sh"
 bin=${TELEM_BUILD_DIR:-$top/build}/bin
+# As root, telem is installed under /usr/local too (TELEM_INSTALL=0 leaves
+# it out), so that after this set-up `import telem` works in Debian's
+# python3 and the programs are on PATH; the demo itself runs the build's.
+if [ "$(id -u)" = 0 ] && [ "${TELEM_INSTALL:-1}" != 0 ]; then
+    cmake --install "${bin%/bin}" --prefix /usr/local >"${bin%/bin}/install.log" 2>&1 \
+        && ldconfig 2>/dev/null \
+        && echo "setup: installed telem under /usr/local (programs, libtelem, the Python package)" \
+        || echo "setup: installing under /usr/local failed (see ${bin%/bin}/install.log); the demo runs the build" >&2
+fi
 
 work=$(mktemp -d /tmp/telem-demo.XXXXXX)
 export TELEM_RUNDIR=$work/run TELEM_NODEFILE=$work/nodes

@@ -114,7 +114,7 @@ for prog in ("add_data_demo", "add_data_demo_static"):
 PY
 
 # ---- the Python package, from the installed prefix ----------------------------
-# Installed under PREFIX/lib/python3/dist-packages (docs/python.md), it
+# Installed under PREFIX/lib/python3.X/dist-packages (docs/python.md), it
 # imports with that on PYTHONPATH, loads the installed libtelem (its RPATH,
 # not the build's) and records into the running telemd.
 pydir=$P/$(build_cache TELEM_PYTHON_DIR)
