@@ -23,6 +23,12 @@ mkdir "$OUT"
 unset TELEM_LEVEL SLURM_JOB_NODELIST TELEM_WATCH_PERIOD TELEM_WATCH_RESTART \
     || true
 export PYTHONPATH=$TELEM_BIN/../python PYTHONDONTWRITEBYTECODE=1
+# The sanitizer build's libtelem needs its runtimes loaded first into the
+# interpreter; every process of the test gets them (the instrumented
+# programs have them already, leak checks are the unit tests' business).
+if [ -n "${TELEM_PY_PRELOAD:-}" ]; then
+    export LD_PRELOAD=$TELEM_PY_PRELOAD ASAN_OPTIONS=detect_leaks=0
+fi
 [ -x "$PY" ] || skip "no $PY"
 "$PY" -c 'import telem, numpy' 2>/dev/null \
     || skip "the telem Python package (or numpy) is not importable from $PYTHONPATH"

@@ -26,7 +26,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, Union, byref, c_char,
                     c_uint32, c_uint64, c_void_p)
 from typing import Optional
 
-from .errors import ESTATE, TelemError, make_error
+from .errors import EINVAL, ESTATE, TelemError, make_error
 
 # ---- telem_types.h ---------------------------------------------------------
 
@@ -307,6 +307,54 @@ def check(rc: int, what: str) -> int:
 def closed(what: str) -> TelemError:
     """The error of a call on a closed handle (TELEM_ESTATE)."""
     return error(ESTATE, what, "the handle is closed")
+
+
+def ms(t: float, what: str = "timeout") -> int:
+    """A deadline given in seconds as whole milliseconds (at least 1):
+    TypeError for a non-number, TelemInvalid outside (0, 1 year]."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise TypeError(f"{what} must be seconds (a number)")
+    if not t > 0 or t > 86400 * 365:
+        raise error(EINVAL, what, "must be a positive number of seconds")
+    return max(1, int(round(t * 1000)))
+
+
+class Handle:
+    """What the Python objects over a C handle share: ``with`` closes them,
+    so does garbage collection, and a call on a closed one raises
+    TelemError(ESTATE).  A subclass names the attribute that holds its
+    main C handle (``_HANDLE``) and says what it is (``_WHAT``), and
+    defines ``close()``, which may be called more than once."""
+
+    _HANDLE = "_h_"
+    _WHAT = "handle"
+
+    def close(self) -> None:  # pragma: no cover - every subclass has one
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._h(self._WHAT)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _h(self, what: str) -> int:
+        h = getattr(self, self._HANDLE, None)
+        if not h:
+            raise closed(what)
+        return h
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return not getattr(self, self._HANDLE, None)
 
 
 def text(b: Optional[bytes]) -> str:

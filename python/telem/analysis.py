@@ -170,7 +170,7 @@ def _missing_of(r, fn_n, fn_name, fn_code, fn_msg) -> dict:
     return out
 
 
-class AnalysisClient:
+class AnalysisClient(_lib.Handle):
     """A connection to every telemd of a job.
 
     ``nodefile`` None takes the job's (``$TELEM_NODEFILE``, else
@@ -179,6 +179,8 @@ class AnalysisClient:
     context manager or call :meth:`close`; a closed client raises
     TelemError(ESTATE)."""
 
+    _HANDLE, _WHAT = "_ac", "AnalysisClient"
+
     def __init__(self, nodefile: Optional[str] = None,
                  timeout: Optional[float] = None) -> None:
         """Reads the node file and connects to every node listed."""
@@ -186,7 +188,7 @@ class AnalysisClient:
         if nodefile is not None and not isinstance(nodefile, (str, bytes,
                                                               os.PathLike)):
             raise TypeError("nodefile must be a path or None")
-        self._timeout_ms = self._ms(timeout, "timeout") \
+        self._timeout_ms = _lib.ms(timeout) \
             if timeout is not None else _lib.AC_TIMEOUT_DEFAULT_MS
         L = _lib.lib()
         path = os.fsencode(nodefile) if nodefile is not None else None
@@ -216,46 +218,14 @@ class AnalysisClient:
             rundir = buf.value.decode()
         return os.path.join(os.path.abspath(rundir), "nodes")
 
-    @staticmethod
-    def _ms(t: float, what: str) -> int:
-        if isinstance(t, bool) or not isinstance(t, (int, float)):
-            raise TypeError(f"{what} must be seconds (a number)")
-        if not t > 0 or t > 86400 * 365:
-            raise _lib.error(EINVAL, what, "must be a positive number of "
-                             "seconds")
-        return max(1, int(round(t * 1000)))
-
     # ---- life cycle -------------------------------------------------------
 
     def close(self) -> None:
         """Closes every connection; calling it again does nothing."""
-        if self._ac:
+        if getattr(self, "_ac", None):
             h = c_void_p(self._ac)
             self._ac = None
             _lib.lib().ac_close(byref(h))
-
-    def __enter__(self) -> "AnalysisClient":
-        self._h("AnalysisClient")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _h(self, what: str) -> int:
-        if not self._ac:
-            raise _lib.closed(what)
-        return self._ac
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` ran."""
-        return not self._ac
 
     @property
     def timeout(self) -> float:
@@ -315,7 +285,7 @@ class AnalysisClient:
         q.max_points = max_points
         q.flags = _lib.TELEM_QUERY_LATEST if latest else 0
         self._select(q, nodes, keep, "get_data")
-        q.timeout_ms = self._ms(timeout, "timeout") if timeout else 0
+        q.timeout_ms = _lib.ms(timeout) if timeout else 0
         return self._query(h, lambda L, out: L.ac_query(h, byref(q), out),
                            "get_data", points=True)
 
@@ -411,7 +381,7 @@ class AnalysisClient:
         i = self._node_index(node, "status")
         h, L = self._h("status"), _lib.lib()
         out = c_void_p()
-        tmo = self._ms(timeout, "timeout") if timeout else 0
+        tmo = _lib.ms(timeout) if timeout else 0
         rc = L.ac_control(h, i, _lib.TELEM_CTL_STATUS, 0, tmo, byref(out))
         if not out:
             raise _lib.error(rc, "status")
@@ -448,7 +418,7 @@ class AnalysisClient:
         i = self._node_index(node, "snapshot")
         h, L = self._h("snapshot"), _lib.lib()
         out = c_void_p()
-        tmo = self._ms(timeout, "timeout") if timeout else 0
+        tmo = _lib.ms(timeout) if timeout else 0
         rc = L.ac_snapshot(h, i, tmo, byref(out))
         if not out:
             raise _lib.error(rc, "snapshot")
@@ -527,7 +497,7 @@ class AnalysisClient:
         if not ep.startswith(("ipc://", "tcp://")):
             raise _lib.error(EUNSUPPORTED, "reboot", f"{ep}: the launcher "
                              "listens on ipc:// and tcp:// endpoints")
-        tmo = self._ms(timeout, "timeout") if timeout else self._timeout_ms
+        tmo = _lib.ms(timeout) if timeout else self._timeout_ms
         dets = _names(detector, "reboot: detector") or None
         code, msg = _lib.ask_launcher(ep, names, reason, tmo, dets)
         if code:

@@ -210,7 +210,7 @@ def _from_raw(k: Optional[dict], b: bytes) -> Any:
     return a
 
 
-class DDict(MutableMapping):
+class DDict(_lib.Handle, MutableMapping):
     """A handle on one namespace of the job's distributed dictionary.
 
     ``nodefile`` None takes the job's; ``namespace`` is str (UTF-8, at
@@ -218,6 +218,8 @@ class DDict(MutableMapping):
     deadline in seconds (None: libtelem's 10 s).  A dead server costs a
     call at most its deadline (TelemTimeout), never a hang.  A handle
     belongs to one thread; open one per thread."""
+
+    _HANDLE, _WHAT = "_d", "DDict"
 
     def __init__(self, nodefile: Optional[str] = None, namespace: str = "",
                  timeout: Optional[float] = None) -> None:
@@ -230,7 +232,7 @@ class DDict(MutableMapping):
                 or any(c < 0x20 for c in ns):
             raise _lib.error(EINVAL, "DDict", f"bad namespace {namespace!r}: "
                              "at most 197 bytes, no control characters")
-        self._tmo = self._ms(timeout) if timeout is not None \
+        self._tmo = _lib.ms(timeout) if timeout is not None \
             else _lib.DDICT_TIMEOUT_DEFAULT_MS
         if nodefile is not None and not isinstance(nodefile, (str, bytes)):
             raise TypeError("nodefile must be a path or None")
@@ -245,15 +247,6 @@ class DDict(MutableMapping):
                 raise _lib.error(err.value or ENOTFOUND, "DDict")
             setattr(self, attr, h)
 
-    @staticmethod
-    def _ms(t: float) -> int:
-        if isinstance(t, bool) or not isinstance(t, (int, float)):
-            raise TypeError("timeout must be seconds (a number)")
-        if not t > 0 or t > 86400 * 365:
-            raise _lib.error(EINVAL, "timeout", "must be a positive number "
-                             "of seconds")
-        return max(1, int(round(t * 1000)))
-
     # ---- life cycle -------------------------------------------------------
 
     def close(self) -> None:
@@ -265,29 +258,6 @@ class DDict(MutableMapping):
                 setattr(self, attr, None)
                 L.ddict_close(byref(c_void_p(h)))
 
-    def __enter__(self) -> "DDict":
-        self._h("DDict")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _h(self, what: str) -> int:
-        if not self._d:
-            raise _lib.closed(what)
-        return self._d
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` ran."""
-        return not self._d
-
     @property
     def timeout(self) -> float:
         """Each call's deadline, seconds (settable)."""
@@ -296,7 +266,7 @@ class DDict(MutableMapping):
     @timeout.setter
     def timeout(self, t: float) -> None:
         self._h("timeout")
-        self._tmo = self._ms(t)
+        self._tmo = _lib.ms(t)
         for h in (self._d, self._k):
             _lib.lib().ddict_set_timeout(h, self._tmo)
 
@@ -498,7 +468,7 @@ class DDict(MutableMapping):
         """Waits until the event ``name`` is set (the server notifies; no
         polling).  True when it is, False when ``timeout`` seconds (None:
         the handle's deadline) passed first."""
-        ms = self._ms(timeout) if timeout is not None else self._tmo
+        ms = _lib.ms(timeout) if timeout is not None else self._tmo
         rc = _lib.lib().ddict_event_wait(self._h("wait"), _event(name), ms)
         if rc == ETIMEDOUT:
             return False

@@ -13,6 +13,9 @@
  *
  * telem_hash_mix64() is the finaliser of MurmurHash3 (fmix64): every input
  * bit affects every output bit, so the upper bits pick buckets well.
+ * telem_hash_text() hashes a text of `len` >= 1 bytes by its length and
+ * three 8-byte windows (start, middle, end), where names and label sets
+ * differ: a few ns, for the hot paths' name caches.
  *
  * Both are thread-compatible: they touch only what they are given. */
 #ifndef TELEM_GROW_H
@@ -20,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +42,17 @@ telem_hash_mix64(uint64_t h)
     h *= UINT64_C(0xc4ceb9fe1a85ec53);
     h ^= h >> 33;
     return h;
+}
+
+static inline uint64_t
+telem_hash_text(const char *text, size_t len)
+{
+    uint64_t a = 0, b = 0, c = 0;
+    size_t w = len < 8 ? len : 8;
+    memcpy(&a, text, w);
+    memcpy(&b, text + (len - w) / 2, w);
+    memcpy(&c, text + len - w, w);
+    return telem_hash_mix64(a ^ telem_hash_mix64(b ^ len) ^ (c << 1));
 }
 
 #ifdef __cplusplus

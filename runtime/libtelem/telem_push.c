@@ -40,20 +40,6 @@ _Static_assert(2 * TELEM_PROMNAME_TEXT_MAX + 2 + 2 * TELEM_PROMNAME_LABELS
                    <= TELEM_Q_ARENA,
                "a pushed name of maximal size must fit an empty batch");
 
-/* The two slots a text may take in the cache (two choices keep names
- * that collide in one slot from evicting each other): a hash of its
- * length and three 8-byte windows (start, middle, end), where label sets
- * differ; a few ns. */
-static inline uint64_t
-s_hash(const char *text, size_t len)
-{
-    uint64_t a = 0, b = 0, c = 0;
-    size_t w = len < 8 ? len : 8;
-    memcpy(&a, text, w);
-    memcpy(&b, text + (len - w) / 2, w);
-    memcpy(&c, text + len - w, w);
-    return telem_hash_mix64(a ^ telem_hash_mix64(b ^ len) ^ (c << 1));
-}
 
 static inline int
 s_is(const tapi_pname_t *e, const telem_qbatch_t *b, const char *text,
@@ -152,7 +138,10 @@ s_push(const char *text, double value, uint8_t kind)
         tapi_count_invalid();
         return TELEM_EINVAL;
     }
-    uint64_t h = s_hash(text, len);
+    /* The two slots a text may take in the cache (two choices keep names
+     * that collide in one slot from evicting each other) come from its
+     * hash (telem_grow.h). */
+    uint64_t h = telem_hash_text(text, len);
     if ((rc = tapi_lock(tb)) != 0)
         return rc;
     telem_qbatch_t *b = tapi_batch(tb);

@@ -94,17 +94,6 @@ s_len(const char *name)
     return len <= TELEM_NAME_MAX ? len : 0;
 }
 
-/* Length and three 8-byte windows, as telem_push.c hashes names. */
-static inline uint64_t
-s_hash(const char *name, size_t len)
-{
-    uint64_t a = 0, b = 0, c = 0;
-    size_t w = len < 8 ? len : 8;
-    memcpy(&a, name, w);
-    memcpy(&b, name + (len - w) / 2, w);
-    memcpy(&c, name + len - w, w);
-    return telem_hash_mix64(a ^ telem_hash_mix64(b ^ len) ^ (c << 1));
-}
 
 /* Finds the entry of name; with `add`, adds it when missing.  Returns the
  * entry's number, or TELEM_EFULL / TELEM_ENOTFOUND. */
@@ -161,7 +150,7 @@ s_entry(const char *name)
         tapi_count_invalid();
         return TELEM_EINVAL;
     }
-    return s_find(name, len, s_hash(name, len), 1);
+    return s_find(name, len, telem_hash_text(name, len), 1);
 }
 
 telem_section_t
@@ -316,7 +305,7 @@ telem_section_step(const char *name)
         tapi_count_invalid();
         return TELEM_EINVAL;
     }
-    int64_t slot = s_find(name, len, s_hash(name, len), 0);
+    int64_t slot = s_find(name, len, telem_hash_text(name, len), 0);
     if (slot == TELEM_ENOTFOUND)
         return 0;
     return atomic_load_explicit(&s_sec.slots[slot].step, memory_order_relaxed);
