@@ -26,7 +26,7 @@ static const struct {
     {"AnonPages:", "numa_mem_anon_bytes", 1024},
     {"Shmem:", "numa_mem_shmem_bytes", 1024},
     {"Slab:", "numa_mem_slab_bytes", 1024},
-    {"HugePages_Total:", "numa_hugepages_total", 1},
+    {"HugePages_Total:", "numa_hugepages", 1},
     {"HugePages_Free:", "numa_hugepages_free", 1},
 };
 #define S_NFIELDS (sizeof s_fields / sizeof s_fields[0])
@@ -45,7 +45,7 @@ static const telem_meta_t s_metrics[] = {
     M("numa_mem_anon_bytes", "Anonymous memory of processes", "AnonPages"),
     M("numa_mem_shmem_bytes", "Shared memory and tmpfs", "Shmem"),
     M("numa_mem_slab_bytes", "Kernel slab caches", "Slab"),
-    {"numa_hugepages_total", TELEM_METRIC_GAUGE, "",
+    {"numa_hugepages", TELEM_METRIC_GAUGE, "",
      "Huge pages of the default size in the pool" NODE "HugePages_Total)."},
     {"numa_hugepages_free", TELEM_METRIC_GAUGE, "",
      "Huge pages of the pool not allocated" NODE "HugePages_Free)."},

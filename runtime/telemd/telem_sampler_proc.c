@@ -246,7 +246,7 @@ static const struct {
     {"PageTables:", "mem_page_tables_bytes", 1024},
     {"CommitLimit:", "mem_commit_limit_bytes", 1024},
     {"Committed_AS:", "mem_committed_bytes", 1024},
-    {"HugePages_Total:", "hugepages_total", 1},
+    {"HugePages_Total:", "hugepages", 1},
     {"HugePages_Free:", "hugepages_free", 1},
     {"HugePages_Rsvd:", "hugepages_reserved", 1},
     {"HugePages_Surp:", "hugepages_surplus", 1},

@@ -230,9 +230,11 @@ s_disk_emit(const tproc_t *self, const tproc_dev_t *d,
         emit(arg, "disk_reads_per_second", &tag, 1, delta / dt);
     if (s_delta(d, 3, &delta))
         emit(arg, "disk_writes_per_second", &tag, 1, delta / dt);
+    if (!d->full)
+        return;
     s_disk_latency(d, 0, 2, "disk_read_latency_seconds", &tag, emit, arg);
     s_disk_latency(d, 3, 5, "disk_write_latency_seconds", &tag, emit, arg);
-    if (d->busy && s_delta(d, 6, &delta)) {
+    if (s_delta(d, 6, &delta)) {
         double pct = delta / 1000.0 / dt * 100.0;
         emit(arg, "disk_busy_percent", &tag, 1, pct > 100.0 ? 100.0 : pct);
     }
@@ -262,10 +264,10 @@ s_disk_line(tproc_t *self, char *line)
     if (!d)
         return;
     const uint64_t cur[TPROC_DEV_COUNTERS] = {
-        v[0], v[2], v[3], v[4], v[6], n >= 8 ? v[7] : 0, n >= 10 ? v[9] : 0
+        v[0], v[2], v[3], v[4], v[6], n >= 10 ? v[7] : 0, n >= 10 ? v[9] : 0
     };
     memcpy(d->cur, cur, sizeof cur);
-    d->busy = n >= 10;
+    d->full = n >= 10;
 }
 
 int

@@ -37,7 +37,8 @@ typedef struct {
     int8_t whole;               /* disks: 1 whole, 0 not, -1 undecided */
     bool seen;                  /* listed in the current read */
     bool has_prev;              /* prev[] holds an earlier read */
-    bool busy;                  /* disks: the line had the I/O-time field */
+    bool full;                  /* disks: the line had the time fields
+                                   (Linux 2.6 and later always) */
 } tproc_dev_t;
 
 typedef struct {

@@ -75,7 +75,7 @@ const telem_meta_t tproc_metrics[] = {
         "Memory swapped out and back in, still in swap"),
     {"swap_used_bytes", G, "bytes",
      "Swap space in use: SwapTotal - SwapFree."},
-    {"hugepages_total", G, "",
+    {"hugepages", G, "",
      "Huge pages of the default size in the pool (HugePages_Total)."},
     {"hugepages_free", G, "",
      "Huge pages of the pool not yet allocated (HugePages_Free)."},
