@@ -3,260 +3,161 @@
  * Reads stat, meminfo, loadavg, uptime, net/dev and diskstats under the
  * environment's proc_root and counts the job user's processes.  Metric names
  * follow Dragon's telemetry where it has one (cpu_percent, used_ram,
- * load_average, num_running_processes).
+ * load_average, num_running_processes); telem_sampler_proc_meta.c lists
+ * them all, telem_sampler_proc_dev.c does the interfaces and disks.
  *
  * It has to stay cheap (telemd samples every second on every node), so:
  * - the six files are opened once and re-read with pread() from offset 0
- *   (/proc regenerates them on every read from the start), into one buffer
- *   that grows as needed and is kept between calls;
+ *   (telem_stext.h), into one buffer that grows as needed and is kept
+ *   between calls;
  * - the process count stats each /proc/<pid> directory through the proc
  *   directory's fd instead of opening and parsing /proc/<pid>/status; the
  *   directory's owner is the process's effective uid (processes that made
  *   themselves non-dumpable, e.g. setuid programs, show as root);
- * - per-interface and per-disk counters live in small tables whose order
- *   follows the files, so a lookup is O(1) in the usual case;
- * - whether a diskstats entry is a whole disk is decided once per name.
+ * - per-core jiffies live in a table indexed by the core's number, with
+ *   its tag value formatted once; per-interface and per-disk counters in
+ *   small tables whose order follows the files.
  *
- * Whole disks: if a "sys/block" directory sits beside proc_root (/sys/block
- * for /proc), a disk is whole when sys/block/<name> exists ('/' in the name
- * becomes '!', as sysfs spells it).  Otherwise the kernel's naming rule
- * decides: <disk><N> is a partition of <disk> when <disk> does not end in a
- * digit (sda1), <disk>p<N> when it does (nvme0n1p1, mmcblk0p2), and it is a
- * partition only when that parent is listed too.  loop, ram and zram devices
- * are never reported.  diskstats counts 512-byte sectors on every device.
+ * CPU time is expressed as a percent of the interval, per mode (user =
+ * user + nice, system, iowait, irq = irq + softirq, steal; guest time is
+ * already part of user), node-wide and per core (tag cpu).
  *
  * A file that is missing or unparsable skips its metrics; sample() fails
  * only when nothing at all could be read.
  */
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <math.h>
-#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "telem_grow.h"
-#include "telem_sampler.h"
+#include "telem_sampler_proc_int.h"
 #include "telem_time.h"
 
-#define S_BUF_INITIAL (16u << 10)
-#define S_BUF_MAX (16u << 20)       /* no /proc file we read gets near this */
-#define S_DEV_NAME_MAX 64           /* IFNAMSIZ is 16, DISK_NAME_LEN 32 */
-#define S_DEVS_MAX 8192             /* interfaces or disks tracked at most */
-#define S_SECTOR_BYTES 512.0
-
-enum {
-    S_F_STAT, S_F_MEMINFO, S_F_LOADAVG, S_F_UPTIME, S_F_NETDEV, S_F_DISKSTATS,
-    S_F_COUNT
-};
-
-static const char *const s_file_names[S_F_COUNT] = {
+static const char *const s_file_names[TPROC_F_COUNT] = {
     "stat", "meminfo", "loadavg", "uptime", "net/dev", "diskstats"
 };
 
-/* One network interface or disk: two counters (rx/tx bytes, or read/write
- * sectors), this read's and the previous one's. */
-typedef struct {
-    char name[S_DEV_NAME_MAX];
-    uint64_t cur[2];
-    uint64_t prev[2];
-    int8_t whole;               /* disks: 1 whole, 0 not, -1 undecided */
-    bool seen;                  /* listed in the current read */
-    bool has_prev;              /* prev[] holds an earlier read */
-} s_dev_t;
-
-typedef struct {
-    s_dev_t *v;
-    size_t n, cap;
-    size_t cursor;              /* where the next name is expected */
-} s_devs_t;
-
-typedef struct {
-    DIR *proc_dir;              /* proc_root, rewound for each pid scan */
-    int proc_fd;                /* dirfd(proc_dir), for openat/fstatat */
-    int sys_block_fd;           /* <proc_root>/../sys/block, or -1 */
-    int fds[S_F_COUNT];         /* -1 until opened */
-    uid_t job_uid;
-    char *buf;
-    size_t buf_cap;
-    double dt_s;                /* seconds since the previous call, or 0 */
-    bool have_prev;
-    int64_t prev_ns;
-    bool have_cpu, have_ctxt;
-    uint64_t prev_cpu_total, prev_cpu_idle, prev_ctxt;
-    s_devs_t ifaces, disks;
-} s_proc_t;
-
-static const telem_meta_t s_metrics[] = {
-    {"cpu_percent", TELEM_METRIC_GAUGE, "percent",
-     "Share of the node's CPU time, all cores together, that was busy (not "
-     "idle, not waiting for I/O) since the previous sample, 0-100."},
-    {"used_ram", TELEM_METRIC_GAUGE, "percent",
-     "Memory in use as a percent of MemTotal: (MemTotal - MemAvailable) / "
-     "MemTotal * 100."},
-    {"mem_used_bytes", TELEM_METRIC_GAUGE, "bytes",
-     "Memory in use: MemTotal - MemAvailable."},
-    {"mem_available_bytes", TELEM_METRIC_GAUGE, "bytes",
-     "Memory available to new work without swapping (MemAvailable)."},
-    {"mem_total_bytes", TELEM_METRIC_GAUGE, "bytes",
-     "Usable physical memory (MemTotal)."},
-    {"swap_used_bytes", TELEM_METRIC_GAUGE, "bytes",
-     "Swap space in use: SwapTotal - SwapFree."},
-    {"load_average", TELEM_METRIC_GAUGE, "",
-     "Load average over the last minute."},
-    {"load_average_5", TELEM_METRIC_GAUGE, "",
-     "Load average over the last 5 minutes."},
-    {"load_average_15", TELEM_METRIC_GAUGE, "",
-     "Load average over the last 15 minutes."},
-    {"num_running_processes", TELEM_METRIC_GAUGE, "",
-     "Processes (not threads) whose /proc/<pid> directory belongs to the "
-     "job's user, i.e. whose effective uid is the job's."},
-    {"procs_running", TELEM_METRIC_GAUGE, "",
-     "Runnable tasks on the node, all users (procs_running in /proc/stat)."},
-    {"context_switches_per_second", TELEM_METRIC_GAUGE, "1/s",
-     "Context switches per second on the node since the previous sample."},
-    {"uptime_seconds", TELEM_METRIC_GAUGE, "seconds",
-     "Time since the node booted."},
-    {"net_rx_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
-     "Bytes received per second on a network interface (tag iface; "
-     "loopback not reported)."},
-    {"net_tx_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
-     "Bytes sent per second on a network interface (tag iface; loopback "
-     "not reported)."},
-    {"disk_read_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
-     "Bytes read per second from a whole disk (tag disk; partitions, loop "
-     "and ram devices not reported)."},
-    {"disk_write_bytes_per_second", TELEM_METRIC_GAUGE, "bytes/s",
-     "Bytes written per second to a whole disk (tag disk; partitions, loop "
-     "and ram devices not reported)."},
-    {NULL, TELEM_METRIC_GAUGE, NULL, NULL}
-};
-
-/* ---- reading and tokenising ---------------------------------------------- */
-
-/* Reads file `which` whole into self->buf, NUL-terminated.  Returns 0,
- * TELEM_ENOTFOUND (cannot open), TELEM_EIO or TELEM_ETOOBIG / TELEM_ENOMEM. */
-static int
-s_read(s_proc_t *self, int which)
+int
+tproc_read(tproc_t *self, int which)
 {
-    int fd = self->fds[which];
-    if (fd < 0) {
-        fd = openat(self->proc_fd, s_file_names[which], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return TELEM_ENOTFOUND;
-        self->fds[which] = fd;
-    }
-    size_t len = 0;
-    for (;;) {
-        if (self->buf_cap - len < 2) {
-            if (self->buf_cap >= S_BUF_MAX)
-                return TELEM_ETOOBIG;
-            if (telem_grow((void **) &self->buf, &self->buf_cap,
-                           self->buf_cap + 1, 1, S_BUF_INITIAL))
-                return TELEM_ENOMEM;
-        }
-        ssize_t r = pread(fd, self->buf + len, self->buf_cap - len - 1,
-                          (off_t) len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            close(fd);          /* reopen on the next call */
-            self->fds[which] = -1;
-            return TELEM_EIO;
-        }
-        if (r == 0)
-            break;
-        len += (size_t) r;
-    }
-    self->buf[len] = '\0';
-    return 0;
-}
-
-/* Returns the line at *pos (NUL-terminated in place) and moves *pos past
- * it; NULL at the end of the buffer. */
-static char *
-s_next_line(char **pos)
-{
-    char *line = *pos;
-    if (*line == '\0')
-        return NULL;
-    char *nl = strchr(line, '\n');
-    if (nl) {
-        *nl = '\0';
-        *pos = nl + 1;
-    }
-    else
-        *pos = line + strlen(line);
-    return line;
-}
-
-/* Parses up to max unsigned decimal numbers separated by blanks.  Returns
- * how many were read; stops at the first thing that is not one. */
-static int
-s_parse_u64s(const char *s, uint64_t *out, int max)
-{
-    int n = 0;
-    while (n < max) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (*s < '0' || *s > '9')
-            break;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0)
-            break;
-        out[n++] = (uint64_t) v;
-        s = end;
-    }
-    return n;
-}
-
-/* True when line starts with the given key (including its separator). */
-static bool
-s_starts(const char *line, const char *key)
-{
-    return strncmp(line, key, strlen(key)) == 0;
+    return telem_stext_read(&self->text, self->proc_fd, s_file_names[which],
+                            &self->fds[which]);
 }
 
 /* ---- /proc/stat ---------------------------------------------------------- */
 
-/* Emits cpu_percent from the "cpu" line: busy = total - idle - iowait, where
- * total is user+nice+system+idle+iowait+irq+softirq+steal (guest time is
- * already part of user). */
-static void
-s_emit_cpu(s_proc_t *self, const char *rest, telem_sampler_emit_fn emit,
-           void *arg)
+static const char *const s_node_cpu[6] = {
+    "cpu_percent", "cpu_user_percent", "cpu_system_percent",
+    "cpu_iowait_percent", "cpu_irq_percent", "cpu_steal_percent"
+};
+static const char *const s_core_cpu[6] = {
+    "cpu_core_percent", "cpu_core_user_percent", "cpu_core_system_percent",
+    "cpu_core_iowait_percent", "cpu_core_irq_percent",
+    "cpu_core_steal_percent"
+};
+
+static double
+s_pct(double part, double whole)
 {
-    uint64_t v[8] = {0};
-    int n = s_parse_u64s(rest, v, 8);
-    if (n < 4)
-        return;
-    uint64_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += v[i];
-    uint64_t idle = v[3] + v[4];
-    if (self->have_cpu && total > self->prev_cpu_total
-        && idle >= self->prev_cpu_idle) {
-        double dtotal = (double) (total - self->prev_cpu_total);
-        double didle = (double) (idle - self->prev_cpu_idle);
-        double pct = (dtotal - didle) / dtotal * 100.0;
-        if (pct < 0.0)
-            pct = 0.0;
-        if (pct > 100.0)
-            pct = 100.0;
-        emit(arg, "cpu_percent", NULL, 0, pct);
+    double pct = part / whole * 100.0;
+    return pct < 0.0 ? 0.0 : pct > 100.0 ? 100.0 : pct;
+}
+
+/* Emits busy and the five modes between two reads of a cpu line (fields
+ * user nice system idle iowait irq softirq steal): busy = total - idle -
+ * iowait.  Nothing when no jiffy passed or idle went down; a mode whose
+ * counter went down (iowait can, per core) is left out. */
+static void
+s_cpu_emit(const uint64_t prev[TPROC_CPU_FIELDS],
+           const uint64_t cur[TPROC_CPU_FIELDS], const char *const m[6],
+           const telem_tag_t *tag, telem_sampler_emit_fn emit, void *arg)
+{
+    uint64_t tp = 0, tc = 0;
+    for (int i = 0; i < TPROC_CPU_FIELDS; i++) {
+        tp += prev[i];
+        tc += cur[i];
     }
-    self->prev_cpu_total = total;
-    self->prev_cpu_idle = idle;
+    uint64_t ip = prev[3] + prev[4], ic = cur[3] + cur[4];
+    if (tc <= tp || ic < ip)
+        return;
+    double total = (double) (tc - tp);
+    uint32_t nt = tag ? 1 : 0;
+    emit(arg, m[0], tag, nt, s_pct(total - (double) (ic - ip), total));
+    /* (first field, second field or -1) per mode */
+    static const int modes[5][2] = {{0, 1}, {2, -1}, {4, -1}, {5, 6}, {7, -1}};
+    for (int k = 0; k < 5; k++) {
+        int a = modes[k][0], b = modes[k][1];
+        uint64_t p = prev[a] + (b >= 0 ? prev[b] : 0);
+        uint64_t c = cur[a] + (b >= 0 ? cur[b] : 0);
+        if (c >= p)
+            emit(arg, m[k + 1], tag, nt, s_pct((double) (c - p), total));
+    }
+}
+
+/* The core numbered n, growing the table; NULL past TPROC_CPUS_MAX or
+ * without memory. */
+static tproc_cpu_t *
+s_core(tproc_t *self, uint64_t n)
+{
+    if (n >= TPROC_CPUS_MAX)
+        return NULL;
+    if (n >= self->ncpus) {
+        size_t cap = self->ncpus;
+        if (telem_grow((void **) &self->cpus, &cap, (size_t) n + 1,
+                       sizeof *self->cpus, 8))
+            return NULL;
+        memset(self->cpus + self->ncpus, 0,
+               (cap - self->ncpus) * sizeof *self->cpus);
+        for (size_t i = self->ncpus; i < cap; i++)
+            snprintf(self->cpus[i].name, sizeof self->cpus[i].name, "%u",
+                     (unsigned) i);
+        self->ncpus = cap;
+    }
+    return &self->cpus[n];
+}
+
+/* A "cpuN ..." line (rest points after "cpu"). */
+static void
+s_do_core(tproc_t *self, const char *rest, telem_sampler_emit_fn emit,
+          void *arg)
+{
+    uint64_t n, v[TPROC_CPU_FIELDS] = {0};
+    char *end;
+    if (*rest < '0' || *rest > '9')
+        return;
+    n = strtoull(rest, &end, 10);
+    if ((*end != ' ' && *end != '\t')
+        || telem_stext_u64s(end, v, TPROC_CPU_FIELDS) < 4)
+        return;
+    tproc_cpu_t *c = s_core(self, n);
+    if (!c)
+        return;
+    telem_tag_t tag = {"cpu", c->name};
+    if (c->has_prev)
+        s_cpu_emit(c->prev, v, s_core_cpu, &tag, emit, arg);
+    memcpy(c->prev, v, sizeof v);
+    c->has_prev = c->seen = true;
+}
+
+static void
+s_do_node_cpu(tproc_t *self, const char *rest, telem_sampler_emit_fn emit,
+              void *arg)
+{
+    uint64_t v[TPROC_CPU_FIELDS] = {0};
+    if (telem_stext_u64s(rest, v, TPROC_CPU_FIELDS) < 4)
+        return;
+    if (self->have_cpu)
+        s_cpu_emit(self->prev_cpu, v, s_node_cpu, NULL, emit, arg);
+    memcpy(self->prev_cpu, v, sizeof v);
     self->have_cpu = true;
 }
 
 static void
-s_emit_ctxt(s_proc_t *self, uint64_t ctxt, telem_sampler_emit_fn emit,
+s_emit_ctxt(tproc_t *self, uint64_t ctxt, telem_sampler_emit_fn emit,
             void *arg)
 {
     if (self->have_ctxt && self->dt_s > 0.0 && ctxt >= self->prev_ctxt)
@@ -266,30 +167,49 @@ s_emit_ctxt(s_proc_t *self, uint64_t ctxt, telem_sampler_emit_fn emit,
     self->have_ctxt = true;
 }
 
-static int
-s_do_stat(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
+/* One line of /proc/stat; true when it was one of ours. */
+static bool
+s_stat_line(tproc_t *self, const char *line, telem_sampler_emit_fn emit,
+            void *arg)
 {
-    int rc = s_read(self, S_F_STAT);
+    uint64_t v;
+    if (telem_stext_starts(line, "cpu ")) {
+        s_do_node_cpu(self, line + 4, emit, arg);
+        return true;
+    }
+    if (telem_stext_starts(line, "cpu")) {
+        s_do_core(self, line + 3, emit, arg);
+        return false;
+    }
+    if (telem_stext_starts(line, "ctxt ")
+        && telem_stext_u64s(line + 5, &v, 1)) {
+        s_emit_ctxt(self, v, emit, arg);
+        return true;
+    }
+    if (telem_stext_starts(line, "procs_running ")
+        && telem_stext_u64s(line + 14, &v, 1)) {
+        emit(arg, "procs_running", NULL, 0, (double) v);
+        return true;
+    }
+    return false;
+}
+
+static int
+s_do_stat(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
+{
+    int rc = tproc_read(self, TPROC_F_STAT);
     if (rc != 0)
         return rc;
-    char *pos = self->buf, *line;
+    for (size_t i = 0; i < self->ncpus; i++)
+        self->cpus[i].seen = false;
+    char *pos = self->text.buf, *line;
     bool found = false;
-    while ((line = s_next_line(&pos)) != NULL) {
-        uint64_t v;
-        if (s_starts(line, "cpu ")) {
-            s_emit_cpu(self, line + 4, emit, arg);
-            found = true;
-        }
-        else if (s_starts(line, "ctxt ") && s_parse_u64s(line + 5, &v, 1)) {
-            s_emit_ctxt(self, v, emit, arg);
-            found = true;
-        }
-        else if (s_starts(line, "procs_running ")
-                 && s_parse_u64s(line + 14, &v, 1)) {
-            emit(arg, "procs_running", NULL, 0, (double) v);
-            found = true;
-        }
-    }
+    while ((line = telem_stext_line(&pos)) != NULL)
+        found |= s_stat_line(self, line, emit, arg);
+    /* A core gone offline starts afresh when it comes back. */
+    for (size_t i = 0; i < self->ncpus; i++)
+        if (!self->cpus[i].seen)
+            self->cpus[i].has_prev = false;
     return found ? 0 : TELEM_EPROTO;
 }
 
@@ -297,41 +217,84 @@ s_do_stat(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 
 enum {
     S_M_TOTAL, S_M_FREE, S_M_AVAILABLE, S_M_BUFFERS, S_M_CACHED,
-    S_M_SWAP_TOTAL, S_M_SWAP_FREE, S_M_COUNT
+    S_M_SWAP_TOTAL, S_M_SWAP_FREE, S_M_COUNT = 32
 };
 
-static const char *const s_mem_keys[S_M_COUNT] = {
-    "MemTotal:", "MemFree:", "MemAvailable:", "Buffers:", "Cached:",
-    "SwapTotal:", "SwapFree:"
+/* Fields of meminfo: the first seven in the order of the enum above; a
+ * field with a metric is emitted as it is (times scale). */
+static const struct {
+    const char *key;
+    const char *metric;
+    double scale;
+} s_mem[] = {
+    {"MemTotal:", "mem_total_bytes", 1024}, {"MemFree:", "mem_free_bytes", 1024},
+    {"MemAvailable:", NULL, 1024}, {"Buffers:", "mem_buffers_bytes", 1024},
+    {"Cached:", "mem_cached_bytes", 1024},
+    {"SwapTotal:", "swap_total_bytes", 1024},
+    {"SwapFree:", "swap_free_bytes", 1024},
+    {"SwapCached:", "swap_cached_bytes", 1024},
+    {"Active:", "mem_active_bytes", 1024},
+    {"Inactive:", "mem_inactive_bytes", 1024},
+    {"Dirty:", "mem_dirty_bytes", 1024},
+    {"Writeback:", "mem_writeback_bytes", 1024},
+    {"AnonPages:", "mem_anon_bytes", 1024},
+    {"Mapped:", "mem_mapped_bytes", 1024},
+    {"Shmem:", "mem_shmem_bytes", 1024},
+    {"Slab:", "mem_slab_bytes", 1024},
+    {"SReclaimable:", "mem_slab_reclaimable_bytes", 1024},
+    {"SUnreclaim:", "mem_slab_unreclaimable_bytes", 1024},
+    {"PageTables:", "mem_page_tables_bytes", 1024},
+    {"CommitLimit:", "mem_commit_limit_bytes", 1024},
+    {"Committed_AS:", "mem_committed_bytes", 1024},
+    {"HugePages_Total:", "hugepages", 1},
+    {"HugePages_Free:", "hugepages_free", 1},
+    {"HugePages_Rsvd:", "hugepages_reserved", 1},
+    {"HugePages_Surp:", "hugepages_surplus", 1},
+    {"Hugepagesize:", "hugepage_size_bytes", 1024},
+    {"Hugetlb:", "mem_hugetlb_bytes", 1024},
 };
+#define S_MEM_N (sizeof s_mem / sizeof s_mem[0])
+_Static_assert(S_MEM_N <= S_M_COUNT, "one bit per meminfo field");
 
-/* Fills kb[] and sets bit i of the result for each key found. */
-static unsigned
-s_parse_meminfo(char *buf, uint64_t kb[S_M_COUNT])
+/* Fills v[] and sets bit i of the result for each field found.  meminfo's
+ * order is fixed, so the next field is looked for first after the last. */
+static uint32_t
+s_parse_meminfo(char *buf, uint64_t v[S_M_COUNT])
 {
-    unsigned found = 0;
+    uint32_t found = 0;
+    size_t next = 0;
     char *pos = buf, *line;
-    while (found != (1u << S_M_COUNT) - 1
-           && (line = s_next_line(&pos)) != NULL) {
-        for (int i = 0; i < S_M_COUNT; i++) {
-            if (!(found & (1u << i)) && s_starts(line, s_mem_keys[i])
-                && s_parse_u64s(line + strlen(s_mem_keys[i]), &kb[i], 1)) {
+    while ((line = telem_stext_line(&pos)) != NULL) {
+        const char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        size_t klen = (size_t) (colon - line) + 1;
+        for (size_t k = 0; k < S_MEM_N; k++) {
+            size_t i = (next + k) % S_MEM_N;
+            if (found & (1u << i) || strncmp(line, s_mem[i].key, klen) != 0
+                || s_mem[i].key[klen] != '\0')
+                continue;
+            if (telem_stext_u64s(colon + 1, &v[i], 1) == 1)
                 found |= 1u << i;
-                break;
-            }
+            next = i + 1;
+            break;
         }
     }
     return found;
 }
 
 static int
-s_do_meminfo(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
+s_do_meminfo(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
-    int rc = s_read(self, S_F_MEMINFO);
+    int rc = tproc_read(self, TPROC_F_MEMINFO);
     if (rc != 0)
         return rc;
     uint64_t kb[S_M_COUNT] = {0};
-    unsigned found = s_parse_meminfo(self->buf, kb);
+    uint32_t found = s_parse_meminfo(self->text.buf, kb);
+    for (size_t i = 0; i < S_MEM_N; i++)
+        if (s_mem[i].metric && found & (1u << i))
+            emit(arg, s_mem[i].metric, NULL, 0,
+                 (double) kb[i] * s_mem[i].scale);
     if (found & (1u << S_M_SWAP_TOTAL) && found & (1u << S_M_SWAP_FREE)
         && kb[S_M_SWAP_TOTAL] >= kb[S_M_SWAP_FREE])
         emit(arg, "swap_used_bytes", NULL, 0,
@@ -345,7 +308,6 @@ s_do_meminfo(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
     if (avail > kb[S_M_TOTAL])
         avail = kb[S_M_TOTAL];
     uint64_t used = kb[S_M_TOTAL] - avail;
-    emit(arg, "mem_total_bytes", NULL, 0, (double) kb[S_M_TOTAL] * 1024.0);
     emit(arg, "mem_available_bytes", NULL, 0, (double) avail * 1024.0);
     emit(arg, "mem_used_bytes", NULL, 0, (double) used * 1024.0);
     emit(arg, "used_ram", NULL, 0,
@@ -355,30 +317,14 @@ s_do_meminfo(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 
 /* ---- /proc/loadavg, /proc/uptime ----------------------------------------- */
 
-/* Parses up to max blank-separated finite floating-point numbers. */
 static int
-s_parse_doubles(const char *s, double *out, int max)
+s_do_loadavg(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
-    int n = 0;
-    while (n < max) {
-        char *end;
-        double v = strtod(s, &end);
-        if (end == s || !isfinite(v))
-            break;
-        out[n++] = v;
-        s = end;
-    }
-    return n;
-}
-
-static int
-s_do_loadavg(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
-{
-    int rc = s_read(self, S_F_LOADAVG);
+    int rc = tproc_read(self, TPROC_F_LOADAVG);
     if (rc != 0)
         return rc;
     double v[3];
-    if (s_parse_doubles(self->buf, v, 3) != 3)
+    if (telem_stext_doubles(self->text.buf, v, 3) != 3)
         return TELEM_EPROTO;
     emit(arg, "load_average", NULL, 0, v[0]);
     emit(arg, "load_average_5", NULL, 0, v[1]);
@@ -387,221 +333,15 @@ s_do_loadavg(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 }
 
 static int
-s_do_uptime(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
+s_do_uptime(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
-    int rc = s_read(self, S_F_UPTIME);
+    int rc = tproc_read(self, TPROC_F_UPTIME);
     if (rc != 0)
         return rc;
     double up;
-    if (s_parse_doubles(self->buf, &up, 1) != 1)
+    if (telem_stext_doubles(self->text.buf, &up, 1) != 1)
         return TELEM_EPROTO;
     emit(arg, "uptime_seconds", NULL, 0, up);
-    return 0;
-}
-
-/* ---- interface and disk tables ------------------------------------------- */
-
-static void
-s_devs_begin(s_devs_t *devs)
-{
-    for (size_t i = 0; i < devs->n; i++)
-        devs->v[i].seen = false;
-    devs->cursor = 0;
-}
-
-/* Finds name, expected at the cursor since the files list devices in a
- * stable order, else anywhere; appends it when new.  Returns NULL when the
- * name is too long, the table is full or memory ran out. */
-static s_dev_t *
-s_devs_get(s_devs_t *devs, const char *name)
-{
-    size_t len = strlen(name);
-    if (len == 0 || len >= S_DEV_NAME_MAX)
-        return NULL;
-    size_t i = devs->cursor;
-    if (i >= devs->n || strcmp(devs->v[i].name, name) != 0)
-        for (i = 0; i < devs->n && strcmp(devs->v[i].name, name) != 0; i++)
-            ;
-    if (i == devs->n) {
-        if (devs->n == S_DEVS_MAX)
-            return NULL;
-        if (telem_grow((void **) &devs->v, &devs->cap, devs->n + 1,
-                       sizeof *devs->v, 16))
-            return NULL;
-        s_dev_t *d = &devs->v[devs->n++];
-        memset(d, 0, sizeof *d);
-        memcpy(d->name, name, len + 1);
-        d->whole = -1;
-    }
-    devs->cursor = i + 1;
-    devs->v[i].seen = true;
-    return &devs->v[i];
-}
-
-/* Drops devices that were not listed this time, keeping the order. */
-static void
-s_devs_end(s_devs_t *devs)
-{
-    size_t w = 0;
-    for (size_t r = 0; r < devs->n; r++)
-        if (devs->v[r].seen)
-            devs->v[w++] = devs->v[r];
-    devs->n = w;
-}
-
-static const s_dev_t *
-s_devs_find(const s_devs_t *devs, const char *name)
-{
-    for (size_t i = 0; i < devs->n; i++)
-        if (strcmp(devs->v[i].name, name) == 0)
-            return &devs->v[i];
-    return NULL;
-}
-
-/* Emits the two rates of every device that has an earlier read (and, for
- * disks, is whole), then makes the current counters the previous ones.  A
- * counter that went down (device reset) gives no rate this time. */
-static void
-s_devs_emit(s_proc_t *self, s_devs_t *devs, const char *tag_key,
-            const char *const metrics[2], double scale,
-            telem_sampler_emit_fn emit, void *arg)
-{
-    for (size_t i = 0; i < devs->n; i++) {
-        s_dev_t *d = &devs->v[i];
-        if (d->has_prev && d->whole != 0 && self->dt_s > 0.0) {
-            telem_tag_t tag = {tag_key, d->name};
-            for (int k = 0; k < 2; k++)
-                if (d->cur[k] >= d->prev[k])
-                    emit(arg, metrics[k], &tag, 1,
-                         (double) (d->cur[k] - d->prev[k]) * scale
-                         / self->dt_s);
-        }
-        d->prev[0] = d->cur[0];
-        d->prev[1] = d->cur[1];
-        d->has_prev = true;
-    }
-}
-
-/* ---- /proc/net/dev ------------------------------------------------------- */
-
-/* Lines look like "  eth0: rxbytes rxpackets ... (8 rx fields) txbytes ...";
- * the two header lines have no colon. */
-static int
-s_do_netdev(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
-{
-    static const char *const metrics[2] = {
-        "net_rx_bytes_per_second", "net_tx_bytes_per_second"
-    };
-    int rc = s_read(self, S_F_NETDEV);
-    if (rc != 0)
-        return rc;
-    s_devs_begin(&self->ifaces);
-    char *pos = self->buf, *line;
-    while ((line = s_next_line(&pos)) != NULL) {
-        char *colon = strchr(line, ':');
-        if (!colon)
-            continue;
-        *colon = '\0';
-        while (*line == ' ' || *line == '\t')
-            line++;
-        uint64_t v[9];
-        if (strcmp(line, "lo") == 0 || s_parse_u64s(colon + 1, v, 9) != 9)
-            continue;
-        s_dev_t *d = s_devs_get(&self->ifaces, line);
-        if (d) {
-            d->cur[0] = v[0];
-            d->cur[1] = v[8];
-        }
-    }
-    s_devs_end(&self->ifaces);
-    s_devs_emit(self, &self->ifaces, "iface", metrics, 1.0, emit, arg);
-    return 0;
-}
-
-/* ---- /proc/diskstats ----------------------------------------------------- */
-
-/* The name a partition's parent disk would have by the kernel's naming
- * rule (sda1 -> sda, nvme0n1p1 -> nvme0n1); false when name does not end in
- * a number and so cannot be a partition's. */
-static bool
-s_parent_name(const char *name, char *parent, size_t size)
-{
-    size_t len = strlen(name), base = len;
-    while (base > 0 && name[base - 1] >= '0' && name[base - 1] <= '9')
-        base--;
-    if (base == len || base == 0 || base >= size)
-        return false;
-    if (base >= 2 && name[base - 1] == 'p'
-        && name[base - 2] >= '0' && name[base - 2] <= '9')
-        base--;                 /* a parent ending in a digit adds 'p' */
-    memcpy(parent, name, base);
-    parent[base] = '\0';
-    return true;
-}
-
-static bool
-s_is_whole_disk(const s_proc_t *self, const char *name)
-{
-    if (s_starts(name, "loop") || s_starts(name, "ram")
-        || s_starts(name, "zram"))
-        return false;
-    if (self->sys_block_fd >= 0) {
-        char sysname[S_DEV_NAME_MAX];
-        size_t i;
-        for (i = 0; name[i] != '\0'; i++)
-            sysname[i] = name[i] == '/' ? '!' : name[i];
-        sysname[i] = '\0';
-        return faccessat(self->sys_block_fd, sysname, F_OK, 0) == 0;
-    }
-    char parent[S_DEV_NAME_MAX];
-    return !(s_parent_name(name, parent, sizeof parent)
-             && s_devs_find(&self->disks, parent) != NULL);
-}
-
-/* Lines: major minor name reads merged sectors_read ms writes merged
- * sectors_written ...  */
-static int
-s_do_diskstats(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
-{
-    static const char *const metrics[2] = {
-        "disk_read_bytes_per_second", "disk_write_bytes_per_second"
-    };
-    int rc = s_read(self, S_F_DISKSTATS);
-    if (rc != 0)
-        return rc;
-    s_devs_begin(&self->disks);
-    char *pos = self->buf, *line;
-    while ((line = s_next_line(&pos)) != NULL) {
-        uint64_t majmin[2], v[7];
-        char *name, *end;
-        if (s_parse_u64s(line, majmin, 2) != 2)
-            continue;
-        name = line + strspn(line, " \t");
-        name += strspn(name, "0123456789");
-        name += strspn(name, " \t");
-        name += strspn(name, "0123456789");
-        name += strspn(name, " \t");
-        end = name + strcspn(name, " \t");
-        if (*end == '\0' || end == name)
-            continue;
-        *end = '\0';
-        if (s_parse_u64s(end + 1, v, 7) != 7)
-            continue;
-        s_dev_t *d = s_devs_get(&self->disks, name);
-        if (d) {
-            d->cur[0] = v[2];
-            d->cur[1] = v[6];
-        }
-    }
-    s_devs_end(&self->disks);
-    /* Decided once every current name is in the table (the heuristic looks
-     * for the parent disk). */
-    for (size_t i = 0; i < self->disks.n; i++)
-        if (self->disks.v[i].whole < 0)
-            self->disks.v[i].whole =
-                s_is_whole_disk(self, self->disks.v[i].name) ? 1 : 0;
-    s_devs_emit(self, &self->disks, "disk", metrics, S_SECTOR_BYTES,
-                emit, arg);
     return 0;
 }
 
@@ -610,7 +350,7 @@ s_do_diskstats(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 /* Counts /proc/<pid> directories owned by job_uid: one fstatat per process,
  * nothing opened. */
 static int
-s_do_procs(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
+s_do_procs(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
     uint64_t n = 0;
     struct dirent *de;
@@ -632,32 +372,13 @@ s_do_procs(s_proc_t *self, telem_sampler_emit_fn emit, void *arg)
 
 /* ---- the vtable ---------------------------------------------------------- */
 
-/* Opens <dir of proc_root>/sys/block, or returns -1. */
-static int
-s_open_sys_block(const char *proc_root)
-{
-    size_t len = strlen(proc_root);
-    while (len > 1 && proc_root[len - 1] == '/')
-        len--;
-    while (len > 0 && proc_root[len - 1] != '/')
-        len--;                  /* keep the parent, with its slash */
-    char *path = malloc(len + sizeof "sys/block");
-    if (!path)
-        return -1;
-    memcpy(path, proc_root, len);
-    memcpy(path + len, "sys/block", sizeof "sys/block");
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(path);
-    return fd;
-}
-
 static void
 s_close(void **state_p)
 {
     if (!state_p || !*state_p)
         return;
-    s_proc_t *self = *state_p;
-    for (int i = 0; i < S_F_COUNT; i++)
+    tproc_t *self = *state_p;
+    for (int i = 0; i < TPROC_F_COUNT; i++)
         if (self->fds[i] >= 0)
             close(self->fds[i]);
     if (self->sys_block_fd >= 0)
@@ -666,7 +387,8 @@ s_close(void **state_p)
         closedir(self->proc_dir);
     free(self->ifaces.v);
     free(self->disks.v);
-    free(self->buf);
+    free(self->cpus);
+    telem_stext_free(&self->text);
     free(self);
     *state_p = NULL;
 }
@@ -675,22 +397,19 @@ s_close(void **state_p)
 static void *
 s_open(const telem_sampler_env_t *env, int *err)
 {
-    s_proc_t *self = env ? calloc(1, sizeof *self) : NULL;
+    tproc_t *self = env ? calloc(1, sizeof *self) : NULL;
     if (!self) {
         if (err)
             *err = env ? TELEM_ENOMEM : TELEM_EINVAL;
         return NULL;
     }
     const char *root = env->proc_root ? env->proc_root : "/proc";
-    for (int i = 0; i < S_F_COUNT; i++)
+    for (int i = 0; i < TPROC_F_COUNT; i++)
         self->fds[i] = -1;
     self->job_uid = env->job_uid;
-    self->sys_block_fd = s_open_sys_block(root);
-    self->buf = malloc(S_BUF_INITIAL);
-    self->buf_cap = S_BUF_INITIAL;
+    self->sys_block_fd = tproc_open_sys_block(root);
     self->proc_dir = opendir(root);
-    int rc = !self->buf ? TELEM_ENOMEM
-           : !self->proc_dir ? TELEM_EUNSUPPORTED : 0;
+    int rc = !self->proc_dir ? TELEM_EUNSUPPORTED : 0;
     if (err)
         *err = rc;
     if (rc != 0) {
@@ -705,16 +424,16 @@ s_open(const telem_sampler_env_t *env, int *err)
 static int
 s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
-    s_proc_t *self = state;
+    tproc_t *self = state;
     if (!self || !emit)
         return TELEM_EINVAL;
     /* No rates across a clock step backwards; counters still refresh. */
     self->dt_s = self->have_prev && now_ns > self->prev_ns
         ? (double) (now_ns - self->prev_ns) / (double) TELEM_NS_PER_SEC
         : 0.0;
-    int (*const steps[])(s_proc_t *, telem_sampler_emit_fn, void *) = {
-        s_do_stat, s_do_meminfo, s_do_loadavg, s_do_uptime, s_do_netdev,
-        s_do_diskstats, s_do_procs
+    int (*const steps[])(tproc_t *, telem_sampler_emit_fn, void *) = {
+        s_do_stat, s_do_meminfo, s_do_loadavg, s_do_uptime, tproc_do_netdev,
+        tproc_do_diskstats, s_do_procs
     };
     int nok = 0, last = TELEM_EIO;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
@@ -732,7 +451,7 @@ s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 const telem_sampler_vt_t telem_sampler_proc = {
     .name = "proc",
     .min_level = 2,
-    .metrics = s_metrics,
+    .metrics = tproc_metrics,
     .open = s_open,
     .sample = s_sample,
     .close = s_close,
