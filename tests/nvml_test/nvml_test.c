@@ -7,7 +7,9 @@
  * the clock-event reasons and the event wait under their older names).
  * Never installed; telemd loads it only when a test gives --nvml-lib.
  *
- * nvmlInit_v2 reads the file named by $TELEM_NVML_TEST_SCRIPT, one
+ * The first nvmlInit_v2 (NVML counts inits and shutdowns; the script is
+ * read again only after the last shutdown) reads the file named by
+ * $TELEM_NVML_TEST_SCRIPT, one
  * statement a line ('#' starts a comment):
  *   gpus N                      GPUs NVML reports (1-16)
  *   driver TEXT | nvml TEXT     driver and NVML versions
@@ -93,6 +95,7 @@ static struct {
     unsigned int nxids;
     struct timespec t0;
     int event_set;              /* the one event set's storage */
+    int refs;                   /* inits not yet shut down, as NVML counts */
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- the script ---------------------------------------------------------- */
@@ -235,13 +238,27 @@ s_load(void)
 API int nvmlInit_v2(void)
 {
     pthread_mutex_lock(&S.lock);
-    int rc = s_load();
-    clock_gettime(CLOCK_MONOTONIC, &S.t0);
+    int rc = OK;
+    if (S.refs == 0) {
+        rc = s_load();
+        if (rc == OK)
+            rc = S.init_fail;
+        clock_gettime(CLOCK_MONOTONIC, &S.t0);
+    }
+    if (rc == OK)
+        S.refs++;
     pthread_mutex_unlock(&S.lock);
-    return rc != OK ? rc : S.init_fail;
+    return rc;
 }
 
-API int nvmlShutdown(void) { return OK; }
+API int nvmlShutdown(void)
+{
+    pthread_mutex_lock(&S.lock);
+    if (S.refs > 0)
+        S.refs--;
+    pthread_mutex_unlock(&S.lock);
+    return OK;
+}
 
 API int nvmlDeviceGetCount_v2(unsigned int *n)
 {
