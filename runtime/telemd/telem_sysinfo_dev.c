@@ -1,7 +1,6 @@
-/* telem_sysinfo_dev.c - the snapshot's devices: "block" (sys/block),
- * "net" (sys/class/net, with addresses from getifaddrs() when live) and
- * "gpus" (NVML, loaded with dlopen at run time as the nvml sampler does,
- * so telem builds and runs without the driver).
+/* telem_sysinfo_dev.c - the snapshot's devices: "block" (sys/block) and
+ * "net" (sys/class/net, with addresses from getifaddrs() when live); the
+ * NVIDIA GPUs are telem_sysinfo_nvml.c's.
  *
  * Entries are listed in name order, at most TSI_ENTRIES_MAX of each.  A
  * value a device does not give (a model, an interface's speed while it is
@@ -12,7 +11,6 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -21,9 +19,6 @@
 #include <sys/socket.h>
 
 #include "telem_error.h"
-
-#define S_NVML_DEFAULT "libnvidia-ml.so.1"
-#define S_GPUS_MAX 64
 
 static int
 s_strcmp_p(const void *a, const void *b)
@@ -219,117 +214,4 @@ tsi_net(tsi_ctx_t *c, json_t *doc)
         freeifaddrs(addrs);
     s_free_list(names, n);
     tsi_set(c, doc, "net", arr);
-}
-
-/* ---- GPUs through NVML ------------------------------------------------- */
-
-typedef int s_nvml_return_t;                /* 0 is NVML_SUCCESS */
-typedef struct s_nvml_device *s_nvml_device_t;
-typedef struct {
-    unsigned long long total, free, used;
-} s_nvml_memory_t;
-
-typedef struct {
-    s_nvml_return_t (*init)(void);
-    s_nvml_return_t (*shutdown)(void);
-    s_nvml_return_t (*get_count)(unsigned int *);
-    s_nvml_return_t (*get_handle)(unsigned int, s_nvml_device_t *);
-    s_nvml_return_t (*get_name)(s_nvml_device_t, char *, unsigned int);
-    s_nvml_return_t (*get_uuid)(s_nvml_device_t, char *, unsigned int);
-    s_nvml_return_t (*get_memory)(s_nvml_device_t, s_nvml_memory_t *);
-    s_nvml_return_t (*driver_version)(char *, unsigned int);
-} s_nvml_api_t;
-
-/* Resolves the entry points; 0 or -1 when one is missing. */
-static int
-s_nvml_resolve(void *lib, s_nvml_api_t *api)
-{
-    static const char *const names[] = {
-        "nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount_v2",
-        "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName",
-        "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo",
-        "nvmlSystemGetDriverVersion"
-    };
-    void *sym[sizeof names / sizeof names[0]];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!(sym[i] = dlsym(lib, names[i])))
-            return -1;
-    /* dlsym's object pointer becomes a function pointer by memcpy (POSIX
-     * gives both one representation; ISO C has no such cast). */
-    memcpy(&api->init, &sym[0], sizeof api->init);
-    memcpy(&api->shutdown, &sym[1], sizeof api->shutdown);
-    memcpy(&api->get_count, &sym[2], sizeof api->get_count);
-    memcpy(&api->get_handle, &sym[3], sizeof api->get_handle);
-    memcpy(&api->get_name, &sym[4], sizeof api->get_name);
-    memcpy(&api->get_uuid, &sym[5], sizeof api->get_uuid);
-    memcpy(&api->get_memory, &sym[6], sizeof api->get_memory);
-    memcpy(&api->driver_version, &sym[7], sizeof api->driver_version);
-    return 0;
-}
-
-static json_t *
-s_gpu(tsi_ctx_t *c, const s_nvml_api_t *api, unsigned int i)
-{
-    s_nvml_device_t dev;
-    if (api->get_handle(i, &dev) != 0)
-        return NULL;
-    char name[256] = "", uuid[256] = "";
-    s_nvml_memory_t mem;
-    json_t *g = json_object();
-    if (!g)
-        return NULL;
-    tsi_set(c, g, "index", json_integer(i));
-    tsi_set(c, g, "name", api->get_name(dev, name, sizeof name - 1) == 0
-            ? tsi_str(name) : json_null());
-    tsi_set(c, g, "uuid", api->get_uuid(dev, uuid, sizeof uuid - 1) == 0
-            ? tsi_str(uuid) : json_null());
-    tsi_set(c, g, "memory_total_bytes", api->get_memory(dev, &mem) == 0
-            ? json_integer((json_int_t) mem.total) : json_null());
-    return g;
-}
-
-/* The GPUs of an initialised NVML into doc; a reason when there are none. */
-static const char *
-s_gpus(tsi_ctx_t *c, json_t *doc, const s_nvml_api_t *api)
-{
-    unsigned int count = 0;
-    if (api->get_count(&count) != 0 || count == 0)
-        return "NVML sees no GPU";
-    char version[128] = "";
-    if (api->driver_version(version, sizeof version - 1) == 0)
-        tsi_set(c, doc, "gpu_driver", tsi_str(version));
-    json_t *arr = json_array();
-    for (unsigned int i = 0; arr && i < count && i < S_GPUS_MAX; i++) {
-        json_t *g = s_gpu(c, api, i);
-        if (g)
-            tsi_push(c, arr, g);
-    }
-    tsi_set(c, doc, "gpus", arr);
-    return NULL;
-}
-
-void
-tsi_gpu(tsi_ctx_t *c, json_t *doc)
-{
-    if (!c->o->live)
-        return;                 /* fixture trees hold no NVML */
-    const char *libname = c->o->nvml_library ? c->o->nvml_library
-                                             : S_NVML_DEFAULT;
-    void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
-    s_nvml_api_t api;
-    const char *why = NULL;
-    if (!lib)
-        why = "no NVML library";
-    else if (s_nvml_resolve(lib, &api) != 0)
-        why = "NVML library lacks an entry point";
-    else if (api.init() != 0)
-        why = "NVML did not initialise (no driver loaded)";
-    else {
-        why = s_gpus(c, doc, &api);
-        api.shutdown();
-    }
-    if (lib)
-        dlclose(lib);
-    if (why)
-        tsi_skip(c, "gpus", "%s: %s", libname, why);
 }

@@ -5,7 +5,8 @@
  *   telem_sysinfo.c       telem_sysinfo_collect(): the document, memory,
  *                         boot time, kernel, OS, telem's own section
  *   telem_sysinfo_cpu.c   tsi_cpu(): model, topology, caches, NUMA
- *   telem_sysinfo_dev.c   tsi_block(), tsi_net(), tsi_gpu()
+ *   telem_sysinfo_dev.c   tsi_block(), tsi_net()
+ *   telem_sysinfo_nvml.c  tsi_gpu(): NVIDIA GPUs through NVML
  *   telem_sysinfo_read.c  bounded file reading, CPU lists, skips
  * Internal names carry the tsi_ prefix.
  */
