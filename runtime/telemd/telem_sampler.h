@@ -39,6 +39,7 @@ typedef struct {
     const char *node;           /* node name */
     uid_t job_uid;              /* whose processes count as the job's */
     const char *proc_root;      /* "/proc" unless testing */
+    const char *sys_root;       /* "/sys" unless testing */
     const char *nvml_library;   /* NULL = "libnvidia-ml.so.1" */
     /* For the self sampler: fills *out with telemd's counters. */
     void (*self_stats)(void *arg, telem_sampler_self_stats_t *out);
@@ -68,5 +69,10 @@ typedef struct {
 extern const telem_sampler_vt_t telem_sampler_proc;
 extern const telem_sampler_vt_t telem_sampler_nvml;
 extern const telem_sampler_vt_t telem_sampler_self;
+extern const telem_sampler_vt_t telem_sampler_ib;
+extern const telem_sampler_vt_t telem_sampler_hw;
+extern const telem_sampler_vt_t telem_sampler_nfs;
+extern const telem_sampler_vt_t telem_sampler_lustre;
+extern const telem_sampler_vt_t telem_sampler_job;
 
 #endif

@@ -62,6 +62,7 @@ static const char s_usage[] =
 "  -u, --job-user USER    user whose processes num_running_processes counts\n"
 "                         (default: the user running telemd)\n"
 "      --proc-root DIR    read node metrics from DIR instead of /proc\n"
+"      --sys-root DIR     read /sys metrics from DIR instead of /sys\n"
 "      --nvml-lib FILE    NVML library to load (default libnvidia-ml.so.1)\n"
 "      --log-dir DIR      flush log directory, per node and user, mode 0700\n"
 "                         (default RUNDIR/NODE/log)\n"
@@ -209,6 +210,7 @@ s_option(void *arg, int c, char *v)
         return 0;
     case 'B': a->http_bind = v; return 0;
     case 'P': a->cfg.proc_root = v; return 0;
+    case 'S': a->cfg.sys_root = v; return 0;
     default: return s_option_log(a, c, v);
     }
 }
@@ -268,6 +270,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "bind", 1, 0, 'b' }, { "port", 1, 0, 'p' }, { "mem-cap", 1, 0, 'm' },
         { "nodefile", 1, 0, 'N' }, { "job-user", 1, 0, 'u' },
         { "proc-root", 1, 0, 'P' }, { "nvml-lib", 1, 0, 'G' },
+        { "sys-root", 1, 0, 'S' },
         { "max-tcp-peers", 1, 0, 'M' },
         { "http-port", 1, 0, 'H' }, { "http-bind", 1, 0, 'B' },
         { "log-dir", 1, 0, 'D' }, { "flush", 1, 0, 'F' },

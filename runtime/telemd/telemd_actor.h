@@ -47,6 +47,7 @@ typedef struct {
                                    (refused_peers); NULL: none */
     uid_t job_uid;              /* processes counted by num_running_processes */
     const char *proc_root;      /* NULL = "/proc" */
+    const char *sys_root;       /* NULL = "/sys" */
     const char *nvml_library;   /* NULL = default */
     int max_tcp_peers;          /* TCP connections held at once; more are
                                    refused (telem_peercap.h); 0 = the

@@ -51,7 +51,9 @@
 #define S_FLUSH_DEFAULT_NS (120 * TELEM_NS_PER_SEC)
 
 static const telem_sampler_vt_t *const s_samplers[] = {
-    &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self
+    &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self,
+    &telem_sampler_ib, &telem_sampler_hw, &telem_sampler_nfs,
+    &telem_sampler_lustre, &telem_sampler_job,
 };
 _Static_assert(sizeof s_samplers / sizeof s_samplers[0]
                    == TELEMD_AGENT_SAMPLERS, "one state per sampler");
@@ -82,6 +84,7 @@ s_open_samplers(telemd_agent_t *self)
         .node = self->node,
         .job_uid = self->cfg.job_uid,
         .proc_root = self->cfg.proc_root ? self->cfg.proc_root : "/proc",
+        .sys_root = self->cfg.sys_root ? self->cfg.sys_root : "/sys",
         .nvml_library = self->cfg.nvml_library,
         .self_stats = s_self_stats,
         .self_stats_arg = self,
