@@ -4,8 +4,12 @@
  * Threads and files: for every /proc/<pid> directory owned by the job's
  * user (one fstatat each, as the proc sampler counts processes), the
  * entries of /proc/<pid>/task (one per thread) and /proc/<pid>/fd (one per
- * open file) are counted with readdir; nothing is parsed.  The process
- * count itself is the proc sampler's num_running_processes.
+ * open file); nothing is parsed.  On procfs one fstatat each tells: task/'s
+ * link count is 2 + its threads, and since Linux 6.2 fd/'s size is its
+ * open files (probed at open on telemd's own fd/); elsewhere (older
+ * kernels, fixture trees) the entries are counted with readdir, which cost
+ * ~10x more here (15 ms against 1.5 ms a call for 170 processes).  The
+ * process count itself is the proc sampler's num_running_processes.
  *
  * Slurm steps: Slurm 22.05's cgroup/v2 plugin puts every step under the
  * slurmstepd scope systemd made for slurmd:
@@ -20,17 +24,20 @@
  * cgroup plugin) those series are not emitted.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "telem_sampler.h"
 #include "telem_sampler_files.h"
 
 #define S_PATH_MAX 512
+#define S_PROC_MAGIC 0x9fa0         /* PROC_SUPER_MAGIC */
 
 static const telem_meta_t s_metrics[] = {
     {"job_threads", TELEM_METRIC_GAUGE, "",
@@ -58,6 +65,10 @@ typedef struct {
     int proc_fd;
     int sys_fd;                     /* sys_root, or -1 */
     uid_t job_uid;
+    bool procfs;                    /* proc_root is procfs: task/'s link
+                                       count is 2 + its threads */
+    bool fd_size;                   /* fd/'s size is its entry count
+                                       (procfs since Linux 6.2) */
     char scopes[2][S_PATH_MAX];     /* relative to sys_root */
     telem_sampler_emit_fn emit;
     void *arg;
@@ -65,15 +76,40 @@ typedef struct {
     int nsteps;                     /* steps seen this call */
 } s_job_t;
 
-/* Entries of proc_fd/<pid>/<sub>, or -1. */
+/* Entries of proc_fd/<pid>/<sub>, or -1: on procfs from one fstatat
+ * (task/ links, fd/ size) where the kernel tells, else by readdir. */
 static long
-s_count(int proc_fd, const char *pid, const char *sub)
+s_count(const s_job_t *self, const char *pid, const char *sub)
 {
     char path[S_PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", pid, sub) >= (int) sizeof path)
         return -1;
-    long n = telem_sfile_each(proc_fd, path, NULL, NULL);
+    bool task = strcmp(sub, "task") == 0;
+    if ((task && self->procfs) || (!task && self->fd_size)) {
+        struct stat st;
+        if (fstatat(self->proc_fd, path, &st, 0) != 0)
+            return -1;
+        if (task && st.st_nlink > 2)
+            return (long) st.st_nlink - 2;
+        if (!task && st.st_size > 0)
+            return (long) st.st_size;
+    }
+    long n = telem_sfile_each(self->proc_fd, path, NULL, NULL);
     return n < 0 ? -1 : n;
+}
+
+/* Decides how s_count counts: on procfs, whether fd/ has a size. */
+static void
+s_probe(s_job_t *self)
+{
+    struct statfs sfs;
+    struct stat st;
+    self->procfs = fstatfs(self->proc_fd, &sfs) == 0
+                   && sfs.f_type == S_PROC_MAGIC;
+    /* This process holds at least the proc directory open. */
+    self->fd_size = self->procfs
+                    && fstatat(self->proc_fd, "self/fd", &st, 0) == 0
+                    && st.st_size > 0;
 }
 
 static void
@@ -88,8 +124,8 @@ s_do_procs(s_job_t *self)
             || fstatat(self->proc_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW)
             || !S_ISDIR(st.st_mode) || st.st_uid != self->job_uid)
             continue;
-        long t = s_count(self->proc_fd, de->d_name, "task");
-        long f = s_count(self->proc_fd, de->d_name, "fd");
+        long t = s_count(self, de->d_name, "task");
+        long f = s_count(self, de->d_name, "fd");
         if (t < 0)
             continue;               /* exited since readdir */
         threads += (uint64_t) t;
@@ -196,8 +232,10 @@ s_open(const telem_sampler_env_t *env, int *err)
         self->proc_dir = opendir(env->proc_root ? env->proc_root : "/proc");
         if (!self->proc_dir)
             rc = TELEM_EUNSUPPORTED;
-        else
+        else {
             self->proc_fd = dirfd(self->proc_dir);
+            s_probe(self);
+        }
     }
     if (err)
         *err = rc;
