@@ -137,9 +137,9 @@ test_ib(void)
     CHECK_VAL(&r, "ib_out_of_sequence_total", p1, 12);
     CHECK_VAL(&r, "ib_local_ack_timeout_err_total", p1, 14);
     CHECK_VAL(&r, "ib_roce_adp_retrans_total", p1, 16);
-    CHECK_VAL(&r, "ib_hw_counter_total", "device=mlx5_0,port=1,"
+    CHECK_VAL(&r, "ib_other_total", "device=mlx5_0,port=1,"
               "counter=vendor_new_counter", 99);
-    CHECK_INT(s_count(&r, "ib_hw_counter_total"), 1);   /* not lifespan */
+    CHECK_INT(s_count(&r, "ib_other_total"), 1);   /* not lifespan */
     CHECK_VAL(&r, "ib_state", p1, 4);
     CHECK_VAL(&r, "ib_phys_state", p1, 5);
     CHECK_VAL(&r, "ib_rate_bytes_per_second", p1, 200e9 / 8);

@@ -8,7 +8,7 @@
  * rate.  Counters keep the kernel's value and are typed counter, named
  * ib_<file>_total (lower case); port_xmit_data and port_rcv_data count
  * 4-byte words and are given in bytes.  A file this table does not know
- * (a newer driver's counter) is still one series, ib_hw_counter_total with
+ * (a newer driver's counter) is still one series, ib_other_total with
  * a third tag, counter=<file>, so every file is reported and described.
  *
  * The faults a job feels, and the files that give them:
@@ -113,7 +113,7 @@ static const telem_meta_t s_metrics[] = {
     {"ib_port_rcv_data_bytes_total", S_C, "bytes",
      "Bytes received on the port (port_rcv_data, 4-byte words, times 4; "
      "tags device, port)."},
-    {"ib_hw_counter_total", S_C, "",
+    {"ib_other_total", S_C, "",
      "A counter of counters/ or hw_counters/ that telem has no name for "
      "(tags device, port, counter: the file's name)."},
     {"ib_state", TELEM_METRIC_GAUGE, "",
@@ -169,7 +169,7 @@ s_scan_counter(int dirfd, const char *name, void *arg)
         {"device", sc->device}, {"port", sc->port}, {"counter", name}
     };
     telem_sfiles_add(&sc->self->files, dirfd, name,
-                     m ? m->metric : "ib_hw_counter_total", TELEM_SFILE_INT,
+                     m ? m->metric : "ib_other_total", TELEM_SFILE_INT,
                      m ? m->scale : 1.0, tags, m ? 2 : 3);
 }
 
