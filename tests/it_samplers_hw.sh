@@ -23,7 +23,7 @@ start_node n1 --level 2 --http-port 0 --bind none --no-log \
     --proc-root "$DATA/good/proc" --sys-root "$DATA/good/sys"
 for want in '^ib_symbol_error_total\{device="mlx5_0",host="n1",port="1"\} 3$' \
             '^ib_port_xmit_wait_total\{device="mlx5_0",host="n1",port="1"\} 123456$' \
-            '^ib_rate_bytes_per_second\{device="mlx5_0",host="n1",port="1"\} 2.5e\+10$' \
+            '^ib_rate_bytes_per_second\{device="mlx5_0",host="n1",port="1"\} 25000000000$' \
             '^hwmon_power_watts\{chip="acpi_power_meter",host="n1",hwmon="hwmon2",sensor="power1"\} 245.5$' \
             '^thermal_zone_temp_celsius\{host="n1",type="x86_pkg_temp",zone="thermal_zone0"\} 47$' \
             '^nfs_retransmissions_total\{host="n1",mountpoint="/home",server="10.0.0.1"\} 4$' \
