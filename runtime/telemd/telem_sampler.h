@@ -74,5 +74,10 @@ extern const telem_sampler_vt_t telem_sampler_vmstat;
 extern const telem_sampler_vt_t telem_sampler_numa;
 extern const telem_sampler_vt_t telem_sampler_cpufreq;
 extern const telem_sampler_vt_t telem_sampler_fs;
+extern const telem_sampler_vt_t telem_sampler_ib;
+extern const telem_sampler_vt_t telem_sampler_hw;
+extern const telem_sampler_vt_t telem_sampler_nfs;
+extern const telem_sampler_vt_t telem_sampler_lustre;
+extern const telem_sampler_vt_t telem_sampler_job;
 
 #endif

@@ -54,6 +54,8 @@ static const telem_sampler_vt_t *const s_samplers[] = {
     &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self,
     &telem_sampler_psi, &telem_sampler_vmstat, &telem_sampler_numa,
     &telem_sampler_cpufreq, &telem_sampler_fs,
+    &telem_sampler_ib, &telem_sampler_hw, &telem_sampler_nfs,
+    &telem_sampler_lustre, &telem_sampler_job,
 };
 _Static_assert(sizeof s_samplers / sizeof s_samplers[0]
                    == TELEMD_AGENT_SAMPLERS, "one state per sampler");
