@@ -366,6 +366,9 @@ def test_slowgpu_restarts_without_loaded_node(tmp: str) -> None:
               f"restart seen {(seen_ns - load_ns) / 1e9:.2f} s after the "
               f"load started, after {len(loaded)} rounds under it; {total} "
               f"rounds of n2 in all ({len(before['n2'])} before the load)")
+        if len(detect) > 8:     # k of n is 4 of 5: say what held it back
+            print("".join(l for l in open(job.log) if " warn: " in l
+                          or "started again" in l)[-4000:])
 
         # ---- clean run: no restart within as many rounds ----------------
         clean = Job(tmp, "clean", script)
