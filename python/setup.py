@@ -35,7 +35,8 @@ def _extension() -> Extension:
     libdirs = [f[2:] for f in libs if f.startswith("-L")]
     names = [f[2:] for f in libs if f.startswith("-l")]
     return Extension("telem._native",
-                     ["telem/_native.c", "telem/_native_section.c"],
+                     ["telem/_native.c", "telem/_native_section.c",
+                      "telem/_native_util.c"],
                      include_dirs=incs, library_dirs=libdirs,
                      libraries=names, runtime_library_dirs=libdirs,
                      extra_compile_args=["-std=c11", "-Wno-cast-function-type"])

@@ -1,6 +1,7 @@
 /* _native.h - what the files of telem._native share: raising telem's
- * errors and converting arguments (_native.c), and adding the section
- * types to the module (_native_section.c).  Internal to the module.
+ * errors and converting arguments (_native_util.c), and adding the
+ * section types to the module (_native_section.c).  Internal to the
+ * module.
  */
 #ifndef TELEM_PY_NATIVE_H
 #define TELEM_PY_NATIVE_H
