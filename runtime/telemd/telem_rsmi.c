@@ -36,6 +36,10 @@ static const telem_gpulib_entry_t s_entries[] = {
 };
 #define S_NENTRIES (sizeof s_entries / sizeof s_entries[0])
 
+_Static_assert(offsetof(trsmi_gpu_metrics_t, throttle_status) == 68
+                   && sizeof(trsmi_gpu_metrics_t) == 96,
+               "rsmi_gpu_metrics_t v1 layout");
+
 void *
 telem_rsmi_load(const char *library, trsmi_api_t *api)
 {
