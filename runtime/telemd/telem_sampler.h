@@ -41,6 +41,8 @@ typedef struct {
     const char *proc_root;      /* "/proc" unless testing */
     const char *sys_root;       /* "/sys" unless testing */
     const char *nvml_library;   /* NULL = "libnvidia-ml.so.1" */
+    const char *rsmi_library;   /* NULL = "librocm_smi64.so.1" */
+    const char *ze_library;     /* NULL = "libze_loader.so.1" */
     /* For the self sampler: fills *out with telemd's counters. */
     void (*self_stats)(void *arg, telem_sampler_self_stats_t *out);
     void *self_stats_arg;
@@ -79,5 +81,7 @@ extern const telem_sampler_vt_t telem_sampler_hw;
 extern const telem_sampler_vt_t telem_sampler_nfs;
 extern const telem_sampler_vt_t telem_sampler_lustre;
 extern const telem_sampler_vt_t telem_sampler_job;
+extern const telem_sampler_vt_t telem_sampler_rsmi;
+extern const telem_sampler_vt_t telem_sampler_ze;
 
 #endif

@@ -290,6 +290,8 @@ s_sections(tsi_ctx_t *c, json_t *doc)
     tsi_block(c, doc);
     tsi_net(c, doc);
     tsi_gpu(c, doc);
+    tsi_gpu_amd(c, doc);
+    tsi_gpu_intel(c, doc);
 }
 
 int

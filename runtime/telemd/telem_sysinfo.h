@@ -64,6 +64,8 @@ typedef struct {
      * btime, no addresses, no GPUs), for tests on fixture trees. */
     int live;
     const char *nvml_library;   /* NULL: "libnvidia-ml.so.1" */
+    const char *rsmi_library;   /* NULL: "librocm_smi64.so.1" */
+    const char *ze_library;     /* NULL: "libze_loader.so.1" */
     const telem_sysinfo_kv_t *config;
     size_t nconfig;
 } telem_sysinfo_opts_t;

@@ -7,6 +7,7 @@
  *   telem_sysinfo_cpu.c   tsi_cpu(): model, topology, caches, NUMA
  *   telem_sysinfo_dev.c   tsi_block(), tsi_net()
  *   telem_sysinfo_nvml.c  tsi_gpu(): NVIDIA GPUs through NVML
+ *   telem_sysinfo_gpu.c   tsi_gpu_amd(), tsi_gpu_intel(): AMD and Intel GPUs
  *   telem_sysinfo_read.c  bounded file reading, CPU lists, skips
  * Internal names carry the tsi_ prefix.
  */
@@ -78,5 +79,7 @@ void tsi_cpu(tsi_ctx_t *c, json_t *doc);
 void tsi_block(tsi_ctx_t *c, json_t *doc);
 void tsi_net(tsi_ctx_t *c, json_t *doc);
 void tsi_gpu(tsi_ctx_t *c, json_t *doc);
+void tsi_gpu_amd(tsi_ctx_t *c, json_t *doc);
+void tsi_gpu_intel(tsi_ctx_t *c, json_t *doc);
 
 #endif

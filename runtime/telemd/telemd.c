@@ -64,6 +64,10 @@ static const char s_usage[] =
 "      --proc-root DIR    read node metrics from DIR instead of /proc\n"
 "      --sys-root DIR     read /sys metrics from DIR instead of /sys\n"
 "      --nvml-lib FILE    NVML library to load (default libnvidia-ml.so.1)\n"
+"      --rocm-smi-lib FILE  AMD rocm_smi library to load\n"
+"                         (default librocm_smi64.so.1)\n"
+"      --ze-lib FILE      Intel Level Zero loader to load (default\n"
+"                         libze_loader.so.1)\n"
 "      --log-dir DIR      flush log directory, per node and user, mode 0700\n"
 "                         (default RUNDIR/NODE/log)\n"
 "      --flush SECONDS    flush to the log every SECONDS (default 120, >= 1)\n"
@@ -255,6 +259,8 @@ s_option_log(s_args_t *a, int c, char *v)
                                  "seconds, from 0.001 to 3600");
         return 0;
     case 'G': a->cfg.nvml_library = v; return 0;
+    case 'W': a->cfg.rsmi_library = v; return 0;
+    case 'Z': a->cfg.ze_library = v; return 0;
     case 'k': a->keys_dir = v; return 0;
     case 'I': a->insecure = 1; return 0;
     default: return 2;
@@ -271,6 +277,7 @@ s_parse(s_args_t *a, int argc, char **argv, telem_log_level_t *loglevel)
         { "nodefile", 1, 0, 'N' }, { "job-user", 1, 0, 'u' },
         { "proc-root", 1, 0, 'P' }, { "nvml-lib", 1, 0, 'G' },
         { "sys-root", 1, 0, 'S' },
+        { "rocm-smi-lib", 1, 0, 'W' }, { "ze-lib", 1, 0, 'Z' },
         { "max-tcp-peers", 1, 0, 'M' },
         { "http-port", 1, 0, 'H' }, { "http-bind", 1, 0, 'B' },
         { "log-dir", 1, 0, 'D' }, { "flush", 1, 0, 'F' },

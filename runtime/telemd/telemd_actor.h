@@ -49,6 +49,8 @@ typedef struct {
     const char *proc_root;      /* NULL = "/proc" */
     const char *sys_root;       /* NULL = "/sys" */
     const char *nvml_library;   /* NULL = default */
+    const char *rsmi_library;   /* NULL = default */
+    const char *ze_library;     /* NULL = default */
     int max_tcp_peers;          /* TCP connections held at once; more are
                                    refused (telem_peercap.h); 0 = the
                                    default, TELEM_TCP_PEERS_DEFAULT */

@@ -56,6 +56,7 @@ static const telem_sampler_vt_t *const s_samplers[] = {
     &telem_sampler_cpufreq, &telem_sampler_fs,
     &telem_sampler_ib, &telem_sampler_hw, &telem_sampler_nfs,
     &telem_sampler_lustre, &telem_sampler_job,
+    &telem_sampler_rsmi, &telem_sampler_ze,
 };
 _Static_assert(sizeof s_samplers / sizeof s_samplers[0]
                    == TELEMD_AGENT_SAMPLERS, "one state per sampler");
@@ -88,6 +89,8 @@ s_open_samplers(telemd_agent_t *self)
         .proc_root = self->cfg.proc_root ? self->cfg.proc_root : "/proc",
         .sys_root = self->cfg.sys_root ? self->cfg.sys_root : "/sys",
         .nvml_library = self->cfg.nvml_library,
+        .rsmi_library = self->cfg.rsmi_library,
+        .ze_library = self->cfg.ze_library,
         .self_stats = s_self_stats,
         .self_stats_arg = self,
     };

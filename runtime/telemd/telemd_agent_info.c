@@ -53,6 +53,8 @@ telemd_agent_sysinfo_take(telemd_agent_t *self)
         .node = self->node, .version = TELEM_VERSION_STRING,
         .root = *root ? root : NULL, .proc_dir = c->proc_root, .live = 1,
         .nvml_library = c->nvml_library,
+        .rsmi_library = c->rsmi_library,
+        .ze_library = c->ze_library,
         .config = config, .nconfig = sizeof config / sizeof config[0],
     };
     int64_t t0 = telem_mono_ns();

@@ -23,9 +23,9 @@
 
 #define TELEMD_AGENT_TOKENS 1024       /* remembered end-of-stream tokens */
 #define TELEMD_AGENT_PENDING 64        /* points handed to the store at once */
-#define TELEMD_AGENT_SAMPLERS 13       /* proc, nvml, self, psi, vmstat,
+#define TELEMD_AGENT_SAMPLERS 15       /* proc, nvml, self, psi, vmstat,
                                           numa, cpufreq, fs, ib, hw, nfs,
-                                          lustre, job */
+                                          lustre, job, rsmi, ze */
 
 struct telemd_agent {
     telemd_config_t cfg;

@@ -1,0 +1,341 @@
+/* rsmi_test.c - TEST ONLY: a library with rocm_smi's C ABI (rocm_smi_lib
+ * 5.2) for exactly the entry points telem uses, answering values scripted
+ * in a file.
+ *
+ * Built by the tests as librsmi_test.so (and, with RSMI_TEST_OLD, as
+ * librsmi_test_old.so: a library without rsmi_dev_gpu_metrics_info_get and
+ * rsmi_dev_energy_count_get).  Never installed; telemd loads it only when
+ * a test gives --rocm-smi-lib.
+ *
+ * rsmi_init reads the file named by $TELEM_RSMI_TEST_SCRIPT, one statement
+ * a line ('#' starts a comment):
+ *   gpus N                      GPUs rocm_smi reports (1-16)
+ *   init_fail CODE              rsmi_init returns CODE
+ *   driver TEXT                 the driver version
+ *   gpu I name|vendor|serial|vbios TEXT       (TEXT: the rest of the line)
+ *   gpu I busy PCT | mem_busy PCT | vram TOTAL USED | power_uw V
+ *   gpu I cap_uw V | energy COUNT RESOLUTION_NJ | temp_edge MILLIC
+ *   gpu I temp_junction MILLIC | temp_memory MILLIC | clk_sys HZ
+ *   gpu I clk_mem HZ | throttle BITS | unique_id V | pci_id BDFID
+ *   gpu I ecc BIT CORRECTABLE UNCORRECTABLE   (BIT: the block's bit, 0-13)
+ *   gpu I fail WHAT CODE        the query WHAT (a key above) returns CODE
+ *   gpu I gone                  every query of GPU I returns FILE_ERROR
+ * Numbers are C integers.  A value never set is RSMI_STATUS_NOT_SUPPORTED.
+ * A malformed line makes rsmi_init print it on stderr and return
+ * RSMI_STATUS_UNKNOWN_ERROR.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+#define OK 0u
+#define E_INVALID 1u
+#define E_NOT_SUPPORTED 2u
+#define E_FILE 3u
+#define E_UNKNOWN 0xFFFFFFFFu
+#define GPUS_MAX 16
+#define TEXT_MAX 96
+
+enum {
+    K_BUSY, K_MEM_BUSY, K_VRAM, K_POWER, K_CAP, K_ENERGY, K_TEDGE,
+    K_TJUNCTION, K_TMEM, K_CLK_SYS, K_CLK_MEM, K_THROTTLE, K_UID, K_PCI,
+    K_ECC, K_NAME, K_VENDOR, K_SERIAL, K_VBIOS, K_N
+};
+static const char *const s_keys[K_N] = {
+    "busy", "mem_busy", "vram", "power_uw", "cap_uw", "energy", "temp_edge",
+    "temp_junction", "temp_memory", "clk_sys", "clk_mem", "throttle",
+    "unique_id", "pci_id", "ecc", "name", "vendor", "serial", "vbios"
+};
+static const int s_arity[K_ECC] = {1, 1, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1};
+
+typedef struct {
+    bool set[K_N], gone;
+    uint32_t fail[K_N];
+    unsigned long long v[K_N][2];
+    bool ecc[14];
+    unsigned long long ecc_v[14][2];
+    char text[K_N][TEXT_MAX];
+} gpu_t;
+
+static struct {
+    unsigned int ngpus;
+    gpu_t gpus[GPUS_MAX];
+    char driver[TEXT_MAX];
+    uint32_t init_fail;
+    bool loaded;
+} S;
+
+static bool
+s_num(const char *tok, unsigned long long *v)
+{
+    if (!tok || !*tok || *tok == '-')
+        return false;
+    char *end;
+    errno = 0;
+    *v = strtoull(tok, &end, 0);
+    return errno == 0 && *end == '\0';
+}
+
+static int
+s_key(const char *k)
+{
+    for (int i = 0; i < K_N; i++)
+        if (k && strcmp(k, s_keys[i]) == 0)
+            return i;
+    return -1;
+}
+
+static bool
+s_text(char *save, char *dst)
+{
+    char *rest = save + strspn(save, " \t");
+    if (!*rest || strlen(rest) >= TEXT_MAX)
+        return false;
+    snprintf(dst, TEXT_MAX, "%s", rest);
+    return true;
+}
+
+static bool
+s_gpu_line(char *save)
+{
+    unsigned long long i, v[3];
+    if (!s_num(strtok_r(NULL, " \t", &save), &i) || i >= S.ngpus)
+        return false;
+    gpu_t *g = &S.gpus[i];
+    char *what = strtok_r(NULL, " \t", &save);
+    if (what && strcmp(what, "gone") == 0)
+        return (g->gone = true, strtok_r(NULL, " \t", &save) == NULL);
+    if (what && strcmp(what, "fail") == 0) {
+        int k = s_key(strtok_r(NULL, " \t", &save));
+        if (k < 0 || !s_num(strtok_r(NULL, " \t", &save), &v[0]) || !v[0])
+            return false;
+        g->fail[k] = (uint32_t) v[0];
+        return strtok_r(NULL, " \t", &save) == NULL;
+    }
+    int k = s_key(what);
+    if (k < 0)
+        return false;
+    g->set[k] = true;
+    if (k >= K_NAME)
+        return s_text(save, g->text[k]);
+    int n = k == K_ECC ? 3 : s_arity[k];
+    for (int a = 0; a < n; a++)
+        if (!s_num(strtok_r(NULL, " \t", &save), &v[a]))
+            return false;
+    if (k == K_ECC) {
+        if (v[0] >= 14)
+            return false;
+        g->ecc[v[0]] = true;
+        memcpy(g->ecc_v[v[0]], v + 1, sizeof g->ecc_v[0]);
+    } else
+        memcpy(g->v[k], v, sizeof g->v[k]);
+    return strtok_r(NULL, " \t", &save) == NULL;
+}
+
+static bool
+s_line(char *line)
+{
+    char *save = NULL;
+    unsigned long long a;
+    char *tok = strtok_r(line, " \t", &save);
+    if (!tok || tok[0] == '#')
+        return true;
+    if (strcmp(tok, "gpu") == 0)
+        return s_gpu_line(save);
+    if (strcmp(tok, "gpus") == 0)
+        return s_num(strtok_r(NULL, " \t", &save), &a) && a >= 1
+               && a <= GPUS_MAX && (S.ngpus = (unsigned) a, true);
+    if (strcmp(tok, "init_fail") == 0)
+        return s_num(strtok_r(NULL, " \t", &save), &a) && a > 0
+               && (S.init_fail = (uint32_t) a, true);
+    if (strcmp(tok, "driver") == 0)
+        return s_text(save, S.driver);
+    return false;
+}
+
+static uint32_t
+s_load(void)
+{
+    const char *path = getenv("TELEM_RSMI_TEST_SCRIPT");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) {
+        fprintf(stderr, "rsmi_test: cannot read TELEM_RSMI_TEST_SCRIPT\n");
+        return E_UNKNOWN;
+    }
+    memset(&S, 0, sizeof S);
+    S.ngpus = 1;
+    char line[512], copy[512];
+    uint32_t rc = OK;
+    for (int n = 1; rc == OK && fgets(line, sizeof line, f); n++) {
+        line[strcspn(line, "\r\n")] = '\0';
+        snprintf(copy, sizeof copy, "%s", line);
+        if (!s_line(line)) {
+            fprintf(stderr, "rsmi_test: %s:%d: malformed: %s\n", path, n,
+                    copy);
+            rc = E_UNKNOWN;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* ---- the library ------------------------------------------------------- */
+
+API uint32_t rsmi_init(uint64_t flags)
+{
+    (void) flags;
+    uint32_t rc = s_load();
+    S.loaded = rc == OK && S.init_fail == OK;
+    return rc == OK ? S.init_fail : rc;
+}
+
+API uint32_t rsmi_shut_down(void)
+{
+    S.loaded = false;
+    return OK;
+}
+
+API uint32_t rsmi_num_monitor_devices(uint32_t *n)
+{
+    *n = S.loaded ? S.ngpus : 0;
+    return OK;
+}
+
+/* The scripted answer of key k on GPU i: OK with *g, or the code. */
+static uint32_t
+s_get(uint32_t i, int k, gpu_t **g)
+{
+    if (!S.loaded || i >= S.ngpus)
+        return E_INVALID;
+    *g = &S.gpus[i];
+    if ((*g)->gone)
+        return E_FILE;
+    if ((*g)->fail[k])
+        return (*g)->fail[k];
+    return (*g)->set[k] ? OK : E_NOT_SUPPORTED;
+}
+
+#define GET(i, k) gpu_t *g; uint32_t rc_ = s_get(i, k, &g); if (rc_) return rc_
+
+API uint32_t rsmi_dev_busy_percent_get(uint32_t i, uint32_t *p)
+{ GET(i, K_BUSY); *p = (uint32_t) g->v[K_BUSY][0]; return OK; }
+
+API uint32_t rsmi_dev_memory_busy_percent_get(uint32_t i, uint32_t *p)
+{ GET(i, K_MEM_BUSY); *p = (uint32_t) g->v[K_MEM_BUSY][0]; return OK; }
+
+API uint32_t rsmi_dev_memory_total_get(uint32_t i, int type, uint64_t *v)
+{ GET(i, K_VRAM); if (type != 0) return E_INVALID;
+  *v = g->v[K_VRAM][0]; return OK; }
+
+API uint32_t rsmi_dev_memory_usage_get(uint32_t i, int type, uint64_t *v)
+{ GET(i, K_VRAM); if (type != 0) return E_INVALID;
+  *v = g->v[K_VRAM][1]; return OK; }
+
+API uint32_t rsmi_dev_power_ave_get(uint32_t i, uint32_t s, uint64_t *v)
+{ GET(i, K_POWER); if (s != 0) return E_INVALID;
+  *v = g->v[K_POWER][0]; return OK; }
+
+API uint32_t rsmi_dev_power_cap_get(uint32_t i, uint32_t s, uint64_t *v)
+{ GET(i, K_CAP); if (s != 0) return E_INVALID;
+  *v = g->v[K_CAP][0]; return OK; }
+
+#ifndef RSMI_TEST_OLD
+API uint32_t rsmi_dev_energy_count_get(uint32_t i, uint64_t *count,
+                                        float *res, uint64_t *ts)
+{
+    GET(i, K_ENERGY);
+    *count = g->v[K_ENERGY][0];
+    *res = (float) ((double) g->v[K_ENERGY][1] / 1000.0);  /* uJ */
+    *ts = 1;
+    return OK;
+}
+
+API uint32_t rsmi_dev_gpu_metrics_info_get(uint32_t i, void *out)
+{
+    GET(i, K_THROTTLE);
+    /* rsmi_gpu_metrics_t v1: throttle_status at byte 68 of 96 */
+    unsigned char buf[96];
+    memset(buf, 0, sizeof buf);
+    buf[0] = sizeof buf;
+    buf[2] = 1;
+    buf[3] = 3;
+    uint32_t bits = (uint32_t) g->v[K_THROTTLE][0];
+    memcpy(buf + 68, &bits, sizeof bits);
+    memcpy(out, buf, sizeof buf);
+    return OK;
+}
+#endif
+
+API uint32_t rsmi_dev_temp_metric_get(uint32_t i, uint32_t sensor,
+                                       int metric, int64_t *t)
+{
+    static const int keys[3] = {K_TEDGE, K_TJUNCTION, K_TMEM};
+    if (sensor > 2 || metric != 0)
+        return E_INVALID;
+    GET(i, keys[sensor]);
+    *t = (int64_t) g->v[keys[sensor]][0];
+    return OK;
+}
+
+API uint32_t rsmi_dev_gpu_clk_freq_get(uint32_t i, int type, void *out)
+{
+    int k = type == 0 ? K_CLK_SYS : type == 4 ? K_CLK_MEM : -1;
+    if (k < 0)
+        return E_NOT_SUPPORTED;
+    GET(i, k);
+    struct { uint32_t num, cur; uint64_t f[32]; } f;
+    memset(&f, 0, sizeof f);
+    f.num = 3;
+    f.cur = 2;
+    f.f[0] = 500000000;
+    f.f[1] = 800000000;
+    f.f[2] = g->v[k][0];
+    memcpy(out, &f, sizeof f);
+    return OK;
+}
+
+API uint32_t rsmi_dev_ecc_count_get(uint32_t i, uint64_t block, uint64_t *ec)
+{
+    GET(i, K_ECC);
+    for (int b = 0; b < 14; b++)
+        if (block == (1ull << b) && g->ecc[b]) {
+            ec[0] = g->ecc_v[b][0];
+            ec[1] = g->ecc_v[b][1];
+            return OK;
+        }
+    return E_NOT_SUPPORTED;
+}
+
+static uint32_t
+s_text_get(uint32_t i, int k, char *buf, size_t len)
+{
+    GET(i, k);
+    snprintf(buf, len, "%s", g->text[k]);
+    return OK;
+}
+
+API uint32_t rsmi_dev_name_get(uint32_t i, char *b, size_t n)
+{ return s_text_get(i, K_NAME, b, n); }
+API uint32_t rsmi_dev_vendor_name_get(uint32_t i, char *b, size_t n)
+{ return s_text_get(i, K_VENDOR, b, n); }
+API uint32_t rsmi_dev_serial_number_get(uint32_t i, char *b, uint32_t n)
+{ return s_text_get(i, K_SERIAL, b, n); }
+API uint32_t rsmi_dev_vbios_version_get(uint32_t i, char *b, uint32_t n)
+{ return s_text_get(i, K_VBIOS, b, n); }
+
+API uint32_t rsmi_dev_unique_id_get(uint32_t i, uint64_t *v)
+{ GET(i, K_UID); *v = g->v[K_UID][0]; return OK; }
+API uint32_t rsmi_dev_pci_id_get(uint32_t i, uint64_t *v)
+{ GET(i, K_PCI); *v = g->v[K_PCI][0]; return OK; }
+
+API uint32_t rsmi_version_str_get(int comp, char *b, uint32_t n)
+{
+    if (comp != 0 || !S.driver[0])
+        return E_NOT_SUPPORTED;
+    snprintf(b, n, "%s", S.driver);
+    return OK;
+}
