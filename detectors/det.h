@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define DET_NEEDS_METRICS_MAX 8   /* metrics one detector may ask for */
+#define DET_NEEDS_METRICS_MAX 16  /* metrics one detector may ask for */
 #define DET_LABEL_MAX 63          /* length of an instance label */
 #define DET_VALUE_MAX 255         /* length of a string parameter value */
 
@@ -270,6 +270,7 @@ extern const det_vtable_t det_slowgpu;
 extern const det_vtable_t det_proc_threshold;
 extern const det_vtable_t det_threshold;
 extern const det_vtable_t det_heartbeat;
+extern const det_vtable_t det_gpu_health;
 
 #ifdef __cplusplus
 }

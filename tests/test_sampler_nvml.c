@@ -300,6 +300,8 @@ test_malformed(const char *lib)
         "gpu 0 nvlink 18 1 0 0 0 0\n", "gpu 0 nvlink 0 1 0 0\n",
         "gpu 0 handle 1\n", "gpu\n", "gpu 0\n", "driver\n", "init_fail\n",
         "gpu 0 util 99999999999999999999999 1\n",
+        "at\n", "at x gpu 0 temp 1\n", "at 10\n", "at 10 xid 0 79 1\n",
+        "at 10 gpu 0 temp\n", "at 10 gpu 5 temp 1\n", "at -1 gpu 0 temp 1\n",
     };
     int rc;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -25,6 +25,7 @@ struct watch {
     size_t ndets;
     det_needs_t needs[WATCH_DETECTORS_MAX];
     det_events_t *events;
+    watch_merge_t *merge;
     watch_input_t *input;
     int timeout_ms;
     char **missing;
@@ -51,7 +52,8 @@ watch_new(ac_t *ac)
     self->timeout_ms = AC_TIMEOUT_DEFAULT_MS;
     self->events = det_events_new();
     self->input = watch_input_new();
-    if (!self->events || !self->input)
+    self->merge = watch_merge_new();
+    if (!self->events || !self->input || !self->merge)
         watch_destroy(&self);
     return self;
 }
@@ -83,6 +85,7 @@ watch_destroy(watch_t **self_p)
     for (size_t i = 0; i < self->ndets; i++)
         det_destroy(&self->dets[i]);
     det_events_destroy(&self->events);
+    watch_merge_destroy(&self->merge);
     watch_input_destroy(&self->input);
     s_free_missing(self);
     s_free_strs(self);
@@ -427,6 +430,9 @@ watch_run(watch_t *self, const det_input_t *in)
         if (rc)
             return rc;
     }
+    int rc = watch_merge_apply(self->merge, &self->events, in->now_ns);
+    if (rc)
+        return rc;
     self->stats.events += det_events_count(self->events);
     return 0;
 }

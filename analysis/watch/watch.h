@@ -100,6 +100,23 @@ typedef struct {
 } watch_stats_t;
 const watch_stats_t *watch_stats(const watch_t *self);
 
+/* ---- one device, one event (watch_merge.c) ------------------------------ */
+
+/* Events of different detectors that name the same device (a GPU slowgpu
+ * finds slow and gpu-health finds throttling) are merged into one event
+ * with both reasons: in one tick, and with the events of the last
+ * WATCH_MERGE_WINDOW_S seconds (kept in a ring of WATCH_MERGE_RECENT).
+ * watch_run() applies it to every tick's events. */
+#define WATCH_MERGE_WINDOW_S 300
+#define WATCH_MERGE_RECENT 64
+typedef struct watch_merge watch_merge_t;
+watch_merge_t *watch_merge_new(void);
+void watch_merge_destroy(watch_merge_t **self_p);
+/* Replaces *events with the merged list; 0 or TELEM_ENOMEM (then *events
+ * is untouched). */
+int watch_merge_apply(watch_merge_t *self, det_events_t **events,
+                      int64_t now_ns);
+
 /* ---- detector input from query results (for tests) --------------------- */
 
 /* Holds the det_series_t views (and their tags) of query results: points

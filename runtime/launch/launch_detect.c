@@ -236,7 +236,10 @@ s_check_one(launch_job_config_t *cfg, const char *spec, const char *list,
     const char *metric = *s.metric ? s.metric
                          : strcmp(s.name, "slowgpu") == 0 ? "cg_dgemm_seconds"
                          : strcmp(s.name, "proc-threshold") == 0
-                         ? "num_running_processes" : "";
+                         ? "num_running_processes"
+                         : strcmp(s.name, "gpu-health") == 0
+                         ? "gpu_xid_total and the other GPU health series"
+                         : "";
     int need = strcmp(s.name, "proc-threshold") == 0 ? 2
                : s_metric_level(metric);
     if (cfg->level < need) {

@@ -13,6 +13,7 @@
  *     so; another kernel needs --collect;
  *   - proc-threshold reads num_running_processes: level 2 or more;
  *   - a metric gpu_* is collected at level 3, telemd_* at level 4;
+ *     gpu-health reads the GPU health series (gpu_xid_total, ...): 3;
  *   - other metrics are the program's own (level 1).
  * A detector name telem_watch does not know is refused too.
  *

@@ -63,7 +63,8 @@ static const char s_usage[] =
 "                         (default: the user running telemd)\n"
 "      --proc-root DIR    read node metrics from DIR instead of /proc\n"
 "      --sys-root DIR     read /sys metrics from DIR instead of /sys\n"
-"      --nvml-lib FILE    NVML library to load (default libnvidia-ml.so.1)\n"
+"      --nvml-lib FILE    NVML library to load (default $TELEM_NVML_LIB, else\n"
+"                         libnvidia-ml.so.1)\n"
 "      --rocm-smi-lib FILE  AMD rocm_smi library to load\n"
 "                         (default librocm_smi64.so.1)\n"
 "      --ze-lib FILE      Intel Level Zero loader to load (default\n"
@@ -311,6 +312,10 @@ s_defaults(s_args_t *a)
     a->http_port = -1;
     a->http_bind = "127.0.0.1";
     a->cfg.handover = 1;
+    /* The launcher hands its environment to every telemd it starts: this
+       is how a job picks the NVML library without a telemd option. */
+    const char *nvml = getenv("TELEM_NVML_LIB");
+    a->cfg.nvml_library = nvml && *nvml ? nvml : NULL;
 }
 
 static int

@@ -26,6 +26,13 @@
  *   gpu I lost                  every query of GPU I returns GPU_IS_LOST
  *   xid I CODE AFTER_MS         an XID event on GPU I, delivered by the
  *                               event wait once AFTER_MS passed since init
+ *   at AFTER_MS gpu I ...       a gpu statement that takes effect at the
+ *                               first query once AFTER_MS passed since
+ *                               init (an ECC count that grows, a GPU lost
+ *                               mid-run)
+ * The file's name may hold "{node}", replaced by $TELEM_NODE (as the
+ * launcher sets it for each telemd), so that each virtual node of one
+ * machine reads its own script.
  * Numbers are C integers (0x.. allowed).  A value never set is
  * NVML_ERROR_NOT_SUPPORTED, as a board without the feature answers; an
  * unset recovery is a field whose own nvmlReturn is NOT_SUPPORTED.  A
@@ -51,6 +58,7 @@
 #define GPUS_MAX 16
 #define LINKS_MAX 18
 #define XIDS_MAX 256
+#define LATER_MAX 64
 #define TEXT_MAX 96
 
 enum {                          /* scripted values, by key */
@@ -85,8 +93,16 @@ typedef struct {
     bool delivered;
 } xid_t;
 
+typedef struct {
+    long long after_ms;
+    char line[256];
+    bool applied;
+} later_t;
+
 static struct {
     pthread_mutex_t lock;
+    later_t later[LATER_MAX];
+    unsigned int nlater;
     unsigned int ngpus;
     gpu_t gpus[GPUS_MAX];
     char driver[TEXT_MAX], nvml[TEXT_MAX];
@@ -168,6 +184,33 @@ s_gpu_line(char *save)
     return strtok_r(NULL, " \t", &save) == NULL;
 }
 
+/* "at AFTER_MS gpu I ...": kept for later, its gpu statement checked now
+ * on a copy of the GPUs. */
+static bool
+s_later(char *save)
+{
+    unsigned long long ms;
+    if (!s_num(strtok_r(NULL, " \t", &save), &ms) || S.nlater == LATER_MAX)
+        return false;
+    char *rest = save + strspn(save, " \t"), copy[256];
+    if (strncmp(rest, "gpu", 3) != 0 || strlen(rest) >= sizeof copy)
+        return false;
+    snprintf(copy, sizeof copy, "%s", rest);
+    static gpu_t keep[GPUS_MAX];
+    memcpy(keep, S.gpus, sizeof keep);
+    char *save2 = NULL;
+    strtok_r(copy, " \t", &save2);
+    bool ok = s_gpu_line(save2);
+    memcpy(S.gpus, keep, sizeof keep);
+    if (!ok)
+        return false;
+    later_t *l = &S.later[S.nlater++];
+    l->after_ms = (long long) ms;
+    l->applied = false;
+    snprintf(l->line, sizeof l->line, "%s", rest);
+    return true;
+}
+
 static bool
 s_line(char *line)
 {
@@ -176,6 +219,8 @@ s_line(char *line)
     char *tok = strtok_r(line, " \t", &save);
     if (!tok || tok[0] == '#')
         return true;
+    if (strcmp(tok, "at") == 0)
+        return s_later(save);
     if (strcmp(tok, "gpu") == 0)
         return s_gpu_line(save);
     if (strcmp(tok, "gpus") == 0)
@@ -203,10 +248,25 @@ s_line(char *line)
     return false;
 }
 
+/* The script's name, "{node}" replaced by $TELEM_NODE. */
+static const char *
+s_path(char *buf, size_t size)
+{
+    const char *path = getenv("TELEM_NVML_TEST_SCRIPT");
+    const char *at = path ? strstr(path, "{node}") : NULL;
+    const char *node = getenv("TELEM_NODE");
+    if (!at)
+        return path;
+    int n = snprintf(buf, size, "%.*s%s%s", (int) (at - path), path,
+                     node ? node : "", at + 6);
+    return n > 0 && (size_t) n < size ? buf : NULL;
+}
+
 static int
 s_load(void)
 {
-    const char *path = getenv("TELEM_NVML_TEST_SCRIPT");
+    char pbuf[4096];
+    const char *path = s_path(pbuf, sizeof pbuf);
     FILE *f = path ? fopen(path, "r") : NULL;
     if (!f) {
         fprintf(stderr, "nvml_test: cannot read TELEM_NVML_TEST_SCRIPT\n");
@@ -215,6 +275,7 @@ s_load(void)
     memset(S.gpus, 0, sizeof S.gpus);
     S.ngpus = 1;
     S.nxids = 0;
+    S.nlater = 0;
     S.init_fail = 0;
     S.driver[0] = S.nvml[0] = '\0';
     char line[512];
@@ -276,10 +337,31 @@ API int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev)
     return OK;
 }
 
+static long long s_elapsed_ms(void);
+
+/* Applies the "at" statements that are due. */
+static void
+s_apply_later(void)
+{
+    pthread_mutex_lock(&S.lock);
+    for (unsigned int i = 0; i < S.nlater; i++) {
+        later_t *l = &S.later[i];
+        if (l->applied || l->after_ms > s_elapsed_ms())
+            continue;
+        char copy[256], *save = NULL;
+        snprintf(copy, sizeof copy, "%s", l->line);
+        strtok_r(copy, " \t", &save);
+        s_gpu_line(save);            /* checked when the script was read */
+        l->applied = true;
+    }
+    pthread_mutex_unlock(&S.lock);
+}
+
 /* The scripted answer of key k on dev: OK with *g, or the code. */
 static int
 s_get(void *dev, int k, gpu_t **g)
 {
+    s_apply_later();
     *g = dev;
     if (!*g)
         return E_INVALID;
