@@ -56,10 +56,22 @@ trap 'exit 130' INT TERM
 # skip_reasons BUILD: "name: reason" for every test of the last ctest run
 # that reported itself skipped (its "SKIPPED: ..." line).
 skip_reasons() {
-    local log=$1/Testing/Temporary/LastTest.log
+    local log=$1/Testing/Temporary/LastTest.log sum=$1.ctest.log
     [ -f "$log" ] || return 0
-    awk '/^[0-9]+\/[0-9]+ Testing: / { name = $3 }
-         /^SKIPPED: / && name != "" { sub(/^SKIPPED: /, ""); print "  " name ": " $0; name = "" }' "$log"
+    [ -f "$sum" ] || sum=/dev/null
+    # The skipped tests are the ones ctest's summary ("NNN - name
+    # (Skipped)") names; their reasons are the lines "SKIPPED: why" of the
+    # C and shell tests and "SKIPPED [1] file:line: why" of pytest's
+    # summary (a pytest file that passed may skip some of its tests: those
+    # are not listed).  Without the summary every reason is listed.
+    awk 'FILENAME == ARGV[1] { if ($0 ~ / - [^ ]+ \(Skipped\)$/) {
+                         n = $0; sub(/.* - /, "", n); sub(/ \(Skipped\)$/, "", n)
+                         skipped[n] = 1; any = 1 }
+                     next }
+         /^[0-9]+\/[0-9]+ Testing: / { name = $3 }
+         name != "" && (!any || name in skipped) && /^SKIPPED(: | \[[0-9]+\] )/ {
+             sub(/^SKIPPED: /, ""); sub(/^SKIPPED \[[0-9]+\] [^:]*:[0-9]+: /, "")
+             print "  " name ": " $0; name = "" }' "$sum" "$log"
 }
 
 total_pass=0 total_fail=0 total_skip=0 failed_passes=()
