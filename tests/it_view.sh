@@ -134,8 +134,9 @@ grep -q 'id="telem-data"' "$T/job.html" || fail "the report holds no data"
 size=$(stat -c %s "$D/all.tdump")
 head -c $(( size / 2 )) "$D/all.tdump" >"$T/cut.tdump"
 # Bytes inside the payload of the 5th BLOCK record (docs/store.md: a
-# record starts with the sync marker 0x0a52ec7e, then u32 len, u8 kind).
-python3 - "$D/all.tdump" "$T/flip.tdump" <<'PY'
+# record starts with the sync marker 0x0a52ec7e, then u32 len, u8 kind);
+# and the dump cut where a record starts.
+python3 - "$D/all.tdump" "$T/flip.tdump" "$T/edge.tdump" <<'PY'
 import struct, sys
 b = bytearray(open(sys.argv[1], "rb").read())
 i, seen = 0, 0
@@ -144,9 +145,14 @@ while seen < 5:
     seen += b[i + 8] == 2
 b[i + 20:i + 24] = b"\xff\xff\xff\xff"
 open(sys.argv[2], "wb").write(b)
+# Cut at the record boundary nearest the middle: every record whole, only
+# the index at the end missing.
+src = open(sys.argv[1], "rb").read()
+at = src.index(b"\x7e\xec\x52\x0a", len(src) // 2)
+open(sys.argv[3], "wb").write(src[:at])
 PY
 head -c 4096 /dev/urandom >"$T/noise.tdump"
-for f in cut flip; do
+for f in cut edge flip; do
     rc=0
     "$TELEM_BIN/telem_view" --export csv "$T/$f.tdump" >"$T/$f.csv" \
         2>"$T/$f.err" || rc=$?

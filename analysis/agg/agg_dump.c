@@ -35,13 +35,17 @@ struct agg_dump {
 static void
 s_damage(const char *path, const telem_seg_damage_t *d)
 {
-    if (d->bad || d->torn_tail || d->orphans)
+    /* A dump ends in its index: without one it was cut short (at a record
+       boundary, so nothing else shows it) or never finished. */
+    if (d->bad || d->torn_tail || d->orphans || d->no_index)
         telem_log(TELEM_LOG_WARN, "%s is damaged: %llu stretch(es), %llu "
-                  "bytes skipped%s%s; serving what could be read", path,
+                  "bytes skipped%s%s%s; serving what could be read", path,
                   (unsigned long long) d->bad,
                   (unsigned long long) d->bytes_skipped,
                   d->torn_tail ? ", cut short" : "",
-                  d->orphans ? ", blocks of unknown series" : "");
+                  d->orphans ? ", blocks of unknown series" : "",
+                  d->no_index ? ", no index at its end (cut short or not "
+                                "finished; read by scanning)" : "");
 }
 
 /* Adds directory dir's segment and dump files; when it holds none, those
