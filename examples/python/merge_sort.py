@@ -64,6 +64,16 @@ from telem import DDict, TelemError
 _LIVE, _PEAK, _CUT = 0, 1, 2          # slots of the shared counters
 
 
+
+def say(*parts, file=None) -> None:
+    """Prints one line with one write: the ranks share the launcher's
+    output, and print() writes its text and its end separately when
+    Python's output is unbuffered (PYTHONUNBUFFERED), so another rank's
+    line could land inside this one."""
+    f = sys.stdout if file is None else file
+    f.write(" ".join(str(p) for p in parts) + "\n")
+    f.flush()
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="merge_sort.py",
@@ -200,9 +210,8 @@ def watch(a, done: threading.Event) -> None:
             if over:
                 node, n = max(over, key=lambda x: x[1])
                 d.set_event(ev)
-                print(f"merge_sort: watch: node {node} runs {n:.0f} "
-                      f"processes (> {a.limit}): stop event {ev} set",
-                      flush=True)
+                say(f"merge_sort: watch: node {node} runs {n:.0f} "
+                      f"processes (> {a.limit}): stop event {ev} set")
                 return
     finally:
         ac.close()
@@ -290,10 +299,10 @@ def main(argv=None) -> int:
         rank = int(os.environ.get("TELEM_RANK", "0"))
         nnodes = int(os.environ.get("TELEM_NNODES", "1"))
     except ValueError:
-        print("merge_sort: bad TELEM_RANK or TELEM_NNODES", file=sys.stderr)
+        say("merge_sort: bad TELEM_RANK or TELEM_NNODES", file=sys.stderr)
         return 2
     if a.limit and telem.level() < 2:
-        print(f"merge_sort: the process watch (--limit) needs telemetry "
+        say(f"merge_sort: the process watch (--limit) needs telemetry "
               f"level 2 (telemd records num_running_processes from level "
               f"2); this job runs at level {telem.level()}: start it with "
               f"telem_launch --telemetry-level 2", file=sys.stderr)
@@ -316,7 +325,7 @@ def main(argv=None) -> int:
             again = False
             if rank == 0:
                 line, cut, ok = gather(a, d, size, rnd, nnodes)
-                print(line, flush=True)
+                say(line)
                 failed |= not ok
                 again = not sizes and cut < 0 and repeats < a.until_stop
             if not sizes and next_round(a, d, rank, rnd, again):
@@ -324,7 +333,7 @@ def main(argv=None) -> int:
                 repeats += 1
             rnd += 1
     except TelemError as e:
-        print(f"merge_sort: {e}", file=sys.stderr)
+        say(f"merge_sort: {e}", file=sys.stderr)
         failed = True
     finally:
         done.set()

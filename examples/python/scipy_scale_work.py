@@ -53,6 +53,16 @@ except ImportError as e:   # pragma: no cover - reported, not tested
 import telem
 
 
+
+def say(*parts, file=None) -> None:
+    """Prints one line with one write: the ranks share the launcher's
+    output, and print() writes its text and its end separately when
+    Python's output is unbuffered (PYTHONUNBUFFERED), so another rank's
+    line could land inside this one."""
+    f = sys.stdout if file is None else file
+    f.write(" ".join(str(p) for p in parts) + "\n")
+    f.flush()
+
 def _positive(kind):
     def parse(s: str):
         try:
@@ -138,8 +148,7 @@ def work(a: argparse.Namespace, rank: int) -> None:
             dt = time.perf_counter() - t0
             sums = sum(r[0] for r in res)
             checksum += sums
-            print(f"rank {rank}: Time for iteration {it} is {dt:.4f} seconds",
-                  flush=True)
+            say(f"rank {rank}: Time for iteration {it} is {dt:.4f} seconds")
             telem.add_data("scipy_scale_work_iteration_seconds", dt)
             telem.add_data("scipy_scale_work_progress", (it + 1) / total)
             telem.add_data("scipy_scale_work_images_per_second",
@@ -154,10 +163,10 @@ def work(a: argparse.Namespace, rank: int) -> None:
             if it >= a.burns:
                 times.append(dt)
     arr = np.array(times)
-    print(f"rank {rank}: Average time: {arr.mean():.4f} second(s)")
-    print(f"rank {rank}: Standard deviation: {arr.std():.4f} second(s)")
-    print(f"rank {rank}: checksum {checksum:.10g} over "
-          f"{total * a.images} images", flush=True)
+    say(f"rank {rank}: Average time: {arr.mean():.4f} second(s)")
+    say(f"rank {rank}: Standard deviation: {arr.std():.4f} second(s)")
+    say(f"rank {rank}: checksum {checksum:.10g} over "
+          f"{total * a.images} images")
 
 
 def main(argv=None) -> int:
@@ -166,9 +175,9 @@ def main(argv=None) -> int:
     work(a, rank)
     st, lvl = telem.stats(), telem.level()
     ok = telem.finalize()
-    print(f"rank {rank}: level {lvl}: queued {st.queued}, "
+    say(f"rank {rank}: level {lvl}: queued {st.queued}, "
           f"skipped by level {st.filtered}, dropped {st.dropped}; "
-          f"finalize: {'ok' if ok else 'not confirmed'}", flush=True)
+          f"finalize: {'ok' if ok else 'not confirmed'}")
     return 0
 
 

@@ -37,6 +37,16 @@ from telem import DDict, TelemError
 import scipy_scale_work as work
 
 
+
+def say(*parts, file=None) -> None:
+    """Prints one line with one write: the ranks share the launcher's
+    output, and print() writes its text and its end separately when
+    Python's output is unbuffered (PYTHONUNBUFFERED), so another rank's
+    line could land inside this one."""
+    f = sys.stdout if file is None else file
+    f.write(" ".join(str(p) for p in parts) + "\n")
+    f.flush()
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="scipy_scale_work_db_dump.py",
@@ -69,19 +79,19 @@ def main(argv=None) -> int:
         rank = int(os.environ.get("TELEM_RANK", "0"))
         nnodes = int(os.environ.get("TELEM_NNODES", "1"))
     except ValueError:
-        print("scipy_scale_work_db_dump: bad TELEM_RANK or TELEM_NNODES",
+        say("scipy_scale_work_db_dump: bad TELEM_RANK or TELEM_NNODES",
               file=sys.stderr)
         return 2
     path = os.path.abspath(a.dump)
     if rank == 0 and os.path.lexists(path):
-        print(f"scipy_scale_work_db_dump: {path} exists: a dump never "
+        say(f"scipy_scale_work_db_dump: {path} exists: a dump never "
               "overwrites a file; name another with --dump", file=sys.stderr)
         return 2
     d = DDict(namespace=a.ns)
     try:
         work.work(a, rank)
         if not telem.flush(30.0):
-            print(f"scipy_scale_work_db_dump: rank {rank}: telemd did not "
+            say(f"scipy_scale_work_db_dump: rank {rank}: telemd did not "
                   "confirm the last samples; the dump may miss them",
                   file=sys.stderr)
         d.set_event(f"{a.ns}/done/{rank}")
@@ -89,19 +99,18 @@ def main(argv=None) -> int:
             return 0
         for r in range(nnodes):
             if not d.wait(f"{a.ns}/done/{r}", timeout=a.timeout):
-                print(f"scipy_scale_work_db_dump: rank {r} did not finish "
+                say(f"scipy_scale_work_db_dump: rank {r} did not finish "
                       f"within {a.timeout:.0f} s; no dump", file=sys.stderr)
                 return 1
         with telem.AnalysisClient() as ac:
             res = ac.dump(path, rundir=os.environ.get("TELEM_RUNDIR"))
-        print(f"scipy_scale_work_db_dump: {res.summary}")
+        say(f"scipy_scale_work_db_dump: {res.summary}")
         for node, why in res.missing.items():
-            print(f"scipy_scale_work_db_dump: not in the dump: {node}: {why}")
-        print(f"scipy_scale_work_db_dump: open it with: telem_view {path}",
-              flush=True)
+            say(f"scipy_scale_work_db_dump: not in the dump: {node}: {why}")
+        say(f"scipy_scale_work_db_dump: open it with: telem_view {path}")
         return 0
     except TelemError as e:
-        print(f"scipy_scale_work_db_dump: rank {rank}: {e}", file=sys.stderr)
+        say(f"scipy_scale_work_db_dump: rank {rank}: {e}", file=sys.stderr)
         return 1
     finally:
         d.close()

@@ -89,6 +89,16 @@ KERNEL_SIZE = 64            # the collector's fixed matrix
 _KERNEL_MATRIX = None
 
 
+
+def say(*parts, file=None) -> None:
+    """Prints one line with one write: the ranks share the launcher's
+    output, and print() writes its text and its end separately when
+    Python's output is unbuffered (PYTHONUNBUFFERED), so another rank's
+    line could land inside this one."""
+    f = sys.stdout if file is None else file
+    f.write(" ".join(str(p) for p in parts) + "\n")
+    f.flush()
+
 def eig_test(device) -> None:
     """The collectors' test kernel, one repetition on `device` (the group
     pins the process to it): the eigenvalues of one fixed Wigner matrix of
@@ -220,9 +230,8 @@ def run_task(a, d: DDict, eig: Eig, t: int, device: int, hold: int) -> None:
     state, version = d.get_versioned(key)
     state = np.array(state, dtype=np.int64)
     if state[0]:
-        print(f"slow_gpu: {os.environ.get('TELEM_NODE', '?')}: task {t} "
-              f"resumed at iteration {state[0]} of {a.iterations}",
-              flush=True)
+        say(f"slow_gpu: {os.environ.get('TELEM_NODE', '?')}: task {t} "
+              f"resumed at iteration {state[0]} of {a.iterations}")
     edges = np.linspace(-RANGE, RANGE, a.bins + 1)
     gpu = {"gpu": str(device)}
     while state[0] < a.iterations:
@@ -250,9 +259,9 @@ def run_task(a, d: DDict, eig: Eig, t: int, device: int, hold: int) -> None:
 
 
 def hold_here(a, d: DDict, t: int) -> None:
-    print(f"slow_gpu: {os.environ.get('TELEM_NODE', '?')}: task {t} holds "
+    say(f"slow_gpu: {os.environ.get('TELEM_NODE', '?')}: task {t} holds "
           f"at iteration {int(a.hold_at * a.iterations)} until the job is "
-          f"restarted or {a.ns}/release is set", flush=True)
+          f"restarted or {a.ns}/release is set")
     while True:
         try:
             if d.wait(f"{a.ns}/release", timeout=1.0):
@@ -297,7 +306,7 @@ def semicircle_cdf(x: np.ndarray) -> np.ndarray:
 def result(a, d: DDict) -> int:
     for t in range(a.tasks):
         if not d.wait(f"{a.ns}/done/{t}", timeout=a.timeout):
-            print(f"slow_gpu: task {t} not done within {a.timeout:.0f} s",
+            say(f"slow_gpu: task {t} not done within {a.timeout:.0f} s",
                   file=sys.stderr)
             return 1
     hist = np.zeros(a.bins, dtype=np.int64)
@@ -311,21 +320,21 @@ def result(a, d: DDict) -> int:
     dist = np.abs(np.cumsum(hist) / max(n, 1) - semicircle_cdf(edges[1:]))
     i = int(np.argmax(dist))
     check = hashlib.sha256(hist.astype("<i8").tobytes()).hexdigest()[:16]
-    print(f"slow_gpu: {a.tasks} task(s) x {a.iterations} iteration(s) of "
+    say(f"slow_gpu: {a.tasks} task(s) x {a.iterations} iteration(s) of "
           f"{a.size}x{a.size} matrices: {n} eigenvalues (expected {want})")
-    print(f"slow_gpu: histogram checksum {check}")
-    print(f"slow_gpu: largest distance to the semicircle's distribution "
+    say(f"slow_gpu: histogram checksum {check}")
+    say(f"slow_gpu: largest distance to the semicircle's distribution "
           f"function {dist[i]:.5f} at x = {edges[i + 1]:.2f} (tolerance "
           f"{a.tolerance:.5f})")
     ok = n == want and done == a.tasks * a.iterations \
         and dist[i] <= a.tolerance
-    print(f"slow_gpu: semicircle law: {'PASS' if ok else 'FAIL'} "
+    say(f"slow_gpu: semicircle law: {'PASS' if ok else 'FAIL'} "
           f"({'every eigenvalue counted once' if n == want else 'counted %d' % n}"
           f"; distance {dist[i]:.5f} {'<=' if dist[i] <= a.tolerance else '>'}"
-          f" tolerance {a.tolerance:.5f})", flush=True)
+          f" tolerance {a.tolerance:.5f})")
     if a.plot:
         plot(a, hist, edges, a.plot)
-        print(f"slow_gpu: plot written to {a.plot}", flush=True)
+        say(f"slow_gpu: plot written to {a.plot}")
     return 0 if ok else 1
 
 
@@ -357,12 +366,12 @@ def main(argv=None) -> int:
         nnodes = int(os.environ.get("TELEM_NNODES", "1"))
         restarts = int(os.environ.get("TELEM_RESTART_COUNT", "0"))
     except ValueError:
-        print("slow_gpu: bad TELEM_RANK, TELEM_NNODES or TELEM_RESTART_COUNT",
+        say("slow_gpu: bad TELEM_RANK, TELEM_NNODES or TELEM_RESTART_COUNT",
               file=sys.stderr)
         return 2
     cg = collector_group() if a.collectors and rank == 0 else None
     if a.collectors and rank == 0 and cg is None:
-        print("slow_gpu: --collectors needs telem.CollectorGroup, which this "
+        say("slow_gpu: --collectors needs telem.CollectorGroup, which this "
               "telem package does not have", file=sys.stderr)
         return 2
     backend, devices = pick_backend(a)
@@ -384,7 +393,7 @@ def main(argv=None) -> int:
             try:
                 rc = result(a, d)
             except TelemError as e:
-                print(f"slow_gpu: {e}", file=sys.stderr)
+                say(f"slow_gpu: {e}", file=sys.stderr)
                 rc = 1
             finally:
                 d.close()
@@ -414,7 +423,7 @@ def wait_first_round(cg, timeout: float = 60.0) -> None:
             except TelemError:
                 pass            # no node answered yet: try again
             time.sleep(0.1)
-    print(f"slow_gpu: no round of {cg.metric} within {timeout:.0f} s",
+    say(f"slow_gpu: no round of {cg.metric} within {timeout:.0f} s",
           file=sys.stderr)
 
 

@@ -71,6 +71,16 @@ import telem
 from telem import DDict, TelemError
 
 
+
+def say(*parts, file=None) -> None:
+    """Prints one line with one write: the ranks share the launcher's
+    output, and print() writes its text and its end separately when
+    Python's output is unbuffered (PYTHONUNBUFFERED), so another rank's
+    line could land inside this one."""
+    f = sys.stdout if file is None else file
+    f.write(" ".join(str(p) for p in parts) + "\n")
+    f.flush()
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="train_torch.py",
@@ -215,8 +225,8 @@ def load_ckpt(d: DDict, model, opt) -> int:
 
 def hold(d: DDict, a, rank: int, step: int) -> None:
     """Waits for <ns>/release (or for telem_launch to stop this run)."""
-    print(f"train_torch: rank {rank}: holding after step {step} until the "
-          f"job is restarted or {a.ns}/release is set", flush=True)
+    say(f"train_torch: rank {rank}: holding after step {step} until the "
+          f"job is restarted or {a.ns}/release is set")
     while True:
         try:
             if d.wait(f"{a.ns}/release", timeout=1.0):
@@ -287,8 +297,8 @@ def run(a, d: DDict, rank: int, world: int, restarts: int,
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     start = load_ckpt(d, model, opt) if restarted else 0
     if restarted and rank == 0:
-        print(f"train_torch: restart {restarts}: {world} rank(s) resume "
-              f"from the checkpoint of step {start}", flush=True)
+        say(f"train_torch: restart {restarts}: {world} rank(s) resume "
+              f"from the checkpoint of step {start}")
     telem.section("step").step = start
     holding = a.hold_at and restarts < a.hold_runs
     for step in range(start + 1, a.steps + 1):
@@ -299,10 +309,10 @@ def run(a, d: DDict, rank: int, world: int, restarts: int,
             telem.add_data("loss", loss)
             telem.add_data("train_torch_step_seconds",
                            time.perf_counter() - t0)
-            print(f"step {step} loss {loss:.9g}", flush=True)
+            say(f"step {step} loss {loss:.9g}")
             if step % a.ckpt_every == 0:
                 save_ckpt(d, model, opt, step)
-                print(f"train_torch: checkpoint at step {step}", flush=True)
+                say(f"train_torch: checkpoint at step {step}")
         if holding and step == a.hold_at:
             hold(d, a, rank, step)
     return final_loss(model, x, y)
@@ -320,14 +330,14 @@ def main(argv=None) -> int:
         except RuntimeError as e:
             # A peer is gone (its node failed): telem_launch stops this run
             # and restarts the job; wait for that rather than exit first.
-            print(f"train_torch: rank {rank}: a collective failed ({e}); "
+            say(f"train_torch: rank {rank}: a collective failed ({e}); "
                   f"waiting up to {a.peer_grace:.0f} s for telem_launch to "
-                  "restart the job", file=sys.stderr, flush=True)
+                  "restart the job", file=sys.stderr)
             time.sleep(a.peer_grace)
             return 1
         if rank == 0:
-            print(f"final loss {loss:.9g} after {a.steps} steps on {world} "
-                  f"rank(s)", flush=True)
+            say(f"final loss {loss:.9g} after {a.steps} steps on {world} "
+                  f"rank(s)")
             if a.out:
                 with open(a.out, "w") as f:
                     f.write(f"{loss:.17g}\n")
@@ -335,7 +345,7 @@ def main(argv=None) -> int:
             dist.barrier()
             dist.destroy_process_group()
     except TelemError as e:
-        print(f"train_torch: rank {rank}: {e}", file=sys.stderr)
+        say(f"train_torch: rank {rank}: {e}", file=sys.stderr)
         return 1
     finally:
         d.close()
