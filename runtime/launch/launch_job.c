@@ -277,10 +277,12 @@ void
 launch_job_on_ready(launch_job_t *self, size_t i)
 {
     self->ac_stale = 1;
-    /* A telemd ready after the start (a reserve's, a restarted one's) has
-       a new /metrics port; the start itself writes every file once. */
+    /* A telemd ready after the start (a reserve's that was still starting
+       when the active nodes were ready, a restarted one's) is not in the
+       files the start wrote: launch/telemd_nodes and the /metrics targets
+       are written again. */
     if (self->phase != LAUNCH_PHASE_STARTING)
-        launch_job_files_write_prometheus(self);
+        launch_job_files_write(self);
     telem_log(TELEM_LOG_DEBUG, "%s: telemd %s, telem_dictd %s",
               launch_state_name(self->state, i),
               self->nodes[i].ready ? self->nodes[i].endpoint : "not ready",
