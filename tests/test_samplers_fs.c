@@ -75,8 +75,8 @@ test_fixture(void)
     telem_sampler_fs.close(&st);
 
     /* Escapes: a mount point with a blank, written by the test. */
-    char dir[] = "/tmp/telem_fs_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(test_tmpdir(dir, sizeof dir, "telem_fs") == 0);
     char sub[256], text[1024];
     snprintf(sub, sizeof sub, "%s/with space", dir);
     CHECK(mkdir(sub, 0755) == 0);
@@ -201,8 +201,8 @@ test_hung(void)
         printf("hung mount: skipped (needs root and /dev/fuse)\n");
         return;
     }
-    char dir[] = "/tmp/telem_fs_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[64];
+    CHECK(test_tmpdir(dir, sizeof dir, "telem_fs") == 0);
     fflush(stdout);
     pid_t pid = fork();
     CHECK(pid >= 0);

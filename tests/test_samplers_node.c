@@ -89,8 +89,8 @@ s_check_modes(const rec_t *r, const char *prefix, const char *tags,
 static void
 test_proc_cores(void)
 {
-    char root[] = "/tmp/telem_node_XXXXXX";
-    CHECK(mkdtemp(root) != NULL);
+    char root[64];
+    CHECK(test_tmpdir(root, sizeof root, "telem_node") == 0);
     rec_write(root, "stat", s_stat1);
     telem_sampler_env_t env = {.job_uid = getuid(), .proc_root = root};
     void *st;
@@ -154,8 +154,8 @@ test_proc_meminfo(void)
     telem_sampler_proc.close(&st);
 
     /* Detail fields that are malformed are left out, alone. */
-    char root[] = "/tmp/telem_node_XXXXXX";
-    CHECK(mkdtemp(root) != NULL);
+    char root[64];
+    CHECK(test_tmpdir(root, sizeof root, "telem_node") == 0);
     rec_write(root, "meminfo", "MemTotal: 1000 kB\nDirty: x kB\nSlab:\n"
               "Shmem 5 kB\nActive(file): 7 kB\nHugePages_Free: 3\n");
     env.proc_root = root;
@@ -200,8 +200,8 @@ s_write_devs(const char *root, int snap)
 static void
 test_proc_devices(void)
 {
-    char root[] = "/tmp/telem_node_XXXXXX";
-    CHECK(mkdtemp(root) != NULL);
+    char root[64];
+    CHECK(test_tmpdir(root, sizeof root, "telem_node") == 0);
     s_mkdir(root, "net");
     s_write_devs(root, 0);
     telem_sampler_env_t env = {.job_uid = getuid(), .proc_root = root};
@@ -264,8 +264,8 @@ test_psi(void)
 
     /* Only cpu (kernels before 5.13 have no cpu "full" line); a file that
      * turns bad later is skipped, the sampler fails once nothing reads. */
-    char root[] = "/tmp/telem_node_XXXXXX";
-    CHECK(mkdtemp(root) != NULL);
+    char root[64];
+    CHECK(test_tmpdir(root, sizeof root, "telem_node") == 0);
     s_mkdir(root, "pressure");
     rec_write(root, "pressure/cpu",
               "some avg10=150.00 avg60=0.00 avg300=0.00 total=7\n");
@@ -296,8 +296,8 @@ test_vmstat(void)
     CHECK_EQ(rec_value(r, "vm_oom_kills_total", ""), 0.0);
     telem_sampler_vmstat.close(&st);
 
-    char root[] = "/tmp/telem_node_XXXXXX";
-    CHECK(mkdtemp(root) != NULL);
+    char root[64];
+    CHECK(test_tmpdir(root, sizeof root, "telem_node") == 0);
     env.proc_root = root;
     rec_write(root, "vmstat", "nr_free_pages 5\npgfault 1000\n"
               "pgmajfault 10\npswpin 0\npswpout 5\noom_kill 1\n");
