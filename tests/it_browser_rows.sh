@@ -169,7 +169,8 @@ load_until "$T/live.html" "$T/rows-live.png" "$U?token=$AGG_TOKEN"
 # ---- Grafana: every panel as Grafana asks, the rows' metrics with data ------------
 want=$("$PY" -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["grafana"]))' \
        "$T/want.json")
-"$PY" "$TOP/tests/agg_client.py" dashboard "$U" "$TOP/docs/grafana/telem-job.json" \
+TELEM_AGG_TOKEN_FILE=$TELEM_RUNDIR/keys/agg.token \
+    "$PY" "$TOP/tests/agg_client.py" dashboard "$U" "$TOP/docs/grafana/telem-job.json" \
     "$TOP/docs/grafana/datasource.yaml" "$want" n1,n2 >"$T/dash.out" 2>&1 \
     || fail "the Grafana dashboard's panels: $(tail -n 20 "$T/dash.out")"
 echo "grafana: every panel answered; with data from n1 and n2: $want"
