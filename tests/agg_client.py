@@ -793,6 +793,10 @@ def dashboard(url, board, source, want, hosts):
                                          for k in r["dps"]), data[:300])
             per_host = sorted(r["tags"]["host"] for r in got
                               if "host" in r["tags"])
+            # A panel grouped by more than the host (per GPU, core, port)
+            # has several lines per node: every node, each at least once.
+            if per_host and any(k != "host" for k in t.get("tags", {})):
+                per_host = sorted(set(per_host))
             if per_host:
                 check(name + " hosts", per_host, sorted(hosts))
             seen.add(t["metric"])

@@ -29,6 +29,7 @@ static const char *const s_paths[][2] = {
     { "/", "text/html; charset=utf-8" },
     { "/index.html", "text/html; charset=utf-8" },
     { "/telem.js", "text/javascript; charset=utf-8" },
+    { "/telem_rows.js", "text/javascript; charset=utf-8" },
     { "/telem.css", "text/css; charset=utf-8" },
     { "/uPlot.min.js", "text/javascript; charset=utf-8" },
     { "/uPlot.min.css", "text/css; charset=utf-8" },
@@ -68,6 +69,7 @@ s_test_assets_inlinable(void)
 {
     const char *page = (const char *) telem_web_asset("/")->data;
     CHECK(strstr(page, "<script src=\"telem.js\"></script>") != NULL);
+    CHECK(strstr(page, "<script src=\"telem_rows.js\"></script>") != NULL);
     CHECK(strstr(page, "<script src=\"uPlot.min.js\"></script>") != NULL);
     CHECK(strstr(page, "<link rel=\"stylesheet\" href=\"telem.css\">") != NULL);
     CHECK(strstr(page, "<link rel=\"stylesheet\" href=\"uPlot.min.css\">")
@@ -166,11 +168,12 @@ s_test_report(void)
     CHECK(strstr(html, "src=") == NULL);
     CHECK(strstr(html, "rel=\"stylesheet\"") == NULL);
     CHECK(strstr(html, "id=\"telem\"") != NULL);
-    /* Exactly one data element, three closing script tags in all. */
+    /* Exactly one data element, four closing script tags in all (data,
+       uPlot, telem_rows.js, telem.js). */
     size_t n = 0;
     for (const char *p = html; (p = strcasestr(p, "</script")); p++)
         n++;
-    CHECK_INT(n, 3);
+    CHECK_INT(n, 4);
     free(html);
 
     html = s_report(data, NULL, &rc);

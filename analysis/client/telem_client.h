@@ -223,7 +223,9 @@ int telem_client_report(const telem_client_opts_t *o, const char *rundir,
                         const char *path, int64_t start_ns);
 
 /* Shared by both reports: 1 when metric m is one the report charts (a
- * collector metric cg_*_seconds or one of the node metrics). */
+ * collector metric cg_*_seconds, one of the node metrics, or a metric of
+ * the rows below them: cpu_core_percent, pressure_*_percent, ib_*,
+ * gpu_*). */
 int telem_client_report_charted(const char *m);
 
 /* One series as an OpenTSDB query result with ms times and [ms, v]. */

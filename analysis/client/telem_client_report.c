@@ -4,8 +4,9 @@
  * Gathers the job data object of analysis/web/telem_web.h: the nodes and
  * their states, the restarts and the detector events from the run
  * directory's files (analysis/web/telem_web_job.h), the series of the
- * collector metrics (cg_*_seconds) and of a few node metrics from every
- * node through the analysis client, the nodes that did not answer, and
+ * collector metrics (cg_*_seconds), of a few node metrics and of the
+ * dashboard's rows (per-core CPU, pressure, InfiniBand, GPU health) from
+ * every node through the analysis client, the nodes that did not answer, and
  * hands it to telem_web_report_write(), which writes the page with its
  * data.  The file is written to a temporary name beside the target and
  * renamed, so a reader never sees half a report.
@@ -42,13 +43,39 @@ s_is_collector_metric(const char *m)
         && strcmp(m + n - 8, "_seconds") == 0;
 }
 
+/* The rows below the node metrics (telem.js draws them): per-core CPU,
+ * pressure, InfiniBand and GPU health, by name prefix. */
+static const char *const s_row_prefixes[] = {
+    "cpu_core_percent", "pressure_", "ib_", "gpu_",
+};
+#define S_NROW_PREFIXES (sizeof s_row_prefixes / sizeof s_row_prefixes[0])
+
+/* pressure_*_percent (not the _seconds_total counters), cpu_core_percent
+ * (not the per-mode split), every ib_* and gpu_* series. */
+static int
+s_is_row_metric(const char *m)
+{
+    size_t n = strlen(m);
+    for (size_t k = 0; k < S_NROW_PREFIXES; k++) {
+        size_t p = strlen(s_row_prefixes[k]);
+        if (strncmp(m, s_row_prefixes[k], p) != 0)
+            continue;
+        if (k == 0)
+            return m[p] == '\0';
+        if (k == 1)
+            return n > 8 && strcmp(m + n - 8, "_percent") == 0;
+        return 1;
+    }
+    return 0;
+}
+
 int
 telem_client_report_charted(const char *m)
 {
     for (size_t k = 0; k < S_NNODE_METRICS; k++)
         if (strcmp(m, s_node_metrics[k]) == 0)
             return 1;
-    return s_is_collector_metric(m);
+    return s_is_collector_metric(m) || s_is_row_metric(m);
 }
 
 /* ---- missing nodes ----------------------------------------------------- */

@@ -29,7 +29,8 @@ telem_web_open_paths(void)
     /* What index.html loads by relative URL; never the page itself (it is
        opened with the token in its URL) and never data. */
     static const char *const paths[] = {
-        "/telem.js", "/telem.css", "/uPlot.min.js", "/uPlot.min.css", NULL
+        "/telem.js", "/telem_rows.js", "/telem.css", "/uPlot.min.js",
+        "/uPlot.min.css", NULL
     };
     return paths;
 }

@@ -39,7 +39,9 @@
  *
  * What it draws: a header (nodes with state badges, restarts, missing
  * nodes), one chart per collector metric (one line per host/gpu), one per
- * node metric (one line per node), detector events and restarts as vertical
+ * node metric (one line per node), the rows of telem_rows.js (per-core
+ * CPU, pressure, InfiniBand, GPU health with XID events; in live mode the
+ * metrics under its PREFIXES, from api/suggest, in one POST api/query), detector events and restarts as vertical
  * markers on every chart and as lists below, and per node a details
  * element (class "telem-system", data-node) summing up its system
  * snapshot.  Each chart is an element of
@@ -131,7 +133,8 @@
     return out;
   }
 
-  // A uPlot plugin drawing vertical dashed lines at state.marks' times.
+  // A uPlot plugin drawing vertical dashed lines at state.marks' times,
+  // with the text of a mark's label, if it has one, beside its line.
   function markerPlugin(state) {
     return { hooks: { draw: [function (u) {
       var ctx = u.ctx, top = u.bbox.top, bottom = top + u.bbox.height;
@@ -139,6 +142,8 @@
       ctx.save();
       ctx.lineWidth = Math.max(1, uPlot.pxRatio * 1.5);
       ctx.setLineDash([6 * uPlot.pxRatio, 4 * uPlot.pxRatio]);
+      ctx.font = Math.round(10 * uPlot.pxRatio) + "px sans-serif";
+      ctx.textBaseline = "top";
       state.marks.forEach(function (m) {
         var x = Math.round(u.valToPos(m.t, "x", true));
         if (!(x >= left && x <= right)) return;
@@ -147,6 +152,14 @@
         ctx.moveTo(x, top);
         ctx.lineTo(x, bottom);
         ctx.stroke();
+        if (m.label) {                   // a labelled marker (an XID)
+          var w = ctx.measureText(m.label).width, pad = 3 * uPlot.pxRatio;
+          var lx = x + w + 2 * pad > right ? x - w - 2 * pad : x;
+          ctx.fillStyle = "rgba(255,255,255,0.85)";
+          ctx.fillRect(lx, top + pad, w + 2 * pad, 13 * uPlot.pxRatio);
+          ctx.fillStyle = m.color;
+          ctx.fillText(m.label, lx + pad, top + pad + uPlot.pxRatio);
+        }
       });
       ctx.restore();
     }] } };
@@ -162,21 +175,22 @@
     return Math.max(320, Math.min(900, (w || 960) - 24));
   }
 
-  function plotOpts(metric, groups, state, width) {
+  function plotOpts(title, groups, state, width) {
     var series = [{}].concat(groups.map(function (g, i) {
       return { label: g.label, stroke: COLORS[i % COLORS.length], width: 1.5,
                spanGaps: true, points: { show: false } };
     }));
     return {
-      title: metric, width: width, height: 240, series: series,
+      title: title, width: width, height: 240, series: series,
       tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
       scales: { x: { time: true } },
       plugins: [markerPlugin(state)]
     };
   }
 
-  // Draws (or updates) the chart of `metric` inside `parent`.
-  function drawChart(parent, metric, groups, marks) {
+  // Draws (or updates) the chart of `metric` (a key) inside `parent`,
+  // titled `title` (default: the metric).
+  function drawChart(parent, metric, groups, marks, title) {
     var c = charts[metric];
     var key = groups.map(function (g) { return g.label; }).join("\n");
     if (!c || c.box.parentNode !== parent) {
@@ -202,7 +216,8 @@
     }
     if (c.plot) c.plot.destroy();
     c.box.textContent = "";
-    c.plot = new uPlot(plotOpts(metric, groups, c.state, chartWidth(c.box)),
+    c.plot = new uPlot(plotOpts(title || metric, groups, c.state,
+                                chartWidth(c.box)),
                        data, c.box);
     c.key = key;
   }
@@ -391,6 +406,12 @@
       keep[m] = true;
       drawChart(node, m, groupSeries(data.series, m, false), marks);
     });
+    if (window.telemRows) {
+      var rows = window.telemRows.render(data, { el: el, list: list,
+        fmtTime: fmtTime, drawChart: drawChart, chartBox: chartBox,
+        section: section }, marks);
+      Object.keys(rows).forEach(function (k) { keep[k] = true; });
+    }
     pruneCharts(keep);
     renderList("telem-events", "Detector events",
                list(data.events).filter(Boolean).sort(byTime), eventRow);
@@ -405,6 +426,7 @@
     var token = new URLSearchParams(location.search).get("token");
     var headers = token ? { Authorization: "Bearer " + token } : {};
     var cgMetrics = [];
+    var rowMetrics = [];                  // telem_rows.js's, from suggest
     var round = 0;
     var snaps = {};                       // node -> snapshot, fetched once
 
@@ -433,11 +455,43 @@
       return get("api/query?arrays=true", body).then(list, function () { return []; });
     }
 
+    // The rows' metrics in one request (names the nodes had at the last
+    // suggest); where it fails (a name gone), one request per metric.
+    function queryRows(range) {
+      if (!rowMetrics.length) return Promise.resolve([]);
+      var body = { start: WINDOW, msResolution: true,
+                   queries: rowMetrics.map(function (m) {
+                     return { metric: m, aggregator: "none" };
+                   }) };
+      if (range && range.start_ms && range.end_ms) {
+        body.start = range.start_ms;
+        body.end = range.end_ms;
+      }
+      return get("api/query?arrays=true", body).then(list, function () {
+        return Promise.all(rowMetrics.map(function (m) { return query(m, range); }))
+          .then(function (r) { return [].concat.apply([], r); });
+      });
+    }
+
+    function suggestRows() {
+      var rows = window.telemRows;
+      if (!rows) return Promise.resolve();
+      return Promise.all(rows.PREFIXES.map(function (p) {
+        return get("api/suggest?type=metrics&q=" + encodeURIComponent(p)
+                   + "&max=500").then(list, function () { return null; });
+      })).then(function (lists) {
+        if (lists.some(function (l) { return l === null; })) return;
+        rowMetrics = [].concat.apply([], lists).filter(rows.wanted).sort();
+      });
+    }
+
     function refresh() {
       var suggest = round++ % 6 === 0
-        ? get("api/suggest?type=metrics&q=cg_&max=100").then(function (names) {
-            cgMetrics = list(names).filter(function (n) { return CG_METRIC.test(n); }).sort();
-          }, function () { /* keep the last list */ })
+        ? Promise.all([
+            get("api/suggest?type=metrics&q=cg_&max=100").then(function (names) {
+              cgMetrics = list(names).filter(function (n) { return CG_METRIC.test(n); }).sort();
+            }, function () { /* keep the last list */ }),
+            suggestRows()])
         : Promise.resolve();
       var job;
       return get("telem/job").then(function (j) {
@@ -447,7 +501,7 @@
         var range = job.job && job.job.range;
         return Promise.all(cgMetrics.concat(NODE_METRICS).map(function (m) {
           return query(m, range);
-        }));
+        }).concat([queryRows(range)]));
       }).then(function (results) {
         job.series = [].concat.apply(list(job.series), results);
         return Promise.all(list(job.job && job.job.nodes).filter(function (n) {
