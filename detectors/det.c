@@ -47,7 +47,7 @@ struct det_events {
 
 static const det_vtable_t *const s_registry[] = {
     &det_slowgpu, &det_proc_threshold, &det_threshold, &det_heartbeat,
-    &det_gpu_health,
+    &det_gpu_health, &det_straggler,
 };
 
 const det_vtable_t *const *

@@ -271,6 +271,7 @@ extern const det_vtable_t det_proc_threshold;
 extern const det_vtable_t det_threshold;
 extern const det_vtable_t det_heartbeat;
 extern const det_vtable_t det_gpu_health;
+extern const det_vtable_t det_straggler;
 
 #ifdef __cplusplus
 }

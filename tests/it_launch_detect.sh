@@ -29,6 +29,7 @@ refused() {   # refused PATTERN ARGS...: exit 2 and PATTERN on stderr
 refused "telem_watch has no detector 'nosuch'" --detector nosuch
 refused "use --telemetry-level 1" -L 0 --detector slowgpu
 refused "use --telemetry-level 2" -L 1 --detector proc-threshold
+refused "use --telemetry-level 1" -L 0 --detector straggler
 refused "use --telemetry-level 3" -L 2 --detector hot=threshold:metric=gpu_temperature_c,value=80
 refused "add --collect '--kernel foo" --detector slowgpu:metric=cg_foo_seconds
 # --collect given: its collectors must record what the detector reads.
@@ -60,6 +61,13 @@ refused "invalid --collect ''" --collect ""
     || fail "the slowgpu job did not see cg_dgemm_seconds on both nodes: $(tail -n 5 "$T/job.log")"
 grep -q "starting telem_collect --backend cpu --kernel dgemm" "$T/job.log" \
     || fail "no line about the collectors started: $(head -n 3 "$T/job.log")"
+
+# ---- straggler: accepted alone and beside slowgpu ----
+for dets in "--detector straggler" "--detector straggler --detector slowgpu"; do
+    # shellcheck disable=SC2086
+    "$B/telem_launch" --local 2 --no-agg $dets -- true >"$T/st.out" 2>"$T/st.log" \
+        || fail "telem_launch $dets -- true failed: $(tail -n 5 "$T/st.log")"
+done
 
 # ---- telem_collect --node ----
 printf '# test nodes\nn1\tipc://%s/a\nn2\tipc://%s/b\nn3\tipc://%s/c\n' \

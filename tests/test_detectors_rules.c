@@ -272,7 +272,7 @@ test_params(void)
     /* Every parameter of every detector reads back what its default is. */
     size_t n;
     const det_vtable_t *const *all = det_registry(&n);
-    CHECK_INT(n, 5);
+    CHECK_INT(n, 6);
     for (size_t i = 0; i < n; i++) {
         det_t *x = fx_det(all[i]->name, NULL);
         CHECK(det_find(all[i]->name) == all[i]);

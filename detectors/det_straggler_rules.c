@@ -1,0 +1,318 @@
+/* det_straggler_rules.c - the straggler detector's scores, persistence,
+ * attribution and sentences.
+ *
+ * In one window, each rank's median step time m_r gives
+ *   relative score   min_j m_j / m_r   (the fastest rank's median), and
+ *   individual score best_r / m_r      (its own best window median so far),
+ * as NVIDIA's resiliency extension defines them.  A rank is slow when its
+ * relative score is below `relative`, or its individual score below
+ * `individual` while the job's median individual score is not (a phase
+ * that slows every rank together, a checkpoint or an evaluation, moves
+ * every individual score and no relative one).  A node is slow in a window
+ * when one of its ranks is, and it is a straggler when it was slow in k of
+ * its last n windows: one event per node, naming its slowest rank.
+ *
+ * Attribution before acting: the node's test kernels (the collectors'
+ * per-round times, slowgpu's metric) against the other nodes', and its GPU
+ * health fields.  Either off: the hardware, act (the launcher excludes the
+ * node).  Both normal, or not collected: warn, naming the rank, and point
+ * at data balance and I/O, since a rank that is slow on hardware that
+ * times normally has more work or waits for something.
+ */
+#include "det_straggler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det_util.h"
+
+static const char *const s_throttle[] = { "sw_thermal_slowdown",
+    "hw_thermal_slowdown", "hw_slowdown", "hw_power_brake_slowdown",
+    "sw_power_cap", NULL };
+
+/* What decided the attribution of one node. */
+typedef struct {
+    double kratio;             /* its slowest device / the others (NAN) */
+    double kmine, kothers;     /* the medians compared */
+    size_t nmine, nothers;     /* devices on it, on the other nodes */
+    char health[160];          /* the first health field off ("" none) */
+} s_attr_t;
+
+static int
+s_rank_slow(const det_straggler_rank_t *r, const det_params_t *p, int phase)
+{
+    return r->rel < det_params_num(p, ST_RELATIVE) ||
+           (!phase && r->ind < det_params_num(p, ST_INDIVIDUAL));
+}
+
+/* Median of the values of s newer than `from`; NAN without any. */
+static double
+s_series_median(const det_series_t *s, int64_t from, double *buf)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n && n < 4096; i++)
+        if (s->ts[i] >= from && isfinite(s->val[i]) && s->val[i] > 0)
+            buf[n++] = s->val[i];
+    return det_straggler_median(buf, n);
+}
+
+static const char *
+s_node_of(const det_series_t *s)
+{
+    const char *h = det_util_tag(s, "host");
+    return h ? h : s->node ? s->node : "";
+}
+
+/* The node's test kernels against the other nodes'. */
+static int
+s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
+          s_attr_t *a)
+{
+    const char *metric = det_params_str(p, ST_KERNELS);
+    int64_t from = in->now_ns - (int64_t) (det_params_num(p, ST_HW_WINDOW) * 1e9);
+    double *buf = malloc(4096 * sizeof *buf);
+    double *others = malloc((in->nseries + 1) * sizeof *others);
+    if (!buf || !others) {
+        free(buf);
+        free(others);
+        return TELEM_ENOMEM;
+    }
+    a->kmine = NAN;
+    for (size_t i = 0; *metric && i < in->nseries; i++) {
+        const det_series_t *s = &in->series[i];
+        if (!s->metric || strcmp(s->metric, metric) != 0 || !s->ts || !s->val)
+            continue;
+        double m = s_series_median(s, from, buf);
+        if (!isfinite(m))
+            continue;
+        if (strcmp(s_node_of(s), node) != 0)
+            others[a->nothers++] = m;
+        else if (a->nmine++ == 0 || m > a->kmine)
+            a->kmine = m;
+    }
+    a->kothers = det_straggler_median(others, a->nothers);
+    a->kratio = a->nmine && a->nothers ? a->kmine / a->kothers : NAN;
+    free(buf);
+    free(others);
+    return 0;
+}
+
+/* The first of the node's GPU health fields that is off, into a->health. */
+static void
+s_health(const det_params_t *p, const det_input_t *in, const char *node,
+         s_attr_t *a)
+{
+    int64_t from = in->now_ns - (int64_t) (det_params_num(p, ST_HW_WINDOW) * 1e9);
+    for (size_t i = 0; i < in->nseries && !*a->health; i++) {
+        const det_series_t *s = &in->series[i];
+        if (!s->metric || !s->ts || !s->val || strcmp(s_node_of(s), node))
+            continue;
+        const char *gpu = det_util_tag(s, "gpu");
+        gpu = gpu ? gpu : "?";
+        int level = strcmp(s->metric, "gpu_lost") == 0 ||
+                    strcmp(s->metric, "gpu_remapped_rows_failure") == 0;
+        int clocks = strcmp(s->metric, "gpu_clocks_event") == 0;
+        int xid = strcmp(s->metric, "gpu_xid_total") == 0;
+        const char *reason = det_util_tag(s, "reason");
+        int listed = 0;
+        for (size_t k = 0; clocks && reason && s_throttle[k]; k++)
+            listed |= strcmp(reason, s_throttle[k]) == 0;
+        double first = NAN;
+        for (size_t j = 0; j < s->n && !*a->health; j++) {
+            if (s->ts[j] < from || !isfinite(s->val[j]))
+                continue;
+            if (isnan(first))
+                first = s->val[j];
+            if ((level || (clocks && listed)) && s->val[j] >= 1)
+                snprintf(a->health, sizeof a->health, "%s%s%s%s 1 on GPU %s",
+                         s->metric, clocks ? "{reason=" : "",
+                         clocks ? reason : "", clocks ? "}" : "", gpu);
+            else if (xid && s->val[j] > first)
+                snprintf(a->health, sizeof a->health, "gpu_xid_total{xid=%s} "
+                         "%g -> %g on GPU %s", det_util_tag(s, "xid")
+                         ? det_util_tag(s, "xid") : "?", first, s->val[j],
+                         gpu);
+        }
+    }
+}
+
+/* The attribution clause of the sentence; returns 1 for the hardware. */
+static int
+s_attribute(const det_params_t *p, const s_attr_t *a, char *buf, size_t size)
+{
+    const char *metric = det_params_str(p, ST_KERNELS);
+    double eff = det_params_num(p, ST_HW_EFFECT);
+    int kslow = isfinite(a->kratio) && a->kratio >= 1 + eff;
+    char kern[320];
+    if (isfinite(a->kratio))
+        snprintf(kern, sizeof kern, "test kernels %s %+.1f %% against the "
+                 "other nodes' (%.3g s against %.3g s, off from %+.0f %%)",
+                 metric, 100 * (a->kratio - 1), a->kmine, a->kothers,
+                 100 * eff);
+    else if (a->nmine)
+        snprintf(kern, sizeof kern, "test kernels %s run on no other node "
+                 "to compare with", metric);
+    else
+        snprintf(kern, sizeof kern, "no test kernels (%s) run on it",
+                 *metric ? metric : "kernels off");
+    if (kslow || *a->health) {
+        size_t len = (size_t) snprintf(buf, size, "the hardware: ");
+        if (kslow)
+            len += (size_t) snprintf(buf + len, len < size ? size - len : 0,
+                                     "%s%s", kern, *a->health ? "; " : "");
+        if (*a->health && len < size)
+            snprintf(buf + len, size - len, "GPU health %s", a->health);
+        return 1;
+    }
+    snprintf(buf, size, "not the hardware: %s, %s", kern,
+             det_params_num(p, ST_HEALTH) > 0
+             ? "no GPU health field off" : "health fields not consulted");
+    return 0;
+}
+
+/* The node's ranks that were slow in this window, "3, 5" (at most 8). */
+static void
+s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
+             const det_straggler_window_t *w, uint32_t nodeix, int phase,
+             char *buf, size_t size, size_t *count)
+{
+    size_t len = 0;
+    *count = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < w->n; i++) {
+        const det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
+        if (r->nodeix != nodeix || !s_rank_slow(r, p, phase))
+            continue;
+        if (++*count <= 8 && len < size)
+            len += (size_t) snprintf(buf + len, size - len, "%s%s",
+                                     *count > 1 ? ", " : "", r->rank);
+    }
+    if (*count > 8 && len < size)
+        snprintf(buf + len, size - len, " and %zu more", *count - 8);
+}
+
+/* Writes the event of node `nd`, a straggler in window w. */
+static int
+s_report(det_straggler_state_t *st, const det_params_t *p,
+         const det_input_t *in, const det_straggler_window_t *w,
+         det_straggler_node_t *nd, uint32_t nodeix, double best, int phase,
+         int slow_windows, det_events_t *out)
+{
+    const det_straggler_rank_t *r = &st->ranks[nd->worst];
+    s_attr_t a = { .kratio = NAN };
+    if (*det_params_str(p, ST_KERNELS) && s_kernels(p, in, nd->node, &a))
+        return TELEM_ENOMEM;
+    if (det_params_num(p, ST_HEALTH) > 0)
+        s_health(p, in, nd->node, &a);
+    char attr[640], ranks[160], text[1400];
+    int hw = s_attribute(p, &a, attr, sizeof attr);
+    size_t nslow;
+    s_slow_ranks(st, p, w, nodeix, phase, ranks, sizeof ranks, &nslow);
+    int n = (int) det_params_num(p, ST_N);
+    char head[400];
+    if (hw)
+        snprintf(head, sizeof head, "node '%s' is a straggler in section "
+                 "'%s' (rank%s %s)", nd->node, st->secs[w->section].name,
+                 nslow > 1 ? "s" : "", ranks);
+    else
+        snprintf(head, sizeof head, "rank %s on node '%s' is a straggler in "
+                 "section '%s'%s%s%s", r->rank, nd->node,
+                 st->secs[w->section].name, nslow > 1 ? " (with ranks " : "",
+                 nslow > 1 ? ranks : "", nslow > 1 ? ")" : "");
+    snprintf(text, sizeof text, "%s: %s%s takes %.3g s a step against the "
+             "fastest rank's %.3g s (relative score %.2f, individual %.2f; "
+             "thresholds %.2f, %.2f) in %d of its last %d windows of %d "
+             "steps, up to step %lld; %s; %s", head, hw ? "rank " : "it",
+             hw ? r->rank : "", r->med, best,
+             r->rel, r->ind, det_params_num(p, ST_RELATIVE),
+             det_params_num(p, ST_INDIVIDUAL), slow_windows, n,
+             (int) det_params_num(p, ST_STEPS), (long long) w->end, attr,
+             hw ? "asking to exclude the node"
+                : "it is not excluded: the rank has more to do or waits "
+                  "longer than the others on hardware that times normally, "
+                  "so look at its share of the data (balance) or its I/O");
+    det_evidence_t ev[8];
+    size_t nev = 0;
+    ev[nev++] = (det_evidence_t) { "median", r->med };
+    ev[nev++] = (det_evidence_t) { "best_median", best };
+    ev[nev++] = (det_evidence_t) { "relative", r->rel };
+    ev[nev++] = (det_evidence_t) { "individual", r->ind };
+    ev[nev++] = (det_evidence_t) { "windows_slow", slow_windows };
+    ev[nev++] = (det_evidence_t) { "hardware", hw };
+    if (isfinite(a.kratio))
+        ev[nev++] = (det_evidence_t) { "kernel_ratio", a.kratio };
+    const char *nodes[1] = { nd->node };
+    det_event_t e = { .detector = "straggler",
+                      .severity = hw ? DET_SEV_ACT : DET_SEV_WARN,
+                      .ts_ns = r->last_ts, .nodes = nodes, .nnodes = 1,
+                      .score = r->med / best - 1, .evidence = ev,
+                      .nevidence = nev, .text = text };
+    return det_events_add(out, &e);
+}
+
+/* Scores every rank of w: relative, individual; returns 1 in a phase. */
+static int
+s_score(det_straggler_state_t *st, const det_params_t *p,
+        const det_straggler_window_t *w, double *best_out)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < w->n; i++)
+        if (st->ranks[w->ranks[i]].med < best)
+            best = st->ranks[w->ranks[i]].med;
+    for (size_t i = 0; i < w->n; i++) {
+        det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
+        r->rel = best / r->med;
+        r->ind = r->best > 0 ? r->best / r->med : 1;
+        st->tmp[i] = r->ind;
+        if (r->best <= 0 || r->med < r->best)
+            r->best = r->med;
+    }
+    *best_out = best;
+    return det_straggler_median(st->tmp, w->n) <
+           det_params_num(p, ST_INDIVIDUAL);
+}
+
+int
+det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
+                    const det_input_t *in, const det_straggler_window_t *w,
+                    det_events_t *out)
+{
+    double best;
+    int phase = s_score(st, p, w, &best);
+    uint64_t mark = st->secs[w->section].windows + 1;
+    for (size_t i = 0; i < w->n; i++) {
+        det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
+        det_straggler_node_t *nd = &st->nodes[r->nodeix];
+        if (nd->mark != mark) {
+            nd->mark = mark;
+            nd->slow = 0;
+            nd->worst = w->ranks[i];
+        }
+        nd->slow |= s_rank_slow(r, p, phase);
+        if (r->med > st->ranks[nd->worst].med)
+            nd->worst = w->ranks[i];
+    }
+    int k = (int) det_params_num(p, ST_K), n = (int) det_params_num(p, ST_N);
+    uint64_t mask = n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+    for (size_t i = 0; i < st->nnodes; i++) {
+        det_straggler_node_t *nd = &st->nodes[i];
+        if (nd->section != w->section || nd->mark != mark)
+            continue;
+        nd->bits = (nd->bits << 1) | (uint64_t) nd->slow;
+        nd->nbits += nd->nbits < 64;
+        int cnt = __builtin_popcountll(nd->bits & mask);
+        if (!nd->active && cnt >= k) {
+            nd->active = 1;
+            int rc = s_report(st, p, in, w, nd, (uint32_t) i, best, phase,
+                              cnt, out);
+            if (rc)
+                return rc;
+        } else if (nd->active && (nd->bits & mask) == 0 &&
+                   nd->nbits >= (uint32_t) n) {
+            nd->active = 0;                     /* n clean windows */
+        }
+    }
+    return 0;
+}
