@@ -10,6 +10,9 @@
  *   level 2  scale_work_gflops         tag size     (2/3 n^3 + 2 n^2) / time
  *   level 3  scale_work_residual       tag size     max |A x - b|
  *   level 4  scale_work_pivot_min      tag size     smallest |U_ii|
+ * and each solve as the section "step" (level 1: telem_section_seconds and
+ * telem_section_step, tags section and rank; two samples a solve), which
+ * the straggler detector compares across ranks.
  * Every sample also carries host, pid and rank (TELEM_RANK) tags.  It
  * prints one line per size and, at the end, telem_stats() (what was
  * queued, skipped by level, dropped) and whether telem_finalize() had
@@ -149,7 +152,11 @@ s_step(gsl_rng *rng, size_t n, const char *tag, double progress,
     }
     gsl_matrix_memcpy(lu, a);
     double t0 = s_now();
-    if (gsl_linalg_LU_decomp(lu, p, &sign) || gsl_linalg_LU_solve(lu, p, b, x))
+    telem_section_t sec = telem_section_begin("step");
+    int bad = gsl_linalg_LU_decomp(lu, p, &sign)
+              || gsl_linalg_LU_solve(lu, p, b, x);
+    telem_section_end(&sec);
+    if (bad)
         goto out;
     double dt = s_now() - t0, res = 0, piv = INFINITY, nn = (double) n;
     for (size_t i = 0; i < n; i++) {

@@ -34,7 +34,10 @@
  * `--tolerance`); `--plot FILE` writes an SVG picture.
  *
  * Telemetry (telem.h): slow_gpu_iteration_seconds (level 1, tag gpu),
- * slow_gpu_task_done (level 2, tag task), slow_gpu_eigen_max (level 3).
+ * slow_gpu_task_done (level 2, tag task), slow_gpu_eigen_max (level 3),
+ * and each iteration's computation as the section "iteration" (level 1:
+ * telem_section_seconds and telem_section_step, tags section and rank),
+ * which the straggler detector compares across ranks.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -319,7 +322,9 @@ s_task_run(ddict_t *d, s_worker_t *wk, s_work_t *w, int t)
         if (task.done == hold && (rc = s_hold(d, wk, t, task.done)) != 0)
             break;
         double t0 = s_now();
+        telem_section_t sec = telem_section_begin("iteration");
         double top = s_iteration(w, o, t, task.done, task.counts);
+        telem_section_end(&sec);
         task.done++;
         if ((rc = s_task_store(d, o, t, &task, &version)) != 0)
             break;

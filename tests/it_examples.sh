@@ -45,7 +45,7 @@ EOF
 chmod +x "$T/scale.sh"
 launch scale --local 2 --telemetry-level 2 -- "$T/scale.sh" \
     || fail "scale_work job failed"
-[ "$(grep -c "queued 30, skipped by level 20, dropped 0; finalize: ok" \
+[ "$(grep -c "queued 50, skipped by level 20, dropped 0; finalize: ok" \
     "$T/scale.out")" = 2 ] || fail "scale_work counters: $(cat "$T/scale.out")"
 for n in n1 n2; do
     grep -q "scale_work_gflops.*$n\|$n.*scale_work_gflops" "$T/scale.out" \

@@ -6,7 +6,9 @@ scipy_scale_work example).
 Every iteration filters --images random images of --size x --size pixels
 (scipy.ndimage: a convolution with a random 5x5 kernel, then a Gaussian
 blur and a Sobel edge filter) on a multiprocessing.Pool of --workers
-processes, and prints the iteration's time; at the end the average and the
+processes (each iteration's filtering marked as the section "iteration",
+which the straggler detector compares across ranks), and prints the
+iteration's time; at the end the average and the
 standard deviation of the iterations after the --burns first ones, as
 Dragon's example does.  An image and its kernel are drawn from (seed,
 rank, iteration, index), so a run's checksum does not depend on how the
@@ -143,8 +145,9 @@ def work(a: argparse.Namespace, rank: int) -> None:
         for it in range(total):
             jobs = [(a.seed, rank, it, i, a.size) for i in range(a.images)]
             t0 = time.perf_counter()
-            res = pool.map(filter_image, jobs,
-                           chunksize=max(1, a.images // (4 * a.workers)))
+            with telem.section("iteration"):
+                res = pool.map(filter_image, jobs,
+                               chunksize=max(1, a.images // (4 * a.workers)))
             dt = time.perf_counter() - t0
             sums = sum(r[0] for r in res)
             checksum += sums

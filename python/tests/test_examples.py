@@ -71,11 +71,11 @@ def test_scale_work_level_2(jobs):
                          out, re.M), j.tail()
         assert re.search(rf"^rank {rank}: Standard deviation: [0-9.]+ "
                          r"second\(s\)$", out, re.M), j.tail()
-        # 5 iterations x (3 level-1/2 samples + 1 batch per worker) kept,
-        # the 5 level-3 samples skipped at the call.
+        # 5 iterations x (3 level-1/2 samples, the section's 2 and 1 batch
+        # per worker) kept, the 5 level-3 samples skipped at the call.
         m = re.search(rf"^rank {rank}: level 2: queued (\d+), skipped by "
                       r"level 5, dropped 0; finalize: ok$", out, re.M)
-        assert m and int(m.group(1)) >= 5 * 3 + 8 * 5, j.tail()
+        assert m and int(m.group(1)) >= 5 * (3 + 2) + 8 * 5, j.tail()
     # The same images on every rank give the same checksum whatever the
     # workers did; the ranks draw different images.
     sums = re.findall(r"^rank \d: checksum (\S+) over 40 images$", out, re.M)
