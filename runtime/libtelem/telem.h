@@ -110,7 +110,6 @@ int telem_set_level(int level);
  *
  * Each end records two samples with the same timestamp (the end, realtime):
  *   telem_section_seconds{section="step",rank="3"}  duration in seconds
- *                                                   (CLOCK_MONOTONIC)
  *   telem_section_step{section="step",rank="3"}     the step it belongs to
  * plus host and pid as every sample.  A reader pairs the two by series
  * (section, rank, host, pid) and timestamp.  The step is a counter per
@@ -130,7 +129,12 @@ int telem_set_level(int level);
  * is looked up in a process-wide table (TELEM_SECTION_NAMES names at most)
  * by a hash of its bytes, its strings are copied into a batch once per
  * batch.  A begin/end pair costs about as much as two telem_add_data()
- * calls (bench_add_data prints it).
+ * calls (bench_add_data prints it).  The clock: where the kernel keeps time
+ * with the CPU's time-stamp counter (clock source "tsc", x86-64), a section
+ * reads the counter itself, its rate measured against CLOCK_MONOTONIC (the
+ * first 50 ms of a process's sections read CLOCK_MONOTONIC while it is
+ * measured); elsewhere, or with TELEM_SECTION_CLOCK=monotonic, it reads
+ * CLOCK_MONOTONIC.
  *
  * The handle is a value owned by the caller; it may move between threads
  * (begin on one, end on another).  telem_section_end() clears the handle it
@@ -141,7 +145,7 @@ int telem_set_level(int level);
 #define TELEM_SECTION_NAMES 1024
 
 typedef struct {
-    int64_t t0_ns;      /* monotonic start */
+    int64_t t0_ns;      /* start: monotonic ns, or CPU ticks; private */
     uint32_t slot;      /* the name's entry; private */
     int32_t state;      /* private: open, filtered, or begin's error */
 } telem_section_t;
