@@ -33,6 +33,7 @@
 #include "telem_error.h"
 #include "telem_grow.h"
 #include "telem_int.h"
+#include "telem_section_gpu.h"
 #include "telem_tick.h"
 #include "telem_time.h"
 #include "telem_types.h"
@@ -187,7 +188,7 @@ s_entry(const char *name)
 telem_section_t
 telem_section_begin(const char *name)
 {
-    telem_section_t h = { 0, 0, 0 };
+    telem_section_t h = { 0, 0, 0, 0, 0 };
     int64_t slot = s_entry(name);
     if (slot < 0) {
         h.state = (int32_t) slot;
@@ -316,12 +317,34 @@ telem_section_end(telem_section_t *h)
     pthread_once(&s_sec.once, s_once);
     int64_t step = atomic_fetch_add_explicit(&s_sec.slots[c.slot].step, 1,
                                              memory_order_relaxed);
-    if (tick)
-        return s_record(c.slot, tick_seconds(c.t0_ns, now), step,
-                        tick_realtime(now));
-    tick_calibrate(now);
-    return s_record(c.slot, (double) (now - c.t0_ns) / 1e9, step,
-                    s_realtime(now));
+    double seconds;
+    int64_t ts;
+    if (tick) {
+        seconds = tick_seconds(c.t0_ns, now);
+        ts = tick_realtime(now);
+    } else {
+        tick_calibrate(now);
+        seconds = (double) (now - c.t0_ns) / 1e9;
+        ts = s_realtime(now);
+    }
+    if (c.gpu)
+        tsg_end(c.gpu - 1, c.gpu_gen, s_sec.slots[c.slot].name, ts);
+    return s_record(c.slot, seconds, step, ts);
+}
+
+telem_section_t
+telem_section_begin_gpu(const char *name, void *stream)
+{
+    telem_section_t h = telem_section_begin(name);
+    uint32_t idx, gen;
+    if ((h.state ^ S_OPEN) == (int32_t) h.slot
+        || (h.state ^ S_OPEN_TICK) == (int32_t) h.slot) {
+        if (tsg_begin(stream, &idx, &gen) == 0) {
+            h.gpu = idx + 1;
+            h.gpu_gen = gen;
+        }
+    }
+    return h;
 }
 
 int
