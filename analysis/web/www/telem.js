@@ -38,14 +38,17 @@
  *     (the live page fetches GET telem/snapshot?node=N once per node)
  *
  * What it draws: a header (nodes with state badges, restarts, missing
- * nodes), one chart per collector metric (one line per host/gpu), one per
- * node metric (one line per node), the rows of telem_rows.js (per-core
- * CPU, pressure, InfiniBand, GPU health with XID events; in live mode the
- * metrics under its PREFIXES, from api/suggest, in one POST api/query), detector events and restarts as vertical
- * markers on every chart and as lists below, and per node a details
- * element (class "telem-system", data-node) summing up its system
- * snapshot.  Each chart is an element of
- * class "telem-chart" with data-metric and data-series (lines drawn).
+ * nodes), one chart per collector metric (one line per host/gpu; with
+ * none, one line saying so), one per node metric (one line per node), the
+ * rows of telem_rows.js (per-core CPU, pressure, InfiniBand, GPU health
+ * with XID events; in live mode the metrics under its PREFIXES, from
+ * api/suggest, in one POST api/query), detector events and restarts as
+ * vertical markers on every chart and as lists below, and per node a
+ * details element (class "telem-system", data-node) summing up its system
+ * snapshot.  Each chart is an element of class "telem-chart" with
+ * data-metric, data-series (lines drawn), data-y-range (the y axis drawn,
+ * "min,max") and data-marks (the labelled markers drawn and where, JSON;
+ * see markerPlugin()).
  * Data only ever reaches the page as text (textContent), never as markup.
  * Times are shown in UTC.
  */

@@ -380,7 +380,7 @@
     if (!thr.length)
       thr = groupsBy(g, named("gpu_clocks_event_reasons"),
                      function (s) { return gpu(s) + " reasons mask"; });
-    chart(h, box, "gpu_throttle", "throttle (clock-event) reasons held (1)"
+    chart(h, box, "gpu_throttle", "throttle reasons held (1)"
           + (Object.keys(held).length ? "" : ": none held"), thr, xm, keep);
     var limits = groupsBy(g, named("gpu_power_limit_w"),
                           function (s) { return gpu(s) + " limit"; });
