@@ -27,6 +27,7 @@
 #include "det_straggler.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,15 +105,18 @@ s_rounds(s_kpt_t *pt, size_t n)
 }
 
 /* One of the node's devices against the other nodes in the same rounds:
- * the median over its rounds of its time over their median, and the two
- * medians (*mine, *others); NAN when under half of its rounds pair up
- * (collectors not on one schedule).  buf holds 2 x 4096 values. */
+ * the median over its rounds since `from` of its time over their median,
+ * and the two medians (*mine, *others); NAN when under half of its rounds
+ * pair up (collectors not on one schedule).  *recent: the same median over
+ * its rounds since `recent_from` only (NAN without any).  buf holds
+ * 4 x 4096 values. */
 static double
-s_paired(const det_series_t *s, int64_t from, const s_kpt_t *r, size_t nr,
-         double *buf, double *mine, double *others)
+s_paired(const det_series_t *s, int64_t from, int64_t recent_from,
+         const s_kpt_t *r, size_t nr, double *buf, double *mine,
+         double *others, double *recent)
 {
-    size_t n = 0, all = 0;
-    double *x = buf + 4096, *y = buf + 8192;
+    size_t n = 0, all = 0, first_recent = SIZE_MAX;
+    double *x = buf + 4096, *y = buf + 8192, *z = buf + 12288;
     for (size_t i = 0, j = 0; i < s->n && n < 4096; i++) {
         if (s->ts[i] < from || !isfinite(s->val[i]) || s->val[i] <= 0)
             continue;
@@ -121,12 +125,19 @@ s_paired(const det_series_t *s, int64_t from, const s_kpt_t *r, size_t nr,
             j++;
         if (j == nr || r[j].ts != s->ts[i])
             continue;
+        if (s->ts[i] >= recent_from && first_recent == SIZE_MAX)
+            first_recent = n;
         buf[n] = s->val[i] / r[j].val;
         x[n] = s->val[i];
         y[n++] = r[j].val;
     }
     if (n == 0 || 2 * n < all)
         return NAN;
+    *recent = NAN;
+    if (first_recent < n) {
+        memcpy(z, buf + first_recent, (n - first_recent) * sizeof *z);
+        *recent = det_straggler_median(z, n - first_recent);
+    }
     *mine = det_straggler_median(x, n);
     *others = det_straggler_median(y, n);
     return det_straggler_median(buf, n);
@@ -166,19 +177,22 @@ s_kernel_points(const det_params_t *p, const det_input_t *in,
 /* The node's test kernels against the other nodes'.  Compared round by
  * round where the collectors share a schedule (one timestamp a round):
  * each device's median of its time over the other nodes' median in the
- * same round, the node's slowest device counting, so that the machine's
- * changes of speed, which every device of a round sees alike, cancel;
- * otherwise each device's median over hw_window, the slowest against the
- * median of the others'. */
+ * same round, so that the machine's changes of speed, which every device
+ * of a round sees alike, cancel; a device counts with the lesser of that
+ * median over hw_window and over its newest third (kernels that were slow
+ * a while ago and time normally now are not the reason its rank is slow
+ * now), the node's slowest device for the node.  Otherwise each device's
+ * median over hw_window, the slowest against the median of the others'. */
 static int
 s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
           s_attr_t *a)
 {
-    int64_t from = in->now_ns - (int64_t) (det_params_num(p, ST_HW_WINDOW) * 1e9);
+    int64_t span = (int64_t) (det_params_num(p, ST_HW_WINDOW) * 1e9);
+    int64_t from = in->now_ns - span, recent_from = in->now_ns - span / 3;
     size_t npts = 0, nidx = 0;
     for (size_t i = 0; i < in->nseries; i++)
         npts += in->series[i].n;
-    double *buf = malloc(3 * 4096 * sizeof *buf);
+    double *buf = malloc(4 * 4096 * sizeof *buf);
     double *others = malloc((in->nseries + 1) * sizeof *others);
     size_t *idx = malloc((in->nseries + 1) * sizeof *idx);
     s_kpt_t *pt = malloc((npts + 1) * sizeof *pt);
@@ -190,14 +204,15 @@ s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
         a->kothers = det_straggler_median(others, a->nothers);
         a->kratio = a->nmine && a->nothers ? a->kmine / a->kothers : NAN;
         size_t nr = s_rounds(pt, npts);
-        double worst = NAN, wm = NAN, wo = NAN, m, o;
+        double worst = NAN, wm = NAN, wo = NAN, m, o, rec;
         for (size_t i = 0; i < nidx; i++) {
-            double r = s_paired(&in->series[idx[i]], from, pt, nr, buf, &m,
-                                &o);
+            double r = s_paired(&in->series[idx[i]], from, recent_from, pt,
+                                nr, buf, &m, &o, &rec);
             if (isnan(r)) {
                 worst = NAN;                    /* not on one schedule */
                 break;
             }
+            r = fmin(r, isnan(rec) ? 1.0 : rec);
             if (isnan(worst) || r > worst)
                 worst = r, wm = m, wo = o;
         }
