@@ -399,11 +399,12 @@ s_word(FILE *f, const char *w)
     return fscanf(f, " %15s", buf) == 1 && strcmp(buf, w) == 0;
 }
 
-/* Reads a recording s_save wrote, checking every count and value. */
+/* Reads a recording s_save wrote ("-": from stdin, e.g. through zcat),
+ * checking every count and value. */
 static void
 s_load_file(bs_rec_t *rec, const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
     int version = 0;
     if (!f)
         bench_die("bench_straggler", "cannot read %s: %s", path,
@@ -455,7 +456,8 @@ s_load_file(bs_rec_t *rec, const char *path)
                                              rec->nrounds + (size_t) j]) != 1)
                 s_bad(path, "kernel times");
     }
-    fclose(f);
+    if (f != stdin)
+        fclose(f);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -474,7 +476,7 @@ s_usage(FILE *f, int status)
           "  -T  the watcher's period the detectors are judged at (default 1)\n"
           "  -s  straggler parameters added to both telem rows\n"
           "  -o  also write the recording to save_file\n"
-          "  -i  judge a saved recording instead of recording one\n"
+          "  -i  judge a saved recording instead of recording one (-: stdin)\n"
           "  -h, --help  this text\n", f);
     exit(status);
 }
