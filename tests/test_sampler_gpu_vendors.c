@@ -8,7 +8,9 @@
  * libraries without optional entry points (an older rocm_smi, a Level Zero
  * loader with only the core device-finding set), malformed scripts (the
  * library does not initialise: the sampler is unsupported), the
- * snapshot's GPU names, and the cost of one sample() call.
+ * snapshot's GPU names, and the cost of one sample() call.  Every name
+ * two samplers emit is described (type, unit, help) the same way by both,
+ * as telemd keeps one description per name.
  */
 #include "tmpdir.h"
 
@@ -335,6 +337,43 @@ test_sysinfo(void)
     json_decref(doc);
 }
 
+/* ---- one description per name ------------------------------------------ */
+
+static void
+test_shared_metas(void)
+{
+    const telem_sampler_vt_t *const vts[] = {
+        &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self,
+        &telem_sampler_psi, &telem_sampler_vmstat, &telem_sampler_numa,
+        &telem_sampler_cpufreq, &telem_sampler_fs, &telem_sampler_ib,
+        &telem_sampler_hw, &telem_sampler_nfs, &telem_sampler_lustre,
+        &telem_sampler_job, &telem_sampler_rsmi, &telem_sampler_ze,
+    };
+    const size_t nvt = sizeof vts / sizeof vts[0];
+    int shared = 0;
+    for (size_t a = 0; a < nvt; a++)
+        for (const telem_meta_t *m = vts[a]->metrics; m && m->metric; m++) {
+            CHECK(m->doc && m->doc[0] && m->unit);
+            for (size_t b = a + 1; b < nvt; b++)
+                for (const telem_meta_t *o = vts[b]->metrics; o && o->metric;
+                     o++) {
+                    if (strcmp(m->metric, o->metric) != 0)
+                        continue;
+                    shared++;
+                    if (m->type != o->type || strcmp(m->unit, o->unit) != 0
+                        || strcmp(m->doc, o->doc) != 0) {
+                        fprintf(stderr, "%s: described by %s and %s "
+                                "differently\n", m->metric, vts[a]->name,
+                                vts[b]->name);
+                        s_failures++;
+                    }
+                }
+        }
+    /* pairs of samplers sharing a name: nvml and rsmi 13, nvml and ze 10,
+     * rsmi and ze 11 */
+    CHECK(shared >= 34);
+}
+
 /* The cost of one sample() of 8 GPUs of each vendor with every field. */
 static void
 bench(const telem_sampler_vt_t *vt, const char *lib, const char *var,
@@ -379,6 +418,7 @@ main(void)
     test_ze_fields(ZE_TEST_CORE_LIB);
     test_ze_errors();
     test_sysinfo();
+    test_shared_metas();
     bench(&telem_sampler_rsmi, RSMI_TEST_LIB, "TELEM_RSMI_TEST_SCRIPT",
           S_AMD0);
     bench(&telem_sampler_ze, ZE_TEST_LIB, "TELEM_ZE_TEST_SCRIPT", S_ZE0);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_gpu_meta.h"
 #include "telem_log.h"
 #include "telem_rsmi.h"
 #include "telem_sampler.h"
@@ -56,37 +57,21 @@ typedef struct {
 #define G TELEM_METRIC_GAUGE
 #define C TELEM_METRIC_COUNTER
 static const telem_meta_t s_metrics[] = {
-    {"gpu_utilization", G, "percent",
-     "Percent of time the GPU was busy, as the driver reports it (tags gpu, "
-     "vendor)."},
-    {"gpu_memory_utilization", G, "percent",
-     "Percent of time GPU memory was busy (tags gpu, vendor)."},
-    {"gpu_power_w", G, "W", "Average power drawn by the GPU's socket "
-     "(tags gpu, vendor)."},
-    {"gpu_power_limit_w", G, "W", "Power cap of the GPU (tags gpu, vendor)."},
-    {"gpu_energy_joules_total", C, "joules",
-     "Energy the GPU used since the driver was loaded (tags gpu, vendor)."},
-    {"gpu_temperature_c", G, "celsius",
-     "GPU edge temperature, or junction where there is no edge sensor "
-     "(tags gpu, vendor)."},
+    TELEM_GPU_META_UTILIZATION,
+    TELEM_GPU_META_MEMORY_UTILIZATION,
+    TELEM_GPU_META_POWER,
+    TELEM_GPU_META_POWER_LIMIT,
+    TELEM_GPU_META_ENERGY,
+    TELEM_GPU_META_TEMPERATURE,
     {"gpu_temperature_junction_c", G, "celsius",
      "GPU junction (hotspot) temperature (tags gpu, vendor)."},
-    {"gpu_temperature_memory_c", G, "celsius",
-     "GPU memory (VRAM/HBM) temperature (tags gpu, vendor)."},
-    {"gpu_memory_used_bytes", G, "bytes", "GPU memory (VRAM) in use "
-     "(tags gpu, vendor)."},
-    {"gpu_memory_total_bytes", G, "bytes", "GPU memory (VRAM) installed "
-     "(tags gpu, vendor)."},
-    {"gpu_sm_clock_hertz", G, "hertz",
-     "Current GPU core (system) clock (tags gpu, vendor)."},
-    {"gpu_memory_clock_hertz", G, "hertz", "Current memory clock (tags gpu, "
-     "vendor)."},
-    {"gpu_ecc_corrected_errors_total", C, "",
-     "Correctable ECC errors, summed over the GPU's blocks (tags gpu, "
-     "vendor)."},
-    {"gpu_ecc_uncorrected_errors_total", C, "",
-     "Uncorrectable ECC errors, summed over the GPU's blocks (tags gpu, "
-     "vendor)."},
+    TELEM_GPU_META_TEMPERATURE_MEMORY,
+    TELEM_GPU_META_MEMORY_USED,
+    TELEM_GPU_META_MEMORY_TOTAL,
+    TELEM_GPU_META_SM_CLOCK,
+    TELEM_GPU_META_MEMORY_CLOCK,
+    TELEM_GPU_META_ECC_CORRECTED,
+    TELEM_GPU_META_ECC_UNCORRECTED,
     {"gpu_ecc_block_corrected_errors_total", C, "",
      "Correctable ECC errors of the block named by tag block (tags gpu, "
      "vendor, block)."},
@@ -96,12 +81,8 @@ static const telem_meta_t s_metrics[] = {
     {"gpu_throttle_status", G, "",
      "The GPU's throttle status bits from its gpu_metrics table (ASIC "
      "specific; 0 when not throttled) (tags gpu, vendor)."},
-    {"gpu_throttled", G, "",
-     "1 while the GPU reports any throttle reason, else 0 (tags gpu, "
-     "vendor)."},
-    {"gpu_lost", G, "",
-     "1 when no query of the GPU answered at this sample (the GPU stopped "
-     "answering or fell off the bus), else 0 (tags gpu, vendor)."},
+    TELEM_GPU_META_THROTTLED,
+    TELEM_GPU_META_LOST,
     {NULL, G, NULL, NULL}
 };
 #undef G

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_gpu_meta.h"
 #include "telem_log.h"
 #include "telem_sampler.h"
 #include "telem_ze.h"
@@ -73,40 +74,24 @@ static const char *const s_categories[TZES_RAS_CATEGORIES] = {
 #define G TELEM_METRIC_GAUGE
 #define C TELEM_METRIC_COUNTER
 static const telem_meta_t s_metrics[] = {
-    {"gpu_utilization", G, "percent",
-     "Percent of the last sample period the GPU's engines were active "
-     "(tags gpu, vendor)."},
-    {"gpu_power_w", G, "W", "Average power over the last sample period, "
-     "from the energy counter (tags gpu, vendor)."},
-    {"gpu_energy_joules_total", C, "joules",
-     "Energy the GPU used, Sysman's counter (tags gpu, vendor)."},
-    {"gpu_temperature_c", G, "celsius",
-     "Hottest GPU temperature sensor (tags gpu, vendor)."},
-    {"gpu_temperature_memory_c", G, "celsius",
-     "Hottest GPU memory temperature sensor (tags gpu, vendor)."},
-    {"gpu_memory_used_bytes", G, "bytes", "GPU memory allocated, over all "
-     "modules (tags gpu, vendor)."},
-    {"gpu_memory_total_bytes", G, "bytes",
-     "GPU memory allocatable, over all modules (tags gpu, vendor)."},
-    {"gpu_sm_clock_hertz", G, "hertz", "Actual GPU clock (tags gpu, "
-     "vendor)."},
-    {"gpu_memory_clock_hertz", G, "hertz", "Actual memory clock (tags gpu, "
-     "vendor)."},
+    TELEM_GPU_META_UTILIZATION,
+    TELEM_GPU_META_POWER,
+    TELEM_GPU_META_ENERGY,
+    TELEM_GPU_META_TEMPERATURE,
+    TELEM_GPU_META_TEMPERATURE_MEMORY,
+    TELEM_GPU_META_MEMORY_USED,
+    TELEM_GPU_META_MEMORY_TOTAL,
+    TELEM_GPU_META_SM_CLOCK,
+    TELEM_GPU_META_MEMORY_CLOCK,
     {"gpu_throttle_reasons", G, "",
      "Sysman's throttle reasons bitmask of the GPU clock (tags gpu, "
      "vendor)."},
-    {"gpu_throttled", G, "",
-     "1 while the GPU clock is throttled for any reason, else 0 (tags gpu, "
-     "vendor)."},
-    {"gpu_clocks_event", G, "",
-     "1 while the throttle reason named by tag reason holds, else 0 (tags "
-     "gpu, reason, vendor)."},
+    TELEM_GPU_META_THROTTLED,
+    TELEM_GPU_META_CLOCKS_EVENT,
     {"gpu_ras_errors_total", C, "",
      "RAS errors of the type (correctable, uncorrectable) and category "
      "named by the tags (tags gpu, vendor, type, category)."},
-    {"gpu_lost", G, "",
-     "1 when the device was lost or no query answered at this sample, "
-     "else 0 (tags gpu, vendor)."},
+    TELEM_GPU_META_LOST,
     {NULL, G, NULL, NULL}
 };
 #undef G

@@ -7,8 +7,11 @@
  * rsmi_dev_energy_count_get).  Never installed; telemd loads it only when
  * a test gives --rocm-smi-lib.
  *
- * rsmi_init reads the file named by $TELEM_RSMI_TEST_SCRIPT, one statement
- * a line ('#' starts a comment):
+ * rsmi_init and rsmi_shut_down are counted, as rocm_smi counts them: the
+ * first rsmi_init reads the file named by $TELEM_RSMI_TEST_SCRIPT and the
+ * GPUs answer until the last rsmi_shut_down (telemd's sampler and its
+ * system snapshot each hold one).  The file has one statement a line ('#'
+ * starts a comment):
  *   gpus N                      GPUs rocm_smi reports (1-16)
  *   init_fail CODE              rsmi_init returns CODE
  *   driver TEXT                 the driver version
@@ -25,6 +28,7 @@
  * RSMI_STATUS_UNKNOWN_ERROR.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,7 +71,9 @@ static struct {
     char driver[TEXT_MAX];
     uint32_t init_fail;
     bool loaded;
+    unsigned int refs;          /* rsmi_init calls not shut down yet */
 } S;
+static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool
 s_num(const char *tok, unsigned long long *v)
@@ -188,14 +194,26 @@ s_load(void)
 API uint32_t rsmi_init(uint64_t flags)
 {
     (void) flags;
-    uint32_t rc = s_load();
-    S.loaded = rc == OK && S.init_fail == OK;
-    return rc == OK ? S.init_fail : rc;
+    pthread_mutex_lock(&s_lock);
+    uint32_t rc = OK;
+    if (S.refs == 0) {
+        rc = s_load();
+        if (rc == OK)
+            rc = S.init_fail;
+        S.loaded = rc == OK;
+    }
+    if (rc == OK)
+        S.refs++;
+    pthread_mutex_unlock(&s_lock);
+    return rc;
 }
 
 API uint32_t rsmi_shut_down(void)
 {
-    S.loaded = false;
+    pthread_mutex_lock(&s_lock);
+    if (S.refs > 0 && --S.refs == 0)
+        S.loaded = false;
+    pthread_mutex_unlock(&s_lock);
     return OK;
 }
 
