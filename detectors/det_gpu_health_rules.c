@@ -152,15 +152,16 @@ gh_xid_fatal(const det_params_t *p, unsigned code)
     return a.bad ? 0 : a.fatal;
 }
 
+/* A reason name, or a prefix of names ending with '*' ("temp_*"). */
 static int
 s_reason_word(const char *w, size_t n, void *arg)
 {
     (void) arg;
-    if (n == 0 || n > 64)
+    if (n == 0 || n > 64 || (n == 1 && w[0] == '*'))
         return 1;
     for (size_t i = 0; i < n; i++)
         if (!(w[i] == '_' || (w[i] >= 'a' && w[i] <= 'z') ||
-              (w[i] >= '0' && w[i] <= '9')))
+              (w[i] >= '0' && w[i] <= '9') || (w[i] == '*' && i == n - 1)))
             return 1;
     return 0;
 }
@@ -179,7 +180,8 @@ gh_rules_check(const det_params_t *p, char *why, size_t why_size)
     const char *r = det_params_str(p, GH_THROTTLE_REASONS);
     if (s_words(r, s_reason_word, NULL)) {
         snprintf(why, why_size, "throttle_reasons: '%s' is not reason "
-                 "names (a-z, 0-9, _) joined by '+'", r);
+                 "names (a-z, 0-9, _; a final * for a prefix) joined by "
+                 "'+'", r);
         return TELEM_EINVAL;
     }
     return 0;
@@ -387,14 +389,17 @@ s_popcount(uint64_t x)
     return n;
 }
 
-/* Whether `reason` is one of the '+'-joined words of list. */
+/* Whether `reason` is one of the '+'-joined words of list, or starts with
+ * a word's prefix ("temp_*"). */
 static int
 s_in_list(const char *list, const char *reason)
 {
     size_t len = strlen(reason);
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, "+");
-        if (n == len && strncmp(p, reason, n) == 0)
+        int prefix = n > 0 && p[n - 1] == '*';
+        if (prefix ? len >= n - 1 && strncmp(p, reason, n - 1) == 0
+                   : n == len && strncmp(p, reason, n) == 0)
             return 1;
         p += n + (p[n] == '+');
     }

@@ -14,6 +14,8 @@
 #   - each vendor's GPUs are there with their scripted values and tags
 #     (vendor="amd" and "intel" beside gpu; NVIDIA's without vendor), so
 #     the three samplers ran side by side; none of them logged a failure;
+#     AMD's GPU 0 answers as rocm_smi 6 does (the larger gpu_metrics
+#     struct, with the ASIC-independent throttle bits), GPU 1 as 5.2;
 #   - OpenMetrics (Prometheus's Accept header) parses in prometheus_client's
 #     strict parser where Debian's python3-prometheus-client is installed.
 # Without promtool (Debian's prometheus; installed by
@@ -77,11 +79,12 @@ gpu 0 temp_junction 61500
 gpu 0 temp_memory 53000
 gpu 0 clk_sys 1700000000
 gpu 0 clk_mem 1600000000
-gpu 0 throttle 0x5
+gpu 0 throttle 0x5 0x1000000000
 gpu 0 ecc 0 3 0
 gpu 0 ecc 2 4 1
 gpu 1 temp_junction 70000
 gpu 1 busy 12
+gpu 1 throttle 0
 SCRIPT
 cat >"$T/ze.script" <<'SCRIPT'
 gpus 2
@@ -149,6 +152,9 @@ has 'gpu_pcie_replays_total{gpu="0",host="n1"} 7'
 has 'gpu_temperature_c{gpu="0",host="n1",vendor="amd"} 45'
 has 'gpu_temperature_c{gpu="1",host="n1",vendor="amd"} 70'
 has 'gpu_throttled{gpu="0",host="n1",vendor="amd"} 1'
+has 'gpu_clocks_event{gpu="0",host="n1",reason="temp_hotspot",vendor="amd"} 1'
+has 'gpu_clocks_event{gpu="0",host="n1",reason="ppt0",vendor="amd"} 0'
+has 'gpu_throttled{gpu="1",host="n1",vendor="amd"} 0'
 has 'gpu_ecc_uncorrected_errors_total{gpu="0",host="n1",vendor="amd"} 1'
 has 'gpu_ecc_block_corrected_errors_total{block="umc",gpu="0",host="n1",vendor="amd"} 3'
 has 'gpu_lost{gpu="0",host="n1",vendor="amd"} 0'

@@ -389,6 +389,52 @@ test_throttle_and_storms(void)
     det_events_destroy(&ev);
 }
 
+/* AMD's and Intel's reason names are in the default list (AMD's by
+ * prefix: temp_*, ppt*); a range the user set (Intel's sw_range) is not. */
+static void
+test_throttle_vendors(void)
+{
+    s_tab_t t = { 0 };
+    det_events_t *ev = det_events_new();
+    det_t *d = s_det((const char *[]) { "silent", "0", NULL });
+    s_ser_t *amd = s_gpu(&t, "n1", "gpu_clocks_event", "0", "reason",
+                         "temp_hotspot");
+    s_ser_t *intel = s_gpu(&t, "n2", "gpu_clocks_event", "1", "reason",
+                           "thermal_limit");
+    s_ser_t *range = s_gpu(&t, "n2", "gpu_clocks_event", "0", "reason",
+                           "sw_range");
+    for (int i = 0; i < 5; i++) {
+        s_push(amd, T0 + i * SEC, 1);
+        s_push(intel, T0 + i * SEC, 1);
+        s_push(range, T0 + i * SEC, 1);
+    }
+    s_run(d, &t, T0 + 5 * SEC, ev);
+    CHECK_INT(det_events_count(ev), 2);
+    int amd_seen = 0, intel_seen = 0;
+    for (size_t i = 0; i < det_events_count(ev); i++) {
+        const char *text = det_events_get(ev, i)->text;
+        amd_seen += strstr(text, "GPU 0 on node 'n1': throttled "
+                                 "(temp_hotspot)") != NULL;
+        intel_seen += strstr(text, "GPU 1 on node 'n2': throttled "
+                                   "(thermal_limit)") != NULL;
+    }
+    CHECK_INT(amd_seen, 1);
+    CHECK_INT(intel_seen, 1);
+    char why[256];
+    const char *bad[] = { "*", "te*mp", "*temp", "temp_**", NULL };
+    for (size_t i = 0; bad[i]; i++)
+        CHECK_INT(det_set(d, "throttle_reasons", bad[i], why, sizeof why),
+                  TELEM_EINVAL);
+    CHECK_INT(det_set(d, "throttle_reasons", "sw_*", why, sizeof why), 0);
+    for (int i = 5; i < 10; i++)
+        s_push(range, T0 + i * SEC, 1);
+    s_run(d, &t, T0 + 10 * SEC, ev);
+    CHECK_INT(det_events_count(ev), 1);
+    CHECK(s_has(ev, 0, "GPU 0 on node 'n2': throttled (sw_range)"));
+    det_destroy(&d);
+    det_events_destroy(&ev);
+}
+
 static void
 test_ib(void)
 {
@@ -563,6 +609,7 @@ main(void)
     test_ecc_and_levels();
     test_silence();
     test_throttle_and_storms();
+    test_throttle_vendors();
     test_ib();
     test_clean_and_bad();
     test_merge();

@@ -168,6 +168,57 @@ test_amd_fields(void)
     free(r);
 }
 
+/* Throttling: rocm_smi 5.2 gives the ASIC's own bits only; a newer
+ * library (a struct of 1,832 bytes) the ASIC-independent bits too, as one
+ * gpu_clocks_event flag per reason. */
+static void
+test_amd_throttle(void)
+{
+    recorder_t *r = calloc(1, sizeof *r);
+#define T(g, m) s_val(r, m "{gpu=" #g ",vendor=amd}")
+#define R(g, why) s_val(r, "gpu_clocks_event{gpu=" #g ",vendor=amd,reason=" \
+                        why "}")
+    s_script("TELEM_RSMI_TEST_SCRIPT", "gpus 4\n"
+             "gpu 0 throttle 0x5 0x1000000000000011\n" /* ppt0, spl, bit 60 */
+             "gpu 1 throttle 0 0\n"
+             "gpu 2 throttle 0xffffffff 0x1000000000\n"  /* temp_hotspot */
+             "gpu 3 throttle 0x5 0xffffffffffffffff\n");
+    s_run(&telem_sampler_rsmi, RSMI_TEST_LIB, 1, r);
+    CHECK_EQ(T(0, "gpu_throttle_status"), 5);
+    CHECK_EQ(T(0, "gpu_throttled"), 1);
+    CHECK_EQ(R(0, "ppt0"), 1);
+    CHECK_EQ(R(0, "spl"), 1);
+    CHECK_EQ(R(0, "other"), 1);
+    CHECK_EQ(R(0, "ppt1"), 0);
+    CHECK_EQ(R(0, "temp_hotspot"), 0);
+    CHECK_EQ(R(0, "fit"), 0);
+    int flags = 0;
+    for (size_t i = 0; i < r->n; i++)
+        flags += strncmp(r->v[i].key, "gpu_clocks_event{gpu=0,", 23) == 0;
+    CHECK_INT(flags, 35);                       /* 34 named, and other */
+    CHECK_EQ(T(1, "gpu_throttled"), 0);
+    CHECK_EQ(R(1, "temp_hotspot"), 0);
+    CHECK_EQ(R(1, "other"), 0);
+    /* no ASIC bits in the table (all ones): the named flags decide */
+    CHECK(isnan(T(2, "gpu_throttle_status")));
+    CHECK_EQ(T(2, "gpu_throttled"), 1);
+    CHECK_EQ(R(2, "temp_hotspot"), 1);
+    CHECK_EQ(R(2, "prochot_gfx"), 0);
+    /* no independent bits in the table: no flags */
+    CHECK_EQ(T(3, "gpu_throttled"), 1);
+    CHECK(isnan(R(3, "ppt0")));
+    /* rocm_smi 5.2's struct: the ASIC's bits, no flags */
+    s_script("TELEM_RSMI_TEST_SCRIPT", "gpu 0 throttle 0x20\n");
+    s_run(&telem_sampler_rsmi, RSMI_TEST_LIB, 1, r);
+    CHECK_EQ(T(0, "gpu_throttle_status"), 0x20);
+    CHECK_EQ(T(0, "gpu_throttled"), 1);
+    CHECK(isnan(R(0, "ppt0")));
+    CHECK(isnan(R(0, "other")));
+#undef T
+#undef R
+    free(r);
+}
+
 static void
 test_amd_gone_old_malformed(void)
 {
@@ -187,6 +238,7 @@ test_amd_gone_old_malformed(void)
         "gpus 0\n", "gpus 17\n", "gpu 0 busy\n", "gpu 0 busy x\n",
         "gpu 0 busy 1 2\n", "gpu 3 busy 1\n", "gpu 0 nosuch 1\n",
         "gpu 0 ecc 14 1 1\n", "gpu 0 fail busy 0\n", "gpu 0 name\n",
+        "gpu 0 throttle 1 x\n", "gpu 0 throttle 1 2 3\n",
         "init_fail 8\n", "gpus -1\n", "bogus\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -369,9 +421,9 @@ test_shared_metas(void)
                     }
                 }
         }
-    /* pairs of samplers sharing a name: nvml and rsmi 13, nvml and ze 10,
-     * rsmi and ze 11 */
-    CHECK(shared >= 34);
+    /* pairs of samplers sharing a name: nvml and rsmi 14, nvml and ze 10,
+     * rsmi and ze 12 */
+    CHECK(shared >= 36);
 }
 
 /* The cost of one sample() of 8 GPUs of each vendor with every field. */
@@ -413,6 +465,7 @@ main(void)
 {
     REQUIRE(test_tmpdir(s_dir, sizeof s_dir, "sampler_gpu_vendors") == 0);
     test_amd_fields();
+    test_amd_throttle();
     test_amd_gone_old_malformed();
     test_ze_fields(ZE_TEST_LIB);
     test_ze_fields(ZE_TEST_CORE_LIB);

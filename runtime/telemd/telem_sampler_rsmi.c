@@ -16,6 +16,11 @@
  * series have no vendor tag).  gpu_temperature_c is the edge sensor, or
  * the junction where the GPU has no edge sensor (MI300).  ECC counts are
  * summed over the blocks that answered at open and also given per block.
+ * Throttling: the ASIC's own throttle status bits (gpu_throttle_status,
+ * gpu_throttled) and, where rocm_smi gives the ASIC-independent bits
+ * (rocm_smi 6 and later), one gpu_clocks_event{reason} flag per reason the
+ * amdgpu driver names, as NVIDIA's and Intel's; the 5.x library (Debian
+ * 12's) drops those bits, so with it there are no named flags.
  * A query that fails skips its value for this call; a GPU of which no query
  * answers gives gpu_lost 1.  sample() fails only when no GPU answered.
  */
@@ -38,17 +43,26 @@ typedef struct {
     uint16_t blocks;            /* ECC blocks that answered at open */
 } s_gpu_t;
 
+/* What rsmi_dev_gpu_metrics_info_get writes into: as much as any rocm_smi
+ * writes (telem_rsmi.h). */
+typedef union {
+    trsmi_gpu_metrics_v13_t m;
+    unsigned char bytes[TRSMI_GPU_METRICS_BUF];
+} s_metrics_buf_t;
+
 typedef struct {
     void *lib;
     trsmi_api_t api;
     bool initialised;
     uint32_t ngpus;
     s_gpu_t gpus[S_GPUS_MAX];
+    s_metrics_buf_t metrics;
 } s_rsmi_t;
 
 typedef struct {
     const trsmi_api_t *a;
     const s_gpu_t *g;
+    s_metrics_buf_t *metrics;
     telem_sampler_emit_fn emit;
     void *arg;
     int n;                      /* values emitted */
@@ -81,6 +95,7 @@ static const telem_meta_t s_metrics[] = {
     {"gpu_throttle_status", G, "",
      "The GPU's throttle status bits from its gpu_metrics table (ASIC "
      "specific; 0 when not throttled) (tags gpu, vendor)."},
+    TELEM_GPU_META_CLOCKS_EVENT,
     TELEM_GPU_META_THROTTLED,
     TELEM_GPU_META_LOST,
     {NULL, G, NULL, NULL}
@@ -215,16 +230,51 @@ s_ecc(s_call_t *c)
 }
 
 static void
+s_put_reason(s_call_t *c, const char *reason, double v)
+{
+    telem_tag_t tags[3] = {{"gpu", c->g->tag}, {"vendor", "amd"},
+                           {"reason", reason}};
+    c->emit(c->arg, "gpu_clocks_event", tags, 3, v);
+    c->n++;
+}
+
+/* The throttle status of the gpu_metrics table: the ASIC's own bits as
+ * they are, and, where the library gives them (rocm_smi 6 and later, on a
+ * table 1.3 or newer), the ASIC-independent bits as one flag per named
+ * reason.  A 5.x library writes only the first 96 bytes: the pattern
+ * left after them says so.  All ones is a field the table lacks. */
+static void
 s_throttle(s_call_t *c)
 {
-    trsmi_gpu_metrics_t m;
-    memset(&m, 0, sizeof m);
+    s_metrics_buf_t *b = c->metrics;
+    const size_t v1 = sizeof b->m.v1, v13 = sizeof b->m;
+    memset(b->bytes, 0, v1);
+    memset(b->bytes + v1, 0xa5, v13 - v1);
     if (!c->a->gpu_metrics
-        || c->a->gpu_metrics(c->g->index, &m) != TRSMI_SUCCESS
-        || m.format_revision != 1)
+        || c->a->gpu_metrics(c->g->index, &b->m.v1) != TRSMI_SUCCESS
+        || b->m.v1.format_revision != 1)
         return;                 /* only the dGPU format has these bits */
-    s_put(c, "gpu_throttle_status", m.throttle_status);
-    s_put(c, "gpu_throttled", m.throttle_status != 0);
+    bool v6 = false;
+    for (size_t i = v1; i < v13 && !v6; i++)
+        v6 = b->bytes[i] != 0xa5;
+    uint32_t dep = b->m.v1.throttle_status;
+    uint64_t indep = b->m.indep_throttle_status;
+    bool have_dep = dep != UINT32_MAX, have_indep = v6 && indep != UINT64_MAX;
+    if (have_dep)
+        s_put(c, "gpu_throttle_status", dep);
+    if (have_dep || have_indep)
+        s_put(c, "gpu_throttled", (have_dep && dep) || (have_indep && indep));
+    if (!have_indep)
+        return;
+    uint64_t unnamed = 0;
+    for (unsigned int bit = 0; bit < 64; bit++) {
+        const char *name = telem_rsmi_throttler_name(bit);
+        if (name)
+            s_put_reason(c, name, (double) ((indep >> bit) & 1u));
+        else
+            unnamed |= indep & (UINT64_C(1) << bit);
+    }
+    s_put_reason(c, "other", unnamed != 0);
 }
 
 /* ---- open, sample, close ----------------------------------------------- */
@@ -316,7 +366,8 @@ s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
                                           s_temperatures, s_clocks, s_ecc,
                                           s_throttle};
     for (uint32_t i = 0; i < self->ngpus; i++) {
-        s_call_t c = {&self->api, &self->gpus[i], emit, arg, 0};
+        s_call_t c = {&self->api, &self->gpus[i], &self->metrics, emit, arg,
+                      0};
         for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++)
             groups[k](&c);
         int n = c.n;

@@ -19,10 +19,15 @@
  *   gpu I busy PCT | mem_busy PCT | vram TOTAL USED | power_uw V
  *   gpu I cap_uw V | energy COUNT RESOLUTION_NJ | temp_edge MILLIC
  *   gpu I temp_junction MILLIC | temp_memory MILLIC | clk_sys HZ
- *   gpu I clk_mem HZ | throttle BITS | unique_id V | pci_id BDFID
+ *   gpu I clk_mem HZ | throttle BITS [INDEP] | unique_id V | pci_id BDFID
  *   gpu I ecc BIT CORRECTABLE UNCORRECTABLE   (BIT: the block's bit, 0-13)
  *   gpu I fail WHAT CODE        the query WHAT (a key above) returns CODE
  *   gpu I gone                  every query of GPU I returns FILE_ERROR
+ * rsmi_dev_gpu_metrics_info_get writes rocm_smi 5.2's 96-byte struct
+ * (throttle_status BITS), or, where the throttle line has INDEP, rocm_smi
+ * 6.2's 1,832-byte one, as a newer library would: the ASIC-independent
+ * bits INDEP at byte 112 and every field of its own past the first 96
+ * bytes all ones (not in the table).
  * Numbers are C integers.  A value never set is RSMI_STATUS_NOT_SUPPORTED.
  * A malformed line makes rsmi_init print it on stderr and return
  * RSMI_STATUS_UNKNOWN_ERROR.
@@ -57,7 +62,7 @@ static const char *const s_keys[K_N] = {
 static const int s_arity[K_ECC] = {1, 1, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1};
 
 typedef struct {
-    bool set[K_N], gone;
+    bool set[K_N], gone, metrics_v6;
     uint32_t fail[K_N];
     unsigned long long v[K_N][2];
     bool ecc[14];
@@ -132,6 +137,12 @@ s_gpu_line(char *save)
     for (int a = 0; a < n; a++)
         if (!s_num(strtok_r(NULL, " \t", &save), &v[a]))
             return false;
+    if (k == K_THROTTLE) {
+        char *indep = strtok_r(NULL, " \t", &save);
+        g->metrics_v6 = indep != NULL;
+        if (indep && !s_num(indep, &v[1]))
+            return false;
+    }
     if (k == K_ECC) {
         if (v[0] >= 14)
             return false;
@@ -275,15 +286,21 @@ API uint32_t rsmi_dev_energy_count_get(uint32_t i, uint64_t *count,
 API uint32_t rsmi_dev_gpu_metrics_info_get(uint32_t i, void *out)
 {
     GET(i, K_THROTTLE);
-    /* rsmi_gpu_metrics_t v1: throttle_status at byte 68 of 96 */
-    unsigned char buf[96];
-    memset(buf, 0, sizeof buf);
-    buf[0] = sizeof buf;
+    /* rsmi_gpu_metrics_t: throttle_status at byte 68; rocm_smi 6.2's
+     * indep_throttle_status at byte 112 of 1,832 */
+    unsigned char buf[1832];
+    size_t size = g->metrics_v6 ? sizeof buf : 96;
+    memset(buf, 0, 96);
+    memset(buf + 96, 0xff, sizeof buf - 96);
+    buf[0] = (unsigned char) (size & 0xff);
+    buf[1] = (unsigned char) (size >> 8);
     buf[2] = 1;
     buf[3] = 3;
     uint32_t bits = (uint32_t) g->v[K_THROTTLE][0];
     memcpy(buf + 68, &bits, sizeof bits);
-    memcpy(out, buf, sizeof buf);
+    uint64_t indep = g->v[K_THROTTLE][1];
+    memcpy(buf + 112, &indep, sizeof indep);
+    memcpy(out, buf, size);
     return OK;
 }
 #endif
