@@ -32,34 +32,71 @@ const char *const gh_metrics[] = {
     "ib_excessive_buffer_overrun_errors_total", NULL
 };
 
-/* XID codes and their meaning, from NVIDIA's "XID Errors" catalog (GPU
- * Deployment and Management Documentation).  fatal 1: the catalog's
- * action is a GPU reset or node reboot (the GPU cannot be trusted with
- * the job); 2: fatal only where row remapping failed (63 records a
- * remapping, which fails only with gpu_remapped_rows_failure); 0: an
- * application or transient error, reported as a warning. */
+/* XID codes and their meaning, from NVIDIA's Xid catalog for Ampere and
+ * newer GPUs ("Analyzing Xid Errors with the Xid Catalog", GPU Deployment
+ * and Management Documentation; docs/detectors.md has the table with
+ * each code's immediate action there).  fatal 1: the catalog's immediate
+ * action resets the GPU or restarts the node or VM (RESET_GPU, RESTART_BM,
+ * RESTART_VM, the XID 48 and NVLink workflows), or its name calls it fatal
+ * (158, 167); and 92 and 94, which the catalog lets run on (IGNORE,
+ * RESTART_APP) but which mean failing memory under a job that cannot
+ * afford it.  2: fatal only where row remapping failed (63 records a
+ * remapping, which fails only with gpu_remapped_rows_failure).  0: an
+ * application or transient error, or an NVLink error whose subcode (not
+ * in the event) decides, reported as a warning. */
 static const struct {
     unsigned code;
     int fatal;
     const char *meaning;
 } s_xids[] = {
+    { 8, 0, "GPU stopped processing (idle timeout)" },
     { 13, 0, "graphics engine exception" },
     { 31, 0, "GPU memory page fault" },
+    { 32, 0, "invalid or corrupted push buffer stream" },
     { 43, 0, "GPU stopped processing" },
     { 45, 0, "preemptive cleanup, due to previous errors" },
+    { 46, 1, "GPU stopped processing (GPU timeout)" },
     { 48, 1, "double-bit ECC error (DBE)" },
+    { 54, 0, "auxiliary power is not connected to the GPU board" },
     { 62, 1, "internal micro-controller halt" },
     { 63, 2, "ECC page retirement or row remapping recording event" },
     { 64, 1, "ECC page retirement or row remapper recording failure" },
+    { 68, 0, "NVDEC0 exception" },
+    { 69, 0, "graphics engine class error" },
     { 74, 1, "NVLink error" },
     { 79, 1, "GPU has fallen off the bus" },
     { 92, 1, "high single-bit ECC error rate" },
     { 94, 1, "contained ECC error" },
     { 95, 1, "uncontained ECC error" },
+    { 109, 1, "context switch timeout error" },
+    { 110, 1, "security fault error" },
     { 119, 1, "GSP RPC timeout" },
     { 120, 1, "GSP error" },
+    { 121, 0, "C2C link corrected error" },
+    { 136, 1, "link training failed" },
+    { 137, 0, "NVLink privilege error" },
     { 140, 1, "unrecovered ECC error" },
+    { 143, 1, "GPU initialization error" },
+    { 144, 0, "NVLink SAW error" },
+    { 145, 0, "NVLink RLW error" },
+    { 146, 0, "NVLink TLW error" },
+    { 147, 0, "NVLink TREX error" },
+    { 148, 0, "NVLink NVLPW_CTRL error" },
+    { 149, 1, "NVLink NETIR error (link fatal)" },
+    { 150, 0, "NVLink MSE error" },
+    { 151, 1, "key rotation error" },
     { 154, 0, "GPU recovery action changed" },
+    { 155, 1, "NVLink SW defined error" },
+    { 156, 1, "resource retirement event" },
+    { 157, 0, "resource retirement failure" },
+    { 158, 1, "GPU fatal timeout" },
+    { 159, 0, "CHI non-data error" },
+    { 160, 0, "channel retirement event" },
+    { 161, 0, "channel retirement failure" },
+    { 167, 1, "PCIe fatal timeout" },
+    { 169, 0, "internal micro-controller halt (SEC2)" },
+    { 171, 0, "uncorrectable DRAM error (detail of XID 48)" },
+    { 172, 0, "uncorrectable SRAM error (detail of XID 48)" },
 };
 
 #define S_NXIDS (sizeof s_xids / sizeof s_xids[0])

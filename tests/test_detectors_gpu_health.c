@@ -237,6 +237,49 @@ test_xid(void)
     det_events_destroy(&ev);
 }
 
+/* The catalog's reset class acts, NVLink5 codes decided by a subcode the
+ * event lacks warn; each with the catalog's meaning. */
+static void
+test_xid_catalog(void)
+{
+    static const struct {
+        const char *code;
+        int act;
+        const char *meaning;
+    } want[] = {
+        { "46", 1, "GPU stopped processing (GPU timeout)" },
+        { "109", 1, "context switch timeout error" },
+        { "143", 1, "GPU initialization error" },
+        { "149", 1, "NVLink NETIR error (link fatal)" },
+        { "158", 1, "GPU fatal timeout" },
+        { "167", 1, "PCIe fatal timeout" },
+        { "92", 1, "high single-bit ECC error rate" },
+        { "94", 1, "contained ECC error" },
+        { "144", 0, "NVLink SAW error" },
+        { "157", 0, "resource retirement failure" },
+        { "171", 0, "uncorrectable DRAM error (detail of XID 48)" },
+    };
+    s_tab_t t = { 0 };
+    det_events_t *ev = det_events_new();
+    det_t *d = s_det((const char *[]) { "silent", "0", NULL });
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char gpu[8], text[160];
+        snprintf(gpu, sizeof gpu, "%zu", i);
+        s_ser_t *x = s_gpu(&t, "n1", "gpu_xid_total", gpu, "xid",
+                           want[i].code);
+        s_push(x, T0 + (int64_t) (i + 1) * SEC, 1);
+        s_run(d, &t, T0 + (int64_t) (i + 1) * SEC, ev);
+        CHECK_INT(det_events_count(ev), 1);
+        CHECK(det_events_get(ev, 0)->severity
+              == (want[i].act ? DET_SEV_ACT : DET_SEV_WARN));
+        snprintf(text, sizeof text, "XID %s (%s)", want[i].code,
+                 want[i].meaning);
+        CHECK(s_has(ev, 0, text));
+    }
+    det_destroy(&d);
+    det_events_destroy(&ev);
+}
+
 static void
 test_ecc_and_levels(void)
 {
@@ -606,6 +649,7 @@ main(void)
     CHECK(det_find("gpu-health") != NULL);
     test_params();
     test_xid();
+    test_xid_catalog();
     test_ecc_and_levels();
     test_silence();
     test_throttle_and_storms();
