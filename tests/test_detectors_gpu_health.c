@@ -643,6 +643,45 @@ test_merge(void)
     det_events_destroy(&ev);
 }
 
+/* Long sentences: the merged text keeps every detector's sentence whole
+ * while they fit in what a restart request carries (TELEM_TEXT_MAX), and
+ * ends with "; and N more" for those that do not, never cut inside one. */
+static void
+test_merge_long(void)
+{
+    static char a[1500], b[1500], c[1500];
+    memset(a, 'a', sizeof a - 1);
+    memset(b, 'b', sizeof b - 1);
+    memset(c, 'c', sizeof c - 1);
+    watch_merge_t *m = watch_merge_new();
+    det_events_t *ev = det_events_new();
+    s_event(ev, "slowgpu", DET_SEV_ACT, "n2", "0", a);
+    s_event(ev, "gpu-health", DET_SEV_WARN, "n2", "0", b);
+    s_event(ev, "straggler", DET_SEV_WARN, "n2", "0", c);
+    CHECK_INT(watch_merge_apply(m, &ev, T0), 0);
+    CHECK_INT(det_events_count(ev), 1);
+    const det_event_t *e = det_events_get(ev, 0);
+    CHECK(strcmp(e->detector, "slowgpu+gpu-health+straggler") == 0);
+    size_t len = strlen(e->text);
+    CHECK(len < TELEM_TEXT_MAX);
+    CHECK(strncmp(e->text, a, sizeof a - 1) == 0);
+    char also[1600];
+    snprintf(also, sizeof also, "; also gpu-health: %s", b);
+    CHECK(strstr(e->text, also) != NULL);
+    CHECK(strchr(e->text, 'c') == NULL);        /* none of it, not a part */
+    CHECK(len > 12 && strcmp(e->text + len - 12, "; and 1 more") == 0);
+    /* Short ones: all of them, no tail. */
+    det_events_clear(ev);
+    s_event(ev, "slowgpu", DET_SEV_ACT, "n3", "1", "slower");
+    s_event(ev, "gpu-health", DET_SEV_WARN, "n3", "1", "throttled");
+    s_event(ev, "straggler", DET_SEV_WARN, "n3", "1", "behind");
+    CHECK_INT(watch_merge_apply(m, &ev, T0 + SEC), 0);
+    CHECK(strcmp(det_events_get(ev, 0)->text, "slower; also gpu-health: "
+                 "throttled; also straggler: behind") == 0);
+    watch_merge_destroy(&m);
+    det_events_destroy(&ev);
+}
+
 int
 main(void)
 {
@@ -657,5 +696,6 @@ main(void)
     test_ib();
     test_clean_and_bad();
     test_merge();
+    test_merge_long();
     return check_report("test_detectors_gpu_health");
 }
