@@ -291,14 +291,12 @@ s_emit(const gh_obs_t *o, const s_ev_t *e, det_events_t *out)
         { "from", e->from }, { "to", e->to }, { "threshold", e->threshold },
     };
     int gpu = *o->device && strncmp(o->s->metric, "gpu_", 4) == 0;
-    det_device_t dv = { o->node, o->device };
-    det_event_t ee = {
+    det_util_event_t ee = {
         .detector = "gpu-health", .severity = e->sev, .ts_ns = e->ts,
-        .nodes = &o->node, .nnodes = 1, .devices = &dv, .ndevices = gpu,
-        .score = e->to, .evidence = ev, .nevidence = sizeof ev / sizeof *ev,
-        .text = text,
+        .node = o->node, .device = gpu ? o->device : NULL, .score = e->to,
+        .evidence = ev, .nevidence = sizeof ev / sizeof *ev, .text = text,
     };
-    return det_events_add(out, &ee);
+    return det_util_emit(out, &ee);
 }
 
 /* The value before point j of the observation (NAN: none). */
