@@ -32,13 +32,14 @@
  * A malformed line makes rsmi_init print it on stderr and return
  * RSMI_STATUS_UNKNOWN_ERROR.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpu_test_script.h"
 
 #define API __attribute__((visibility("default")))
 #define OK 0u
@@ -74,73 +75,50 @@ static struct {
     unsigned int ngpus;
     gpu_t gpus[GPUS_MAX];
     char driver[TEXT_MAX];
-    uint32_t init_fail;
+    unsigned int init_fail;
     bool loaded;
     unsigned int refs;          /* rsmi_init calls not shut down yet */
 } S;
 static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* "gpu I fail WHAT CODE": the query WHAT answers CODE. */
 static bool
-s_num(const char *tok, unsigned long long *v)
+s_fail(gpu_t *g, char *save)
 {
-    if (!tok || !*tok || *tok == '-')
+    unsigned long long v;
+    int k = gts_key(gts_tok(&save), s_keys, K_N);
+    if (k < 0 || !gts_num(gts_tok(&save), &v) || !v)
         return false;
-    char *end;
-    errno = 0;
-    *v = strtoull(tok, &end, 0);
-    return errno == 0 && *end == '\0';
-}
-
-static int
-s_key(const char *k)
-{
-    for (int i = 0; i < K_N; i++)
-        if (k && strcmp(k, s_keys[i]) == 0)
-            return i;
-    return -1;
-}
-
-static bool
-s_text(char *save, char *dst)
-{
-    char *rest = save + strspn(save, " \t");
-    if (!*rest || strlen(rest) >= TEXT_MAX)
-        return false;
-    snprintf(dst, TEXT_MAX, "%s", rest);
-    return true;
+    g->fail[k] = (uint32_t) v;
+    return gts_tok(&save) == NULL;
 }
 
 static bool
 s_gpu_line(char *save)
 {
     unsigned long long i, v[3];
-    if (!s_num(strtok_r(NULL, " \t", &save), &i) || i >= S.ngpus)
+    if (!gts_num(gts_tok(&save), &i) || i >= S.ngpus)
         return false;
     gpu_t *g = &S.gpus[i];
-    char *what = strtok_r(NULL, " \t", &save);
+    char *what = gts_tok(&save);
     if (what && strcmp(what, "gone") == 0)
-        return (g->gone = true, strtok_r(NULL, " \t", &save) == NULL);
-    if (what && strcmp(what, "fail") == 0) {
-        int k = s_key(strtok_r(NULL, " \t", &save));
-        if (k < 0 || !s_num(strtok_r(NULL, " \t", &save), &v[0]) || !v[0])
-            return false;
-        g->fail[k] = (uint32_t) v[0];
-        return strtok_r(NULL, " \t", &save) == NULL;
-    }
-    int k = s_key(what);
+        return (g->gone = true, gts_tok(&save) == NULL);
+    if (what && strcmp(what, "fail") == 0)
+        return s_fail(g, save);
+    int k = gts_key(what, s_keys, K_N);
     if (k < 0)
         return false;
     g->set[k] = true;
     if (k >= K_NAME)
-        return s_text(save, g->text[k]);
+        return gts_rest(save, g->text[k], TEXT_MAX);
     int n = k == K_ECC ? 3 : s_arity[k];
     for (int a = 0; a < n; a++)
-        if (!s_num(strtok_r(NULL, " \t", &save), &v[a]))
+        if (!gts_num(gts_tok(&save), &v[a]))
             return false;
     if (k == K_THROTTLE) {
-        char *indep = strtok_r(NULL, " \t", &save);
+        char *indep = gts_tok(&save);
         g->metrics_v6 = indep != NULL;
-        if (indep && !s_num(indep, &v[1]))
+        if (indep && !gts_num(indep, &v[1]))
             return false;
     }
     if (k == K_ECC) {
@@ -150,54 +128,30 @@ s_gpu_line(char *save)
         memcpy(g->ecc_v[v[0]], v + 1, sizeof g->ecc_v[0]);
     } else
         memcpy(g->v[k], v, sizeof g->v[k]);
-    return strtok_r(NULL, " \t", &save) == NULL;
+    return gts_tok(&save) == NULL;
 }
 
 static bool
 s_line(char *line)
 {
     char *save = NULL;
-    unsigned long long a;
     char *tok = strtok_r(line, " \t", &save);
     if (!tok || tok[0] == '#')
         return true;
     if (strcmp(tok, "gpu") == 0)
         return s_gpu_line(save);
-    if (strcmp(tok, "gpus") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a >= 1
-               && a <= GPUS_MAX && (S.ngpus = (unsigned) a, true);
-    if (strcmp(tok, "init_fail") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a > 0
-               && (S.init_fail = (uint32_t) a, true);
     if (strcmp(tok, "driver") == 0)
-        return s_text(save, S.driver);
-    return false;
+        return gts_rest(save, S.driver, TEXT_MAX);
+    return gts_common(tok, &save, &S.ngpus, GPUS_MAX, &S.init_fail) == 1;
 }
 
 static uint32_t
 s_load(void)
 {
-    const char *path = getenv("TELEM_RSMI_TEST_SCRIPT");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f) {
-        fprintf(stderr, "rsmi_test: cannot read TELEM_RSMI_TEST_SCRIPT\n");
-        return E_UNKNOWN;
-    }
     memset(&S, 0, sizeof S);
     S.ngpus = 1;
-    char line[512], copy[512];
-    uint32_t rc = OK;
-    for (int n = 1; rc == OK && fgets(line, sizeof line, f); n++) {
-        line[strcspn(line, "\r\n")] = '\0';
-        snprintf(copy, sizeof copy, "%s", line);
-        if (!s_line(line)) {
-            fprintf(stderr, "rsmi_test: %s:%d: malformed: %s\n", path, n,
-                    copy);
-            rc = E_UNKNOWN;
-        }
-    }
-    fclose(f);
-    return rc;
+    return gts_read("rsmi_test", "TELEM_RSMI_TEST_SCRIPT", NULL, s_line)
+           ? OK : E_UNKNOWN;
 }
 
 /* ---- the library ------------------------------------------------------- */
