@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "telem_gpu_meta.h"
+#include "telem_gpulib.h"
 #include "telem_log.h"
 #include "telem_rsmi.h"
 #include "telem_sampler.h"
@@ -354,27 +355,29 @@ s_open(const telem_sampler_env_t *env, int *err)
     return self;
 }
 
+/* One GPU: every group of fields, then gpu_lost (no query answered). */
+static int
+s_sample_gpu(void *state, size_t i, telem_sampler_emit_fn emit, void *arg)
+{
+    static void (*const groups[])(s_call_t *) = {s_activity, s_power,
+                                                 s_temperatures, s_clocks,
+                                                 s_ecc, s_throttle};
+    s_rsmi_t *self = state;
+    s_call_t c = {&self->api, &self->gpus[i], &self->metrics, emit, arg, 0};
+    for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++)
+        groups[k](&c);
+    int n = c.n;
+    s_put(&c, "gpu_lost", n == 0);
+    return n;
+}
+
 static int
 s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     (void) now_ns;
-    s_rsmi_t *self = state;
-    if (!self || !emit)
-        return TELEM_EINVAL;
-    int nvalues = 0;
-    void (*const groups[])(s_call_t *) = {s_activity, s_power,
-                                          s_temperatures, s_clocks, s_ecc,
-                                          s_throttle};
-    for (uint32_t i = 0; i < self->ngpus; i++) {
-        s_call_t c = {&self->api, &self->gpus[i], &self->metrics, emit, arg,
-                      0};
-        for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++)
-            groups[k](&c);
-        int n = c.n;
-        s_put(&c, "gpu_lost", n == 0);
-        nvalues += n;
-    }
-    return nvalues > 0 ? 0 : TELEM_EIO;
+    const s_rsmi_t *self = state;
+    return telem_gpulib_sample(state, self ? self->ngpus : 0, s_sample_gpu,
+                               emit, arg);
 }
 
 const telem_sampler_vt_t telem_sampler_rsmi = {

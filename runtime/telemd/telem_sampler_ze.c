@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "telem_gpu_meta.h"
+#include "telem_gpulib.h"
 #include "telem_log.h"
 #include "telem_sampler.h"
 #include "telem_ze.h"
@@ -340,25 +341,30 @@ s_open(const telem_sampler_env_t *env, int *err)
     return self;
 }
 
+/* One GPU: the groups of fields until the device is lost, then gpu_lost
+ * (lost, or no query answered). */
+static int
+s_sample_gpu(void *state, size_t i, telem_sampler_emit_fn emit, void *arg)
+{
+    static void (*const groups[])(s_call_t *) = {s_engine_power,
+                                                 s_memory_temp, s_frequency,
+                                                 s_ras};
+    s_ze_t *self = state;
+    s_call_t c = {&self->api, &self->gpus[i], emit, arg, 0, 0, false};
+    for (size_t k = 0; k < sizeof groups / sizeof groups[0] && !c.lost; k++)
+        groups[k](&c);
+    int n = c.n;
+    s_put(&c, "gpu_lost", c.lost || c.answered == 0);
+    return n;
+}
+
 static int
 s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     (void) now_ns;
-    s_ze_t *self = state;
-    if (!self || !emit)
-        return TELEM_EINVAL;
-    int nvalues = 0;
-    void (*const groups[])(s_call_t *) = {s_engine_power, s_memory_temp,
-                                          s_frequency, s_ras};
-    for (int i = 0; i < self->ngpus; i++) {
-        s_call_t c = {&self->api, &self->gpus[i], emit, arg, 0, 0, false};
-        for (size_t k = 0; k < 4 && !c.lost; k++)
-            groups[k](&c);
-        int n = c.n;
-        s_put(&c, "gpu_lost", c.lost || c.answered == 0);
-        nvalues += n;
-    }
-    return nvalues > 0 ? 0 : TELEM_EIO;
+    const s_ze_t *self = state;
+    return telem_gpulib_sample(state, self ? (size_t) self->ngpus : 0,
+                               s_sample_gpu, emit, arg);
 }
 
 const telem_sampler_vt_t telem_sampler_ze = {
