@@ -7,7 +7,7 @@ and the XID table of telem_rows.js against detectors/det_gpu_health_rules.c.
                                              the facts the other checks use
     browser_rows.py dom HTML WANT_JSON PSI   the rows of the dumped DOM
     browser_rows.py png PNG                  the screenshot shows the rows
-    browser_rows.py xidtable TOP             the two XID tables agree
+    browser_rows.py xidtable TOP             the XID tables agree (C, JS, docs)
 Standard library only; exits with the reason on failure."""
 import json
 import operator
@@ -375,14 +375,26 @@ def png(path):
 def xidtable(top):
     c = open(os.path.join(top, "detectors/det_gpu_health_rules.c")).read()
     js = open(os.path.join(top, "analysis/web/www/telem_rows.js")).read()
-    ct = {int(k): v for k, v in
-          re.findall(r'\{\s*(\d+),\s*\d,\s*"([^"]*)"\s*\}', c)}
+    rows = re.findall(r'\{\s*(\d+),\s*(\d),\s*"([^"]*)"\s*\}', c)
+    ct = {int(k): v for k, _, v in rows}
     block = re.search(r"XID_MEANINGS = \{(.*?)\};", js, re.S)
     jt = {int(k): v for k, v in re.findall(r'(\d+): "([^"]*)"', block.group(1))} \
         if block else {}
     if not ct or ct != jt:
         fail("XID tables differ: C %s, telem_rows.js %s" % (ct, jt))
-    print("XID tables agree: %d codes" % len(ct))
+    # docs/detectors.md's table: | XID | meaning | NVIDIA's action | act/warn |
+    doc = open(os.path.join(top, "docs/detectors.md")).read()
+    dt = {int(k): (m, g) for k, m, g in
+          re.findall(r"^\| (\d+) \| ([^|]*) \| [^|]* \| ([^|]*) \|$", doc, re.M)}
+    cls = {"0": "warn", "1": "act", "2": "act where"}
+    want = {int(k): (v, cls[f]) for k, f, v in rows}
+    got = {k: (m, "act where" if g.startswith("act where") else g.split()[0])
+           for k, (m, g) in dt.items()}
+    if want != got:
+        fail("XID tables of C and docs/detectors.md differ in: %s"
+             % sorted(set(want.items()) ^ set(got.items())))
+    print("XID tables agree: %d codes (C, telem_rows.js, docs/detectors.md)"
+          % len(ct))
 
 
 if __name__ == "__main__":
