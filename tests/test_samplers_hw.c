@@ -7,16 +7,25 @@
  * of the test's user, a Slurm step cgroup tree); bad/ holds truncated and
  * garbage variants of each.  Exact values and tags, what malformed input
  * leaves out, TELEM_EUNSUPPORTED where a source is absent, that files kept
- * open are re-read, and that every series is described.  Then each
+ * open are re-read, and that every series is described.  The job sampler
+ * on this machine's /proc (as root): a process of a uid nothing else runs
+ * as, with known threads and open files, counted exactly.  Then each
  * sampler's cost per sample() call on the fixtures and on this machine,
  * printed beside the proc sampler's.
  */
 #include "tmpdir.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -332,6 +341,119 @@ test_job(void)
              TELEM_EUNSUPPORTED);
 }
 
+/* ---- the job sampler on this machine's /proc ---------------------------- */
+
+/* A uid that owns no /proc/<pid> here, or 0 when none of those tried. */
+static uid_t
+s_free_uid(void)
+{
+    for (uid_t uid = 64000; uid < 64100; uid++) {
+        DIR *d = opendir("/proc");
+        if (!d)
+            return 0;
+        struct dirent *de;
+        bool used = false;
+        while (!used && (de = readdir(d)) != NULL) {
+            struct stat st;
+            used = de->d_name[0] >= '1' && de->d_name[0] <= '9'
+                   && fstatat(dirfd(d), de->d_name, &st, 0) == 0
+                   && st.st_uid == uid;
+        }
+        closedir(d);
+        if (!used)
+            return uid;
+    }
+    return 0;
+}
+
+static void *
+s_block(void *arg)
+{
+    char c;
+    (void) arg;
+    while (read(3, &c, 1) > 0)
+        ;
+    return NULL;
+}
+
+/* The job's process: becomes uid (which makes it non-dumpable: its fd/ is
+ * root's then, its task/ still uid's), keeps its pipe ends as 3 and 4,
+ * fds 0-2 as inherited and nfiles more, runs nthreads - 1 more threads,
+ * writes its open-file count to 4 and waits for EOF on 3. */
+static void
+s_job_child(uid_t uid, int in, int out, int nfiles, int nthreads)
+{
+    if (dup2(in, 3) < 0 || dup2(out, 4) < 0)
+        _exit(1);
+    for (int fd = 5; fd < 1024; fd++)
+        close(fd);
+    if (setgroups(0, NULL) || setresgid(uid, uid, uid)
+        || setresuid(uid, uid, uid))
+        _exit(1);
+    for (int i = 0; i < nfiles; i++)
+        if (open("/dev/null", O_RDONLY) < 0)
+            _exit(1);
+    for (int i = 1; i < nthreads; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, s_block, NULL) != 0)
+            _exit(1);
+    }
+    int files = 2 + nfiles;
+    for (int fd = 0; fd < 3; fd++)
+        files += fcntl(fd, F_GETFD) != -1;
+    if (write(4, &files, sizeof files) != (ssize_t) sizeof files)
+        _exit(1);
+    s_block(NULL);
+    _exit(0);
+}
+
+static void
+test_job_live(void)
+{
+    uid_t uid = geteuid() == 0 ? s_free_uid() : 0;
+    if (!uid) {
+        printf("job live: not run (needs root and a uid no process uses)\n");
+        return;
+    }
+    int down[2], up[2];
+    CHECK_RC(pipe(down), 0);
+    CHECK_RC(pipe(up), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(down[1]);
+        close(up[0]);
+        s_job_child(uid, down[0], up[1], 7, 4);
+    }
+    close(down[0]);
+    close(up[1]);
+    int files = -1;
+    CHECK(read(up[0], &files, sizeof files) == (ssize_t) sizeof files);
+
+    telem_sampler_env_t env = { .node = "n1", .job_uid = uid,
+                                .proc_root = "/proc", .sys_root = "/sys" };
+    recorder_t r;
+    memset(&r, 0, sizeof r);
+    r.metas = telem_sampler_job.metrics;
+    int err = 1;
+    void *st = telem_sampler_job.open(&env, &err);
+    CHECK(st != NULL);
+    if (st) {
+        CHECK_RC(telem_sampler_job.sample(st, 1, s_record, &r), 0);
+        telem_sampler_job.close(&st);
+    }
+    CHECK_VAL(&r, "job_threads", "", 4);
+    CHECK_VAL(&r, "job_open_files", "", files);
+    printf("job live: uid %u, %d open files, 4 threads\n", (unsigned) uid,
+           files);
+
+    close(down[1]);
+    close(up[0]);
+    int status = -1;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* ---- cost per sample() call ---------------------------------------------- */
 
 static double
@@ -398,6 +520,7 @@ main(void)
     test_nfs();
     test_lustre();
     test_job();
+    test_job_live();
     test_cost();
     return check_report("test_samplers_hw");
 }
