@@ -11,6 +11,9 @@
  * (CLOCK_PROCESS_CPUTIME_ID), so
  * work a sampler does on a thread of its own (the fs sampler's statvfs
  * worker) is counted; a loaded machine moves it less than wall time.
+ * The proc and job samplers share one walk of /proc a round in telemd
+ * (telem_procwalk.h); here too, and the walk is timed apart (row "walk"):
+ * before each timed call of a sampler the round's walk is done, untimed.
  * Prints, per sampler, the median over the blocks of CPU us per call, the
  * CPU seconds an hour that costs at 1 s sampling, the series per call and
  * the CPU per series, then the totals by level.  bench_overhead.sh runs it
@@ -49,21 +52,24 @@ s_cpu_us(void)
     return (double) ts.tv_sec * 1e6 + (double) ts.tv_nsec / 1e3;
 }
 
-/* Times vt: median CPU us per call over `blocks` blocks of `calls`, gap_ms
- * apart; *series gets the series of the last call.  Returns -1 when vt is
- * not available here (*why set). */
+/* Times vt (NULL: the shared walk alone): median CPU us per call over
+ * `blocks` blocks of `calls`, gap_ms apart; *series gets the series of the
+ * last call.  Returns -1 when vt is not available here (*why set). */
 static double
-s_time(const telem_sampler_vt_t *vt, int calls, int blocks, int gap_ms,
-       size_t *series, int *why)
+s_time(const telem_sampler_vt_t *vt, telem_procwalk_t *walk, int calls,
+       int blocks, int gap_ms, size_t *series, int *why)
 {
     const struct timespec gap = { gap_ms / 1000, (gap_ms % 1000) * 1000000L };
-    telem_sampler_env_t env = { .node = "bench", .job_uid = getuid() };
-    void *st = vt->open(&env, why);
-    if (!st)
+    telem_sampler_env_t env = { .node = "bench", .job_uid = getuid(),
+                                .procwalk = walk };
+    telem_procwalk_counts_t c;
+    void *st = vt ? vt->open(&env, why) : NULL;
+    if (vt && !st)
         return -1;
     size_t n = 0;
     int64_t t = bench_now_ns();
-    vt->sample(st, t, s_count, &n);
+    if (vt)
+        vt->sample(st, t, s_count, &n);
     double per[S_BLOCKS_MAX];
     for (int b = 0; b < blocks; b++) {
         double us = 0;
@@ -71,13 +77,19 @@ s_time(const telem_sampler_vt_t *vt, int calls, int blocks, int gap_ms,
             nanosleep(&gap, NULL);
             n = 0;
             t = bench_now_ns();
+            if (vt)
+                telem_procwalk_counts(walk, t, &c);     /* untimed */
             double c0 = s_cpu_us();
-            vt->sample(st, t, s_count, &n);
+            if (vt)
+                vt->sample(st, t, s_count, &n);
+            else
+                telem_procwalk_counts(walk, 0, &c);
             us += s_cpu_us() - c0;
         }
         per[b] = us / calls;
     }
-    vt->close(&st);
+    if (vt)
+        vt->close(&st);
     *series = n;
     return bench_median_d(per, (size_t) blocks);
 }
@@ -115,20 +127,25 @@ main(int argc, char **argv)
            blocks, calls, gap_ms, (unsigned) getuid());
     double total_us[5] = {0};
     size_t total_series[5] = {0};
-    for (size_t i = 0; i < sizeof vts / sizeof vts[0]; i++) {
-        const telem_sampler_vt_t *vt = vts[i];
+    int why = 0;
+    telem_procwalk_t *walk = telem_procwalk_new(NULL, getuid(), &why);
+    if (!walk)
+        bench_die("telem_procwalk_new", "%s", telem_strerror(why));
+    for (size_t i = 0; i <= sizeof vts / sizeof vts[0]; i++) {
+        const telem_sampler_vt_t *vt = i ? vts[i - 1] : NULL;
+        const char *name = vt ? vt->name : "walk";
+        int level = vt ? vt->min_level : 2;
         size_t series = 0;
-        int why = 0;
-        double us = s_time(vt, calls, blocks, gap_ms, &series, &why);
+        double us = s_time(vt, walk, calls, blocks, gap_ms, &series, &why);
         if (us < 0) {
-            printf("  %-8s %5d  not available here: %s\n", vt->name,
-                   vt->min_level, telem_strerror(why));
+            printf("  %-8s %5d  not available here: %s\n", name, level,
+                   telem_strerror(why));
             continue;
         }
-        printf("  %-8s %5d  %6zu  %11.1f  %11.3f  %15.2f\n", vt->name,
-               vt->min_level, series, us, us * 3600 / 1e6,
+        printf("  %-8s %5d  %6zu  %11.1f  %11.3f  %15.2f\n", name, level,
+               series, us, us * 3600 / 1e6,
                series ? us * 3600 / 1e3 / (double) series : 0.0);
-        for (int l = vt->min_level; l < 5; l++) {
+        for (int l = level; l < 5; l++) {
             total_us[l] += us;
             total_series[l] += series;
         }
@@ -138,5 +155,6 @@ main(int argc, char **argv)
                total_series[l], total_us[l], total_us[l] * 3600 / 1e6,
                total_series[l] ? total_us[l] * 3600 / 1e3
                                      / (double) total_series[l] : 0.0);
+    telem_procwalk_destroy(&walk);
     return 0;
 }

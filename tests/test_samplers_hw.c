@@ -7,9 +7,11 @@
  * of the test's user, a Slurm step cgroup tree); bad/ holds truncated and
  * garbage variants of each.  Exact values and tags, what malformed input
  * leaves out, TELEM_EUNSUPPORTED where a source is absent, that files kept
- * open are re-read, and that every series is described.  The job sampler
- * on this machine's /proc (as root): a process of a uid nothing else runs
- * as, with known threads and open files, counted exactly.  Then each
+ * open are re-read, and that every series is described.  The walk of /proc
+ * the proc and job samplers share: once a round, a new round sees what
+ * changed.  The job sampler on this machine's /proc (as root): a process of
+ * a uid nothing else runs as, with known threads and open files, counted
+ * exactly, alone and through a shared walk.  Then each
  * sampler's cost per sample() call on the fixtures and on this machine,
  * printed beside the proc sampler's.
  */
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "telem_procwalk.h"
 #include "telem_sampler.h"
 #include "telem_time.h"
 
@@ -341,6 +344,77 @@ test_job(void)
              TELEM_EUNSUPPORTED);
 }
 
+/* ---- the walk of /proc the proc and job samplers share ------------------ */
+
+/* Opens vt with env and samples it at `round` into r (emptied first). */
+static void
+s_round(const telem_sampler_vt_t *vt, void *st, int64_t round, recorder_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->metas = vt->metrics;
+    CHECK_RC(vt->sample(st, round, s_record, r), 0);
+}
+
+static void
+test_procwalk_shared(void)
+{
+    char dir[128], path[256];
+    CHECK_RC(test_tmpdir(dir, sizeof dir, "procwalk"), 0);
+    static const char *const dirs[] = {
+        "proc", "proc/300", "proc/300/task", "proc/300/task/300",
+        "proc/300/task/301", "proc/300/fd", "proc/300/fd/0"
+    };
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, dirs[i]);
+        CHECK_RC(mkdir(path, 0700), 0);
+    }
+    snprintf(path, sizeof path, "%s/proc", dir);
+    int err = 1;
+    telem_procwalk_t *w = telem_procwalk_new(path, getuid(), &err);
+    CHECK(w != NULL && err == 0);
+    telem_sampler_env_t env = { .node = "n1", .job_uid = getuid(),
+                                .proc_root = path, .sys_root = "/nonexistent",
+                                .procwalk = w };
+    void *proc = telem_sampler_proc.open(&env, &err);
+    void *job = telem_sampler_job.open(&env, &err);
+    CHECK(proc != NULL && job != NULL);
+    if (!w || !proc || !job)
+        goto out;
+    recorder_t rp, rj;
+    s_round(&telem_sampler_proc, proc, 5, &rp);
+    s_round(&telem_sampler_job, job, 5, &rj);
+    CHECK_INT(telem_procwalk_walks(w), 1);
+    CHECK_VAL(&rp, "num_running_processes", "", 1);
+    CHECK_VAL(&rj, "job_threads", "", 2);
+    CHECK_VAL(&rj, "job_open_files", "", 1);
+
+    /* A process that starts within the round counts from the next one. */
+    snprintf(path, sizeof path, "%s/proc/301", dir);
+    CHECK_RC(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/proc/301/task", dir);
+    CHECK_RC(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/proc/301/task/301", dir);
+    CHECK_RC(mkdir(path, 0700), 0);
+    s_round(&telem_sampler_job, job, 5, &rj);
+    CHECK_VAL(&rj, "job_threads", "", 2);
+    CHECK_INT(telem_procwalk_walks(w), 1);
+    s_round(&telem_sampler_proc, proc, 6, &rp);
+    s_round(&telem_sampler_job, job, 6, &rj);
+    CHECK_INT(telem_procwalk_walks(w), 2);
+    CHECK_VAL(&rp, "num_running_processes", "", 2);
+    CHECK_VAL(&rj, "job_threads", "", 3);
+    CHECK_VAL(&rj, "job_open_files", "", 1);
+out:
+    telem_sampler_proc.close(&proc);
+    telem_sampler_job.close(&job);
+    telem_procwalk_destroy(&w);
+    CHECK(w == NULL);
+    telem_procwalk_destroy(&w);             /* accepts NULL */
+    CHECK(telem_procwalk_new("/nonexistent", 0, &err) == NULL);
+    CHECK_RC(err, TELEM_EUNSUPPORTED);
+    test_rmtree(dir);
+}
+
 /* ---- the job sampler on this machine's /proc ---------------------------- */
 
 /* A uid that owns no /proc/<pid> here, or 0 when none of those tried. */
@@ -444,6 +518,25 @@ test_job_live(void)
     }
     CHECK_VAL(&r, "job_threads", "", 4);
     CHECK_VAL(&r, "job_open_files", "", files);
+
+    /* The same through the walk the proc sampler shares, as in telemd. */
+    env.procwalk = telem_procwalk_new("/proc", uid, &err);
+    CHECK(env.procwalk != NULL);
+    void *proc = telem_sampler_proc.open(&env, &err);
+    st = telem_sampler_job.open(&env, &err);
+    CHECK(proc != NULL && st != NULL);
+    if (env.procwalk && proc && st) {
+        recorder_t rp;
+        s_round(&telem_sampler_proc, proc, 7, &rp);
+        s_round(&telem_sampler_job, st, 7, &r);
+        CHECK_VAL(&rp, "num_running_processes", "", 1);
+        CHECK_VAL(&r, "job_threads", "", 4);
+        CHECK_VAL(&r, "job_open_files", "", files);
+        CHECK_INT(telem_procwalk_walks(env.procwalk), 1);
+    }
+    telem_sampler_proc.close(&proc);
+    telem_sampler_job.close(&st);
+    telem_procwalk_destroy(&env.procwalk);
     printf("job live: uid %u, %d open files, 4 threads\n", (unsigned) uid,
            files);
 
@@ -520,6 +613,7 @@ main(void)
     test_nfs();
     test_lustre();
     test_job();
+    test_procwalk_shared();
     test_job_live();
     test_cost();
     return check_report("test_samplers_hw");
