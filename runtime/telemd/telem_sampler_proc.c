@@ -11,9 +11,9 @@
  *   (telem_stext.h), into one buffer that grows as needed and is kept
  *   between calls;
  * - the process count comes from the walk of /proc the job sampler shares
- *   (telem_procwalk.h: one fstatat per process, nothing opened or parsed,
- *   and one walk a round for both samplers in telemd); a directory's
- *   owner is the process's effective uid, non-dumpable or not;
+ *   (telem_procwalk.h: an fstatat or two per process, nothing opened or
+ *   parsed, and one walk a round for both samplers in telemd); a
+ *   directory's owner is the process's effective uid, non-dumpable or not;
  * - per-core jiffies live in a table indexed by the core's number, with
  *   its tag value formatted once; per-interface and per-disk counters in
  *   small tables whose order follows the files.
