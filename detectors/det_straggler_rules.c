@@ -37,6 +37,7 @@ typedef struct {
     double kratio;             /* its slowest device / the others (NAN) */
     double kmine, kothers;     /* the medians compared */
     size_t nmine, nothers;     /* devices on it, on the other nodes */
+    int wait;                  /* kernels that do not cover hw_window yet */
     char health[160];          /* the first health field off ("" none) */
 } s_attr_t;
 
@@ -65,7 +66,15 @@ s_node_of(const det_series_t *s)
     return h ? h : s->node ? s->node : "";
 }
 
-/* The node's test kernels against the other nodes'. */
+/* The node's test kernels against the other nodes', over the last
+ * hw_window seconds.  Only devices whose collectors have run that long
+ * (the series' oldest point is at or before the window's start) are
+ * compared: a collector's first rounds are its start-up (cold caches,
+ * clocks ramping, the job starting beside it), and a median of a few
+ * rounds is noise.  a->wait is set while the node has a device that has
+ * not, or while other nodes have devices and none has: the report waits
+ * (det_straggler_pending()), as the collectors of a job's first seconds
+ * do cover hw_window soon after. */
 static int
 s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
           s_attr_t *a)
@@ -80,6 +89,7 @@ s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
         return TELEM_ENOMEM;
     }
     a->kmine = NAN;
+    size_t young_others = 0;
     for (size_t i = 0; *metric && i < in->nseries; i++) {
         const det_series_t *s = &in->series[i];
         if (!s->metric || strcmp(s->metric, metric) != 0 || !s->ts || !s->val)
@@ -87,11 +97,20 @@ s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
         double m = s_series_median(s, from, buf);
         if (!isfinite(m))
             continue;
-        if (strcmp(s_node_of(s), node) != 0)
-            others[a->nothers++] = m;
-        else if (a->nmine++ == 0 || m > a->kmine)
+        int covers = s->ts[0] <= from;
+        if (strcmp(s_node_of(s), node) != 0) {
+            if (covers)
+                others[a->nothers++] = m;
+            else
+                young_others++;
+        } else if (!covers) {
+            a->wait = 1;
+        } else if (a->nmine++ == 0 || m > a->kmine) {
             a->kmine = m;
+        }
     }
+    if (a->nothers == 0 && young_others > 0)
+        a->wait = 1;
     a->kothers = det_straggler_median(others, a->nothers);
     a->kratio = a->nmine && a->nothers ? a->kmine / a->kothers : NAN;
     free(buf);
@@ -172,18 +191,21 @@ s_attribute(const det_params_t *p, const s_attr_t *a, char *buf, size_t size)
     return 0;
 }
 
-/* The node's ranks that were slow in this window, "3, 5" (at most 8). */
+/* The node's ranks that were slow in the window that judged it last,
+ * "3, 5" (at most 8). */
 static void
 s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
-             const det_straggler_window_t *w, uint32_t nodeix, int phase,
-             char *buf, size_t size, size_t *count)
+             uint32_t nodeix, int phase, char *buf, size_t size,
+             size_t *count)
 {
+    const det_straggler_node_t *nd = &st->nodes[nodeix];
     size_t len = 0;
     *count = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < w->n; i++) {
-        const det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
-        if (r->nodeix != nodeix || !s_rank_slow(r, p, phase))
+    for (size_t i = 0; i < st->nranks; i++) {
+        const det_straggler_rank_t *r = &st->ranks[i];
+        if (r->nodeix != nodeix || r->mark != nd->mark ||
+            !s_rank_slow(r, p, phase))
             continue;
         if (++*count <= 8 && len < size)
             len += (size_t) snprintf(buf + len, size - len, "%s%s",
@@ -193,34 +215,42 @@ s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
         snprintf(buf + len, size - len, " and %zu more", *count - 8);
 }
 
-/* Writes the event of node `nd`, a straggler in window w. */
+/* Writes the event of node `nd`, a straggler pending report (its pend_*
+ * fields), once its attribution's data is there: then it is reported
+ * (active) and no longer pending; until then nothing is written. */
 static int
 s_report(det_straggler_state_t *st, const det_params_t *p,
-         const det_input_t *in, const det_straggler_window_t *w,
-         det_straggler_node_t *nd, uint32_t nodeix, double best, int phase,
-         int slow_windows, det_events_t *out)
+         const det_input_t *in, uint32_t nodeix, det_events_t *out)
 {
+    det_straggler_node_t *nd = &st->nodes[nodeix];
     const det_straggler_rank_t *r = &st->ranks[nd->worst];
+    const char *section = st->secs[nd->section].name;
+    double best = nd->pend_best;
+    int phase = nd->pend_phase, slow_windows = nd->pend_slow;
     s_attr_t a = { .kratio = NAN };
     if (*det_params_str(p, ST_KERNELS) && s_kernels(p, in, nd->node, &a))
         return TELEM_ENOMEM;
     if (det_params_num(p, ST_HEALTH) > 0)
         s_health(p, in, nd->node, &a);
+    if (a.wait && !*a.health)
+        return 0;                       /* the kernels are not there yet */
+    nd->pending = 0;
+    nd->active = 1;
     char attr[640], ranks[160], text[1400];
     int hw = s_attribute(p, &a, attr, sizeof attr);
     size_t nslow;
-    s_slow_ranks(st, p, w, nodeix, phase, ranks, sizeof ranks, &nslow);
+    s_slow_ranks(st, p, nodeix, phase, ranks, sizeof ranks, &nslow);
     int n = (int) det_params_num(p, ST_N);
     char head[400];
     if (hw)
         snprintf(head, sizeof head, "node '%s' is a straggler in section "
-                 "'%s' (rank%s %s)", nd->node, st->secs[w->section].name,
-                 nslow > 1 ? "s" : "", ranks);
+                 "'%s' (rank%s %s)", nd->node, section, nslow > 1 ? "s" : "",
+                 ranks);
     else
         snprintf(head, sizeof head, "rank %s on node '%s' is a straggler in "
-                 "section '%s'%s%s%s", r->rank, nd->node,
-                 st->secs[w->section].name, nslow > 1 ? " (with ranks " : "",
-                 nslow > 1 ? ranks : "", nslow > 1 ? ")" : "");
+                 "section '%s'%s%s%s", r->rank, nd->node, section,
+                 nslow > 1 ? " (with ranks " : "", nslow > 1 ? ranks : "",
+                 nslow > 1 ? ")" : "");
     snprintf(text, sizeof text, "%s: %s%s takes %.3g s a step against the "
              "fastest rank's %.3g s (relative score %.2f, individual %.2f; "
              "thresholds %.2f, %.2f) in %d of its last %d windows of %d "
@@ -228,7 +258,7 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
              hw ? r->rank : "", r->med, best,
              r->rel, r->ind, det_params_num(p, ST_RELATIVE),
              det_params_num(p, ST_INDIVIDUAL), slow_windows, n,
-             (int) det_params_num(p, ST_STEPS), (long long) w->end, attr,
+             (int) det_params_num(p, ST_STEPS), (long long) nd->pend_end, attr,
              hw ? "asking to exclude the node"
                 : "it is not excluded: the rank has more to do or waits "
                   "longer than the others on hardware that times normally, "
@@ -285,6 +315,7 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
     for (size_t i = 0; i < w->n; i++) {
         det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
         det_straggler_node_t *nd = &st->nodes[r->nodeix];
+        r->mark = mark;
         if (nd->mark != mark) {
             nd->mark = mark;
             nd->slow = 0;
@@ -304,15 +335,33 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
         nd->nbits += nd->nbits < 64;
         int cnt = __builtin_popcountll(nd->bits & mask);
         if (!nd->active && cnt >= k) {
-            nd->active = 1;
-            int rc = s_report(st, p, in, w, nd, (uint32_t) i, best, phase,
-                              cnt, out);
+            nd->pending = 1;
+            nd->pend_end = w->end;
+            nd->pend_best = best;
+            nd->pend_phase = phase;
+            nd->pend_slow = cnt;
+            int rc = s_report(st, p, in, (uint32_t) i, out);
             if (rc)
                 return rc;
-        } else if (nd->active && (nd->bits & mask) == 0 &&
-                   nd->nbits >= (uint32_t) n) {
+        } else if (!nd->active) {
+            nd->pending = 0;                    /* no longer a straggler */
+        } else if ((nd->bits & mask) == 0 && nd->nbits >= (uint32_t) n) {
             nd->active = 0;                     /* n clean windows */
         }
+    }
+    return 0;
+}
+
+int
+det_straggler_pending(det_straggler_state_t *st, const det_params_t *p,
+                      const det_input_t *in, det_events_t *out)
+{
+    for (size_t i = 0; i < st->nnodes; i++) {
+        if (!st->nodes[i].pending)
+            continue;
+        int rc = s_report(st, p, in, (uint32_t) i, out);
+        if (rc)
+            return rc;
     }
     return 0;
 }

@@ -3,7 +3,8 @@
  * that join late and a rank whose step counter restarts (lined up, quiet,
  * then still judged), data imbalance on healthy kernels (a warning that
  * names the rank), a straggler whose node's kernels or health fields are
- * off too (an act on the node), 2 to 1,024 ranks, several ranks of a node
+ * off too (an act on the node), its report waiting until the kernels
+ * cover hw_window, 2 to 1,024 ranks, several ranks of a node
  * judged as that node, malformed series, the warning of a job that marks
  * no sections, and the parameters.
  */
@@ -315,6 +316,64 @@ test_no_kernels_warns(void)
     det_destroy(&d);
 }
 
+static void
+s_waiting(void *arg, const char *key, const char *value)
+{
+    if (strcmp(key, "waiting") == 0)
+        snprintf(arg, 64, "%s", value);
+}
+
+/* A straggler found before the collectors have run hw_window (15 s): the
+ * report waits for kernels that cover it, then comes at a run that judges
+ * no new window (the ranks have stopped stepping).  The slow rank's node's
+ * first kernel rounds are its collector's start-up, 40 % slower: an
+ * attribution from them would blame the hardware; over the whole window
+ * it is not the hardware. */
+static void
+test_kernels_wait(void)
+{
+    det_t *d = s_det(NULL);
+    det_events_t *ev = det_events_new();
+    s_tab_t *t = s_tab(16);
+    size_t rs[3], ks[3];
+    char rank[24], node[24], waiting[64] = "";
+    for (size_t r = 0; r < 3; r++) {
+        snprintf(rank, sizeof rank, "%zu", r);
+        snprintf(node, sizeof node, "n%zu", r);
+        rs[r] = s_rank(t, node, "step", rank);
+        ks[r] = s_new(t, "cg_dgemm_seconds", node, "gpu", "0", NULL, NULL);
+    }
+    for (size_t s = 0; s < 30; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC;
+        for (size_t r = 0; s <= 14 && r < 3; r++)     /* they hold at 14 */
+            s_step(t, rs[r], ts, 0.5 * (r == 1 ? 1.5 : 1.0) *
+                   s_noise(t, 0.01), (int64_t) s);
+        for (size_t r = 0; r < 3; r++)
+            s_push(&t->s[ks[r]], ts, 0.01 * (r == 1 && s < 3 ? 1.4 : 1.0) *
+                   s_noise(t, 0.01));
+        s_run(d, t, ts + SEC / 2, ev);
+        if (s == 13) {
+            det_describe(d, s_waiting, waiting);
+            CHECK_STR(waiting, "n1");
+        }
+        CHECK_INT(det_events_count(ev), s < 15 ? 0 : 1);
+    }
+    det_describe(d, s_waiting, waiting);
+    CHECK_STR(waiting, "none");
+    const det_event_t *e = det_events_get(ev, 0);
+    if (e) {
+        CHECK_INT(e->severity, DET_SEV_WARN);
+        CHECK_STR(e->nodes[0], "n1");
+        CHECK(strstr(e->text, "rank 1 on node 'n1' is a straggler") ==
+              e->text);
+        CHECK(strstr(e->text, "up to step 13; not the hardware: test "
+                     "kernels cg_dgemm_seconds") != NULL);
+    }
+    s_tab_free(&t);
+    det_events_destroy(&ev);
+    det_destroy(&d);
+}
+
 /* Every rank twice as slow for 24 steps (a checkpoint, an evaluation):
  * no relative score moves, and the individual ones all move together. */
 static void
@@ -611,6 +670,7 @@ main(void)
     test_imbalance_warns();
     test_hardware_acts();
     test_no_kernels_warns();
+    test_kernels_wait();
     test_health_acts();
     test_phase_quiet();
     test_late_and_restarted();
