@@ -58,6 +58,29 @@ unset TELEM_LEVEL TELEM_NODEFILE TELEM_DICT_NODEFILE SLURM_JOB_NODELIST || true
 for p in telem_watch telem_collect telem_load telem_dict slow_gpu; do
     [ -x "$TELEM_BIN/$p" ] || fail "$p is not built"
 done
+# ---- the launcher's check of straggler's test kernels ----
+# Where collectors run they must record what kernels= reads (exit 2 and
+# the fix); where none run, one line says a straggler cannot be excluded.
+launch_rc() {   # launch_rc RC PATTERN ARGS...: a job of `true`
+    local want=$1 pat=$2 rc=0; shift 2
+    rm -rf "$T/chk"; mkdir -m 700 "$T/chk"
+    "$L" --rundir "$T/chk" --local 2 --no-agg "$@" -- true >"$T/chk.out" \
+        2>"$T/chk.err" || rc=$?
+    [ "$rc" = "$want" ] || fail "telem_launch $*: exit $rc, not $want: $(cat "$T/chk.err")"
+    grep -q -- "$pat" "$T/chk.err" || fail "telem_launch $*: no '$pat' in: $(cat "$T/chk.err")"
+}
+launch_rc 2 "straggler reads cg_dgemm_seconds, but the collectors of --collect (--backend cuda) record cg_fma_seconds: use --detector straggler:kernels=cg_fma_seconds, or --collect '--backend cpu" \
+    --detector straggler --collect "--backend cuda"
+launch_rc 2 "straggler reads cg_fma_seconds, but the collectors the launcher starts (--kernel dgemm) record cg_dgemm_seconds: use --detector straggler:kernels=cg_dgemm_seconds" \
+    --detector straggler:kernels=cg_fma_seconds --detector slowgpu
+launch_rc 0 "runs no collectors: a straggler is warned about and never excluded; add --detector slowgpu" \
+    --detector straggler
+launch_rc 0 "a straggler is excluded only on its GPU health fields" \
+    -L 3 --detector straggler
+launch_rc 0 "starting telem_collect --backend cpu --kernel dgemm" \
+    --detector straggler --detector slowgpu
+! grep -q "straggler" "$T/chk.err" || fail "straggler beside slowgpu: $(cat "$T/chk.err")"
+
 if ! chrt -f 30 true 2>/dev/null; then
     skip "real-time scheduling (chrt -f) is not permitted here, and" \
          "without it the load cannot take n2's turn on the shared core"
