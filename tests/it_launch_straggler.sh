@@ -14,6 +14,9 @@
 #       job (b);
 #   (c) clean ranks: n1 in both jobs, and n1 and n3 after the restart of
 #       (a), are named by no straggler event.
+# Before them, the launcher's check of straggler's test kernels (refused
+# when the collectors record another kernel; one line when none run), and
+# slow_gpu refusing malformed --work-scale and --pace.
 #
 # The virtual nodes take turns, as the other live tests' devices do: their
 # collectors on cpu device 0 (--local-devices 0, --spread: a repetition
@@ -83,7 +86,7 @@ launch_rc 0 "starting telem_collect --backend cpu --kernel dgemm" \
 
 if ! chrt -f 30 true 2>/dev/null; then
     skip "real-time scheduling (chrt -f) is not permitted here, and" \
-         "without it the load cannot take n2's turn on the shared core"
+         "without it the load cannot take n2's turns from the job"
 fi
 command -v taskset >/dev/null || skip "no taskset to pin the ranks to one core"
 # The ranks take turns on this machine's cpu device 1, the collectors on
@@ -104,7 +107,7 @@ DETS=(--detector straggler --detector slowgpu:effect=10)
 BOUND=60                    # seconds for any one thing the test waits for
 
 # The program: each run records that it ran and starts once the test has
-# written go-<restart count> (with the core of the collectors in core);
+# written go-<restart count> (and the ranks' core into core);
 # rank $HEAVY does twice the work per step.
 cat >"$T/prog.sh" <<'EOF'
 #!/usr/bin/env bash
