@@ -67,7 +67,8 @@ typedef struct {
                                 * cover hw_window) */
     int64_t pend_end;          /* ... the window that made it one */
     double pend_best;          /* ... that window's fastest median */
-    int pend_phase, pend_slow; /* ... phase; slow windows of the last n */
+    double pend_ind_med;       /* ... its median individual score */
+    int pend_slow;             /* ... slow windows of the last n */
 } det_straggler_node_t;
 
 /* One section name: its windows. */

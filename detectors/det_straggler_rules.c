@@ -6,9 +6,10 @@
  *   individual score best_r / m_r      (its own best window median so far),
  * as NVIDIA's resiliency extension defines them.  A rank is slow when its
  * relative score is below `relative`, or its individual score below
- * `individual` while the job's median individual score is not (a phase
- * that slows every rank together, a checkpoint or an evaluation, moves
- * every individual score and no relative one).  A node is slow in a window
+ * `individual`, also once divided by the job's median individual score,
+ * while that median is not below `individual` itself (a phase that slows
+ * every rank together, a checkpoint or an evaluation, moves every
+ * individual score and no relative one).  A node is slow in a window
  * when one of its ranks is, and it is a straggler when it was slow in k of
  * its last n windows: one event per node, naming its slowest rank.
  *
@@ -41,11 +42,21 @@ typedef struct {
     char health[160];          /* the first health field off ("" none) */
 } s_attr_t;
 
+/* Whether rank r is slow in a window whose median individual score is
+ * ind_med: its relative score is below `relative`, or its individual
+ * score is below `individual` both as it stands and against ind_med (not
+ * in a phase, ind_med below `individual` itself).  The second bar keeps a
+ * slowdown that every rank shares, but that each window's median caught a
+ * little differently, from naming one rank: live, a vCPU that changed
+ * speed by 1.4x slowed both ranks of a job on it, one to individual 0.71
+ * and the other to 0.79 (a median of 0.75, no phase). */
 static int
-s_rank_slow(const det_straggler_rank_t *r, const det_params_t *p, int phase)
+s_rank_slow(const det_straggler_rank_t *r, const det_params_t *p,
+            double ind_med)
 {
+    double ind = det_params_num(p, ST_INDIVIDUAL);
     return r->rel < det_params_num(p, ST_RELATIVE) ||
-           (!phase && r->ind < det_params_num(p, ST_INDIVIDUAL));
+           (ind_med >= ind && r->ind < ind && r->ind < ind * ind_med);
 }
 
 /* Median of the values of s newer than `from`; NAN without any. */
@@ -195,7 +206,7 @@ s_attribute(const det_params_t *p, const s_attr_t *a, char *buf, size_t size)
  * "3, 5" (at most 8). */
 static void
 s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
-             uint32_t nodeix, int phase, char *buf, size_t size,
+             uint32_t nodeix, double ind_med, char *buf, size_t size,
              size_t *count)
 {
     const det_straggler_node_t *nd = &st->nodes[nodeix];
@@ -205,7 +216,7 @@ s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
     for (size_t i = 0; i < st->nranks; i++) {
         const det_straggler_rank_t *r = &st->ranks[i];
         if (r->nodeix != nodeix || r->mark != nd->mark ||
-            !s_rank_slow(r, p, phase))
+            !s_rank_slow(r, p, ind_med))
             continue;
         if (++*count <= 8 && len < size)
             len += (size_t) snprintf(buf + len, size - len, "%s%s",
@@ -226,7 +237,8 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
     const det_straggler_rank_t *r = &st->ranks[nd->worst];
     const char *section = st->secs[nd->section].name;
     double best = nd->pend_best;
-    int phase = nd->pend_phase, slow_windows = nd->pend_slow;
+    double ind_med = nd->pend_ind_med;
+    int slow_windows = nd->pend_slow;
     s_attr_t a = { .kratio = NAN };
     if (*det_params_str(p, ST_KERNELS) && s_kernels(p, in, nd->node, &a))
         return TELEM_ENOMEM;
@@ -239,7 +251,7 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
     char attr[640], ranks[160], text[1400];
     int hw = s_attribute(p, &a, attr, sizeof attr);
     size_t nslow;
-    s_slow_ranks(st, p, nodeix, phase, ranks, sizeof ranks, &nslow);
+    s_slow_ranks(st, p, nodeix, ind_med, ranks, sizeof ranks, &nslow);
     int n = (int) det_params_num(p, ST_N);
     char head[400];
     if (hw)
@@ -282,10 +294,11 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
     return det_events_add(out, &e);
 }
 
-/* Scores every rank of w: relative, individual; returns 1 in a phase. */
-static int
-s_score(det_straggler_state_t *st, const det_params_t *p,
-        const det_straggler_window_t *w, double *best_out)
+/* Scores every rank of w: relative, individual; returns the median
+ * individual score (below `individual`: a phase). */
+static double
+s_score(det_straggler_state_t *st, const det_straggler_window_t *w,
+        double *best_out)
 {
     double best = INFINITY;
     for (size_t i = 0; i < w->n; i++)
@@ -300,8 +313,7 @@ s_score(det_straggler_state_t *st, const det_params_t *p,
             r->best = r->med;
     }
     *best_out = best;
-    return det_straggler_median(st->tmp, w->n) <
-           det_params_num(p, ST_INDIVIDUAL);
+    return det_straggler_median(st->tmp, w->n);
 }
 
 int
@@ -310,7 +322,7 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
                     det_events_t *out)
 {
     double best;
-    int phase = s_score(st, p, w, &best);
+    double ind_med = s_score(st, w, &best);
     uint64_t mark = st->secs[w->section].windows + 1;
     for (size_t i = 0; i < w->n; i++) {
         det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
@@ -321,7 +333,7 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
             nd->slow = 0;
             nd->worst = w->ranks[i];
         }
-        nd->slow |= s_rank_slow(r, p, phase);
+        nd->slow |= s_rank_slow(r, p, ind_med);
         if (r->med > st->ranks[nd->worst].med)
             nd->worst = w->ranks[i];
     }
@@ -338,7 +350,7 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
             nd->pending = 1;
             nd->pend_end = w->end;
             nd->pend_best = best;
-            nd->pend_phase = phase;
+            nd->pend_ind_med = ind_med;
             nd->pend_slow = cnt;
             int rc = s_report(st, p, in, (uint32_t) i, out);
             if (rc)

@@ -2,11 +2,12 @@
  * section series: a phase where every rank slows together (quiet), ranks
  * that join late and a rank whose step counter restarts (lined up, quiet,
  * then still judged), data imbalance on healthy kernels (a warning that
- * names the rank), a straggler whose node's kernels or health fields are
- * off too (an act on the node), its report waiting until the kernels
- * cover hw_window, 2 to 1,024 ranks, several ranks of a node
- * judged as that node, malformed series, the warning of a job that marks
- * no sections, and the parameters.
+ * names the rank), individual scores judged against the job's (a
+ * slowdown the ranks share in part names none), a straggler whose node's
+ * kernels or health fields are off too (an act on the node), its report
+ * waiting until the kernels cover hw_window, 2 to 1,024 ranks, several
+ * ranks of a node judged as that node, malformed series, the warning of
+ * a job that marks no sections, and the parameters.
  */
 #include "check.h"
 #include "det.h"
@@ -402,6 +403,60 @@ test_phase_quiet(void)
     det_destroy(&d);
 }
 
+/* A job of nr (at most 4) ranks, each on its own node, 1 s steps: rank r
+ * takes base[r] s, times f[r] in steps [from, to); returns the events. */
+static size_t
+s_flip_job(det_t *d, det_events_t *ev, size_t nr, const double *base,
+           const double *f, size_t from, size_t to, size_t steps)
+{
+    s_tab_t *t = s_tab(16);
+    size_t rs[4];
+    char rank[24], node[24];
+    for (size_t r = 0; r < nr; r++) {
+        snprintf(rank, sizeof rank, "%zu", r);
+        snprintf(node, sizeof node, "n%zu", r);
+        rs[r] = s_rank(t, node, "step", rank);
+    }
+    for (size_t s = 0; s < steps; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC;
+        for (size_t r = 0; r < nr; r++)
+            s_step(t, rs[r], ts, base[r] * (s >= from && s < to ? f[r] : 1) *
+                   s_noise(t, 0.005), (int64_t) s);
+        s_run(d, t, ts + SEC / 2, ev);
+    }
+    s_tab_free(&t);
+    return det_events_count(ev);
+}
+
+/* Both ranks of a job slowed for 16 steps by the machine (a vCPU that
+ * changes speed), one window median catching 1.4x and the other 1.25x:
+ * individual scores 0.71 and 0.8, a median of 0.76, no phase.  The
+ * individual score against the job's median (0.94) names no rank; a rank
+ * alone 1.4x slower than its best among 4 (the median 1) is named, even
+ * as the fastest rank but one. */
+static void
+test_individual_against_job(void)
+{
+    det_t *d = s_det(NULL);
+    det_events_t *ev = det_events_new();
+    double base2[] = { 0.5, 0.5 }, f2[] = { 1.4, 1.25 };
+    CHECK_INT(s_flip_job(d, ev, 2, base2, f2, 30, 46, 80), 0);
+    det_destroy(&d);
+    d = s_det(NULL);
+    double base4[] = { 0.4, 0.5, 0.5, 0.5 }, f4[] = { 1.4, 1, 1, 1 };
+    CHECK_INT(s_flip_job(d, ev, 4, base4, f4, 30, 80, 80), 1);
+    const det_event_t *e = det_events_get(ev, 0);
+    if (e) {
+        CHECK_STR(e->nodes[0], "n0");
+        CHECK(strstr(e->text, "rank 0 on node 'n0' is a straggler") ==
+              e->text);
+        CHECK(strstr(e->text, "individual 0.7") != NULL);
+        CHECK(strstr(e->text, "relative score 0.8") != NULL);
+    }
+    det_events_destroy(&ev);
+    det_destroy(&d);
+}
+
 /* A rank that joins late (its step counter at 0 while the others are at
  * 50) and a rank whose counter restarts: lined up, quiet; the restarted
  * rank slowed later is found. */
@@ -673,6 +728,7 @@ main(void)
     test_kernels_wait();
     test_health_acts();
     test_phase_quiet();
+    test_individual_against_job();
     test_late_and_restarted();
     test_scales();
     test_node_judged_once();
