@@ -49,7 +49,7 @@ typedef struct {
  * slowdown that every rank shares, but that each window's median caught a
  * little differently, from naming one rank: live, a vCPU that changed
  * speed by 1.4x slowed both ranks of a job on it, one to individual 0.71
- * and the other to 0.79 (a median of 0.75, no phase). */
+ * and the other to 0.79 or more (a median of 0.75 or more: no phase). */
 static int
 s_rank_slow(const det_straggler_rank_t *r, const det_params_t *p,
             double ind_med)
