@@ -13,7 +13,8 @@
 #       iteration") and passes the semicircle check with the checksum of
 #       job (b);
 #   (c) clean ranks: n1 in both jobs, and n1 and n3 after the restart of
-#       (a), are named by no straggler event.
+#       (a) (once the new watcher has judged 20 windows), are named by no
+#       straggler event.
 # Before them, the launcher's check of straggler's test kernels (refused
 # when the collectors record another kernel; one line when none run), and
 # slow_gpu refusing malformed --work-scale and --pace.
@@ -318,6 +319,20 @@ if ! grep -q "trigger straggler; nodes n2; promoted n3; why: node 'n2' is a stra
     verdict slow "n2 under the load was not excluded by straggler (${line:-no restart}; straggler events: $(events))"
 fi
 touch "$OUT/go-1"
+# (c) after the restart: the new watcher's straggler judges n1 and n3
+# (20 windows: at most 8 of them from n1's first run alone) while the
+# job runs, so its silence about them below means something.
+judged() {
+    local s; s=$(status) || return 1
+    [ "$(field ranks <<<"$s")" -ge 2 ] || return 1
+    [ "$(sed -n 's/^ *sections *iteration (\([0-9]*\) windows)$/\1/p' <<<"$s")" -ge 20 ]
+}
+rc=0
+until_ judged || rc=$?
+if [ "$rc" != 0 ]; then
+    running && fail "$JOB: after the restart, straggler judged too few windows: $(status | sed -n '/\[straggler\]/,/^$/p')"
+    skip "$JOB: the job ended before the watcher after the restart had judged 20 windows of n1 and n3"
+fi
 finish
 grep -q "restart 1 (of at most [0-9]*): trigger straggler; nodes n2; promoted n3; why: node 'n2' is a straggler in section 'iteration' (rank 1): rank 1 takes .* the hardware: test kernels cg_dgemm_seconds +[0-9.]* % against the other nodes' .*; asking to exclude the node" \
     <<<"$line" || fail "$JOB: restart line: $line"
