@@ -39,24 +39,17 @@
  *                     [-o save] [-i recording] [-s name=value,...]
  */
 #include "bench_common.h"
+#include "bench_slots.h"
 #include "ac.h"
 #include "det.h"
 #include "telem_time.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <sched.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
 
 #define S_NODES 4
 #define S_MAXDEV 64
@@ -96,101 +89,6 @@ typedef struct {
 
 #define V(rec, d, k) ((rec)->v[(size_t) (d) * (size_t) (rec)->nrounds + (size_t) (k)])
 
-/* ---- processes --------------------------------------------------------- */
-
-/* Spawns argv with stdout to /dev/null and stderr to log; with rt, as
- * SCHED_FIFO of priority prio (falls back to normal scheduling, once told,
- * when that is refused). */
-static pid_t
-s_spawn(char *const argv[], const char *log, int *rt, int prio)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND,
-                                     0600);
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    if (*rt) {
-        struct sched_param sp = { .sched_priority = prio };
-        posix_spawnattr_setschedpolicy(&at, SCHED_FIFO);
-        posix_spawnattr_setschedparam(&at, &sp);
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSCHEDULER);
-    }
-    pid_t pid;
-    int err = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
-    if (err == EPERM && *rt) {
-        fprintf(stderr, "bench_detect: real-time scheduling refused; "
-                "running at normal priority\n");
-        *rt = 0;
-        posix_spawnattr_setflags(&at, 0);
-        err = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
-    }
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    if (err)
-        bench_die("posix_spawn", "%s: %s", argv[0], strerror(err));
-    return pid;
-}
-
-static void
-s_stop(pid_t pid)
-{
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-}
-
-/* Sleeps until realtime t (ns). */
-static void
-s_until(int64_t t)
-{
-    struct timespec ts = { (time_t) (t / 1000000000), (long) (t % 1000000000) };
-    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
-
-static pid_t
-s_collector(s_opts_t *o, const char *rundir, const char *node,
-            const char *gpu, int core, int64_t epoch, int64_t phase,
-            const char *log)
-{
-    char exe[600], pin[16], period[32], ep[32], ph[32], reps[8];
-    snprintf(exe, sizeof exe, "%s/telem_collector", o->bindir);
-    snprintf(reps, sizeof reps, "%d", S_REPS);
-    snprintf(pin, sizeof pin, "%d", core);
-    snprintf(period, sizeof period, "%.6f", o->period);
-    snprintf(ep, sizeof ep, "%lld", (long long) epoch);
-    snprintf(ph, sizeof ph, "%lld", (long long) phase);
-    char *argv[] = { exe, "--node", (char *) node, "--rundir", (char *) rundir,
-                     "--device", (char *) gpu, "--pin", pin, "--period",
-                     period, "--reps", reps, "--spread", "--epoch", ep,
-                     "--phase", ph,
-                     "--group", "bench", "--log-level", "warn", NULL };
-    return s_spawn(argv, log, &o->rt, 20);
-}
-
-/* The load: real contention on the shared core, only inside the target's
- * slot of every round (telem_load --period/--phase/--window), so the
- * target is slowed and the devices sharing the core are not. */
-static pid_t
-s_load(s_opts_t *o, double duty, int64_t epoch, int64_t slot_ns,
-       int64_t phase_ns, const char *log)
-{
-    char exe[600], core[16], d[32], cyc[32], per[32], win[32], ph[32], ep[32];
-    snprintf(exe, sizeof exe, "%s/telem_load", o->bindir);
-    snprintf(core, sizeof core, "%d", o->target_core);
-    snprintf(d, sizeof d, "%g", duty);
-    snprintf(cyc, sizeof cyc, "%g", o->cycle_ms);
-    snprintf(per, sizeof per, "%.9f", o->period / S_REPS);
-    snprintf(win, sizeof win, "%.9f", (double) slot_ns / 1e9);
-    snprintf(ph, sizeof ph, "%.9f", (double) phase_ns / 1e9);
-    snprintf(ep, sizeof ep, "%lld", (long long) epoch);
-    char *argv[] = { exe, "--device", core, "--duty", d, "--cycle-ms", cyc,
-                     "--period", per, "--window", win, "--phase", ph,
-                     "--epoch", ep, "--log-level", "warn", NULL };
-    return s_spawn(argv, log, &o->rt, 30);
-}
-
 /* ---- recording --------------------------------------------------------- */
 
 static int
@@ -209,15 +107,6 @@ s_dev_index(const s_rec_t *rec, const char *node, const char *gpu)
     return -1;
 }
 
-static const char *
-s_tag(const telem_series_t *s, const char *key)
-{
-    for (uint32_t i = 0; i < s->ntags; i++)
-        if (strcmp(s->tags[i].key, key) == 0)
-            return s->tags[i].value;
-    return NULL;
-}
-
 /* Reads every recorded round into rec->v. */
 static void
 s_collect(s_rec_t *rec, ac_t *ac, int64_t epoch, int64_t pns)
@@ -231,7 +120,7 @@ s_collect(s_rec_t *rec, ac_t *ac, int64_t epoch, int64_t pns)
         bench_die("ac_query", "%s", telem_strerror(rc));
     for (size_t i = 0; i < ac_result_nseries(res); i++) {
         const telem_series_t *s = ac_result_series(res, i);
-        int d = s_dev_index(rec, s_tag(s, "host"), s_tag(s, "gpu"));
+        int d = s_dev_index(rec, bench_slots_tag(s, "host"), bench_slots_tag(s, "gpu"));
         for (uint32_t j = 0; d >= 0 && j < s->npoints; j++) {
             int64_t k = (s->ts[j] - epoch) / pns;
             if (k >= 0 && k < rec->nrounds && s->ts[j] == epoch + k * pns)
@@ -244,9 +133,11 @@ s_collect(s_rec_t *rec, ac_t *ac, int64_t epoch, int64_t pns)
 static void
 s_record(s_opts_t *o, s_rec_t *rec)
 {
-    char dir[256], log[300];
+    char dir[256];
     bench_tmpdir(dir, sizeof dir, "detect");
-    snprintf(log, sizeof log, "%s/processes.log", dir);
+    bench_slots_t sl = { .rt = o->rt, .who = "bench_detect" };
+    snprintf(sl.bindir, sizeof sl.bindir, "%s", o->bindir);
+    snprintf(sl.log, sizeof sl.log, "%s/processes.log", dir);
     telemd_t *td[S_NODES];
     const char *names[S_NODES], *eps[S_NODES];
     static char nm[S_NODES][8];
@@ -273,9 +164,9 @@ s_record(s_opts_t *o, s_rec_t *rec)
         int target = d == o->healthy;
         snprintf(rec->node[d], sizeof rec->node[d], "n%d", d % S_NODES);
         snprintf(rec->gpu[d], sizeof rec->gpu[d], "%d", d / S_NODES);
-        col[d] = s_collector(o, dir, rec->node[d], rec->gpu[d],
-                             target ? o->target_core : o->peer_core, epoch,
-                             d * slot, log);
+        col[d] = bench_slots_collector(&sl, dir, rec->node[d], rec->gpu[d],
+                                       target ? o->target_core : o->peer_core,
+                                       o->period, S_REPS, epoch, d * slot);
     }
     int a = o->clean;
     for (int r = 0; r < o->repeats; r++)
@@ -283,16 +174,18 @@ s_record(s_opts_t *o, s_rec_t *rec)
             s_seg_t *sg = &rec->seg[rec->nseg++];
             sg->start = a;
             sg->duty = o->duty[i];
-            s_until(epoch + a * pns - pns / 2);
-            pid_t lp = s_load(o, o->duty[i], epoch, slot, o->healthy * slot,
-                              log);
-            s_until(epoch + (a + o->load) * pns - pns / 2);
-            s_stop(lp);
+            bench_slots_until(epoch + a * pns - pns / 2);
+            pid_t lp = bench_slots_load(&sl, o->target_core, o->duty[i],
+                                        o->cycle_ms, o->period / S_REPS,
+                                        slot, o->healthy * slot, epoch);
+            bench_slots_until(epoch + (a + o->load) * pns - pns / 2);
+            bench_slots_stop(lp);
         }
-    s_until(epoch + (rec->nrounds + 3) * pns);
+    bench_slots_until(epoch + (rec->nrounds + 3) * pns);
     s_collect(rec, ac, epoch, pns);
     for (int d = 0; d < rec->ndev; d++)
-        s_stop(col[d]);
+        bench_slots_stop(col[d]);
+    o->rt = sl.rt;
     ac_close(&ac);
     for (int k = 0; k < S_NODES; k++)
         telemd_destroy(&td[k]);
@@ -462,56 +355,6 @@ s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule)
     return out;
 }
 
-/* Median over the load's rounds (its first one skipped) of target / the
- * median of the healthy devices. */
-static double
-s_slowdown(const s_rec_t *rec, int from, int to)
-{
-    double r[4096], h[S_MAXDEV];
-    int nr = 0;
-    for (int k = from; k < to && nr < 4096; k++) {
-        int nh = 0;
-        for (int d = 0; d < rec->ndev - 1; d++)
-            if (!isnan(V(rec, d, k)))
-                h[nh++] = V(rec, d, k);
-        double t = V(rec, rec->ndev - 1, k);
-        if (nh == 0 || isnan(t))
-            continue;
-        r[nr++] = t / bench_median_d(h, (size_t) nh);
-    }
-    bench_sort_d(r, (size_t) nr);
-    return nr ? r[nr / 2] : NAN;
-}
-
-/* The noise of clean rounds: each device's figure over the median of the
- * others, all devices, rounds [from, to). */
-static void
-s_noise(const s_rec_t *rec, int from, int to)
-{
-    static double r[S_MAXDEV * 4096];
-    double o[S_MAXDEV];
-    size_t n = 0, over = 0;
-    for (int k = from; k < to; k++)
-        for (int d = 0; d < rec->ndev && n < sizeof r / sizeof r[0]; d++) {
-            int no = 0;
-            for (int e = 0; e < rec->ndev; e++)
-                if (e != d && !isnan(V(rec, e, k)))
-                    o[no++] = V(rec, e, k);
-            if (no == 0 || isnan(V(rec, d, k)))
-                continue;
-            r[n] = V(rec, d, k) / bench_median_d(o, (size_t) no);
-            over += r[n++] >= 1.08;
-        }
-    if (n == 0)
-        return;
-    bench_sort_d(r, n);
-    printf("  noise of the clean stretch, device / median of the others over "
-           "%zu device-rounds: p1 %.3f p50 %.3f p90 %.3f p99 %.3f max %.2f; "
-           "%.2f %% of them 8 %% slower or more\n", n, r[n / 100], r[n / 2],
-           r[n * 9 / 10], r[n * 99 / 100], r[n - 1], 100.0 * (double) over /
-           (double) n);
-}
-
 /* Clean device-rounds of job j over [from, to). */
 static int
 s_device_rounds(const s_rec_t *rec, s_job_t j, int from, int to)
@@ -522,13 +365,6 @@ s_device_rounds(const s_rec_t *rec, s_job_t j, int from, int to)
             n += !isnan(V(rec, i == j.g - 1 ? rec->ndev - 1 : j.first + i, k));
     return n;
 }
-
-/* Slowdown bins the load segments are reported in. */
-static const struct { const char *name; double lo, hi; } s_bins[] = {
-    { "~5 %", 1.03, 1.07 }, { "~10 %", 1.07, 1.15 }, { "~25 %", 1.15, 1.40 },
-    { ">40 %", 1.40, 1e9 },
-};
-#define S_NBINS (sizeof s_bins / sizeof s_bins[0])
 
 /* Whether round k is clean: before the first load, or in a gap after its
  * first 2 rounds (a load's effect may last into the round after it). */
@@ -556,8 +392,8 @@ static void
 s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
 {
     int njobs = (rec->ndev - 1) / (g - 1), false_ev = 0, rounds = 0;
-    int segs[S_NBINS] = { 0 }, in3[S_NBINS] = { 0 }, pre[S_NBINS] = { 0 },
-        late[S_NBINS] = { 0 }, seen = s_seen_rounds(o);
+    int segs[BENCH_SLOTS_NBINS] = { 0 }, in3[BENCH_SLOTS_NBINS] = { 0 }, pre[BENCH_SLOTS_NBINS] = { 0 },
+        late[BENCH_SLOTS_NBINS] = { 0 }, seen = s_seen_rounds(o);
     for (int jb = 0; jb < njobs; jb++) {
         s_job_t j = { g, jb * (g - 1) };
         s_replay_t r = s_replay(o, rec, j, rule);
@@ -573,8 +409,8 @@ s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
                 if (r.target[e] && r.round[e] >= a - 10 &&
                     r.round[e] < a + o->load)
                     first = r.round[e];
-            for (size_t bi = 0; bi < S_NBINS; bi++) {
-                if (!(sd >= s_bins[bi].lo && sd < s_bins[bi].hi))
+            for (size_t bi = 0; bi < BENCH_SLOTS_NBINS; bi++) {
+                if (!(sd >= bench_slots_bins[bi].lo && sd < bench_slots_bins[bi].hi))
                     continue;
                 int when = first - a + 1;       /* rounds into the load */
                 segs[bi]++;
@@ -588,7 +424,7 @@ s_judge(const s_opts_t *o, const s_rec_t *rec, int g, const char *rule)
     }
     printf("  %4d  %4d  %-7s", g, njobs,
            strcmp(rule, "robust") ? "dragon" : "slowgpu");
-    for (size_t bi = 0; bi < S_NBINS; bi++) {
+    for (size_t bi = 0; bi < BENCH_SLOTS_NBINS; bi++) {
         char cell[96];
         if (segs[bi] == 0)
             snprintf(cell, sizeof cell, "-");
@@ -697,20 +533,24 @@ main(int argc, char **argv)
     printf("load (telem_load --duty) and the slowdown it caused (median "
            "target / healthy median):\n ");
     for (int i = 0; i < rec.nseg; i++) {
-        rec.seg[i].slowdown = s_slowdown(&rec, rec.seg[i].start + 1,
-                                         rec.seg[i].start + o.load);
+        rec.seg[i].slowdown = bench_slots_slowdown(rec.v, rec.ndev,
+                                                   rec.nrounds,
+                                                   rec.seg[i].start + 1,
+                                                   rec.seg[i].start + o.load);
         printf(" %g:%.3f", rec.seg[i].duty, rec.seg[i].slowdown);
     }
-    printf("\n  clean stretch: %.3f\n", s_slowdown(&rec, 0, o.clean));
-    s_noise(&rec, 0, o.clean);
+    printf("\n  clean stretch: %.3f\n",
+           bench_slots_slowdown(rec.v, rec.ndev, rec.nrounds, 0, o.clean));
+    bench_slots_noise(rec.v, rec.ndev, rec.nrounds, 0, o.clean, "device",
+                      "round");
     printf("\n");
     printf("load segments by the slowdown they caused: detected within %d "
            "rounds of the load's start (slowgpu's k) / segments (detected "
            "later; already flagged in the 10 clean rounds before), and act "
            "events on clean rounds\n", s_seen_rounds(&o));
     printf("  %4s  %4s  %-7s", "devs", "jobs", "rule");
-    for (size_t bi = 0; bi < S_NBINS; bi++)
-        printf("  %-24s", s_bins[bi].name);
+    for (size_t bi = 0; bi < BENCH_SLOTS_NBINS; bi++)
+        printf("  %-24s", bench_slots_bins[bi].name);
     printf("  false / clean device-rounds\n");
     int gs[] = { 2, 3, 4, 8, rec.ndev };
     for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) {

@@ -32,6 +32,15 @@
 #             scrape
 #   cpu/series  cpu_s/h divided by series
 # The feeders' and the scraper's CPU is printed apart (not the daemons').
+# Series counts, at the end of the node phase: the distinct series telemd
+# holds at level 2 (its latest value of every series, telem_client -v) and
+# their metric names; the same of a second telemd started at level 3 after
+# the phases (GPU samplers where this machine has GPUs); node_exporter's
+# sample lines of one scrape, those named node_*, and its metric names;
+# collectd's values a second and its value columns (csv files x columns).
+# Then the CPU of each of telemd's samplers per call on this machine
+# (bench_samplers, as the same user: the job user whose processes the proc
+# and job samplers walk).
 # Ratios: telemd against the lighter peer on each figure, target <= 1.0x,
 # as FIGURE lines.  Memory breakdowns (mem_breakdown.py) of each daemon at
 # the end of each phase follow with -v.
@@ -46,7 +55,7 @@
 # As root on Debian, installs collectd-core and prometheus-node-exporter when
 # missing (tests/peer_install.sh) and stops the services their packages start.
 # Exit 0 after a measurement, 1 when a daemon is missing or fails, 2 on bad
-# usage.
+# usage.  Python is Debian's /usr/bin/python3.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -56,6 +65,7 @@ nuser=1000
 verbose=0
 own_ns=1
 build="${BENCH_BUILD:-$here/build}"
+py=/usr/bin/python3
 while getopts "d:w:n:vNb:h" opt; do
     case "$opt" in
     d) duration="$OPTARG" ;;
@@ -74,7 +84,7 @@ done
 (( duration > 0 )) || { echo "bench_overhead: -d must be > 0" >&2; exit 2; }
 
 bin="$build/bin"
-for p in telemd telem_client bench_feed; do
+for p in telemd telem_client bench_feed bench_samplers; do
     [[ -x "$bin/$p" ]] || { echo "bench_overhead: no $bin/$p (build bench first: bench/run.sh or cmake -S bench -B bench/build)" >&2; exit 1; }
 done
 
@@ -128,7 +138,7 @@ if (( own_ns )); then
 fi
 
 free_port() {
-    "${ns[@]}" python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    "${ns[@]}" "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # wait_for WHAT CMD...: polls CMD every 0.1 s for up to 10 s
@@ -146,6 +156,54 @@ start_telemd() {
         > "$work/td.out" 2> "$work/td.err" &
     pid[telemd]=$!
     wait_for telemd grep -q '^ready' "$work/td.out"
+}
+
+# tseries NODEFILE: "series names" of a telemd, from its latest value of
+# every series (telem_client -v)
+tseries() {
+    "${ns[@]}" "$bin/telem_client" --nodefile "$1" -f json -v 2>/dev/null |
+        "$py" -c 'import json,sys
+s = json.load(sys.stdin)["series"]
+print(len(s), len({r["metric"] for r in s}))'
+}
+
+# level3_series: C[td3] and C[td3n], series and names of a second telemd at
+# level 3, once it has
+# sampled three rounds with the same series count (the first round has no
+# rates), up to 20 s; run after the phases, so it measures nothing else
+level3_series() {
+    local d="$work/td3" s prev=-1 i
+    mkdir -m 0700 "$d"
+    "${ns[@]}" "$bin/telemd" --node benchnode3 --rundir "$d" --level 3 --interval 1 \
+        --no-log --nodefile "$d/nodes" --log-level warn > "$d.out" 2> "$d.err" &
+    pid[telemd3]=$!
+    wait_for "telemd at level 3" grep -q '^ready' "$d.out"
+    for _ in $(seq 100); do
+        read -r s i < <("${ns[@]}" "$bin/telem_client" --nodefile "$d/nodes" -f json status 2>/dev/null |
+            "$py" -c 'import json,sys; r=json.load(sys.stdin)["nodes"][0]; print(r["series"] or 0, r["ingested"] or 0)')
+        (( s > 0 && s == prev && i >= 3 * s )) && break
+        prev=$s
+        sleep 0.2
+    done
+    (( s > 0 && s == prev && i >= 3 * s )) ||
+        echo "bench_overhead: the level 3 telemd did not settle in 20 s (series $s, ingested $i)" >&2
+    read -r 'C[td3]' 'C[td3n]' < <(tseries "$d/nodes")
+    kill -TERM "${pid[telemd3]}"; wait "${pid[telemd3]}" 2>/dev/null || true; unset "pid[telemd3]"
+}
+
+# prom_counts URL: "lines node_lines names" of one scrape
+prom_counts() {
+    "${ns[@]}" curl -sf "$1" | "$py" -c 'import re,sys
+lines = [l for l in sys.stdin.read().splitlines() if l and not l.startswith("#")]
+names = {re.split(r"[{ ]", l, 1)[0] for l in lines}
+print(len(lines), sum(l.startswith("node_") for l in lines), len(names))'
+}
+
+# cd_columns: collectd's distinct value series: value columns over its csv
+# files of today (one file per plugin instance, type and day)
+cd_columns() {
+    find "$work/cd/csv" -type f -name "*-$(date +%Y-%m-%d)" -print0 |
+        xargs -0 -r awk -F, 'FNR == 1 { n += NF - 1 } END { print n + 0 }'
 }
 
 start_collectd() {
@@ -225,7 +283,7 @@ runns() {   # PID -> ns on CPU over its threads
 }
 tstatus() {  # telemd status field (json) KEY
     "${ns[@]}" "$bin/telem_client" --nodefile "$work/nodes" -f json status 2>/dev/null |
-        python3 -c 'import json,sys; d=json.load(sys.stdin); r=d if isinstance(d,list) else d.get("nodes",d.get("rows",[d])); r=r[0] if isinstance(r,list) else r; print(r.get(sys.argv[1],-1))' "$1"
+        "$py" -c 'import json,sys; d=json.load(sys.stdin); r=d if isinstance(d,list) else d.get("nodes",d.get("rows",[d])); r=r[0] if isinstance(r,list) else r; print(r.get(sys.argv[1],-1))' "$1"
 }
 # collectd values a second in [T0, T1): rows x value columns in csv files
 cd_values() {
@@ -238,7 +296,7 @@ cd_values() {
 
 daemons=(telemd collectd nodeexp)
 helpers=(scrape f_telem f_cd f_tf)
-declare -A T0 N0 T1 N1 R
+declare -A T0 N0 T1 N1 R C
 measure() {   # PHASE
     local ph="$1" k t0w t1w
     sleep "$warmup"
@@ -258,10 +316,10 @@ measure() {   # PHASE
     done
     for k in "${daemons[@]}"; do
         read -r R[$ph,$k,rss] R[$ph,$k,pss] R[$ph,$k,priv] R[$ph,$k,hwm] R[$ph,$k,thr] \
-            < <(python3 "$here/mem_breakdown.py" -t "${pid[$k]}")
+            < <("$py" "$here/mem_breakdown.py" -t "${pid[$k]}")
         if (( verbose )); then
             echo "-- memory of $k at the end of phase $ph (pid ${pid[$k]})"
-            python3 "$here/mem_breakdown.py" "${pid[$k]}"
+            "$py" "$here/mem_breakdown.py" "${pid[$k]}"
         fi
     done
     R[$ph,telemd,store]=$(tstatus series)
@@ -272,6 +330,11 @@ measure() {   # PHASE
     R[$ph,nodeexp,series]=$("${ns[@]}" curl -sf "http://127.0.0.1:$neport/metrics" | grep -vc '^#')
     R[$ph,nodeexp,rate]=${R[$ph,nodeexp,series]}
     R[$ph,wall]=$wall
+    if [[ $ph = node ]]; then
+        read -r 'C[td2]' 'C[td2n]' < <(tseries "$work/nodes")
+        read -r 'C[ne]' 'C[nenode]' 'C[nen]' < <(prom_counts "http://127.0.0.1:$neport/metrics")
+        C[cd]=$(cd_columns)
+    fi
 }
 
 echo "== bench_overhead  $(date -u +%Y-%m-%dT%H:%M:%SZ)  nproc=$(nproc)" \
@@ -334,3 +397,32 @@ for k in f_telem f_cd f_tf; do
     kill -TERM "${pid[$k]}"; wait "${pid[$k]}" 2>/dev/null || true; unset "pid[$k]"
     echo "  $(cat "$work/$k.out")"
 done
+
+# series counts: telemd at levels 2 (the measured one, end of the node
+# phase) and 3 (a second one, now), node_exporter's one scrape and
+# collectd's value columns, all in this run
+level3_series
+echo
+echo "  series at the end of the node phase (this machine$( [[ -n $nsname ]] && echo ", network namespace $nsname"))"
+printf '  %-30s %8s %8s\n' source series names
+printf '  %-30s %8d %8d\n' "telemd level 2" "${C[td2]}" "${C[td2n]}"
+printf '  %-30s %8d %8d\n' "telemd level 3" "${C[td3]}" "${C[td3n]}"
+printf '  %-30s %8d %8d\n' "node_exporter, one scrape" "${C[ne]}" "${C[nen]}"
+printf '  %-30s %8d %8s\n' "node_exporter, node_* lines" "${C[nenode]}" -
+printf '  %-30s %8d %8s\n' "collectd, value columns" "${C[cd]}" -
+printf '  %-30s %8.0f %8s\n' "collectd, values a second" "${R[node,collectd,series]}" -
+for l in 2 3; do
+    awk -v l="$l" -v t="${C[td$l]}" -v p="${C[ne]}" -v q="${C[nenode]}" 'BEGIN {
+        printf "FIGURE\ttelemd series, level %d / node_exporter sample lines\t-\t%d\tnode_exporter %d (node_* %d)\t%.2fx\t-\n",
+            l, t, p, q, (p > 0 ? t / p : 0) }'
+done
+awk -v t="${C[td2n]}" -v p="${C[nen]}" 'BEGIN {
+    printf "FIGURE\ttelemd metric names, level 2 / node_exporter'"'"'s\t-\t%d\tnode_exporter %d\t%.2fx\t-\n",
+        t, p, (p > 0 ? t / p : 0) }'
+awk -v t="${C[td2]}" -v p="${C[cd]}" 'BEGIN {
+    printf "FIGURE\ttelemd series, level 2 / collectd value columns\t-\t%d\tcollectd %d\t%.2fx\t-\n",
+        t, p, (p > 0 ? t / p : 0) }'
+
+echo
+echo "  telemd's samplers on this machine, CPU per call (bench_samplers, same namespace and user)"
+"${ns[@]}" "$bin/bench_samplers"

@@ -19,6 +19,7 @@
 #               redis-server and libhiredis-dev when root and missing)
 # Environment: BENCH_BUILD (build directory, default bench/build);
 # BENCH_DETECT=0 skips bench_detect (about 4 minutes of real rounds);
+# BENCH_STRAGGLER=0 skips bench_straggler (about 7 minutes of real steps);
 # BENCH_CURVE=0 skips bench_curve (CURVE against plain TCP, about 45 s;
 # bench/bench_curve.sh runs it several times and prints medians).
 # bench_restart starts small local jobs under telem_launch (~10 s).
@@ -123,6 +124,9 @@ summary() {
         TELEM_BIN="$build/bin" /usr/bin/python3 "$here/bench_python_client.py"
     if [ "${BENCH_DETECT:-1}" != 0 ]; then
         run_one bench_detect "$build/bin/bench_detect"  # ~4 min of rounds
+    fi
+    if [ "${BENCH_STRAGGLER:-1}" != 0 ]; then
+        run_one bench_straggler "$build/bin/bench_straggler"  # ~7 min of steps
     fi
     if [ "${BENCH_CURVE:-1}" != 0 ]; then
         run_one bench_curve "$build/bin/bench_curve"    # ~45 s

@@ -50,9 +50,12 @@ static const det_param_def_t s_params[GH_NPARAMS] = {
         "samples judged for throttling" },
     [GH_THROTTLE_REASONS] = { "throttle_reasons", DET_PARAM_STR, 0, 0, 0, 0,
         "sw_thermal_slowdown+hw_thermal_slowdown+hw_slowdown+"
-        "hw_power_brake_slowdown+sw_power_cap", NULL,
-        "the gpu_clocks_event reasons that count as throttling, joined by "
-        "'+'; empty: off" },
+        "hw_power_brake_slowdown+sw_power_cap+thermal_limit+ave_pwr_cap+"
+        "burst_pwr_cap+current_limit+psu_alert+temp_*+vrhot*+prochot_gfx+"
+        "ppt*", NULL,
+        "the gpu_clocks_event reasons that count as throttling (NVIDIA's, "
+        "Intel's and AMD's names), joined by '+'; a final * takes every "
+        "reason with that prefix; empty: off" },
     [GH_ECC_CORRECTED_RATE] = { "ecc_corrected_rate", DET_PARAM_NUM, 1, 0,
         1e12, 0, NULL, NULL, "corrected ECC errors per second, over the "
         "window, that warn (a storm); 0: off" },

@@ -32,34 +32,71 @@ const char *const gh_metrics[] = {
     "ib_excessive_buffer_overrun_errors_total", NULL
 };
 
-/* XID codes and their meaning, from NVIDIA's "XID Errors" catalog (GPU
- * Deployment and Management Documentation).  fatal 1: the catalog's
- * action is a GPU reset or node reboot (the GPU cannot be trusted with
- * the job); 2: fatal only where row remapping failed (63 records a
- * remapping, which fails only with gpu_remapped_rows_failure); 0: an
- * application or transient error, reported as a warning. */
+/* XID codes and their meaning, from NVIDIA's Xid catalog for Ampere and
+ * newer GPUs ("Analyzing Xid Errors with the Xid Catalog", GPU Deployment
+ * and Management Documentation; docs/detectors.md has the table with
+ * each code's immediate action there).  fatal 1: the catalog's immediate
+ * action resets the GPU or restarts the node or VM (RESET_GPU, RESTART_BM,
+ * RESTART_VM, the XID 48 and NVLink workflows), or its name calls it fatal
+ * (158, 167); and 92 and 94, which the catalog lets run on (IGNORE,
+ * RESTART_APP) but which mean failing memory under a job that cannot
+ * afford it.  2: fatal only where row remapping failed (63 records a
+ * remapping, which fails only with gpu_remapped_rows_failure).  0: an
+ * application or transient error, or an NVLink error whose subcode (not
+ * in the event) decides, reported as a warning. */
 static const struct {
     unsigned code;
     int fatal;
     const char *meaning;
 } s_xids[] = {
+    { 8, 0, "GPU stopped processing (idle timeout)" },
     { 13, 0, "graphics engine exception" },
     { 31, 0, "GPU memory page fault" },
+    { 32, 0, "invalid or corrupted push buffer stream" },
     { 43, 0, "GPU stopped processing" },
     { 45, 0, "preemptive cleanup, due to previous errors" },
+    { 46, 1, "GPU stopped processing (GPU timeout)" },
     { 48, 1, "double-bit ECC error (DBE)" },
+    { 54, 0, "auxiliary power is not connected to the GPU board" },
     { 62, 1, "internal micro-controller halt" },
     { 63, 2, "ECC page retirement or row remapping recording event" },
     { 64, 1, "ECC page retirement or row remapper recording failure" },
+    { 68, 0, "NVDEC0 exception" },
+    { 69, 0, "graphics engine class error" },
     { 74, 1, "NVLink error" },
     { 79, 1, "GPU has fallen off the bus" },
     { 92, 1, "high single-bit ECC error rate" },
     { 94, 1, "contained ECC error" },
     { 95, 1, "uncontained ECC error" },
+    { 109, 1, "context switch timeout error" },
+    { 110, 1, "security fault error" },
     { 119, 1, "GSP RPC timeout" },
     { 120, 1, "GSP error" },
+    { 121, 0, "C2C link corrected error" },
+    { 136, 1, "link training failed" },
+    { 137, 0, "NVLink privilege error" },
     { 140, 1, "unrecovered ECC error" },
+    { 143, 1, "GPU initialization error" },
+    { 144, 0, "NVLink SAW error" },
+    { 145, 0, "NVLink RLW error" },
+    { 146, 0, "NVLink TLW error" },
+    { 147, 0, "NVLink TREX error" },
+    { 148, 0, "NVLink NVLPW_CTRL error" },
+    { 149, 1, "NVLink NETIR error (link fatal)" },
+    { 150, 0, "NVLink MSE error" },
+    { 151, 1, "key rotation error" },
     { 154, 0, "GPU recovery action changed" },
+    { 155, 1, "NVLink SW defined error" },
+    { 156, 1, "resource retirement event" },
+    { 157, 0, "resource retirement failure" },
+    { 158, 1, "GPU fatal timeout" },
+    { 159, 0, "CHI non-data error" },
+    { 160, 0, "channel retirement event" },
+    { 161, 0, "channel retirement failure" },
+    { 167, 1, "PCIe fatal timeout" },
+    { 169, 0, "internal micro-controller halt (SEC2)" },
+    { 171, 0, "uncorrectable DRAM error (detail of XID 48)" },
+    { 172, 0, "uncorrectable SRAM error (detail of XID 48)" },
 };
 
 #define S_NXIDS (sizeof s_xids / sizeof s_xids[0])
@@ -152,15 +189,16 @@ gh_xid_fatal(const det_params_t *p, unsigned code)
     return a.bad ? 0 : a.fatal;
 }
 
+/* A reason name, or a prefix of names ending with '*' ("temp_*"). */
 static int
 s_reason_word(const char *w, size_t n, void *arg)
 {
     (void) arg;
-    if (n == 0 || n > 64)
+    if (n == 0 || n > 64 || (n == 1 && w[0] == '*'))
         return 1;
     for (size_t i = 0; i < n; i++)
         if (!(w[i] == '_' || (w[i] >= 'a' && w[i] <= 'z') ||
-              (w[i] >= '0' && w[i] <= '9')))
+              (w[i] >= '0' && w[i] <= '9') || (w[i] == '*' && i == n - 1)))
             return 1;
     return 0;
 }
@@ -179,7 +217,8 @@ gh_rules_check(const det_params_t *p, char *why, size_t why_size)
     const char *r = det_params_str(p, GH_THROTTLE_REASONS);
     if (s_words(r, s_reason_word, NULL)) {
         snprintf(why, why_size, "throttle_reasons: '%s' is not reason "
-                 "names (a-z, 0-9, _) joined by '+'", r);
+                 "names (a-z, 0-9, _; a final * for a prefix) joined by "
+                 "'+'", r);
         return TELEM_EINVAL;
     }
     return 0;
@@ -252,14 +291,12 @@ s_emit(const gh_obs_t *o, const s_ev_t *e, det_events_t *out)
         { "from", e->from }, { "to", e->to }, { "threshold", e->threshold },
     };
     int gpu = *o->device && strncmp(o->s->metric, "gpu_", 4) == 0;
-    det_device_t dv = { o->node, o->device };
-    det_event_t ee = {
+    det_util_event_t ee = {
         .detector = "gpu-health", .severity = e->sev, .ts_ns = e->ts,
-        .nodes = &o->node, .nnodes = 1, .devices = &dv, .ndevices = gpu,
-        .score = e->to, .evidence = ev, .nevidence = sizeof ev / sizeof *ev,
-        .text = text,
+        .node = o->node, .device = gpu ? o->device : NULL, .score = e->to,
+        .evidence = ev, .nevidence = sizeof ev / sizeof *ev, .text = text,
     };
-    return det_events_add(out, &ee);
+    return det_util_emit(out, &ee);
 }
 
 /* The value before point j of the observation (NAN: none). */
@@ -387,14 +424,17 @@ s_popcount(uint64_t x)
     return n;
 }
 
-/* Whether `reason` is one of the '+'-joined words of list. */
+/* Whether `reason` is one of the '+'-joined words of list, or starts with
+ * a word's prefix ("temp_*"). */
 static int
 s_in_list(const char *list, const char *reason)
 {
     size_t len = strlen(reason);
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, "+");
-        if (n == len && strncmp(p, reason, n) == 0)
+        int prefix = n > 0 && p[n - 1] == '*';
+        if (prefix ? len >= n - 1 && strncmp(p, reason, n - 1) == 0
+                   : n == len && strncmp(p, reason, n) == 0)
             return 1;
         p += n + (p[n] == '+');
     }

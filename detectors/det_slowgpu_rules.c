@@ -79,14 +79,12 @@ s_emit(det_events_t *out, const det_slowgpu_dev_t *d, int64_t ts,
        det_severity_t sev,
        double score, const det_evidence_t *ev, size_t nev, const char *text)
 {
-    det_device_t dv = { d->node, d->device };
-    const char *node = d->node;
-    det_event_t e = {
-        .severity = sev, .ts_ns = ts, .nodes = &node, .nnodes = 1,
-        .devices = &dv, .ndevices = 1, .score = score, .evidence = ev,
-        .nevidence = nev, .text = text, .detector = "slowgpu",
+    det_util_event_t e = {
+        .detector = "slowgpu", .severity = sev, .ts_ns = ts,
+        .node = d->node, .device = d->device, .score = score,
+        .evidence = ev, .nevidence = nev, .text = text,
     };
-    return det_events_add(out, &e);
+    return det_util_emit(out, &e);
 }
 
 static int

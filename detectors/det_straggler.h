@@ -59,6 +59,7 @@ typedef struct {
     uint64_t bits;             /* bit 0: newest window, 1 = slow */
     uint32_t nbits;
     int active;                /* reported, not yet cleared */
+    int hw;                    /* reported as the hardware (acted) */
     uint64_t mark;             /* the window that last judged it */
     int slow;                  /* slow in that window */
     long worst;                /* its slowest rank in that window */

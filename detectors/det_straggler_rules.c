@@ -18,11 +18,20 @@
  * health fields.  Either off: the hardware, act (the launcher excludes the
  * node).  Both normal, or not collected: warn, naming the rank, and point
  * at data balance and I/O, since a rank that is slow on hardware that
- * times normally has more work or waits for something.
+ * times normally has more work or waits for something.  The kernels are
+ * medians over the last hw_window seconds, so a node found within a few
+ * seconds of slowing down (short steps) still has mostly normal kernel
+ * rounds there: while a warned node stays slow, its attribution is asked
+ * again in every window it is slow in, and once its kernels (or health
+ * fields) are off it is reported again, as the hardware (act).  Kernels
+ * count only from collectors that have run for hw_window: until then a
+ * straggler's report waits, and is made at a later run (with or without a
+ * new window) once they have.
  */
 #include "det_straggler.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,30 +86,96 @@ s_node_of(const det_series_t *s)
     return h ? h : s->node ? s->node : "";
 }
 
-/* The node's test kernels against the other nodes', over the last
- * hw_window seconds.  Only devices whose collectors have run that long
- * (the series' oldest point is at or before the window's start) are
- * compared: a collector's first rounds are its start-up (cold caches,
- * clocks ramping, the job starting beside it), and a median of a few
- * rounds is noise.  a->wait is set while the node has a device that has
- * not, or while other nodes have devices and none has: the report waits
- * (det_straggler_pending()), as the collectors of a job's first seconds
- * do cover hw_window soon after. */
+/* One kernel point of another node. */
+typedef struct {
+    int64_t ts;
+    double val;
+} s_kpt_t;
+
 static int
-s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
-          s_attr_t *a)
+s_kpt_cmp(const void *x, const void *y)
+{
+    const s_kpt_t *a = x, *b = y;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (a->val > b->val) - (a->val < b->val);
+}
+
+/* Turns the other nodes' points pt[0..n) into one (timestamp, median)
+ * per round, in pt[0..return). */
+static size_t
+s_rounds(s_kpt_t *pt, size_t n)
+{
+    qsort(pt, n, sizeof *pt, s_kpt_cmp);
+    size_t out = 0;
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a; b < n && pt[b].ts == pt[a].ts; b++)
+            ;
+        double m = (b - a) % 2 ? pt[a + (b - a) / 2].val
+                               : (pt[a + (b - a) / 2 - 1].val +
+                                  pt[a + (b - a) / 2].val) / 2;
+        pt[out++] = (s_kpt_t) { pt[a].ts, m };
+    }
+    return out;
+}
+
+/* One of the node's devices against the other nodes in the same rounds:
+ * the median over its rounds since `from` of its time over their median,
+ * and the two medians (*mine, *others); NAN when under half of its rounds
+ * pair up (collectors not on one schedule).  *recent: the same median over
+ * its rounds since `recent_from` only (NAN without any).  buf holds
+ * 4 x 4096 values. */
+static double
+s_paired(const det_series_t *s, int64_t from, int64_t recent_from,
+         const s_kpt_t *r, size_t nr, double *buf, double *mine,
+         double *others, double *recent)
+{
+    size_t n = 0, all = 0, first_recent = SIZE_MAX;
+    double *x = buf + 4096, *y = buf + 8192, *z = buf + 12288;
+    for (size_t i = 0, j = 0; i < s->n && n < 4096; i++) {
+        if (s->ts[i] < from || !isfinite(s->val[i]) || s->val[i] <= 0)
+            continue;
+        all++;
+        while (j < nr && r[j].ts < s->ts[i])
+            j++;
+        if (j == nr || r[j].ts != s->ts[i])
+            continue;
+        if (s->ts[i] >= recent_from && first_recent == SIZE_MAX)
+            first_recent = n;
+        buf[n] = s->val[i] / r[j].val;
+        x[n] = s->val[i];
+        y[n++] = r[j].val;
+    }
+    if (n == 0 || 2 * n < all)
+        return NAN;
+    *recent = NAN;
+    if (first_recent < n) {
+        memcpy(z, buf + first_recent, (n - first_recent) * sizeof *z);
+        *recent = det_straggler_median(z, n - first_recent);
+    }
+    *mine = det_straggler_median(x, n);
+    *others = det_straggler_median(y, n);
+    return det_straggler_median(buf, n);
+}
+
+/* Collects the kernel points of [from, now] into a: the other nodes'
+ * into pt (*npt), the node's series (indices into idx, *nidx), and the
+ * unpaired medians (kmine: the slowest device's, kothers).  Only devices
+ * whose collectors have run for hw_window (the series' oldest point at or
+ * before `from`) count: a collector's first rounds are its start-up (cold
+ * caches, clocks ramping, the job starting beside it), and a median of a
+ * few rounds is noise.  a->wait is set while the node has a device that
+ * has not run that long, or while other nodes have devices and none has:
+ * the report waits (det_straggler_pending()). */
+static void
+s_kernel_points(const det_params_t *p, const det_input_t *in,
+                const char *node, int64_t from, s_attr_t *a, double *buf,
+                double *others, s_kpt_t *pt, size_t *npt, size_t *idx,
+                size_t *nidx)
 {
     const char *metric = det_params_str(p, ST_KERNELS);
-    int64_t from = in->now_ns - (int64_t) (det_params_num(p, ST_HW_WINDOW) * 1e9);
-    double *buf = malloc(4096 * sizeof *buf);
-    double *others = malloc((in->nseries + 1) * sizeof *others);
-    if (!buf || !others) {
-        free(buf);
-        free(others);
-        return TELEM_ENOMEM;
-    }
+    size_t young = 0;
     a->kmine = NAN;
-    size_t young_others = 0;
     for (size_t i = 0; *metric && i < in->nseries; i++) {
         const det_series_t *s = &in->series[i];
         if (!s->metric || strcmp(s->metric, metric) != 0 || !s->ts || !s->val)
@@ -108,25 +183,77 @@ s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
         double m = s_series_median(s, from, buf);
         if (!isfinite(m))
             continue;
-        int covers = s->ts[0] <= from;
-        if (strcmp(s_node_of(s), node) != 0) {
-            if (covers)
-                others[a->nothers++] = m;
-            else
-                young_others++;
-        } else if (!covers) {
-            a->wait = 1;
-        } else if (a->nmine++ == 0 || m > a->kmine) {
-            a->kmine = m;
+        int mine = strcmp(s_node_of(s), node) == 0;
+        if (s->ts[0] > from) {                  /* not run hw_window yet */
+            a->wait |= mine;
+            young += !mine;
+            continue;
         }
+        if (mine) {
+            idx[(*nidx)++] = i;
+            if (a->nmine++ == 0 || m > a->kmine)
+                a->kmine = m;
+            continue;
+        }
+        others[a->nothers++] = m;
+        for (size_t j = 0; j < s->n; j++)
+            if (s->ts[j] >= from && isfinite(s->val[j]) && s->val[j] > 0)
+                pt[(*npt)++] = (s_kpt_t) { s->ts[j], s->val[j] };
     }
-    if (a->nothers == 0 && young_others > 0)
+    if (a->nothers == 0 && young > 0)
         a->wait = 1;
-    a->kothers = det_straggler_median(others, a->nothers);
-    a->kratio = a->nmine && a->nothers ? a->kmine / a->kothers : NAN;
+}
+
+/* The node's test kernels against the other nodes'.  Compared round by
+ * round where the collectors share a schedule (one timestamp a round):
+ * each device's median of its time over the other nodes' median in the
+ * same round, so that the machine's changes of speed, which every device
+ * of a round sees alike, cancel; a device counts with the lesser of that
+ * median over hw_window and over its newest third (kernels that were slow
+ * a while ago and time normally now are not the reason its rank is slow
+ * now), the node's slowest device for the node.  Otherwise each device's
+ * median over hw_window, the slowest against the median of the others'. */
+static int
+s_kernels(const det_params_t *p, const det_input_t *in, const char *node,
+          s_attr_t *a)
+{
+    int64_t span = (int64_t) (det_params_num(p, ST_HW_WINDOW) * 1e9);
+    int64_t from = in->now_ns - span, recent_from = in->now_ns - span / 3;
+    size_t npts = 0, nidx = 0;
+    for (size_t i = 0; i < in->nseries; i++)
+        npts += in->series[i].n;
+    double *buf = malloc(4 * 4096 * sizeof *buf);
+    double *others = malloc((in->nseries + 1) * sizeof *others);
+    size_t *idx = malloc((in->nseries + 1) * sizeof *idx);
+    s_kpt_t *pt = malloc((npts + 1) * sizeof *pt);
+    int rc = !buf || !others || !idx || !pt ? TELEM_ENOMEM : 0;
+    if (!rc) {
+        npts = 0;
+        s_kernel_points(p, in, node, from, a, buf, others, pt, &npts, idx,
+                        &nidx);
+        a->kothers = det_straggler_median(others, a->nothers);
+        a->kratio = a->nmine && a->nothers ? a->kmine / a->kothers : NAN;
+        size_t nr = s_rounds(pt, npts);
+        double worst = NAN, wm = NAN, wo = NAN, m, o, rec;
+        for (size_t i = 0; i < nidx; i++) {
+            double r = s_paired(&in->series[idx[i]], from, recent_from, pt,
+                                nr, buf, &m, &o, &rec);
+            if (isnan(r)) {
+                worst = NAN;                    /* not on one schedule */
+                break;
+            }
+            r = fmin(r, isnan(rec) ? 1.0 : rec);
+            if (isnan(worst) || r > worst)
+                worst = r, wm = m, wo = o;
+        }
+        if (!isnan(worst))
+            a->kratio = worst, a->kmine = wm, a->kothers = wo;
+    }
     free(buf);
     free(others);
-    return 0;
+    free(idx);
+    free(pt);
+    return rc;
 }
 
 /* The first of the node's GPU health fields that is off, into a->health. */
@@ -226,18 +353,20 @@ s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
         snprintf(buf + len, size - len, " and %zu more", *count - 8);
 }
 
-/* Writes the event of node `nd`, a straggler pending report (its pend_*
- * fields), once its attribution's data is there: then it is reported
- * (active) and no longer pending; until then nothing is written. */
+/* Writes the event of node nodeix, a straggler in the window of its
+ * pend_* fields, once its attribution's data is there (until then nothing
+ * is written, and a first report stays pending); `again`: it was reported
+ * as not the hardware before, and is reported only when its hardware is
+ * off now. */
 static int
 s_report(det_straggler_state_t *st, const det_params_t *p,
-         const det_input_t *in, uint32_t nodeix, det_events_t *out)
+         const det_input_t *in, uint32_t nodeix, int again,
+         det_events_t *out)
 {
     det_straggler_node_t *nd = &st->nodes[nodeix];
     const det_straggler_rank_t *r = &st->ranks[nd->worst];
     const char *section = st->secs[nd->section].name;
     double best = nd->pend_best;
-    double ind_med = nd->pend_ind_med;
     int slow_windows = nd->pend_slow;
     s_attr_t a = { .kratio = NAN };
     if (*det_params_str(p, ST_KERNELS) && s_kernels(p, in, nd->node, &a))
@@ -246,12 +375,16 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
         s_health(p, in, nd->node, &a);
     if (a.wait && !*a.health)
         return 0;                       /* the kernels are not there yet */
-    nd->pending = 0;
-    nd->active = 1;
     char attr[640], ranks[160], text[1400];
     int hw = s_attribute(p, &a, attr, sizeof attr);
+    if (again && !hw)
+        return 0;
+    nd->pending = 0;
+    nd->active = 1;
+    nd->hw = hw;
     size_t nslow;
-    s_slow_ranks(st, p, nodeix, ind_med, ranks, sizeof ranks, &nslow);
+    s_slow_ranks(st, p, nodeix, nd->pend_ind_med, ranks, sizeof ranks,
+                 &nslow);
     int n = (int) det_params_num(p, ST_N);
     char head[400];
     if (hw)
@@ -271,7 +404,9 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
              r->rel, r->ind, det_params_num(p, ST_RELATIVE),
              det_params_num(p, ST_INDIVIDUAL), slow_windows, n,
              (int) det_params_num(p, ST_STEPS), (long long) nd->pend_end, attr,
-             hw ? "asking to exclude the node"
+             again ? "asking to exclude the node (named before as not the "
+                     "hardware: its kernels or health fields are off now)"
+             : hw ? "asking to exclude the node"
                 : "it is not excluded: the rank has more to do or waits "
                   "longer than the others on hardware that times normally, "
                   "so look at its share of the data (balance) or its I/O");
@@ -346,20 +481,23 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
         nd->bits = (nd->bits << 1) | (uint64_t) nd->slow;
         nd->nbits += nd->nbits < 64;
         int cnt = __builtin_popcountll(nd->bits & mask);
-        if (!nd->active && cnt >= k) {
-            nd->pending = 1;
+        int rc = 0;
+        if (cnt >= k && (!nd->active || (!nd->hw && nd->slow))) {
+            nd->pending = !nd->active;          /* a first report */
             nd->pend_end = w->end;
             nd->pend_best = best;
             nd->pend_ind_med = ind_med;
             nd->pend_slow = cnt;
-            int rc = s_report(st, p, in, (uint32_t) i, out);
-            if (rc)
-                return rc;
+            /* again: its hardware off now? */
+            rc = s_report(st, p, in, (uint32_t) i, nd->active, out);
         } else if (!nd->active) {
             nd->pending = 0;                    /* no longer a straggler */
         } else if ((nd->bits & mask) == 0 && nd->nbits >= (uint32_t) n) {
             nd->active = 0;                     /* n clean windows */
+            nd->hw = 0;
         }
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -371,7 +509,7 @@ det_straggler_pending(det_straggler_state_t *st, const det_params_t *p,
     for (size_t i = 0; i < st->nnodes; i++) {
         if (!st->nodes[i].pending)
             continue;
-        int rc = s_report(st, p, in, (uint32_t) i, out);
+        int rc = s_report(st, p, in, (uint32_t) i, 0, out);
         if (rc)
             return rc;
     }

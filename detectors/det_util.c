@@ -161,3 +161,18 @@ det_util_params_nonempty(const det_params_t *p, size_t i, const char *name,
     snprintf(why, why_size, "%s must not be empty", name);
     return TELEM_EINVAL;
 }
+
+/* ---- events ------------------------------------------------------------- */
+
+int
+det_util_emit(det_events_t *out, const det_util_event_t *e)
+{
+    det_device_t dv = { e->node, e->device ? e->device : "" };
+    det_event_t ev = {
+        .detector = e->detector, .severity = e->severity, .ts_ns = e->ts_ns,
+        .nodes = &e->node, .nnodes = 1, .devices = &dv,
+        .ndevices = e->device ? 1 : 0, .score = e->score,
+        .evidence = e->evidence, .nevidence = e->nevidence, .text = e->text,
+    };
+    return det_events_add(out, &ev);
+}

@@ -59,4 +59,23 @@ char *det_util_key(char *buf, size_t size, const char *a, const char *b,
 /* Formats a duration in seconds for sentences: "850 ms", "12.5 s". */
 void det_util_fmt_seconds(char *buf, size_t size, double s);
 
+/* One decision about one node and, where `device` is not NULL, one device
+ * of it (a GPU, a collector's device; "" for a per-node collector): the
+ * shape of every event slowgpu and gpu-health make. */
+typedef struct {
+    const char *detector;
+    det_severity_t severity;
+    int64_t ts_ns;
+    const char *node;
+    const char *device;        /* NULL: the event names no device */
+    double score;
+    const det_evidence_t *evidence;
+    size_t nevidence;
+    const char *text;
+} det_util_event_t;
+
+/* Adds e to out (det_events_add() copies every string).  Returns 0 or a
+ * negative code. */
+int det_util_emit(det_events_t *out, const det_util_event_t *e);
+
 #endif

@@ -7,7 +7,7 @@ and the XID table of telem_rows.js against detectors/det_gpu_health_rules.c.
                                              the facts the other checks use
     browser_rows.py dom HTML WANT_JSON PSI   the rows of the dumped DOM
     browser_rows.py png PNG                  the screenshot shows the rows
-    browser_rows.py xidtable TOP             the two XID tables agree
+    browser_rows.py xidtable TOP             the XID tables agree (C, JS, docs)
 Standard library only; exits with the reason on failure."""
 import json
 import operator
@@ -28,6 +28,7 @@ def fail(why):
 TOKEN = os.environ.get("AGG_TOKEN", "")
 AUTH = {"Authorization": "Bearer " + TOKEN} if TOKEN else {}
 HOSTS = ["n1", "n2"]
+IB_DEVICES = ["mlx5_0", "mlx5_1"]                # tests/data/samplers_hw
 XID_COLOR = (0x6a, 0x1b, 0x9a)                 # telem_rows.js XID_COLOR
 
 
@@ -63,29 +64,61 @@ GRAFANA_ROWS = ["cpu_core_percent", "pressure_cpu_some_percent",
                 "gpu_remapped_rows_uncorrectable",
                 "gpu_remapped_rows_pending", "gpu_remapped_rows_failure",
                 "gpu_clocks_event", "gpu_power_w", "gpu_power_limit_w",
-                "gpu_temperature_c"]
+                "gpu_temperature_c", "ib_state", "ib_phys_state",
+                "ib_symbol_error_total", "ib_port_xmit_data_bytes_total",
+                "ib_port_rcv_data_bytes_total"]
+
+
+def rising(res, host, device):
+    """The series of host's device has three points or more and grew."""
+    return any(s["tags"].get("host") == host
+               and s["tags"].get("device") == device and len(s["dps"]) >= 3
+               and s["dps"][-1][1] > s["dps"][0][1] for s in res)
+
+
+def xid_rise_ms(url):
+    """When n2's GPU 0 counted its XID 79: the first point above 0 (the
+    page's rule: the series' first point counts from 0), or None."""
+    for s in query(url, "gpu_xid_total"):
+        t = s["tags"]
+        if (t.get("host"), t.get("gpu"), t.get("xid")) == ("n2", "0", "79"):
+            for ms, v in s["dps"]:
+                if v > 0:
+                    return ms
+    return None
 
 
 def ready(url, out):
     cores = query(url, "cpu_core_percent")
     if hosts_with_points(cores) != HOSTS:
         fail("cpu_core_percent from %s" % hosts_with_points(cores))
-    xid = [s for s in query(url, "gpu_xid_total") if s["dps"]]
-    if not any(s["tags"].get("host") == "n2" and s["tags"].get("xid") == "79"
-               and s["tags"].get("gpu") == "0" for s in xid):
-        fail("no XID 79 of n2's GPU 0 yet: %s" % [s["tags"] for s in xid])
+    xid_ms = xid_rise_ms(url)
+    if xid_ms is None:
+        fail("no XID 79 of n2's GPU 0 yet: %s"
+             % [s["tags"] for s in query(url, "gpu_xid_total") if s["dps"]])
     ecc = query(url, "gpu_ecc_corrected_errors_total")
     if not any(s["tags"].get("host") == "n1" and s["tags"].get("gpu") == "1"
                and s["dps"] and s["dps"][-1][1] == 7 for s in ecc):
         fail("n1's GPU 1 has not counted 7 corrected ECC errors yet")
+    state = query(url, "ib_state")
+    ports = sorted((s["tags"].get("host"), s["tags"].get("device"))
+                   for s in state if s["dps"])
+    if ports != [(h, d) for h in HOSTS for d in IB_DEVICES]:
+        fail("ib_state of %s" % ports)
+    for m, hosts in (("ib_port_xmit_data_bytes_total", HOSTS),
+                     ("ib_port_rcv_data_bytes_total", HOSTS),
+                     ("ib_symbol_error_total", ["n2"])):
+        res = query(url, m)
+        for h in hosts:
+            if not rising(res, h, "mlx5_0"):
+                fail("%s of %s's mlx5_0 has not grown yet" % (m, h))
     per = {}
     for s in cores:
         if s["dps"]:
             per.setdefault(s["tags"]["host"], set()).add(s["tags"]["cpu"])
     graf = [m for m in GRAFANA_ROWS if hosts_with_points(query(url, m)) == HOSTS]
-    ib = get(url + "api/suggest?type=metrics&q=ib_&max=10")
     json.dump({"cores": {h: len(c) for h, c in per.items()},
-               "grafana": graf, "ib": bool(ib)}, open(out, "w"))
+               "grafana": graf, "xid_ms": xid_ms}, open(out, "w"))
 
 
 # ---- the DOM ------------------------------------------------------------------
@@ -154,8 +187,7 @@ def empty_line(sec):
 
 def charts(sec, keys):
     """The charts `keys` of sec, each drawn (a canvas): {key: [labels]}."""
-    got = {c.attrs.get("data-metric"): c for c in by_class(sec, "telem-chart")
-           if c.attrs.get("data-metric")}
+    got = chart_boxes(sec)
     out = {}
     for k in keys:
         c = got.get(k)
@@ -164,6 +196,43 @@ def charts(sec, keys):
         out[k] = sorted(n.text() for n in by_class(c, "u-label")
                         if n.text() != "Time")
     return out
+
+
+def chart_boxes(sec):
+    return {c.attrs.get("data-metric"): c for c in by_class(sec, "telem-chart")
+            if c.attrs.get("data-metric")}
+
+
+def y_range(box):
+    """The y scale the chart drew (data-y-range "min,max")."""
+    try:
+        lo, hi = map(float, box.attrs.get("data-y-range", "").split(","))
+    except ValueError:
+        fail("chart %s: no y range drawn (%r)" % (box.attrs.get("data-metric"),
+                                                 box.attrs.get("data-y-range")))
+    return lo, hi
+
+
+def xid_marks(gpu, keys, xid_ms):
+    """Each chart of keys marks XID 79 of n2/gpu0 at xid_ms, its label
+    beside the line, not over it."""
+    boxes = chart_boxes(gpu)
+    for k in keys:
+        try:
+            marks = json.loads(boxes[k].attrs.get("data-marks", ""))
+        except ValueError:
+            fail("chart %s: no marks drawn" % k)
+        m = [x for x in marks if x.get("label") == "XID 79 n2/gpu0"]
+        if len(m) != 1:
+            fail("chart %s: XID 79 of n2/gpu0 marked %d times: %s"
+                 % (k, len(m), marks))
+        m = m[0]
+        if abs(m["t"] * 1000 - xid_ms) > 1:
+            fail("chart %s: XID marked at %.3f s, its counter rose at %d ms"
+                 % (k, m["t"], xid_ms))
+        if m["left"] <= m["x"] <= m["right"]:
+            fail("chart %s: the XID label (x %.1f-%.1f) covers its line at %.1f"
+                 % (k, m["left"], m["right"], m["x"]))
 
 
 def dom(path, want_file, psi):
@@ -188,29 +257,47 @@ def dom(path, want_file, psi):
     elif not any(x.startswith("no pressure") for x in empty_line(pres)):
         fail("no PSI here, and the pressure row does not say so")
     ib = section(root, "telem-ib")
-    if want["ib"]:
-        charts(ib, ["ib_state"])
-    else:
-        if not any(x.startswith("no InfiniBand") for x in empty_line(ib)):
-            fail("the InfiniBand row does not say it has no data: %r" % ib.text())
-        if [c for c in by_class(ib, "telem-chart")
-                if c.attrs.get("data-metric")]:
-            fail("the InfiniBand row drew charts without data")
+    lines = charts(ib, ["ib_state", "ib_errors", "ib_data"])
+    ports = ["%s/%s:1" % (h, d) for h in HOSTS for d in IB_DEVICES]
+    if lines["ib_state"] != ports:
+        fail("InfiniBand state lines: %s" % lines["ib_state"])
+    data = ["%s/mlx5_0:1 %s" % (h, d) for h in HOSTS for d in ("rx", "tx")]
+    if lines["ib_data"] != data:
+        fail("InfiniBand data lines: %s" % lines["ib_data"])
+    if lines["ib_errors"] != ["3 other series: all 0", "n2/mlx5_0:1"]:
+        fail("InfiniBand error lines: %s" % lines["ib_errors"])
+    boxes = chart_boxes(ib)
+    lo, hi = y_range(boxes["ib_state"])
+    if not lo <= 1 < 4 <= hi:
+        fail("InfiniBand state axis %g-%g leaves out 1 (down) or 4 (active)"
+             % (lo, hi))
+    if y_range(boxes["ib_data"])[1] < 1e6:
+        fail("InfiniBand data rate axis %s: no traffic drawn"
+             % (y_range(boxes["ib_data"]),))
     gpu = section(root, "telem-gpu-health")
-    lines = charts(gpu, ["gpu_ecc", "gpu_remapped_rows", "gpu_throttle",
-                         "gpu_power", "gpu_temperature"])
+    keys = ["gpu_ecc", "gpu_remapped_rows", "gpu_throttle", "gpu_power",
+            "gpu_temperature"]
+    lines = charts(gpu, keys)
     if lines["gpu_throttle"] != ["n1/gpu1 hw_thermal_slowdown"]:
         fail("throttle lines: %s" % lines["gpu_throttle"])
-    if len(lines["gpu_ecc"]) != 8 or "n1/gpu1 corrected" not in lines["gpu_ecc"]:
+    if lines["gpu_ecc"] != ["7 other series: all 0", "n1/gpu1 corrected"]:
         fail("ECC lines: %s" % lines["gpu_ecc"])
-    if "n2/gpu0 limit" not in lines["gpu_power"]:
+    if lines["gpu_remapped_rows"] != ["16 series: all 0"]:
+        fail("remapped rows lines: %s" % lines["gpu_remapped_rows"])
+    if lines["gpu_power"] != ["4 limits: all 300"] + ["%s/gpu%d" % (h, i)
+                                                       for h in HOSTS
+                                                       for i in (0, 1)]:
         fail("power lines: %s" % lines["gpu_power"])
+    rr = y_range(chart_boxes(gpu)["gpu_remapped_rows"])
+    if rr != (0, 1):
+        fail("remapped rows (all 0) drawn on a %g-%g axis, not 0-1" % rr)
+    xid_marks(gpu, keys, want["xid_ms"])
     xids = [(li.attrs.get("data-xid"), li.text()) for li in by_class(gpu, "telem-xid")]
     if not any(x == "79" and "n2/gpu0" in txt
                and "XID 79: GPU has fallen off the bus" in txt for x, txt in xids):
         fail("XID 79 of n2/gpu0 not listed: %s" % xids)
-    print("heat maps %s; GPU charts %s; XIDs %s"
-          % (got, sorted(lines), [txt for _, txt in xids]))
+    print("heat maps %s; InfiniBand ports %s; GPU charts %s; XIDs %s"
+          % (got, ports, sorted(lines), [txt for _, txt in xids]))
 
 
 # ---- the screenshot -----------------------------------------------------------
@@ -288,14 +375,26 @@ def png(path):
 def xidtable(top):
     c = open(os.path.join(top, "detectors/det_gpu_health_rules.c")).read()
     js = open(os.path.join(top, "analysis/web/www/telem_rows.js")).read()
-    ct = {int(k): v for k, v in
-          re.findall(r'\{\s*(\d+),\s*\d,\s*"([^"]*)"\s*\}', c)}
+    rows = re.findall(r'\{\s*(\d+),\s*(\d),\s*"([^"]*)"\s*\}', c)
+    ct = {int(k): v for k, _, v in rows}
     block = re.search(r"XID_MEANINGS = \{(.*?)\};", js, re.S)
     jt = {int(k): v for k, v in re.findall(r'(\d+): "([^"]*)"', block.group(1))} \
         if block else {}
     if not ct or ct != jt:
         fail("XID tables differ: C %s, telem_rows.js %s" % (ct, jt))
-    print("XID tables agree: %d codes" % len(ct))
+    # docs/detectors.md's table: | XID | meaning | NVIDIA's action | act/warn |
+    doc = open(os.path.join(top, "docs/detectors.md")).read()
+    dt = {int(k): (m, g) for k, m, g in
+          re.findall(r"^\| (\d+) \| ([^|]*) \| [^|]* \| ([^|]*) \|$", doc, re.M)}
+    cls = {"0": "warn", "1": "act", "2": "act where"}
+    want = {int(k): (v, cls[f]) for k, f, v in rows}
+    got = {k: (m, "act where" if g.startswith("act where") else g.split()[0])
+           for k, (m, g) in dt.items()}
+    if want != got:
+        fail("XID tables of C and docs/detectors.md differ in: %s"
+             % sorted(set(want.items()) ^ set(got.items())))
+    print("XID tables agree: %d codes (C, telem_rows.js, docs/detectors.md)"
+          % len(ct))
 
 
 if __name__ == "__main__":

@@ -6,18 +6,27 @@
 # A real local job (telem_launch --local 2, level 3) whose telemd load the
 # test-only NVML (tests/nvml_test, TELEM_NVML_LIB) with a script per node:
 # n1's GPU 1 throttles (hw_thermal_slowdown) and counts corrected ECC
-# errors, n2's GPU 0 gets XID 79 1.5 s after start.  Once telem_agg answers
-# the XID and the per-core series, the page must show: a heat map per node
-# with one row per core the node records; the pressure charts where this
-# kernel has /proc/pressure (else the row's "no pressure" line); the GPU
-# health charts, each drawn, and the XID listed as "XID 79: GPU has fallen
-# off the bus" on n2/gpu0; the InfiniBand row's "no InfiniBand" line (the
-# launcher passes no --sys-root, so the fixture tree tests/data/samplers_hw
-# cannot reach a job's telemd: the row with data is not checked here, and
-# the test says so).  A screenshot must hold the XID marker's colour.
-# Then every panel of docs/grafana/telem-job.json is queried as Grafana
-# does (tests/agg_client.py dashboard), with the rows' metrics that the job
-# has wanted with data from both nodes.  Then the report, from its file.
+# errors, n2's GPU 0 gets XID 79 1.5 s after start.  Each telemd reads
+# /sys from its own copy of the InfiniBand fixture of tests/data/
+# samplers_hw (telem_launch --sys-root with {node}): mlx5_0 port 1
+# active, mlx5_1 port 1 down; while the job runs the test advances the
+# mlx5_0 data counters of both nodes and the symbol errors of n2's, in
+# place, as a port's driver does.  Once telem_agg answers the XID, the
+# per-core series and those counters risen, the page must show: a heat
+# map per node with one row per core the node records; the pressure
+# charts where this kernel has /proc/pressure (else the row's "no
+# pressure" line); the InfiniBand charts: state with both ports of both
+# nodes on an axis holding 1 and 4, n2's mlx5_0 errors beside one folded
+# line for the ports without any, data rates in the millions of bytes/s;
+# the GPU health charts, each drawn, ECC with n1/gpu1 beside one folded
+# line, the all-zero remapped rows as one line on a 0-1 axis, the XID
+# listed as "XID 79: GPU has fallen off the bus" on n2/gpu0 and marked on
+# every GPU chart at the time its counter rose, its label beside the line
+# and not over it.  A screenshot must hold the XID marker's colour and
+# the heat maps'.  Then every panel of docs/grafana/telem-job.json is
+# queried as Grafana does (tests/agg_client.py dashboard), with the rows'
+# metrics that the job has wanted with data from both nodes.  Then the
+# report, from its file, checked as the live page.
 # TELEM_SHOT_DIR, if set, receives the screenshots.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 L=$TELEM_BIN/telem_launch
@@ -104,9 +113,39 @@ cat >"$T/prog.sh" <<'EOF2'
 while [ ! -e "$OUT/go" ]; do sleep 0.05; done
 EOF2
 chmod +x "$T/prog.sh"
+# Each node's /sys (telem_launch --sys-root "$T/sys-{node}"): the
+# InfiniBand fixture only (the other /sys samplers find nothing there and
+# are skipped).
+for n in n1 n2; do
+    mkdir -p "$T/sys-$n/class"
+    cp -r "$TOP/tests/data/samplers_hw/good/sys/class/infiniband" "$T/sys-$n/class/"
+done
+# Traffic on mlx5_0 port 1 until the job ends, n1's twice n2's, and
+# symbol errors on n2's.  telemd opens each counter file once and re-reads
+# it, so each value is written in place (1<>, no truncation; the values
+# only grow, so no old digit is left behind).
+ib_traffic() {
+    local c1=$T/sys-n1/class/infiniband/mlx5_0/ports/1/counters
+    local c2=$T/sys-n2/class/infiniband/mlx5_0/ports/1/counters
+    local x=1000 r=2000 e=3 i=0
+    while [ ! -e "$OUT/go" ]; do
+        x=$((x + 1000000 + (i % 5) * 200000)) r=$((r + 700000 + (i % 3) * 100000))
+        ((i % 4 == 0)) && e=$((e + 1 + i % 3))
+        printf '%d\n' $((2 * x)) 1<>"$c1/port_xmit_data"
+        printf '%d\n' $((2 * r)) 1<>"$c1/port_rcv_data"
+        printf '%d\n' "$x" 1<>"$c2/port_xmit_data"
+        printf '%d\n' "$r" 1<>"$c2/port_rcv_data"
+        printf '%d\n' "$e" 1<>"$c2/symbol_error"
+        i=$((i + 1))
+        sleep 0.25
+    done
+}
+ib_traffic &
+EXTRA_PIDS+=("$!")
+
 export OUT TELEM_BIN TELEM_NVML_LIB=$LIB TELEM_NVML_TEST_SCRIPT=$T/nvml-{node}.script
 "$L" --rundir "$TELEM_RUNDIR" --grace 2 --local 2 --telemetry-level 3 \
-    --agg-port 0 -- "$T/prog.sh" >"$T/job.out" 2>"$T/job.log" &
+    --sys-root "$T/sys-{node}" --agg-port 0 -- "$T/prog.sh" >"$T/job.out" 2>"$T/job.log" &
 LPID=$!
 EXTRA_PIDS+=("$LPID")
 
@@ -127,14 +166,15 @@ wait_s 60 rows ready "$U" "$T/want.json" \
     || fail "the job's series: $(rows ready "$U" "$T/want.json" 2>&1)"
 PSI=1
 [ -r /proc/pressure/cpu ] || PSI=0
-echo "InfiniBand row with data: not checked here (telem_launch passes no" \
-     "--sys-root to telemd; tests/it_samplers_hw.sh reads the fixture tree)"
 
+# retry WHAT CMD...: CMD until it passes or the page's time is up; then
+# the last three reasons it gave (the last may be only the time limit).
 retry() {
     local what=$1
     shift
     until "$@"; do
-        ((SECONDS < PAGE_END)) || fail "$what: $(cat "$T/check.out")"
+        cat "$T/check.out" >>"$T/checks.log"
+        ((SECONDS < PAGE_END)) || fail "$what: $(tail -n 3 "$T/checks.log")"
         sleep 0.2
     done
 }

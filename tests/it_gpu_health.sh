@@ -7,6 +7,9 @@
 #     restart line naming the GPU, XID 79 and its meaning;
 #   - an uncorrectable ECC error on n1's GPU 1 (0 -> 1 mid-run): restart
 #     without n1;
+#   - uncorrectable ECC errors on all 8 GPUs of n2 in the same sample: one
+#     restart, its why holding the 8 sentences whole, on the launcher's
+#     line and in launch/restarts.log;
 #   - hw_thermal_slowdown on n2's GPU 0 all along: a warning, no restart;
 #   - a clean run: no event at all.
 # Also: the launcher refuses gpu-health below level 3, with the fix.
@@ -103,6 +106,33 @@ wait_for test -f "$OUT/run-1-n3" || wait_for test -f "$OUT/run-1-n3" \
 finish ecc 1
 grep -q "trigger gpu-health; nodes n1; promoted n3; why: GPU 1 on node 'n1': uncorrectable ECC errors grew: gpu_ecc_uncorrected_errors_total 0 -> 1" \
     "$T/ecc.log" || fail "ecc: restart line: $(grep 'restart 1' "$T/ecc.log")"
+
+# ---- uncorrectable ECC errors on all 8 GPUs of n2 at once: one restart
+# whose why holds every GPU's sentence whole (over 1,000 characters: it
+# used to be cut at 511 in the launcher, and at 1,024 in its log line) ----
+eight="gpus 8\n"
+for g in 2 3 4 5 6 7; do
+    eight+="gpu $g temp 40\ngpu $g clocks_event 0\ngpu $g ecc 0 0\ngpu $g remapped 0 0 0 0\n"
+done
+for g in 0 1 2 3 4 5 6 7; do eight+="at 2500 gpu $g ecc 0 1\n"; done
+scripts ecc8 "" "$eight"
+start ecc8
+wait_for test -f "$OUT/run-1-n3" || wait_for test -f "$OUT/run-1-n3" \
+    || fail "ecc8: no restart on n3: $(grep -i 'restart\|gpu-health' "$T/ecc8.log" | tail -n 5)"
+finish ecc8 1
+line=$(grep "restart 1 (of at most" "$T/ecc8.log") \
+    || fail "ecc8: no restart line: $(tail -n 5 "$T/ecc8.log")"
+grep -q "trigger gpu-health; nodes n2; promoted n3; why: " <<<"$line" \
+    || fail "ecc8: restart line: $line"
+logged=$(grep "restart 1 (of at most" "$RD/launch/restarts.log")
+for g in 0 1 2 3 4 5 6 7; do
+    want="GPU $g on node 'n2': uncorrectable ECC errors grew: gpu_ecc_uncorrected_errors_total 0 -> 1 (1 since the first value seen, threshold 1)"
+    grep -qF "$want" <<<"$line" || fail "ecc8: GPU $g's sentence is not whole in: $line"
+    grep -qF "$want" <<<"$logged" || fail "ecc8: restarts.log lacks GPU $g: $logged"
+done
+grep -q "; stop [0-9.]* s, re-form .*; active n1,n3$" <<<"$line" \
+    || fail "ecc8: the line does not end whole: $line"
+((${#line} > 1024)) || fail "ecc8: a line of ${#line} characters proves nothing"
 
 # ---- throttling on n2: a warning only ----
 scripts throttle "" "gpu 0 clocks_event 0x40\n"

@@ -106,7 +106,7 @@ chk 'd["events"][0]["devices"] == [{"node": "n2", "device": "1"}]'
 chk 'len(d["restarts"]) == 1 and d["restarts"][0]["time_ms"] == '"$ev_ms"
 chk 'd["restarts"][0]["line"].startswith("restart 1 (of at most 3)")'
 chk 'd["missing"] == []'
-chk 'h.count("<script") == 3 and "src=" not in h and "rel=\"stylesheet\"" not in h'
+chk 'h.count("<script") == 4 and "src=" not in h and "rel=\"stylesheet\"" not in h'
 chk '"var uPlot" in h and "telem-chart" in h'
 
 # ---- a node that does not answer ----------------------------------------------

@@ -237,6 +237,49 @@ test_xid(void)
     det_events_destroy(&ev);
 }
 
+/* The catalog's reset class acts, NVLink5 codes decided by a subcode the
+ * event lacks warn; each with the catalog's meaning. */
+static void
+test_xid_catalog(void)
+{
+    static const struct {
+        const char *code;
+        int act;
+        const char *meaning;
+    } want[] = {
+        { "46", 1, "GPU stopped processing (GPU timeout)" },
+        { "109", 1, "context switch timeout error" },
+        { "143", 1, "GPU initialization error" },
+        { "149", 1, "NVLink NETIR error (link fatal)" },
+        { "158", 1, "GPU fatal timeout" },
+        { "167", 1, "PCIe fatal timeout" },
+        { "92", 1, "high single-bit ECC error rate" },
+        { "94", 1, "contained ECC error" },
+        { "144", 0, "NVLink SAW error" },
+        { "157", 0, "resource retirement failure" },
+        { "171", 0, "uncorrectable DRAM error (detail of XID 48)" },
+    };
+    s_tab_t t = { 0 };
+    det_events_t *ev = det_events_new();
+    det_t *d = s_det((const char *[]) { "silent", "0", NULL });
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char gpu[8], text[160];
+        snprintf(gpu, sizeof gpu, "%zu", i);
+        s_ser_t *x = s_gpu(&t, "n1", "gpu_xid_total", gpu, "xid",
+                           want[i].code);
+        s_push(x, T0 + (int64_t) (i + 1) * SEC, 1);
+        s_run(d, &t, T0 + (int64_t) (i + 1) * SEC, ev);
+        CHECK_INT(det_events_count(ev), 1);
+        CHECK(det_events_get(ev, 0)->severity
+              == (want[i].act ? DET_SEV_ACT : DET_SEV_WARN));
+        snprintf(text, sizeof text, "XID %s (%s)", want[i].code,
+                 want[i].meaning);
+        CHECK(s_has(ev, 0, text));
+    }
+    det_destroy(&d);
+    det_events_destroy(&ev);
+}
+
 static void
 test_ecc_and_levels(void)
 {
@@ -385,6 +428,52 @@ test_throttle_and_storms(void)
         s_push(th, T0 + i * SEC, 0);
     s_run(d, &t, T0 + 12 * SEC, ev);
     CHECK_INT(det_events_count(ev), 0);
+    det_destroy(&d);
+    det_events_destroy(&ev);
+}
+
+/* AMD's and Intel's reason names are in the default list (AMD's by
+ * prefix: temp_*, ppt*); a range the user set (Intel's sw_range) is not. */
+static void
+test_throttle_vendors(void)
+{
+    s_tab_t t = { 0 };
+    det_events_t *ev = det_events_new();
+    det_t *d = s_det((const char *[]) { "silent", "0", NULL });
+    s_ser_t *amd = s_gpu(&t, "n1", "gpu_clocks_event", "0", "reason",
+                         "temp_hotspot");
+    s_ser_t *intel = s_gpu(&t, "n2", "gpu_clocks_event", "1", "reason",
+                           "thermal_limit");
+    s_ser_t *range = s_gpu(&t, "n2", "gpu_clocks_event", "0", "reason",
+                           "sw_range");
+    for (int i = 0; i < 5; i++) {
+        s_push(amd, T0 + i * SEC, 1);
+        s_push(intel, T0 + i * SEC, 1);
+        s_push(range, T0 + i * SEC, 1);
+    }
+    s_run(d, &t, T0 + 5 * SEC, ev);
+    CHECK_INT(det_events_count(ev), 2);
+    int amd_seen = 0, intel_seen = 0;
+    for (size_t i = 0; i < det_events_count(ev); i++) {
+        const char *text = det_events_get(ev, i)->text;
+        amd_seen += strstr(text, "GPU 0 on node 'n1': throttled "
+                                 "(temp_hotspot)") != NULL;
+        intel_seen += strstr(text, "GPU 1 on node 'n2': throttled "
+                                   "(thermal_limit)") != NULL;
+    }
+    CHECK_INT(amd_seen, 1);
+    CHECK_INT(intel_seen, 1);
+    char why[256];
+    const char *bad[] = { "*", "te*mp", "*temp", "temp_**", NULL };
+    for (size_t i = 0; bad[i]; i++)
+        CHECK_INT(det_set(d, "throttle_reasons", bad[i], why, sizeof why),
+                  TELEM_EINVAL);
+    CHECK_INT(det_set(d, "throttle_reasons", "sw_*", why, sizeof why), 0);
+    for (int i = 5; i < 10; i++)
+        s_push(range, T0 + i * SEC, 1);
+    s_run(d, &t, T0 + 10 * SEC, ev);
+    CHECK_INT(det_events_count(ev), 1);
+    CHECK(s_has(ev, 0, "GPU 0 on node 'n2': throttled (sw_range)"));
     det_destroy(&d);
     det_events_destroy(&ev);
 }
@@ -554,17 +643,59 @@ test_merge(void)
     det_events_destroy(&ev);
 }
 
+/* Long sentences: the merged text keeps every detector's sentence whole
+ * while they fit in what a restart request carries (TELEM_TEXT_MAX), and
+ * ends with "; and N more" for those that do not, never cut inside one. */
+static void
+test_merge_long(void)
+{
+    static char a[1500], b[1500], c[1500];
+    memset(a, 'a', sizeof a - 1);
+    memset(b, 'b', sizeof b - 1);
+    memset(c, 'c', sizeof c - 1);
+    watch_merge_t *m = watch_merge_new();
+    det_events_t *ev = det_events_new();
+    s_event(ev, "slowgpu", DET_SEV_ACT, "n2", "0", a);
+    s_event(ev, "gpu-health", DET_SEV_WARN, "n2", "0", b);
+    s_event(ev, "straggler", DET_SEV_WARN, "n2", "0", c);
+    CHECK_INT(watch_merge_apply(m, &ev, T0), 0);
+    CHECK_INT(det_events_count(ev), 1);
+    const det_event_t *e = det_events_get(ev, 0);
+    CHECK(strcmp(e->detector, "slowgpu+gpu-health+straggler") == 0);
+    size_t len = strlen(e->text);
+    CHECK(len < TELEM_TEXT_MAX);
+    CHECK(strncmp(e->text, a, sizeof a - 1) == 0);
+    char also[1600];
+    snprintf(also, sizeof also, "; also gpu-health: %s", b);
+    CHECK(strstr(e->text, also) != NULL);
+    CHECK(strchr(e->text, 'c') == NULL);        /* none of it, not a part */
+    CHECK(len > 12 && strcmp(e->text + len - 12, "; and 1 more") == 0);
+    /* Short ones: all of them, no tail. */
+    det_events_clear(ev);
+    s_event(ev, "slowgpu", DET_SEV_ACT, "n3", "1", "slower");
+    s_event(ev, "gpu-health", DET_SEV_WARN, "n3", "1", "throttled");
+    s_event(ev, "straggler", DET_SEV_WARN, "n3", "1", "behind");
+    CHECK_INT(watch_merge_apply(m, &ev, T0 + SEC), 0);
+    CHECK(strcmp(det_events_get(ev, 0)->text, "slower; also gpu-health: "
+                 "throttled; also straggler: behind") == 0);
+    watch_merge_destroy(&m);
+    det_events_destroy(&ev);
+}
+
 int
 main(void)
 {
     CHECK(det_find("gpu-health") != NULL);
     test_params();
     test_xid();
+    test_xid_catalog();
     test_ecc_and_levels();
     test_silence();
     test_throttle_and_storms();
+    test_throttle_vendors();
     test_ib();
     test_clean_and_bad();
     test_merge();
+    test_merge_long();
     return check_report("test_detectors_gpu_health");
 }

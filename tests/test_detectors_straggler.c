@@ -4,10 +4,14 @@
  * then still judged), data imbalance on healthy kernels (a warning that
  * names the rank), individual scores judged against the job's (a
  * slowdown the ranks share in part names none), a straggler whose node's
- * kernels or health fields are off too (an act on the node), its report
- * waiting until the kernels cover hw_window, 2 to 1,024 ranks, several
- * ranks of a node judged as that node, malformed series, the warning of
- * a job that marks no sections, and the parameters.
+ * kernels or health fields are off too (an act on the node; with short
+ * steps, a warning first and the act once the kernels are off over
+ * hw_window; kernels compared round by round, so a machine whose speed
+ * changes for every device at once does not make a node's kernels look
+ * off, and kernels that recovered are not blamed), its report waiting
+ * until the kernels cover hw_window, 2 to 1,024 ranks, several ranks of a
+ * node judged as that node, malformed series, the warning of a job that
+ * marks no sections, and the parameters.
  */
 #include "check.h"
 #include "det.h"
@@ -209,6 +213,16 @@ s_job(const s_job_t *j, det_t *d, det_events_t *ev)
     return first;
 }
 
+/* Evidence `name` of e, or NAN. */
+static double
+s_evidence(const det_event_t *e, const char *name)
+{
+    for (size_t i = 0; i < e->nevidence; i++)
+        if (strcmp(e->evidence[i].name, name) == 0)
+            return e->evidence[i].value;
+    return NAN;
+}
+
 static void
 test_imbalance_warns(void)
 {
@@ -251,9 +265,169 @@ test_hardware_acts(void)
         CHECK(strstr(e->text, "node 'n1' is a straggler in section 'step' "
                      "(rank 1)") == e->text);
         CHECK(strstr(e->text, "the hardware: test kernels cg_dgemm_seconds "
-                     "+30") != NULL);
+                     "+") != NULL);
+        CHECK(fabs(s_evidence(e, "kernel_ratio") - 1.3) < 0.02);
         CHECK(strstr(e->text, "asking to exclude the node") != NULL);
     }
+    det_events_destroy(&ev);
+    det_destroy(&d);
+}
+
+/* Four ranks on nodes n0-n3, each with a kernel series (gpu 0). */
+static void
+s_four(s_tab_t *t, size_t rs[4], size_t ks[4])
+{
+    char rank[24], node[24];
+    for (size_t r = 0; r < 4; r++) {
+        snprintf(rank, sizeof rank, "%zu", r);
+        snprintf(node, sizeof node, "n%zu", r);
+        rs[r] = s_rank(t, node, "step", rank);
+        ks[r] = s_new(t, "cg_dgemm_seconds", node, "gpu", "0", NULL, NULL);
+    }
+}
+
+/* Short steps (0.1 s), a rank 50 % and its kernels 30 % slower from step
+ * 200 (20 s in: the collectors have run hw_window, which a first report
+ * waits for): named within 20 steps while hw_window holds mostly normal
+ * rounds (warn), reported again as the hardware (act) once they are off
+ * there; with normal kernels, the warning only.  Events into ev, steps in
+ * at[]. */
+static size_t
+s_short_steps(double kfactor, det_events_t *ev, long at[2])
+{
+    det_t *d = s_det(NULL);
+    s_tab_t *t = s_tab(16);
+    size_t rs[4], ks[4];
+    s_four(t, rs, ks);
+    at[0] = at[1] = -1;
+    for (size_t s = 0; s < 400; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC / 10;
+        for (size_t r = 0; r < 4; r++)
+            s_step(t, rs[r], ts, 0.05 * (r == 3 && s >= 200 ? 1.5 : 1.0) *
+                   s_noise(t, 0.01), (int64_t) s);
+        if (s % 5)
+            continue;                           /* rounds of 0.5 s */
+        for (size_t r = 0; r < 4; r++)
+            s_push(&t->s[ks[r]], ts, 0.01 * (r == 3 && s >= 200 ? kfactor
+                                             : 1.0) * s_noise(t, 0.01));
+        size_t before = det_events_count(ev);
+        s_run(d, t, ts + SEC / 20, ev);
+        if (det_events_count(ev) > before && before < 2)
+            at[before] = (long) s;
+    }
+    s_tab_free(&t);
+    det_destroy(&d);
+    return det_events_count(ev);
+}
+
+static void
+test_short_steps_act_later(void)
+{
+    det_events_t *ev = det_events_new();
+    long at[2];
+    CHECK_INT(s_short_steps(1.3, ev, at), 2);
+    const det_event_t *w = det_events_get(ev, 0), *a = det_events_get(ev, 1);
+    CHECK(at[0] >= 200 && at[0] <= 220);
+    CHECK(at[1] > at[0] && at[1] <= 200 + 150);   /* within hw_window */
+    if (w && a) {
+        CHECK_INT(w->severity, DET_SEV_WARN);
+        CHECK(strstr(w->text, "rank 3 on node 'n3'") == w->text);
+        CHECK(strstr(w->text, "not the hardware") != NULL);
+        CHECK_INT(a->severity, DET_SEV_ACT);
+        CHECK_STR(a->nodes[0], "n3");
+        CHECK(strstr(a->text, "node 'n3' is a straggler in section 'step' "
+                     "(rank 3)") == a->text);
+        CHECK(strstr(a->text, "the hardware: test kernels cg_dgemm_seconds "
+                     "+") != NULL);
+        CHECK(s_evidence(a, "kernel_ratio") >= 1.05);
+        CHECK(s_evidence(w, "kernel_ratio") < 1.05);
+        CHECK(strstr(a->text, "named before as not the hardware") != NULL);
+    }
+    det_events_clear(ev);
+    CHECK_INT(s_short_steps(1.0, ev, at), 1);    /* imbalance: warn only */
+    w = det_events_get(ev, 0);
+    if (w)
+        CHECK_INT(w->severity, DET_SEV_WARN);
+    det_events_destroy(&ev);
+}
+
+/* Every third round 1.7x slower for every device at once, and a node whose
+ * collector missed 3 in 4 fast rounds: its kernels' median and the
+ * others' land in different modes, its rounds match theirs.  Its slow rank
+ * is not the hardware; with kernels 30 % slower in every round it is. */
+static const det_event_t *
+s_modes(double kfactor, det_events_t *ev)
+{
+    det_t *d = s_det(NULL);
+    s_tab_t *t = s_tab(16);
+    size_t rs[4], ks[4];
+    s_four(t, rs, ks);
+    for (size_t s = 0; s < 80; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC;
+        double speed = s % 3 == 2 ? 1.7 : 1.0;
+        for (size_t r = 0; r < 4; r++) {
+            s_step(t, rs[r], ts, 0.5 * (r == 2 && s >= 30 ? 1.5 : 1.0) *
+                   s_noise(t, 0.01), (int64_t) s);
+            if (r == 2 && speed == 1.0 && s % 4)
+                continue;                       /* a fast round missed */
+            s_push(&t->s[ks[r]], ts, 0.01 * speed * (r == 2 && s >= 30
+                                                     ? kfactor : 1.0) *
+                   s_noise(t, 0.01));
+        }
+        s_run(d, t, ts + SEC / 2, ev);
+    }
+    s_tab_free(&t);
+    det_destroy(&d);
+    return det_events_count(ev) == 1 ? det_events_get(ev, 0) : NULL;
+}
+
+static void
+test_kernels_round_by_round(void)
+{
+    det_events_t *ev = det_events_new();
+    for (int hw = 0; hw < 2; hw++) {
+        det_events_clear(ev);
+        const det_event_t *e = s_modes(hw ? 1.3 : 1.0, ev);
+        CHECK(e != NULL);
+        if (e) {
+            CHECK_INT(e->severity, hw ? DET_SEV_ACT : DET_SEV_WARN);
+            CHECK(fabs(s_evidence(e, "kernel_ratio") - (hw ? 1.3 : 1.0)) <
+                  0.03);
+        }
+    }
+    det_events_destroy(&ev);
+}
+
+/* Kernels 30 % slow from step 10 to 43, normal since; the rank 50 %
+ * slower from step 38 (more work): when it is named (window up to step
+ * 49) over half of hw_window holds slow rounds, its newest third none. */
+static void
+test_recovered_kernels_warn(void)
+{
+    det_t *d = s_det(NULL);
+    det_events_t *ev = det_events_new();
+    s_tab_t *t = s_tab(16);
+    size_t rs[4], ks[4];
+    s_four(t, rs, ks);
+    for (size_t s = 0; s < 70; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC;
+        for (size_t r = 0; r < 4; r++) {
+            s_step(t, rs[r], ts, 0.5 * (r == 1 && s >= 38 ? 1.5 : 1.0) *
+                   s_noise(t, 0.01), (int64_t) s);
+            s_push(&t->s[ks[r]], ts, 0.01 * (r == 1 && s >= 10 && s < 44
+                                             ? 1.3 : 1.0) *
+                   s_noise(t, 0.01));
+        }
+        s_run(d, t, ts + SEC / 2, ev);
+    }
+    CHECK_INT(det_events_count(ev), 1);
+    const det_event_t *e = det_events_get(ev, 0);
+    if (e) {
+        CHECK_INT(e->severity, DET_SEV_WARN);
+        CHECK_STR(e->nodes[0], "n1");
+        CHECK(s_evidence(e, "kernel_ratio") < 1.05);
+    }
+    s_tab_free(&t);
     det_events_destroy(&ev);
     det_destroy(&d);
 }
@@ -724,6 +898,9 @@ main(void)
 {
     test_imbalance_warns();
     test_hardware_acts();
+    test_short_steps_act_later();
+    test_kernels_round_by_round();
+    test_recovered_kernels_warn();
     test_no_kernels_warns();
     test_kernels_wait();
     test_health_acts();

@@ -60,6 +60,10 @@ test_split(void)
     CHECK(launch_argv_split(&a, "'unbalanced", "n") == TELEM_EINVAL);
     CHECK(launch_argv_split(&a, "   ", "n") == TELEM_EINVAL);
     launch_argv_clear(&a);
+    /* one word, not split: a path with a space stays one */
+    CHECK(launch_argv_add_node(&a, "/fx/{node}/sys {node}", "n2") == 0);
+    CHECK(a.n == 1 && a.v[1] == NULL && strcmp(a.v[0], "/fx/n2/sys n2") == 0);
+    launch_argv_clear(&a);
 }
 
 static void

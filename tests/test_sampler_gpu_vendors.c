@@ -8,7 +8,9 @@
  * libraries without optional entry points (an older rocm_smi, a Level Zero
  * loader with only the core device-finding set), malformed scripts (the
  * library does not initialise: the sampler is unsupported), the
- * snapshot's GPU names, and the cost of one sample() call.
+ * snapshot's GPU names, and the cost of one sample() call.  Every name
+ * two samplers emit is described (type, unit, help) the same way by both,
+ * as telemd keeps one description per name.
  */
 #include "tmpdir.h"
 
@@ -166,6 +168,57 @@ test_amd_fields(void)
     free(r);
 }
 
+/* Throttling: rocm_smi 5.2 gives the ASIC's own bits only; a newer
+ * library (a struct of 1,832 bytes) the ASIC-independent bits too, as one
+ * gpu_clocks_event flag per reason. */
+static void
+test_amd_throttle(void)
+{
+    recorder_t *r = calloc(1, sizeof *r);
+#define T(g, m) s_val(r, m "{gpu=" #g ",vendor=amd}")
+#define R(g, why) s_val(r, "gpu_clocks_event{gpu=" #g ",vendor=amd,reason=" \
+                        why "}")
+    s_script("TELEM_RSMI_TEST_SCRIPT", "gpus 4\n"
+             "gpu 0 throttle 0x5 0x1000000000000011\n" /* ppt0, spl, bit 60 */
+             "gpu 1 throttle 0 0\n"
+             "gpu 2 throttle 0xffffffff 0x1000000000\n"  /* temp_hotspot */
+             "gpu 3 throttle 0x5 0xffffffffffffffff\n");
+    s_run(&telem_sampler_rsmi, RSMI_TEST_LIB, 1, r);
+    CHECK_EQ(T(0, "gpu_throttle_status"), 5);
+    CHECK_EQ(T(0, "gpu_throttled"), 1);
+    CHECK_EQ(R(0, "ppt0"), 1);
+    CHECK_EQ(R(0, "spl"), 1);
+    CHECK_EQ(R(0, "other"), 1);
+    CHECK_EQ(R(0, "ppt1"), 0);
+    CHECK_EQ(R(0, "temp_hotspot"), 0);
+    CHECK_EQ(R(0, "fit"), 0);
+    int flags = 0;
+    for (size_t i = 0; i < r->n; i++)
+        flags += strncmp(r->v[i].key, "gpu_clocks_event{gpu=0,", 23) == 0;
+    CHECK_INT(flags, 35);                       /* 34 named, and other */
+    CHECK_EQ(T(1, "gpu_throttled"), 0);
+    CHECK_EQ(R(1, "temp_hotspot"), 0);
+    CHECK_EQ(R(1, "other"), 0);
+    /* no ASIC bits in the table (all ones): the named flags decide */
+    CHECK(isnan(T(2, "gpu_throttle_status")));
+    CHECK_EQ(T(2, "gpu_throttled"), 1);
+    CHECK_EQ(R(2, "temp_hotspot"), 1);
+    CHECK_EQ(R(2, "prochot_gfx"), 0);
+    /* no independent bits in the table: no flags */
+    CHECK_EQ(T(3, "gpu_throttled"), 1);
+    CHECK(isnan(R(3, "ppt0")));
+    /* rocm_smi 5.2's struct: the ASIC's bits, no flags */
+    s_script("TELEM_RSMI_TEST_SCRIPT", "gpu 0 throttle 0x20\n");
+    s_run(&telem_sampler_rsmi, RSMI_TEST_LIB, 1, r);
+    CHECK_EQ(T(0, "gpu_throttle_status"), 0x20);
+    CHECK_EQ(T(0, "gpu_throttled"), 1);
+    CHECK(isnan(R(0, "ppt0")));
+    CHECK(isnan(R(0, "other")));
+#undef T
+#undef R
+    free(r);
+}
+
 static void
 test_amd_gone_old_malformed(void)
 {
@@ -185,6 +238,7 @@ test_amd_gone_old_malformed(void)
         "gpus 0\n", "gpus 17\n", "gpu 0 busy\n", "gpu 0 busy x\n",
         "gpu 0 busy 1 2\n", "gpu 3 busy 1\n", "gpu 0 nosuch 1\n",
         "gpu 0 ecc 14 1 1\n", "gpu 0 fail busy 0\n", "gpu 0 name\n",
+        "gpu 0 throttle 1 x\n", "gpu 0 throttle 1 2 3\n",
         "init_fail 8\n", "gpus -1\n", "bogus\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -335,6 +389,43 @@ test_sysinfo(void)
     json_decref(doc);
 }
 
+/* ---- one description per name ------------------------------------------ */
+
+static void
+test_shared_metas(void)
+{
+    const telem_sampler_vt_t *const vts[] = {
+        &telem_sampler_proc, &telem_sampler_nvml, &telem_sampler_self,
+        &telem_sampler_psi, &telem_sampler_vmstat, &telem_sampler_numa,
+        &telem_sampler_cpufreq, &telem_sampler_fs, &telem_sampler_ib,
+        &telem_sampler_hw, &telem_sampler_nfs, &telem_sampler_lustre,
+        &telem_sampler_job, &telem_sampler_rsmi, &telem_sampler_ze,
+    };
+    const size_t nvt = sizeof vts / sizeof vts[0];
+    int shared = 0;
+    for (size_t a = 0; a < nvt; a++)
+        for (const telem_meta_t *m = vts[a]->metrics; m && m->metric; m++) {
+            CHECK(m->doc && m->doc[0] && m->unit);
+            for (size_t b = a + 1; b < nvt; b++)
+                for (const telem_meta_t *o = vts[b]->metrics; o && o->metric;
+                     o++) {
+                    if (strcmp(m->metric, o->metric) != 0)
+                        continue;
+                    shared++;
+                    if (m->type != o->type || strcmp(m->unit, o->unit) != 0
+                        || strcmp(m->doc, o->doc) != 0) {
+                        fprintf(stderr, "%s: described by %s and %s "
+                                "differently\n", m->metric, vts[a]->name,
+                                vts[b]->name);
+                        s_failures++;
+                    }
+                }
+        }
+    /* pairs of samplers sharing a name: nvml and rsmi 14, nvml and ze 10,
+     * rsmi and ze 12 */
+    CHECK(shared >= 36);
+}
+
 /* The cost of one sample() of 8 GPUs of each vendor with every field. */
 static void
 bench(const telem_sampler_vt_t *vt, const char *lib, const char *var,
@@ -374,11 +465,13 @@ main(void)
 {
     REQUIRE(test_tmpdir(s_dir, sizeof s_dir, "sampler_gpu_vendors") == 0);
     test_amd_fields();
+    test_amd_throttle();
     test_amd_gone_old_malformed();
     test_ze_fields(ZE_TEST_LIB);
     test_ze_fields(ZE_TEST_CORE_LIB);
     test_ze_errors();
     test_sysinfo();
+    test_shared_metas();
     bench(&telem_sampler_rsmi, RSMI_TEST_LIB, "TELEM_RSMI_TEST_SCRIPT",
           S_AMD0);
     bench(&telem_sampler_ze, ZE_TEST_LIB, "TELEM_ZE_TEST_SCRIPT", S_ZE0);

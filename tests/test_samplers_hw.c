@@ -7,20 +7,32 @@
  * of the test's user, a Slurm step cgroup tree); bad/ holds truncated and
  * garbage variants of each.  Exact values and tags, what malformed input
  * leaves out, TELEM_EUNSUPPORTED where a source is absent, that files kept
- * open are re-read, and that every series is described.  Then each
+ * open are re-read, and that every series is described.  The walk of /proc
+ * the proc and job samplers share: once a round, a new round sees what
+ * changed.  The job sampler on this machine's /proc (as root): a process of
+ * a uid nothing else runs as, with known threads and open files, counted
+ * exactly, alone and through a shared walk.  Then each
  * sampler's cost per sample() call on the fixtures and on this machine,
  * printed beside the proc sampler's.
  */
 #include "tmpdir.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "telem_procwalk.h"
 #include "telem_sampler.h"
 #include "telem_time.h"
 
@@ -332,6 +344,209 @@ test_job(void)
              TELEM_EUNSUPPORTED);
 }
 
+/* ---- the walk of /proc the proc and job samplers share ------------------ */
+
+/* Opens vt with env and samples it at `round` into r (emptied first). */
+static void
+s_round(const telem_sampler_vt_t *vt, void *st, int64_t round, recorder_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->metas = vt->metrics;
+    CHECK_RC(vt->sample(st, round, s_record, r), 0);
+}
+
+static void
+test_procwalk_shared(void)
+{
+    char dir[128], path[256];
+    CHECK_RC(test_tmpdir(dir, sizeof dir, "procwalk"), 0);
+    static const char *const dirs[] = {
+        "proc", "proc/300", "proc/300/task", "proc/300/task/300",
+        "proc/300/task/301", "proc/300/fd", "proc/300/fd/0"
+    };
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, dirs[i]);
+        CHECK_RC(mkdir(path, 0700), 0);
+    }
+    snprintf(path, sizeof path, "%s/proc", dir);
+    int err = 1;
+    telem_procwalk_t *w = telem_procwalk_new(path, getuid(), &err);
+    CHECK(w != NULL && err == 0);
+    telem_sampler_env_t env = { .node = "n1", .job_uid = getuid(),
+                                .proc_root = path, .sys_root = "/nonexistent",
+                                .procwalk = w };
+    void *proc = telem_sampler_proc.open(&env, &err);
+    void *job = telem_sampler_job.open(&env, &err);
+    CHECK(proc != NULL && job != NULL);
+    if (!w || !proc || !job)
+        goto out;
+    recorder_t rp, rj;
+    s_round(&telem_sampler_proc, proc, 5, &rp);
+    s_round(&telem_sampler_job, job, 5, &rj);
+    CHECK_INT(telem_procwalk_walks(w), 1);
+    CHECK_VAL(&rp, "num_running_processes", "", 1);
+    CHECK_VAL(&rj, "job_threads", "", 2);
+    CHECK_VAL(&rj, "job_open_files", "", 1);
+
+    /* A process that starts within the round counts from the next one. */
+    snprintf(path, sizeof path, "%s/proc/301", dir);
+    CHECK_RC(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/proc/301/task", dir);
+    CHECK_RC(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/proc/301/task/301", dir);
+    CHECK_RC(mkdir(path, 0700), 0);
+    s_round(&telem_sampler_job, job, 5, &rj);
+    CHECK_VAL(&rj, "job_threads", "", 2);
+    CHECK_INT(telem_procwalk_walks(w), 1);
+    s_round(&telem_sampler_proc, proc, 6, &rp);
+    s_round(&telem_sampler_job, job, 6, &rj);
+    CHECK_INT(telem_procwalk_walks(w), 2);
+    CHECK_VAL(&rp, "num_running_processes", "", 2);
+    CHECK_VAL(&rj, "job_threads", "", 3);
+    CHECK_VAL(&rj, "job_open_files", "", 1);
+out:
+    telem_sampler_proc.close(&proc);
+    telem_sampler_job.close(&job);
+    telem_procwalk_destroy(&w);
+    CHECK(w == NULL);
+    telem_procwalk_destroy(&w);             /* accepts NULL */
+    CHECK(telem_procwalk_new("/nonexistent", 0, &err) == NULL);
+    CHECK_RC(err, TELEM_EUNSUPPORTED);
+    test_rmtree(dir);
+}
+
+/* ---- the job sampler on this machine's /proc ---------------------------- */
+
+/* A uid that owns no /proc/<pid> here, or 0 when none of those tried. */
+static uid_t
+s_free_uid(void)
+{
+    for (uid_t uid = 64000; uid < 64100; uid++) {
+        DIR *d = opendir("/proc");
+        if (!d)
+            return 0;
+        struct dirent *de;
+        bool used = false;
+        while (!used && (de = readdir(d)) != NULL) {
+            struct stat st;
+            used = de->d_name[0] >= '1' && de->d_name[0] <= '9'
+                   && fstatat(dirfd(d), de->d_name, &st, 0) == 0
+                   && st.st_uid == uid;
+        }
+        closedir(d);
+        if (!used)
+            return uid;
+    }
+    return 0;
+}
+
+static void *
+s_block(void *arg)
+{
+    char c;
+    (void) arg;
+    while (read(3, &c, 1) > 0)
+        ;
+    return NULL;
+}
+
+/* The job's process: becomes uid (which makes it non-dumpable: its fd/ is
+ * root's then, its task/ still uid's), keeps its pipe ends as 3 and 4,
+ * fds 0-2 as inherited and nfiles more, runs nthreads - 1 more threads,
+ * writes its open-file count to 4 and waits for EOF on 3. */
+static void
+s_job_child(uid_t uid, int in, int out, int nfiles, int nthreads)
+{
+    if (dup2(in, 3) < 0 || dup2(out, 4) < 0)
+        _exit(1);
+    for (int fd = 5; fd < 1024; fd++)
+        close(fd);
+    if (setgroups(0, NULL) || setresgid(uid, uid, uid)
+        || setresuid(uid, uid, uid))
+        _exit(1);
+    for (int i = 0; i < nfiles; i++)
+        if (open("/dev/null", O_RDONLY) < 0)
+            _exit(1);
+    for (int i = 1; i < nthreads; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, s_block, NULL) != 0)
+            _exit(1);
+    }
+    int files = 2 + nfiles;
+    for (int fd = 0; fd < 3; fd++)
+        files += fcntl(fd, F_GETFD) != -1;
+    if (write(4, &files, sizeof files) != (ssize_t) sizeof files)
+        _exit(1);
+    s_block(NULL);
+    _exit(0);
+}
+
+static void
+test_job_live(void)
+{
+    uid_t uid = geteuid() == 0 ? s_free_uid() : 0;
+    if (!uid) {
+        printf("job live: not run (needs root and a uid no process uses)\n");
+        return;
+    }
+    int down[2], up[2];
+    CHECK_RC(pipe(down), 0);
+    CHECK_RC(pipe(up), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(down[1]);
+        close(up[0]);
+        s_job_child(uid, down[0], up[1], 7, 4);
+    }
+    close(down[0]);
+    close(up[1]);
+    int files = -1;
+    CHECK(read(up[0], &files, sizeof files) == (ssize_t) sizeof files);
+
+    telem_sampler_env_t env = { .node = "n1", .job_uid = uid,
+                                .proc_root = "/proc", .sys_root = "/sys" };
+    recorder_t r;
+    memset(&r, 0, sizeof r);
+    r.metas = telem_sampler_job.metrics;
+    int err = 1;
+    void *st = telem_sampler_job.open(&env, &err);
+    CHECK(st != NULL);
+    if (st) {
+        CHECK_RC(telem_sampler_job.sample(st, 1, s_record, &r), 0);
+        telem_sampler_job.close(&st);
+    }
+    CHECK_VAL(&r, "job_threads", "", 4);
+    CHECK_VAL(&r, "job_open_files", "", files);
+
+    /* The same through the walk the proc sampler shares, as in telemd. */
+    env.procwalk = telem_procwalk_new("/proc", uid, &err);
+    CHECK(env.procwalk != NULL);
+    void *proc = telem_sampler_proc.open(&env, &err);
+    st = telem_sampler_job.open(&env, &err);
+    CHECK(proc != NULL && st != NULL);
+    if (env.procwalk && proc && st) {
+        recorder_t rp;
+        s_round(&telem_sampler_proc, proc, 7, &rp);
+        s_round(&telem_sampler_job, st, 7, &r);
+        CHECK_VAL(&rp, "num_running_processes", "", 1);
+        CHECK_VAL(&r, "job_threads", "", 4);
+        CHECK_VAL(&r, "job_open_files", "", files);
+        CHECK_INT(telem_procwalk_walks(env.procwalk), 1);
+    }
+    telem_sampler_proc.close(&proc);
+    telem_sampler_job.close(&st);
+    telem_procwalk_destroy(&env.procwalk);
+    printf("job live: uid %u, %d open files, 4 threads\n", (unsigned) uid,
+           files);
+
+    close(down[1]);
+    close(up[0]);
+    int status = -1;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* ---- cost per sample() call ---------------------------------------------- */
 
 static double
@@ -398,6 +613,8 @@ main(void)
     test_nfs();
     test_lustre();
     test_job();
+    test_procwalk_shared();
+    test_job_live();
     test_cost();
     return check_report("test_samplers_hw");
 }

@@ -23,6 +23,15 @@
  *                 interleaved, each with its own steps.
  *   threads       four threads end one name concurrently: every recorded
  *                 step is distinct and as many as the ends accepted.
+ *   reused text   one buffer holding "alpha", then "beta", then "al"
+ *                 (the thread's last-name cache keys on the pointer): each
+ *                 end lands under the text the buffer held at its begin.
+ *   counter clock once 50 ms of sections have passed, begin and end read
+ *                 the CPU's time-stamp counter where the kernel keeps time
+ *                 with it (clock source "tsc", x86-64; expected from that
+ *                 file, not from the library): the same duration bounds,
+ *                 and realtime stamps within 1 ms of the clock read around
+ *                 each end.
  *   table full    names past TELEM_SECTION_NAMES give TELEM_EFULL; the
  *                 known ones keep working.
  */
@@ -40,6 +49,7 @@
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_paths.h"
+#include "telem_tick.h"
 #include "telem_time.h"
 #include "telemd_actor.h"
 
@@ -145,7 +155,7 @@ s_test_invalid(void)
     forged.state ^= 1;
     CHECK_RC(telem_section_end(&forged), TELEM_EINVAL);
     forged = h;
-    forged.t0_ns = telem_mono_ns() + TELEM_NS_PER_SEC;  /* in the future */
+    forged.t0_ns = INT64_MAX;                 /* in the future on any clock */
     CHECK_RC(telem_section_end(&forged), TELEM_EINVAL);
     CHECK_RC(telem_section_end(&h), 0);
     CHECK_RC(telem_section_set_step("inv", -1), TELEM_EINVAL);
@@ -263,6 +273,107 @@ s_check_steps(const ac_result_t *r)
     }
 }
 
+/* ---- the counter clock ------------------------------------------------ */
+
+#define S_TICK_WARM_NS (60 * TELEM_NS_PER_MS)
+
+static int64_t s_tick_inner[S_ENDS], s_tick_outer[S_ENDS];
+static int64_t s_tick_before[S_ENDS], s_tick_after[S_ENDS];
+
+/* Whether this machine's kernel keeps time with the counter. */
+static int
+s_expect_ticks(void)
+{
+#if defined(__x86_64__)
+    const char *env = getenv("TELEM_SECTION_CLOCK");
+    if (env && strcmp(env, "monotonic") == 0)
+        return 0;
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
+                    "current_clocksource", "r");
+    char src[32] = "";
+    if (f) {
+        if (!fgets(src, sizeof src, f))
+            src[0] = '\0';
+        fclose(f);
+    }
+    return strcmp(src, "tsc\n") == 0;
+#else
+    return 0;
+#endif
+}
+
+static void
+s_record_ticks(void)
+{
+    /* Sections for 60 ms: the first rate comes 50 ms after the first
+     * section of the process (which s_record_steps() made). */
+    int64_t t0 = telem_mono_ns();
+    while (telem_mono_ns() - t0 < S_TICK_WARM_NS) {
+        telem_section_t h = telem_section_begin("tick_warm");
+        CHECK_RC(telem_section_end(&h), 0);
+        s_work(10000);
+    }
+    int want = s_expect_ticks();
+    CHECK_INT(tick_ready(), want);
+    if (!want)
+        printf("test_section: the counter clock is not used here (clock "
+               "source not tsc, or not x86-64): sections read "
+               "CLOCK_MONOTONIC\n");
+    for (int i = 0; i < S_ENDS; i++) {
+        s_tick_before[i] = telem_now_ns();
+        int64_t a = telem_mono_ns();
+        telem_section_t h = telem_section_begin("tick");
+        int64_t b = telem_mono_ns();
+        s_work(20000 * (i + 1));
+        int64_t c = telem_mono_ns();
+        CHECK_RC(telem_section_end(&h), 0);
+        int64_t d = telem_mono_ns();
+        s_tick_after[i] = telem_now_ns();
+        s_tick_inner[i] = c - b;
+        s_tick_outer[i] = d - a;
+    }
+}
+
+static void
+s_check_ticks(const ac_result_t *r)
+{
+    const telem_series_t *sec = s_find(r, "telem_section_seconds", "tick");
+    REQUIRE(sec);
+    CHECK_INT(sec->npoints, S_ENDS);
+    for (uint32_t i = 0; i < S_ENDS && i < sec->npoints; i++) {
+        CHECK(sec->values[i] >= (double) s_tick_inner[i] / 1e9);
+        CHECK(sec->values[i] <= (double) s_tick_outer[i] / 1e9);
+        CHECK(sec->ts[i] >= s_tick_before[i] - TELEM_NS_PER_MS);
+        CHECK(sec->ts[i] <= s_tick_after[i] + TELEM_NS_PER_MS);
+    }
+}
+
+/* ---- one buffer, several texts ---------------------------------------- */
+
+static void
+s_record_reused(void)
+{
+    char buf[16];
+    static const char *const texts[] = { "alpha", "beta", "al" };
+    for (int k = 0; k < 3; k++) {
+        snprintf(buf, sizeof buf, "%s", texts[k]);
+        for (int i = 0; i <= k; i++) {
+            telem_section_t h = telem_section_begin(buf);
+            CHECK_RC(telem_section_end(&h), 0);
+        }
+    }
+}
+
+static void
+s_check_reused(const ac_result_t *r)
+{
+    static const char *const texts[] = { "alpha", "beta", "al" };
+    for (uint32_t k = 0; k < 3; k++) {
+        const telem_series_t *s = s_find(r, "telem_section_step", texts[k]);
+        CHECK(s && s->npoints == k + 1);
+    }
+}
+
 static void
 s_record_many(void)
 {
@@ -353,11 +464,15 @@ s_test_recorded(ac_t *ac)
     REQUIRE(telem_init() == 0);
     CHECK_STR(telem_section_rank(), "5");
     s_record_steps();
+    s_record_ticks();
+    s_record_reused();
     s_record_many();
     s_record_threads();
     CHECK_RC(telem_flush(20000), 0);
     ac_result_t *r = s_query(ac);
     s_check_steps(r);
+    s_check_ticks(r);
+    s_check_reused(r);
     s_check_many(r);
     s_check_threads(r);
     ac_result_destroy(&r);

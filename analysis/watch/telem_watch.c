@@ -23,6 +23,7 @@
 #include "telem_paths.h"
 #include "telem_log.h"
 #include "telem_time.h"
+#include "telem_why.h"
 #include "telem_zap.h"
 
 #include <czmq.h>
@@ -120,6 +121,7 @@ typedef struct {
     int64_t deadline;
     s_names_t asked, queued, done, qdets, qdevs;
     char reason[TELEM_TEXT_MAX];
+    unsigned reason_dropped;   /* events' sentences left out of reason */
 } s_run_t;
 
 static int
@@ -174,6 +176,7 @@ s_restart_send(s_run_t *r)
         *tab = '\0';                      /* "node\tdevice" kept in qdevs */
         devs[i] = (telem_watch_dev_t) { r->qdevs.v[i], tab + 1 };
     }
+    telem_why_end(r->reason, sizeof r->reason, &r->reason_dropped);
     telem_restart_t m = {
         .ts_ns = telem_now_ns(), .reason = r->reason,
         .exclude = (const char *const *) r->queued.v,
@@ -250,22 +253,29 @@ s_restart_deadline(s_run_t *r)
     s_restart_send(r);
 }
 
-/* Queues an event's nodes for the restart action. */
+/* Queues an event's nodes for the restart action.  The request's reason
+ * is the sentence of every event that names one of its nodes (several
+ * GPUs of a node, several nodes), joined with "; ", cut only between
+ * sentences ("; and N more", telem_why_clause()). */
 static void
 s_restart_queue(s_run_t *r, const det_event_t *e)
 {
-    int added = 0;
+    int mine = 0;
     for (size_t i = 0; i < e->nnodes; i++) {
         if (s_names_has(&r->done, e->nodes[i]) ||
             (r->pending && s_names_has(&r->asked, e->nodes[i])))
             continue;
         s_names_add(&r->queued, e->nodes[i]);
-        added = 1;
+        mine = 1;
     }
-    if (!added)
+    if (!mine)
         return;
-    if (r->qdets.n == 0)
-        snprintf(r->reason, sizeof r->reason, "%s", e->text);
+    if (r->qdets.n == 0) {
+        r->reason[0] = '\0';
+        r->reason_dropped = 0;
+    }
+    telem_why_clause(r->reason, sizeof r->reason, "; ", e->text,
+                     &r->reason_dropped);
     s_names_add(&r->qdets, e->detector);
     for (size_t i = 0; i < e->ndevices; i++) {
         char key[2 * TELEM_NAME_MAX + 4];

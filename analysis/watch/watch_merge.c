@@ -20,7 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S_TEXT_MAX 4096
+#include "telem_why.h"
+
+/* A merged event's labels and text: at most what a restart request's
+ * reason carries (telem_proto_watch.h), so the restart line gets all of
+ * it; a clause that would go past it is left out whole, and counted in
+ * the text's "; and N more" (telem_why_clause()). */
+#define S_TEXT_MAX TELEM_TEXT_MAX
 
 typedef struct {
     char *node, *device, *label, *text;     /* one allocation: node */
@@ -83,13 +89,17 @@ s_has_label(const char *list, const char *label)
     return 0;
 }
 
+/* Adds detector `label` to the labels and its sentence as a clause of the
+ * text ("; also LABEL[ earlier]: TEXT"); a clause that does not fit whole
+ * is counted in *dropped, never cut. */
 static void
-s_append(char *buf, size_t size, const char *fmt, const char *a,
-         const char *b)
+s_also(char *label, char *text, char *clause, const char *det,
+       const char *when, const char *what, unsigned *dropped)
 {
-    size_t len = strlen(buf);
-    if (len + 1 < size)
-        snprintf(buf + len, size - len, fmt, a, b);
+    unsigned no_label = 0;
+    telem_why_clause(label, S_TEXT_MAX, "+", det, &no_label);
+    snprintf(clause, S_TEXT_MAX, "also %s%s: %s", det, when, what);
+    telem_why_clause(text, S_TEXT_MAX, "; ", clause, dropped);
 }
 
 /* The events of this tick merged into out (see the top of the file). */
@@ -100,22 +110,23 @@ s_merge_tick(const watch_merge_t *self, const det_events_t *in,
     size_t n = det_events_count(in);
     char *used = calloc(n ? n : 1, 1);
     char *label = malloc(S_TEXT_MAX), *text = malloc(S_TEXT_MAX);
-    int rc = used && label && text ? 0 : TELEM_ENOMEM;
+    char *clause = malloc(S_TEXT_MAX);
+    int rc = used && label && text && clause ? 0 : TELEM_ENOMEM;
     for (size_t i = 0; i < n && !rc; i++) {
         if (used[i])
             continue;
         det_event_t e = *det_events_get(in, i);
-        snprintf(label, S_TEXT_MAX, "%s", e.detector);
-        snprintf(text, S_TEXT_MAX, "%s", e.text);
+        unsigned dropped = 0;
+        label[0] = text[0] = '\0';
+        telem_why_clause(label, S_TEXT_MAX, "+", e.detector, NULL);
+        telem_why_clause(text, S_TEXT_MAX, "; ", e.text, NULL);
         for (size_t j = i + 1; j < n && e.ndevices; j++) {
             const det_event_t *o = det_events_get(in, j);
             if (used[j] || s_has_label(label, o->detector) ||
                 !s_share_event(&e, o))
                 continue;
             used[j] = 1;
-            s_append(label, S_TEXT_MAX, "%s%s", "+", o->detector);
-            s_append(text, S_TEXT_MAX, "; also %s: %s", o->detector,
-                     o->text);
+            s_also(label, text, clause, o->detector, "", o->text, &dropped);
             if (o->severity > e.severity)
                 e.severity = o->severity;
         }
@@ -125,10 +136,10 @@ s_merge_tick(const watch_merge_t *self, const det_events_t *in,
                 || s_has_label(label, r->label)
                 || !s_share(&e, r->node, r->device))
                 continue;
-            s_append(label, S_TEXT_MAX, "%s%s", "+", r->label);
-            s_append(text, S_TEXT_MAX, "; also %s earlier: %s", r->label,
-                     r->text);
+            s_also(label, text, clause, r->label, " earlier", r->text,
+                   &dropped);
         }
+        telem_why_end(text, S_TEXT_MAX, &dropped);
         e.detector = label;
         e.text = text;
         rc = det_events_add(out, &e);
@@ -136,6 +147,7 @@ s_merge_tick(const watch_merge_t *self, const det_events_t *in,
     free(used);
     free(label);
     free(text);
+    free(clause);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* _native_section.c - telem.section: the Python face of telem.h's
- * section API (telem_section_begin/end), as a context manager and a
- * decorator.  Part of the telem._native module (_native.h).
+ * section API (telem_section_begin/end, and telem_section_begin_gpu with
+ * a stream), as a context manager and a decorator.  Part of the
+ * telem._native module (_native.h).
  */
 #include "_native.h"
 
@@ -21,6 +22,8 @@ typedef struct {
     const char *cname;            /* its UTF-8 */
     telem_section_t h;
     int open;
+    int gpu;                      /* a stream was given */
+    void *stream;                 /* that CUDA stream (NULL: default) */
 } s_section_t;
 
 typedef struct {
@@ -30,6 +33,8 @@ typedef struct {
     const char *cname;
     PyObject *dict;
     vectorcallfunc vectorcall;
+    int gpu;
+    void *stream;
 } s_sfunc_t;
 
 static PyTypeObject s_section_type;
@@ -47,11 +52,53 @@ s_section_end(telem_section_t *h, int pending)
     return -1;
 }
 
+/* Begins a section, with its device time when a stream was given. */
+static telem_section_t
+s_begin(const char *cname, int gpu, void *stream)
+{
+    return gpu ? telem_section_begin_gpu(cname, stream)
+               : telem_section_begin(cname);
+}
+
+/* The stream argument: None (no device time), an int (a CUDA stream's
+ * address as torch.cuda.Stream.cuda_stream gives it; 0 is the default
+ * stream) or an object with an int attribute cuda_stream.  0 or -1. */
+static int
+s_stream(PyObject *obj, int *gpu, void **stream)
+{
+    *gpu = 0;
+    *stream = NULL;
+    if (!obj || obj == Py_None)
+        return 0;
+    PyObject *v = NULL;
+    if (!PyLong_Check(obj) && PyObject_HasAttrString(obj, "cuda_stream"))
+        obj = v = PyObject_GetAttrString(obj, "cuda_stream");
+    if (!obj || !PyLong_Check(obj) || PyBool_Check(obj)) {
+        if (obj)
+            PyErr_Format(PyExc_TypeError, "section stream must be None, an "
+                         "int or have cuda_stream, not %.100s",
+                         Py_TYPE(obj)->tp_name);
+        Py_XDECREF(v);
+        return -1;
+    }
+    unsigned long long addr = PyLong_AsUnsignedLongLong(obj);
+    Py_XDECREF(v);
+    if (PyErr_Occurred())
+        return -1;
+    *gpu = 1;
+    *stream = (void *) (uintptr_t) addr;
+    return 0;
+}
+
 static PyObject *
-s_section_make(PyTypeObject *type, PyObject *name)
+s_section_make(PyTypeObject *type, PyObject *name, PyObject *stream)
 {
     const char *cname = tn_str(name, "section name");
     if (!cname)
+        return NULL;
+    int gpu;
+    void *sp;
+    if (s_stream(stream, &gpu, &sp))
         return NULL;
     size_t len = strlen(cname);
     if (len == 0 || len > TN_NAME_MAX)
@@ -62,6 +109,8 @@ s_section_make(PyTypeObject *type, PyObject *name)
     Py_INCREF(name);
     self->name = name;
     self->cname = cname;
+    self->gpu = gpu;
+    self->stream = sp;
     return (PyObject *) self;
 }
 
@@ -70,21 +119,22 @@ s_section_vnew(PyObject *type, PyObject *const *args, size_t nargsf,
                PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    static const char *const names[] = { "name" };
-    PyObject *a[1];
-    if (tn_args("section", args, nargs, kwnames, names, 1, 1, a))
+    static const char *const names[] = { "name", "stream" };
+    PyObject *a[2];
+    if (tn_args("section", args, nargs, kwnames, names, 2, 1, a))
         return NULL;
-    return s_section_make((PyTypeObject *) type, a[0]);
+    return s_section_make((PyTypeObject *) type, a[0], a[1]);
 }
 
 static PyObject *
 s_section_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *names[] = { "name", NULL };
-    PyObject *name;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O:section", names, &name))
+    static char *names[] = { "name", "stream", NULL };
+    PyObject *name, *stream = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:section", names, &name,
+                                     &stream))
         return NULL;
-    return s_section_make(type, name);
+    return s_section_make(type, name, stream);
 }
 
 static void
@@ -103,7 +153,7 @@ s_section_enter(s_section_t *self, PyObject *unused)
                      "use one telem.section object per `with`", self->cname);
         return NULL;
     }
-    self->h = telem_section_begin(self->cname);
+    self->h = s_begin(self->cname, self->gpu, self->stream);
     self->open = 1;
     Py_INCREF(self);
     return (PyObject *) self;
@@ -129,7 +179,7 @@ s_sfunc_call(PyObject *callable, PyObject *const *args, size_t nargsf,
              PyObject *kwnames)
 {
     s_sfunc_t *self = (s_sfunc_t *) callable;
-    telem_section_t h = telem_section_begin(self->cname);
+    telem_section_t h = s_begin(self->cname, self->gpu, self->stream);
     PyObject *r = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     if (s_section_end(&h, r == NULL)) {
         Py_XDECREF(r);
@@ -165,6 +215,8 @@ s_section_call(s_section_t *self, PyObject *args, PyObject *kw)
     w->cname = self->cname;
     w->dict = NULL;
     w->vectorcall = s_sfunc_call;
+    w->gpu = self->gpu;
+    w->stream = self->stream;
     PyObject_GC_Track(w);
     PyObject *ft = PyImport_ImportModule("functools");
     PyObject *r = ft ? PyObject_CallMethod(ft, "update_wrapper", "OO",
@@ -248,13 +300,20 @@ static PyTypeObject s_section_type = {
     .tp_repr = (reprfunc) s_section_repr,
     .tp_call = (ternaryfunc) s_section_call,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "section(name): times a named region of the program.\n\n"
+    .tp_doc = "section(name, stream=None): times a named region of the "
+              "program.\n\n"
               "    with telem.section(\"step\"):\n"
               "        ...\n"
               "    @telem.section(\"step\")\n"
               "    def train_step(batch): ...\n\n"
               "Each end records telem_section_seconds and telem_section_step "
-              "(tags section, rank).",
+              "(tags section, rank).  With a CUDA stream (an int address, 0 "
+              "for the default stream, or an object with cuda_stream such "
+              "as torch.cuda.current_stream()) the section also records "
+              "the device time between its begin and end on that stream "
+              "as telem_section_gpu_seconds, read once it has completed, "
+              "never waited for; where CUDA is not loaded it is a plain "
+              "section.",
     .tp_methods = s_section_methods,
     .tp_getset = s_section_getset,
     .tp_members = s_section_members,

@@ -213,3 +213,47 @@ def test_rank_from_launchers(telemd_node, env, rank):
     got = series_of(telemd_node.query("telem_section_step", f"section={name}"),
                     "telem_section_step", section=name)
     assert len(got) == 1 and got[0]["tags"]["rank"] == rank
+
+
+def test_stream_records_device_time(telemd_node):
+    """With a stream, a section also records the device time between its
+    begin and end (telem_section_gpu_seconds), here from the test-only CUDA
+    driver, whose clock moves 5 ms at each event record; in a fresh
+    process, as the driver is looked up once."""
+    lib = os.environ.get("TELEM_CUDA_TEST_LIB", "")
+    if not os.path.exists(lib):
+        pytest.skip(f"no test-only CUDA driver at '{lib}' "
+                    "(TELEM_CUDA_TEST_LIB)")
+    child_env = dict(os.environ, **telemd_node.env(), TELEM_CUDA_LIBRARY=lib)
+    code = ("import telem\n"
+            "class Stream:\n"
+            "    cuda_stream = 0x1234\n"
+            "with telem.section('py_gpu', stream=0): pass\n"
+            "with telem.section('py_gpu', stream=Stream()): pass\n"
+            "@telem.section('py_gpu', stream=0)\n"
+            "def f(): return 3\n"
+            "assert f() == 3\n"
+            "with telem.section('py_gpu_plain'): pass\n"
+            "for bad in ('x', -1, True, object()):\n"
+            "    try:\n"
+            "        telem.section('py_gpu', stream=bad)\n"
+            "    except (TypeError, OverflowError):\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise SystemExit(f'stream={bad!r} was accepted')\n"
+            "assert telem.flush(10.0)\n")
+    r = subprocess.run([sys.executable, "-c", code], env=child_env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = telemd_node.query("telem_section_gpu_seconds,telem_section_seconds",
+                            "section=py_gpu")
+    gpu = series_of(got, "telem_section_gpu_seconds", section="py_gpu")
+    cpu = series_of(got, "telem_section_seconds", section="py_gpu")
+    assert len(gpu) == 1 and len(cpu) == 1, got
+    assert [round(p[1], 6) for p in gpu[0]["points"]] == [0.005] * 3
+    assert [p[0] for p in gpu[0]["points"]] == \
+        [p[0] for p in cpu[0]["points"]]
+    plain = telemd_node.query("telem_section_gpu_seconds",
+                              "section=py_gpu_plain")
+    assert series_of(plain, "telem_section_gpu_seconds",
+                     section="py_gpu_plain") == []

@@ -67,6 +67,15 @@ s_replace(const char *s, const char *from, const char *to)
 }
 
 int
+launch_argv_add_node(launch_argv_t *a, const char *s, const char *node)
+{
+    char *w = s_replace(s, "{node}", node);
+    int rc = w ? launch_argv_add(a, w) : TELEM_ENOMEM;
+    free(w);
+    return rc;
+}
+
+int
 launch_argv_split(launch_argv_t *a, const char *line, const char *node)
 {
     char *marked = s_replace(line, "{node}", S_NODE_MARK);

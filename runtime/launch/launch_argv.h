@@ -18,6 +18,10 @@ typedef struct {
 /* Appends a copy of `s`.  Returns 0 or TELEM_ENOMEM. */
 int launch_argv_add(launch_argv_t *a, const char *s);
 
+/* Appends a copy of `s` with every "{node}" in it replaced by `node`.
+ * Returns 0 or TELEM_ENOMEM. */
+int launch_argv_add_node(launch_argv_t *a, const char *s, const char *node);
+
 /* Appends copies of every string of the NULL-terminated `v`. */
 int launch_argv_addv(launch_argv_t *a, const char *const *v);
 

@@ -22,6 +22,7 @@
 #include "telem_error.h"
 #include "telem_log.h"
 #include "telem_time.h"
+#include "telem_why.h"
 
 #define S_GIVE_UP_NS (5 * TELEM_NS_PER_SEC) /* after SIGKILL, stop waiting */
 
@@ -140,8 +141,10 @@ static void
 s_restart_line(launch_job_t *self, const char *verdict)
 {
     launch_job_restart_t *r = &self->rs;
-    char line[2560], budget[32] = "unlimited", active[512] = "";
-    char reform[200] = "";
+    char budget[32] = "unlimited", active[512] = "", reform[200] = "";
+    char line[sizeof r->trigger + sizeof r->nodes + sizeof r->promoted
+              + sizeof r->why + sizeof active + sizeof reform + 256];
+    telem_why_end(r->why, sizeof r->why, &r->why_dropped);
     if (*r->reform_error)
         snprintf(reform, sizeof reform, " (failed: %s)", r->reform_error);
     if (self->cfg.nodes.max_restarts >= 0)
@@ -537,17 +540,17 @@ s_record(launch_job_t *self, const char *trigger, const char *why,
          const char *down, const char *promoted)
 {
     launch_job_restart_t *r = &self->rs;
-    if (!r->pending)
+    if (!r->pending) {
         r->trigger[0] = r->why[0] = r->nodes[0] = r->promoted[0] =
             r->reform_error[0] = '\0';
-    else
+        r->why_dropped = 0;
+    } else
         telem_log(TELEM_LOG_INFO, "restart %ld is merged into the next one "
                   "(a failure during the restart)", r->number);
-    snprintf(r->trigger + strlen(r->trigger),
-             sizeof r->trigger - strlen(r->trigger), "%s%s",
-             *r->trigger ? "+" : "", trigger);
-    snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "%s%s",
-             *r->why ? "; " : "", why);
+    unsigned no_trigger = 0;
+    telem_why_clause(r->trigger, sizeof r->trigger, "+", trigger,
+                     &no_trigger);
+    telem_why_clause(r->why, sizeof r->why, "; ", why, &r->why_dropped);
     if (*down)
         s_list_add(r->nodes, sizeof r->nodes, down);
     if (*promoted)

@@ -110,6 +110,9 @@ typedef struct {
                                    prometheus_config is set */
     const char *metrics_bind;   /* telemd --http-bind; NULL: its default,
                                    127.0.0.1 */
+    const char *sys_root;       /* telemd --sys-root on every node, each
+                                   "{node}" in it replaced by the node's
+                                   name; NULL: telemd's default, /sys */
     const char *prometheus_config;  /* a Prometheus configuration scraping
                                    every node's telemd is written there, its
                                    targets beside it (launch_job_files.c);

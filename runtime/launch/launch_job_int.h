@@ -146,10 +146,11 @@ typedef enum {
 typedef struct {
     int pending;                /* started, its line not printed yet */
     long number;
-    char trigger[64];
+    char trigger[256];
     char nodes[512];
     char promoted[512];
-    char why[512];
+    char why[TELEM_TEXT_MAX];   /* whole sentences, or "; and N more" */
+    unsigned why_dropped;       /* sentences left out of why */
     int64_t t0, t_stopped, t_reformed, t_backoff_end;
     int64_t backoff_ns;
     char reform_error[160];     /* the re-form failed: why; "" when not */

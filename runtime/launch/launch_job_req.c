@@ -22,6 +22,7 @@
 
 #include "telem_error.h"
 #include "telem_log.h"
+#include "telem_why.h"
 
 #define S_EXCLUDE_MAX 4096          /* names in one request */
 #define S_REQ_FRAMES 3              /* identity, empty delimiter, request */
@@ -56,17 +57,17 @@ s_reply_ack(launch_job_t *self, zmsg_t *envelope, uint64_t id, int code,
     s_send(self, envelope, rc, data, size);
 }
 
-/* "slowgpu" or "slowgpu+hot": the detectors as the restart's trigger. */
+/* "slowgpu" or "slowgpu+hot": the detectors as the restart's trigger,
+ * whole names only ("; and N more" where they do not all fit). */
 static void
 s_trigger(const telem_restart_t *r, char *buf, size_t size)
 {
+    unsigned dropped = 0;
     buf[0] = '\0';
-    for (uint32_t i = 0; i < r->ndetectors; i++) {
-        size_t len = strlen(buf);
+    for (uint32_t i = 0; i < r->ndetectors; i++)
         if (r->detectors[i])
-            snprintf(buf + len, size - len, "%s%s", len ? "+" : "",
-                     r->detectors[i]);
-    }
+            telem_why_clause(buf, size, "+", r->detectors[i], &dropped);
+    telem_why_end(buf, size, &dropped);
     if (!*buf)
         snprintf(buf, size, "request");
 }
@@ -108,10 +109,10 @@ s_restart(launch_job_t *self, const telem_restart_t *r, char *msg, size_t size)
                  S_EXCLUDE_MAX);
         return TELEM_EINVAL;
     }
-    char trigger[64], why[512];
+    char trigger[sizeof self->rs.trigger];
     s_trigger(r, trigger, sizeof trigger);
-    snprintf(why, sizeof why, "%s", r->reason && *r->reason
-                                    ? r->reason : "restart requested");
+    const char *why = r->reason && *r->reason ? r->reason
+                                              : "restart requested";
     long before = launch_state_restarts(self->state);
     int rc = launch_job_request_restart(self, r->exclude, r->nexclude, trigger,
                                         why);

@@ -84,6 +84,10 @@ s_telemd_argv(launch_job_t *self, size_t i, launch_argv_t *a)
     if (!rc && self->cfg.metrics_port >= 0 && self->cfg.metrics_bind)
         rc = launch_argv_add(a, "--http-bind")
              || launch_argv_add(a, self->cfg.metrics_bind);
+    if (!rc && self->cfg.sys_root)
+        rc = launch_argv_add(a, "--sys-root")
+             || launch_argv_add_node(a, self->cfg.sys_root,
+                                     launch_state_name(self->state, i));
     return rc ? TELEM_ENOMEM : 0;
 }
 

@@ -118,6 +118,9 @@ static const char s_usage[] =
 "                           on port N (0: a free port per node; default:\n"
 "                           none, or 0 with --prometheus-config)\n"
 "      --metrics-bind ADDR  address of /metrics (default 127.0.0.1)\n"
+"      --sys-root DIR       every telemd reads /sys metrics from DIR, a path\n"
+"                           on its node, {node}: the node's name (telemd\n"
+"                           --sys-root; default /sys)\n"
 "      --prometheus-config FILE  write a Prometheus configuration scraping\n"
 "                           every node's /metrics to FILE, its targets to\n"
 "                           FILE.targets.yml (rewritten as nodes change)\n"
@@ -203,7 +206,7 @@ enum {
     O_AGG_TOKEN, O_NO_AGG, O_RUNDIR, O_BINDIR, O_LOGLEVEL, O_METRICS_PORT,
     O_METRICS_BIND, O_PROM_CONFIG, O_DAEMON_FAILURE, O_DAEMON_BACKOFF,
     O_DAEMON_BACKOFF_MAX, O_DAEMON_RESTARTS, O_DAEMON_WINDOW, O_DAEMON_PAUSE,
-    O_DUMP, O_RELAYS, O_DETECTOR_CMD, O_WATCH_PERIOD
+    O_DUMP, O_RELAYS, O_DETECTOR_CMD, O_WATCH_PERIOD, O_SYS_ROOT
 };
 
 /* --detector-cmd and --watch-period (launch_job_start.c). */
@@ -379,6 +382,7 @@ s_option(void *arg, int c, char *v)
             j->metrics_port = (int) n;
         return rc;
     case O_METRICS_BIND: j->metrics_bind = v; return 0;
+    case O_SYS_ROOT: j->sys_root = v; return 0;
     case O_PROM_CONFIG: j->prometheus_config = v; return 0;
     case O_RUNDIR: j->rundir = v; return 0;
     case O_BINDIR: snprintf(a->bindir, sizeof a->bindir, "%s", v); return 0;
@@ -405,6 +409,7 @@ static const struct option s_opts[] = {
     { "watch-period", 1, 0, O_WATCH_PERIOD },
     { "metrics-port", 1, 0, O_METRICS_PORT },
     { "metrics-bind", 1, 0, O_METRICS_BIND },
+    { "sys-root", 1, 0, O_SYS_ROOT },
     { "prometheus-config", 1, 0, O_PROM_CONFIG },
     { "daemon-failure", 1, 0, O_DAEMON_FAILURE },
     { "daemon-backoff", 1, 0, O_DAEMON_BACKOFF },

@@ -119,6 +119,7 @@ static struct {
     _Atomic int state;
     _Atomic int level;
     _Atomic uint64_t invalid;     /* calls refused with TELEM_EINVAL */
+    void (*_Atomic flush_hook)(int final);  /* tapi_set_flush_hook() */
     pthread_once_t once;
     pthread_key_t key;
     int key_ok;
@@ -649,9 +650,20 @@ telem_describe(const char *metric, const char *type, const char *unit,
     return rc;
 }
 
+/* The flush hook, if one is set. */
+static void
+s_hook(int final)
+{
+    void (*hook)(int) = atomic_load_explicit(&s_api.flush_hook,
+                                             memory_order_acquire);
+    if (hook)
+        hook(final);
+}
+
 int
 telem_flush(int timeout_ms)
 {
+    s_hook(0);
     pthread_mutex_lock(&s_api.life);
     s_ctx_t *ctx = s_api.ctx;
     if (ctx)
@@ -672,6 +684,7 @@ int
 telem_finalize(void)
 {
     pthread_once(&s_api.once, s_once);
+    s_hook(1);
     pthread_mutex_lock(&s_api.life);
     s_ctx_t *ctx = s_api.ctx;
     s_api.ctx = NULL;
@@ -819,6 +832,12 @@ tapi_pcache_t *
 tapi_pcache(tapi_tbuf_t *tb)
 {
     return &tb->pcache;
+}
+
+void
+tapi_set_flush_hook(void (*hook)(int final))
+{
+    atomic_store_explicit(&s_api.flush_hook, hook, memory_order_release);
 }
 
 void

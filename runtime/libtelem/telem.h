@@ -110,7 +110,6 @@ int telem_set_level(int level);
  *
  * Each end records two samples with the same timestamp (the end, realtime):
  *   telem_section_seconds{section="step",rank="3"}  duration in seconds
- *                                                   (CLOCK_MONOTONIC)
  *   telem_section_step{section="step",rank="3"}     the step it belongs to
  * plus host and pid as every sample.  A reader pairs the two by series
  * (section, rank, host, pid) and timestamp.  The step is a counter per
@@ -130,7 +129,12 @@ int telem_set_level(int level);
  * is looked up in a process-wide table (TELEM_SECTION_NAMES names at most)
  * by a hash of its bytes, its strings are copied into a batch once per
  * batch.  A begin/end pair costs about as much as two telem_add_data()
- * calls (bench_add_data prints it).
+ * calls (bench_add_data prints it).  The clock: where the kernel keeps time
+ * with the CPU's time-stamp counter (clock source "tsc", x86-64), a section
+ * reads the counter itself, its rate measured against CLOCK_MONOTONIC (the
+ * first 50 ms of a process's sections read CLOCK_MONOTONIC while it is
+ * measured); elsewhere, or with TELEM_SECTION_CLOCK=monotonic, it reads
+ * CLOCK_MONOTONIC.
  *
  * The handle is a value owned by the caller; it may move between threads
  * (begin on one, end on another).  telem_section_end() clears the handle it
@@ -141,9 +145,11 @@ int telem_set_level(int level);
 #define TELEM_SECTION_NAMES 1024
 
 typedef struct {
-    int64_t t0_ns;      /* monotonic start */
+    int64_t t0_ns;      /* start: monotonic ns, or CPU ticks; private */
     uint32_t slot;      /* the name's entry; private */
     int32_t state;      /* private: open, filtered, or begin's error */
+    uint32_t gpu;       /* private: its device-time pair + 1, 0 = none */
+    uint32_t gpu_gen;   /* private: that pair's generation */
 } telem_section_t;
 
 /* Starts section `name` (1-255 bytes, copied once into the table).
@@ -159,6 +165,44 @@ telem_section_t telem_section_begin(const char *name);
  * when the name table was full at begin or the queue is full now (the
  * samples are dropped and counted), TELEM_ESTATE after telem_finalize(). */
 int telem_section_end(telem_section_t *h);
+
+/* ---- a section's device time (optional) -------------------------------
+ *
+ *   telem_section_t h = telem_section_begin_gpu("step", stream);
+ *   ... kernels launched on stream ...
+ *   telem_section_end(&h);
+ *
+ * Like telem_section_begin(), and where the CUDA driver is loaded in the
+ * process (libcuda.so.1, or $TELEM_CUDA_LIBRARY) and a context is current
+ * on the calling thread, begin and end also record a CUDA event on
+ * `stream` (a CUstream / cudaStream_t; NULL: the default stream).  The
+ * device time between the two events is read later, when the end event
+ * has completed, without synchronizing anything: at a later
+ * telem_section_begin_gpu() or end of a GPU section, at telem_flush()
+ * and at telem_finalize() (a pair still running then is dropped).  It is
+ * recorded as
+ *   telem_section_gpu_seconds{section="step",rank="3"}
+ * with the timestamp of the section's own end, so a reader pairs it with
+ * telem_section_seconds and telem_section_step as those two are paired.
+ * The CPU part never depends on the device part: no driver, no current
+ * context, a failed event call, or more than TELEM_SECTION_GPU_PENDING
+ * pairs waiting give a plain section (counted in telem_section_gpu_stats).
+ * The end must be called on a thread where the same context is current. */
+#define TELEM_SECTION_GPU_PENDING 256
+
+telem_section_t telem_section_begin_gpu(const char *name, void *stream);
+
+typedef struct {
+    uint64_t recorded;      /* device times recorded */
+    uint64_t pending;       /* pairs begun or waiting for their end event */
+    uint64_t unavailable;   /* GPU sections without a driver or context */
+    uint64_t failed;        /* pairs dropped: an event call failed, or
+                               still running at telem_finalize() */
+    uint64_t full;          /* GPU parts dropped: every pair in use */
+} telem_section_gpu_stats_t;
+
+/* What became of the device parts so far (process-wide). */
+void telem_section_gpu_stats(telem_section_gpu_stats_t *out);
 
 /* Makes the next end of section `name` record step `step` (>= 0) and the
  * ends after it step + 1, ...  Returns 0 or TELEM_EINVAL (bad name,

@@ -98,6 +98,11 @@ tapi_scache_t *tapi_scache(tapi_tbuf_t *tb);
 /* The thread's pushed-name cache; use it only while locked. */
 tapi_pcache_t *tapi_pcache(tapi_tbuf_t *tb);
 
+/* Sets the function telem_flush() (final 0) and telem_finalize() (final
+ * 1) call first, while the library still takes samples: the sections'
+ * device times (telem_section_gpu.c) are read then.  One hook. */
+void tapi_set_flush_hook(void (*hook)(int final));
+
 /* Counts a call refused with TELEM_EINVAL (telem_stats()'s `invalid`). */
 void tapi_count_invalid(void);
 

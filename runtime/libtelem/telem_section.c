@@ -33,11 +33,14 @@
 #include "telem_error.h"
 #include "telem_grow.h"
 #include "telem_int.h"
+#include "telem_section_gpu.h"
+#include "telem_tick.h"
 #include "telem_time.h"
 #include "telem_types.h"
 
 #define S_INDEX (2 * TELEM_SECTION_NAMES)       /* power of 2 */
 #define S_OPEN 0x53454354                       /* "SECT", xor the slot */
+#define S_OPEN_TICK 0x5449434b                  /* "TICK", xor the slot */
 #define S_RANK_MAX 24
 #define S_FILTERED 0x46494c54                   /* "FILT", xor the slot */
 #define S_OFFSET_NS INT64_C(1000000000)         /* offset re-read period */
@@ -75,6 +78,7 @@ s_once(void)
 {
     tapi_env_rank(s_sec.rank, sizeof s_sec.rank);
     s_sec.rank_len = (uint32_t) strlen(s_sec.rank);
+    tick_init();
 }
 
 const char *
@@ -140,23 +144,51 @@ s_find(const char *name, size_t len, uint64_t h, int add)
     }
 }
 
+/* The thread's last name: the same pointer holding the same bytes is the
+ * same entry, without hashing or probing.  The bytes are compared one by
+ * one up to the first difference (the pointer may now hold a shorter
+ * text: nothing past its end is read). */
+static _Thread_local struct {
+    const char *name;
+    uint32_t slot;
+} s_last __attribute__((tls_model("initial-exec")));
+
+static inline int
+s_last_is(const char *name)
+{
+    if (!name || name != s_last.name)
+        return 0;
+    const s_slot_t *e = &s_sec.slots[s_last.slot];
+    uint32_t i = 0;
+    while (i < e->len && name[i] == e->name[i])
+        i++;
+    return i == e->len && name[i] == '\0';
+}
+
 /* The entry of a name given by the user, added when missing; counts a bad
  * name as invalid. */
 static int64_t
 s_entry(const char *name)
 {
+    if (s_last_is(name))
+        return s_last.slot;
     size_t len = s_len(name);
     if (!len) {
         tapi_count_invalid();
         return TELEM_EINVAL;
     }
-    return s_find(name, len, telem_hash_text(name, len), 1);
+    int64_t slot = s_find(name, len, telem_hash_text(name, len), 1);
+    if (slot >= 0) {
+        s_last.name = name;
+        s_last.slot = (uint32_t) slot;
+    }
+    return slot;
 }
 
 telem_section_t
 telem_section_begin(const char *name)
 {
-    telem_section_t h = { 0, 0, 0 };
+    telem_section_t h = { 0, 0, 0, 0, 0 };
     int64_t slot = s_entry(name);
     if (slot < 0) {
         h.state = (int32_t) slot;
@@ -173,8 +205,13 @@ telem_section_begin(const char *name)
         h.t0_ns = 1;
         return h;
     }
-    h.state = S_OPEN ^ (int32_t) slot;
-    h.t0_ns = telem_mono_ns();
+    if (tick_ready()) {
+        h.state = S_OPEN_TICK ^ (int32_t) slot;
+        h.t0_ns = tick_raw();
+    } else {
+        h.state = S_OPEN ^ (int32_t) slot;
+        h.t0_ns = telem_mono_ns();
+    }
     return h;
 }
 
@@ -269,8 +306,9 @@ telem_section_end(telem_section_t *h)
                                   memory_order_relaxed);
         return 1;                 /* level 0 counts nothing, as add_data */
     }
-    int64_t now = telem_mono_ns();
-    if ((c.state ^ S_OPEN) != (int32_t) c.slot
+    int tick = (c.state ^ S_OPEN_TICK) == (int32_t) c.slot;
+    int64_t now = tick ? tick_raw() : telem_mono_ns();
+    if ((!tick && (c.state ^ S_OPEN) != (int32_t) c.slot)
         || c.slot >= atomic_load_explicit(&s_sec.used, memory_order_acquire)
         || c.t0_ns <= 0 || c.t0_ns > now) {
         tapi_count_invalid();
@@ -279,8 +317,34 @@ telem_section_end(telem_section_t *h)
     pthread_once(&s_sec.once, s_once);
     int64_t step = atomic_fetch_add_explicit(&s_sec.slots[c.slot].step, 1,
                                              memory_order_relaxed);
-    return s_record(c.slot, (double) (now - c.t0_ns) / 1e9, step,
-                    s_realtime(now));
+    double seconds;
+    int64_t ts;
+    if (tick) {
+        seconds = tick_seconds(c.t0_ns, now);
+        ts = tick_realtime(now);
+    } else {
+        tick_calibrate(now);
+        seconds = (double) (now - c.t0_ns) / 1e9;
+        ts = s_realtime(now);
+    }
+    if (c.gpu)
+        tsg_end(c.gpu - 1, c.gpu_gen, s_sec.slots[c.slot].name, ts);
+    return s_record(c.slot, seconds, step, ts);
+}
+
+telem_section_t
+telem_section_begin_gpu(const char *name, void *stream)
+{
+    telem_section_t h = telem_section_begin(name);
+    uint32_t idx, gen;
+    if ((h.state ^ S_OPEN) == (int32_t) h.slot
+        || (h.state ^ S_OPEN_TICK) == (int32_t) h.slot) {
+        if (tsg_begin(stream, &idx, &gen) == 0) {
+            h.gpu = idx + 1;
+            h.gpu_gen = gen;
+        }
+    }
+    return h;
 }
 
 int

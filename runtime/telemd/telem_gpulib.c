@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "telem_error.h"
+
 typedef void (*s_fn_t)(void);
 
 void *
@@ -58,4 +60,16 @@ telem_gpulib_missing(const telem_gpulib_entry_t *entries, size_t n,
         count++;
     }
     return count;
+}
+
+int
+telem_gpulib_sample(void *state, size_t ngpus, telem_gpulib_gpu_fn one_gpu,
+                    telem_sampler_emit_fn emit, void *arg)
+{
+    if (!state || !emit || !one_gpu)
+        return TELEM_EINVAL;
+    int nvalues = 0;
+    for (size_t i = 0; i < ngpus; i++)
+        nvalues += one_gpu(state, i, emit, arg);
+    return nvalues > 0 ? 0 : TELEM_EIO;
 }

@@ -39,6 +39,12 @@ static const telem_gpulib_entry_t s_entries[] = {
 _Static_assert(offsetof(trsmi_gpu_metrics_t, throttle_status) == 68
                    && sizeof(trsmi_gpu_metrics_t) == 96,
                "rsmi_gpu_metrics_t v1 layout");
+_Static_assert(offsetof(trsmi_gpu_metrics_v13_t, firmware_timestamp) == 96
+                   && offsetof(trsmi_gpu_metrics_v13_t, indep_throttle_status)
+                          == 112
+                   && sizeof(trsmi_gpu_metrics_v13_t)
+                          <= TRSMI_GPU_METRICS_BUF,
+               "rsmi_gpu_metrics_t layout of rocm_smi 6");
 
 void *
 telem_rsmi_load(const char *library, trsmi_api_t *api)
@@ -61,6 +67,33 @@ telem_rsmi_block_name(unsigned int bit)
         "xgmi_wafl", "df", "smn", "sem", "mp0", "mp1", "fuse",
     };
     return bit < TRSMI_GPU_BLOCKS ? names[bit] : "unknown";
+}
+
+const char *
+telem_rsmi_throttler_name(unsigned int bit)
+{
+    /* the amdgpu driver's SMU_THROTTLER_*_BIT (amdgpu_smu.h): power 0-7,
+     * current 16-23, temperature 32-47, others 56-57 */
+    static const char *const power[8] = {
+        "ppt0", "ppt1", "ppt2", "ppt3", "spl", "fppt", "sppt", "sppt_apu",
+    };
+    static const char *const current[8] = {
+        "tdc_gfx", "tdc_soc", "tdc_mem", "tdc_vdd", "tdc_cvip", "edc_cpu",
+        "edc_gfx", "apcc",
+    };
+    static const char *const temp[16] = {
+        "temp_gpu", "temp_core", "temp_mem", "temp_edge", "temp_hotspot",
+        "temp_soc", "temp_vr_gfx", "temp_vr_soc", "temp_vr_mem0",
+        "temp_vr_mem1", "temp_liquid0", "temp_liquid1", "vrhot0", "vrhot1",
+        "prochot_cpu", "prochot_gfx",
+    };
+    if (bit < 8)
+        return power[bit];
+    if (bit >= 16 && bit < 24)
+        return current[bit - 16];
+    if (bit >= 32 && bit < 48)
+        return temp[bit - 32];
+    return bit == 56 ? "ppm" : bit == 57 ? "fit" : NULL;
 }
 
 void

@@ -6,7 +6,8 @@
  * Debian 12's librocm-smi-dev ships it; the entry points used have kept
  * their ABI since).  rsmi_init, rsmi_shut_down and
  * rsmi_num_monitor_devices are required; every other entry point is
- * optional.  Users: the rsmi sampler (telem_sampler_rsmi.c) and the system
+ * optional (see trsmi_gpu_metrics_v13_t for the one struct that did not
+ * keep its size).  Users: the rsmi sampler (telem_sampler_rsmi.c) and the system
  * snapshot (telem_sysinfo_gpu.c).  rocm_smi's calls are thread-safe; the
  * loader keeps no state.
  */
@@ -64,6 +65,23 @@ typedef struct {                        /* rsmi_gpu_metrics_t (format 1) */
     uint16_t temperature_hbm[4];
 } trsmi_gpu_metrics_t;
 
+/* rsmi_gpu_metrics_t grew with rocm_smi's releases: 96 bytes in 5.x (the
+ * struct above), 1,832 in 6.2 and later, which append the fields of
+ * metrics tables 1.2 to 1.6 and start them with the two below (ASIC
+ * independent throttle bits at byte 112).  rsmi_dev_gpu_metrics_info_get
+ * writes its own version's whole struct, so a caller gives it
+ * TRSMI_GPU_METRICS_BUF bytes, whatever library it loaded.  A 5.x library
+ * leaves the bytes past the first 96 as they were (5.x reads a 1.3 table
+ * but copies only its first 96 bytes out); a later one writes them, with
+ * every field the device's table lacks set to all ones. */
+typedef struct {                        /* rsmi_gpu_metrics_t, rocm_smi 6 */
+    trsmi_gpu_metrics_t v1;
+    uint64_t firmware_timestamp;
+    uint16_t voltage_soc, voltage_gfx, voltage_mem;
+    uint64_t indep_throttle_status;     /* SMU_THROTTLER_* bits */
+} trsmi_gpu_metrics_v13_t;
+#define TRSMI_GPU_METRICS_BUF 16384
+
 typedef trsmi_status_t (*trsmi_dev_u32_fn)(uint32_t, uint32_t *);
 typedef trsmi_status_t (*trsmi_dev_u64_fn)(uint32_t, uint64_t *);
 
@@ -107,6 +125,11 @@ int telem_rsmi_missing(const trsmi_api_t *api, char *buf, size_t size);
 
 /* rocm_smi's name of ECC block bit `bit` ("umc", "sdma", ...). */
 const char *telem_rsmi_block_name(unsigned int bit);
+
+/* The name of bit `bit` of indep_throttle_status, after the amdgpu
+ * driver's SMU_THROTTLER_*_BIT ("ppt0", "temp_hotspot", "prochot_gfx",
+ * ...), or NULL for a bit the driver does not name. */
+const char *telem_rsmi_throttler_name(unsigned int bit);
 
 /* "DDDD:BB:DD.F" from a BDFID into buf (at least 16 bytes). */
 void telem_rsmi_bdf(uint64_t bdfid, char *buf, size_t size);

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "telem_error.h"
+#include "telem_procwalk.h"
 #include "telem_types.h"
 
 /* Receives one value.  tags may be NULL; telemd adds host=<node>.  The
@@ -43,6 +44,10 @@ typedef struct {
     const char *nvml_library;   /* NULL = "libnvidia-ml.so.1" */
     const char *rsmi_library;   /* NULL = "librocm_smi64.so.1" */
     const char *ze_library;     /* NULL = "libze_loader.so.1" */
+    /* The walk of proc_root's processes the proc and job samplers share,
+     * once a round (lent, not owned; its job user is job_uid); NULL: each
+     * makes its own. */
+    telem_procwalk_t *procwalk;
     /* For the self sampler: fills *out with telemd's counters. */
     void (*self_stats)(void *arg, telem_sampler_self_stats_t *out);
     void *self_stats_arg;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_gpu_meta.h"
 #include "telem_log.h"
 #include "telem_nvml.h"
 #include "telem_nvml_xid.h"
@@ -85,38 +86,22 @@ static const struct {
 #define G TELEM_METRIC_GAUGE
 #define C TELEM_METRIC_COUNTER
 static const telem_meta_t s_metrics[] = {
-    {"gpu_utilization", G, "percent",
-     "Percent of the last sample period during which a kernel ran on the "
-     "GPU (tag gpu), as NVML reports it."},
-    {"gpu_memory_utilization", G, "percent",
-     "Percent of the last sample period during which GPU memory was read "
-     "or written (tag gpu)."},
-    {"gpu_power_w", G, "W", "Power drawn by the GPU board (tag gpu)."},
-    {"gpu_temperature_c", G, "celsius", "GPU die temperature (tag gpu)."},
-    {"gpu_memory_used_bytes", G, "bytes",
-     "GPU memory allocated, including the few hundred MiB the driver "
-     "sets aside (tag gpu)."},
-    {"gpu_memory_total_bytes", G, "bytes",
-     "GPU memory installed (tag gpu)."},
-    {"gpu_sm_clock_hertz", G, "hertz", "Current SM clock (tag gpu)."},
-    {"gpu_memory_clock_hertz", G, "hertz",
-     "Current memory clock (tag gpu)."},
-    {"gpu_power_limit_w", G, "W",
-     "Power limit the driver enforces on the board (tag gpu)."},
-    {"gpu_energy_joules_total", C, "joules",
-     "Energy the GPU used since the driver was loaded (tag gpu)."},
+    TELEM_GPU_META_UTILIZATION,
+    TELEM_GPU_META_MEMORY_UTILIZATION,
+    TELEM_GPU_META_POWER,
+    TELEM_GPU_META_TEMPERATURE,
+    TELEM_GPU_META_MEMORY_USED,
+    TELEM_GPU_META_MEMORY_TOTAL,
+    TELEM_GPU_META_SM_CLOCK,
+    TELEM_GPU_META_MEMORY_CLOCK,
+    TELEM_GPU_META_POWER_LIMIT,
+    TELEM_GPU_META_ENERGY,
     {"gpu_clocks_event_reasons", G, "",
      "NVML's clock-event (throttle) reasons bitmask: why the clocks are "
      "below their maximum (tag gpu)."},
-    {"gpu_clocks_event", G, "",
-     "1 while the clock-event (throttle) reason named by tag reason holds, "
-     "else 0 (tags gpu, reason)."},
-    {"gpu_ecc_corrected_errors_total", C, "",
-     "Corrected ECC errors since the driver was loaded, volatile count "
-     "(tag gpu)."},
-    {"gpu_ecc_uncorrected_errors_total", C, "",
-     "Uncorrected ECC errors since the driver was loaded, volatile count "
-     "(tag gpu)."},
+    TELEM_GPU_META_CLOCKS_EVENT,
+    TELEM_GPU_META_ECC_CORRECTED,
+    TELEM_GPU_META_ECC_UNCORRECTED,
     {"gpu_retired_pages_sbe", G, "",
      "Memory pages retired for multiple single-bit ECC errors (tag gpu)."},
     {"gpu_retired_pages_dbe", G, "",
@@ -148,9 +133,7 @@ static const telem_meta_t s_metrics[] = {
      "What the driver asks for: 0 none, 1 GPU reset, 2 node reboot, 3 "
      "drain peer-to-peer, 4 drain and reset (tag gpu; only where the "
      "driver has the field)."},
-    {"gpu_lost", G, "",
-     "1 when NVML reported the GPU lost (fallen off the bus) at this "
-     "sample, else 0 (tag gpu)."},
+    TELEM_GPU_META_LOST,
     {"gpu_xid_last", G, "",
      "Code of the most recent XID error event of the GPU since telemd "
      "started (tag gpu; absent until one arrives)."},

@@ -10,10 +10,10 @@
  * - the six files are opened once and re-read with pread() from offset 0
  *   (telem_stext.h), into one buffer that grows as needed and is kept
  *   between calls;
- * - the process count stats each /proc/<pid> directory through the proc
- *   directory's fd instead of opening and parsing /proc/<pid>/status; the
- *   directory's owner is the process's effective uid (processes that made
- *   themselves non-dumpable, e.g. setuid programs, show as root);
+ * - the process count comes from the walk of /proc the job sampler shares
+ *   (telem_procwalk.h: an fstatat or two per process, nothing opened or
+ *   parsed, and one walk a round for both samplers in telemd); a
+ *   directory's owner is the process's effective uid, non-dumpable or not;
  * - per-core jiffies live in a table indexed by the core's number, with
  *   its tag value formatted once; per-interface and per-disk counters in
  *   small tables whose order follows the files.
@@ -347,26 +347,15 @@ s_do_uptime(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
 
 /* ---- processes ----------------------------------------------------------- */
 
-/* Counts /proc/<pid> directories owned by job_uid: one fstatat per process,
- * nothing opened. */
+/* /proc/<pid> directories owned by the job user, from this round's walk
+ * (an own walker walks on every call). */
 static int
 s_do_procs(tproc_t *self, telem_sampler_emit_fn emit, void *arg)
 {
-    uint64_t n = 0;
-    struct dirent *de;
-    rewinddir(self->proc_dir);
-    while ((de = readdir(self->proc_dir)) != NULL) {
-        if (de->d_name[0] < '1' || de->d_name[0] > '9')
-            continue;
-        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
-            continue;
-        struct stat st;
-        if (fstatat(self->proc_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;           /* exited since readdir */
-        if (S_ISDIR(st.st_mode) && st.st_uid == self->job_uid)
-            n++;
-    }
-    emit(arg, "num_running_processes", NULL, 0, (double) n);
+    telem_procwalk_counts_t c;
+    telem_procwalk_counts(self->walk, self->own_walk ? 0 : self->round_ns,
+                          &c);
+    emit(arg, "num_running_processes", NULL, 0, (double) c.procs);
     return 0;
 }
 
@@ -385,6 +374,7 @@ s_close(void **state_p)
         close(self->sys_block_fd);
     if (self->proc_dir)
         closedir(self->proc_dir);
+    telem_procwalk_destroy(&self->own_walk);
     free(self->ifaces.v);
     free(self->disks.v);
     free(self->cpus);
@@ -406,10 +396,12 @@ s_open(const telem_sampler_env_t *env, int *err)
     const char *root = env->proc_root ? env->proc_root : "/proc";
     for (int i = 0; i < TPROC_F_COUNT; i++)
         self->fds[i] = -1;
-    self->job_uid = env->job_uid;
     self->sys_block_fd = tproc_open_sys_block(root);
     self->proc_dir = opendir(root);
     int rc = !self->proc_dir ? TELEM_EUNSUPPORTED : 0;
+    if (rc == 0 && !(self->walk = env->procwalk))
+        self->walk = self->own_walk = telem_procwalk_new(root, env->job_uid,
+                                                         &rc);
     if (err)
         *err = rc;
     if (rc != 0) {
@@ -427,6 +419,7 @@ s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
     tproc_t *self = state;
     if (!self || !emit)
         return TELEM_EINVAL;
+    self->round_ns = now_ns;
     /* No rates across a clock step backwards; counters still refresh. */
     self->dt_s = self->have_prev && now_ns > self->prev_ns
         ? (double) (now_ns - self->prev_ns) / (double) TELEM_NS_PER_SEC

@@ -56,15 +56,17 @@ typedef struct {
 } tproc_cpu_t;
 
 typedef struct {
-    DIR *proc_dir;              /* proc_root, rewound for each pid scan */
-    int proc_fd;                /* dirfd(proc_dir), for openat/fstatat */
+    DIR *proc_dir;              /* proc_root */
+    int proc_fd;                /* dirfd(proc_dir), for openat */
     int sys_block_fd;           /* <proc_root>/../sys/block, or -1 */
     int fds[TPROC_F_COUNT];     /* -1 until opened */
-    uid_t job_uid;
+    telem_procwalk_t *walk;     /* env's, or own_walk */
+    telem_procwalk_t *own_walk; /* made when env lends none */
     telem_stext_t text;         /* the last file read */
     double dt_s;                /* seconds since the previous call, or 0 */
     bool have_prev;
     int64_t prev_ns;
+    int64_t round_ns;           /* this call's now_ns */
     bool have_cpu, have_ctxt;
     uint64_t prev_cpu[TPROC_CPU_FIELDS], prev_ctxt;
     tproc_cpu_t *cpus;          /* indexed by core number */

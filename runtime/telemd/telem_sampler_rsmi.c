@@ -16,6 +16,11 @@
  * series have no vendor tag).  gpu_temperature_c is the edge sensor, or
  * the junction where the GPU has no edge sensor (MI300).  ECC counts are
  * summed over the blocks that answered at open and also given per block.
+ * Throttling: the ASIC's own throttle status bits (gpu_throttle_status,
+ * gpu_throttled) and, where rocm_smi gives the ASIC-independent bits
+ * (rocm_smi 6 and later), one gpu_clocks_event{reason} flag per reason the
+ * amdgpu driver names, as NVIDIA's and Intel's; the 5.x library (Debian
+ * 12's) drops those bits, so with it there are no named flags.
  * A query that fails skips its value for this call; a GPU of which no query
  * answers gives gpu_lost 1.  sample() fails only when no GPU answered.
  */
@@ -25,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_gpu_meta.h"
+#include "telem_gpulib.h"
 #include "telem_log.h"
 #include "telem_rsmi.h"
 #include "telem_sampler.h"
@@ -37,17 +44,26 @@ typedef struct {
     uint16_t blocks;            /* ECC blocks that answered at open */
 } s_gpu_t;
 
+/* What rsmi_dev_gpu_metrics_info_get writes into: as much as any rocm_smi
+ * writes (telem_rsmi.h). */
+typedef union {
+    trsmi_gpu_metrics_v13_t m;
+    unsigned char bytes[TRSMI_GPU_METRICS_BUF];
+} s_metrics_buf_t;
+
 typedef struct {
     void *lib;
     trsmi_api_t api;
     bool initialised;
     uint32_t ngpus;
     s_gpu_t gpus[S_GPUS_MAX];
+    s_metrics_buf_t metrics;
 } s_rsmi_t;
 
 typedef struct {
     const trsmi_api_t *a;
     const s_gpu_t *g;
+    s_metrics_buf_t *metrics;
     telem_sampler_emit_fn emit;
     void *arg;
     int n;                      /* values emitted */
@@ -56,37 +72,21 @@ typedef struct {
 #define G TELEM_METRIC_GAUGE
 #define C TELEM_METRIC_COUNTER
 static const telem_meta_t s_metrics[] = {
-    {"gpu_utilization", G, "percent",
-     "Percent of time the GPU was busy, as the driver reports it (tags gpu, "
-     "vendor)."},
-    {"gpu_memory_utilization", G, "percent",
-     "Percent of time GPU memory was busy (tags gpu, vendor)."},
-    {"gpu_power_w", G, "W", "Average power drawn by the GPU's socket "
-     "(tags gpu, vendor)."},
-    {"gpu_power_limit_w", G, "W", "Power cap of the GPU (tags gpu, vendor)."},
-    {"gpu_energy_joules_total", C, "joules",
-     "Energy the GPU used since the driver was loaded (tags gpu, vendor)."},
-    {"gpu_temperature_c", G, "celsius",
-     "GPU edge temperature, or junction where there is no edge sensor "
-     "(tags gpu, vendor)."},
+    TELEM_GPU_META_UTILIZATION,
+    TELEM_GPU_META_MEMORY_UTILIZATION,
+    TELEM_GPU_META_POWER,
+    TELEM_GPU_META_POWER_LIMIT,
+    TELEM_GPU_META_ENERGY,
+    TELEM_GPU_META_TEMPERATURE,
     {"gpu_temperature_junction_c", G, "celsius",
      "GPU junction (hotspot) temperature (tags gpu, vendor)."},
-    {"gpu_temperature_memory_c", G, "celsius",
-     "GPU memory (VRAM/HBM) temperature (tags gpu, vendor)."},
-    {"gpu_memory_used_bytes", G, "bytes", "GPU memory (VRAM) in use "
-     "(tags gpu, vendor)."},
-    {"gpu_memory_total_bytes", G, "bytes", "GPU memory (VRAM) installed "
-     "(tags gpu, vendor)."},
-    {"gpu_sm_clock_hertz", G, "hertz",
-     "Current GPU core (system) clock (tags gpu, vendor)."},
-    {"gpu_memory_clock_hertz", G, "hertz", "Current memory clock (tags gpu, "
-     "vendor)."},
-    {"gpu_ecc_corrected_errors_total", C, "",
-     "Correctable ECC errors, summed over the GPU's blocks (tags gpu, "
-     "vendor)."},
-    {"gpu_ecc_uncorrected_errors_total", C, "",
-     "Uncorrectable ECC errors, summed over the GPU's blocks (tags gpu, "
-     "vendor)."},
+    TELEM_GPU_META_TEMPERATURE_MEMORY,
+    TELEM_GPU_META_MEMORY_USED,
+    TELEM_GPU_META_MEMORY_TOTAL,
+    TELEM_GPU_META_SM_CLOCK,
+    TELEM_GPU_META_MEMORY_CLOCK,
+    TELEM_GPU_META_ECC_CORRECTED,
+    TELEM_GPU_META_ECC_UNCORRECTED,
     {"gpu_ecc_block_corrected_errors_total", C, "",
      "Correctable ECC errors of the block named by tag block (tags gpu, "
      "vendor, block)."},
@@ -96,12 +96,9 @@ static const telem_meta_t s_metrics[] = {
     {"gpu_throttle_status", G, "",
      "The GPU's throttle status bits from its gpu_metrics table (ASIC "
      "specific; 0 when not throttled) (tags gpu, vendor)."},
-    {"gpu_throttled", G, "",
-     "1 while the GPU reports any throttle reason, else 0 (tags gpu, "
-     "vendor)."},
-    {"gpu_lost", G, "",
-     "1 when no query of the GPU answered at this sample (the GPU stopped "
-     "answering or fell off the bus), else 0 (tags gpu, vendor)."},
+    TELEM_GPU_META_CLOCKS_EVENT,
+    TELEM_GPU_META_THROTTLED,
+    TELEM_GPU_META_LOST,
     {NULL, G, NULL, NULL}
 };
 #undef G
@@ -234,16 +231,51 @@ s_ecc(s_call_t *c)
 }
 
 static void
+s_put_reason(s_call_t *c, const char *reason, double v)
+{
+    telem_tag_t tags[3] = {{"gpu", c->g->tag}, {"vendor", "amd"},
+                           {"reason", reason}};
+    c->emit(c->arg, "gpu_clocks_event", tags, 3, v);
+    c->n++;
+}
+
+/* The throttle status of the gpu_metrics table: the ASIC's own bits as
+ * they are, and, where the library gives them (rocm_smi 6 and later, on a
+ * table 1.3 or newer), the ASIC-independent bits as one flag per named
+ * reason.  A 5.x library writes only the first 96 bytes: the pattern
+ * left after them says so.  All ones is a field the table lacks. */
+static void
 s_throttle(s_call_t *c)
 {
-    trsmi_gpu_metrics_t m;
-    memset(&m, 0, sizeof m);
+    s_metrics_buf_t *b = c->metrics;
+    const size_t v1 = sizeof b->m.v1, v13 = sizeof b->m;
+    memset(b->bytes, 0, v1);
+    memset(b->bytes + v1, 0xa5, v13 - v1);
     if (!c->a->gpu_metrics
-        || c->a->gpu_metrics(c->g->index, &m) != TRSMI_SUCCESS
-        || m.format_revision != 1)
+        || c->a->gpu_metrics(c->g->index, &b->m.v1) != TRSMI_SUCCESS
+        || b->m.v1.format_revision != 1)
         return;                 /* only the dGPU format has these bits */
-    s_put(c, "gpu_throttle_status", m.throttle_status);
-    s_put(c, "gpu_throttled", m.throttle_status != 0);
+    bool v6 = false;
+    for (size_t i = v1; i < v13 && !v6; i++)
+        v6 = b->bytes[i] != 0xa5;
+    uint32_t dep = b->m.v1.throttle_status;
+    uint64_t indep = b->m.indep_throttle_status;
+    bool have_dep = dep != UINT32_MAX, have_indep = v6 && indep != UINT64_MAX;
+    if (have_dep)
+        s_put(c, "gpu_throttle_status", dep);
+    if (have_dep || have_indep)
+        s_put(c, "gpu_throttled", (have_dep && dep) || (have_indep && indep));
+    if (!have_indep)
+        return;
+    uint64_t unnamed = 0;
+    for (unsigned int bit = 0; bit < 64; bit++) {
+        const char *name = telem_rsmi_throttler_name(bit);
+        if (name)
+            s_put_reason(c, name, (double) ((indep >> bit) & 1u));
+        else
+            unnamed |= indep & (UINT64_C(1) << bit);
+    }
+    s_put_reason(c, "other", unnamed != 0);
 }
 
 /* ---- open, sample, close ----------------------------------------------- */
@@ -323,26 +355,29 @@ s_open(const telem_sampler_env_t *env, int *err)
     return self;
 }
 
+/* One GPU: every group of fields, then gpu_lost (no query answered). */
+static int
+s_sample_gpu(void *state, size_t i, telem_sampler_emit_fn emit, void *arg)
+{
+    static void (*const groups[])(s_call_t *) = {s_activity, s_power,
+                                                 s_temperatures, s_clocks,
+                                                 s_ecc, s_throttle};
+    s_rsmi_t *self = state;
+    s_call_t c = {&self->api, &self->gpus[i], &self->metrics, emit, arg, 0};
+    for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++)
+        groups[k](&c);
+    int n = c.n;
+    s_put(&c, "gpu_lost", n == 0);
+    return n;
+}
+
 static int
 s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     (void) now_ns;
-    s_rsmi_t *self = state;
-    if (!self || !emit)
-        return TELEM_EINVAL;
-    int nvalues = 0;
-    void (*const groups[])(s_call_t *) = {s_activity, s_power,
-                                          s_temperatures, s_clocks, s_ecc,
-                                          s_throttle};
-    for (uint32_t i = 0; i < self->ngpus; i++) {
-        s_call_t c = {&self->api, &self->gpus[i], emit, arg, 0};
-        for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++)
-            groups[k](&c);
-        int n = c.n;
-        s_put(&c, "gpu_lost", n == 0);
-        nvalues += n;
-    }
-    return nvalues > 0 ? 0 : TELEM_EIO;
+    const s_rsmi_t *self = state;
+    return telem_gpulib_sample(state, self ? self->ngpus : 0, s_sample_gpu,
+                               emit, arg);
 }
 
 const telem_sampler_vt_t telem_sampler_rsmi = {

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "telem_gpu_meta.h"
+#include "telem_gpulib.h"
 #include "telem_log.h"
 #include "telem_sampler.h"
 #include "telem_ze.h"
@@ -73,40 +75,24 @@ static const char *const s_categories[TZES_RAS_CATEGORIES] = {
 #define G TELEM_METRIC_GAUGE
 #define C TELEM_METRIC_COUNTER
 static const telem_meta_t s_metrics[] = {
-    {"gpu_utilization", G, "percent",
-     "Percent of the last sample period the GPU's engines were active "
-     "(tags gpu, vendor)."},
-    {"gpu_power_w", G, "W", "Average power over the last sample period, "
-     "from the energy counter (tags gpu, vendor)."},
-    {"gpu_energy_joules_total", C, "joules",
-     "Energy the GPU used, Sysman's counter (tags gpu, vendor)."},
-    {"gpu_temperature_c", G, "celsius",
-     "Hottest GPU temperature sensor (tags gpu, vendor)."},
-    {"gpu_temperature_memory_c", G, "celsius",
-     "Hottest GPU memory temperature sensor (tags gpu, vendor)."},
-    {"gpu_memory_used_bytes", G, "bytes", "GPU memory allocated, over all "
-     "modules (tags gpu, vendor)."},
-    {"gpu_memory_total_bytes", G, "bytes",
-     "GPU memory allocatable, over all modules (tags gpu, vendor)."},
-    {"gpu_sm_clock_hertz", G, "hertz", "Actual GPU clock (tags gpu, "
-     "vendor)."},
-    {"gpu_memory_clock_hertz", G, "hertz", "Actual memory clock (tags gpu, "
-     "vendor)."},
+    TELEM_GPU_META_UTILIZATION,
+    TELEM_GPU_META_POWER,
+    TELEM_GPU_META_ENERGY,
+    TELEM_GPU_META_TEMPERATURE,
+    TELEM_GPU_META_TEMPERATURE_MEMORY,
+    TELEM_GPU_META_MEMORY_USED,
+    TELEM_GPU_META_MEMORY_TOTAL,
+    TELEM_GPU_META_SM_CLOCK,
+    TELEM_GPU_META_MEMORY_CLOCK,
     {"gpu_throttle_reasons", G, "",
      "Sysman's throttle reasons bitmask of the GPU clock (tags gpu, "
      "vendor)."},
-    {"gpu_throttled", G, "",
-     "1 while the GPU clock is throttled for any reason, else 0 (tags gpu, "
-     "vendor)."},
-    {"gpu_clocks_event", G, "",
-     "1 while the throttle reason named by tag reason holds, else 0 (tags "
-     "gpu, reason, vendor)."},
+    TELEM_GPU_META_THROTTLED,
+    TELEM_GPU_META_CLOCKS_EVENT,
     {"gpu_ras_errors_total", C, "",
      "RAS errors of the type (correctable, uncorrectable) and category "
      "named by the tags (tags gpu, vendor, type, category)."},
-    {"gpu_lost", G, "",
-     "1 when the device was lost or no query answered at this sample, "
-     "else 0 (tags gpu, vendor)."},
+    TELEM_GPU_META_LOST,
     {NULL, G, NULL, NULL}
 };
 #undef G
@@ -355,25 +341,30 @@ s_open(const telem_sampler_env_t *env, int *err)
     return self;
 }
 
+/* One GPU: the groups of fields until the device is lost, then gpu_lost
+ * (lost, or no query answered). */
+static int
+s_sample_gpu(void *state, size_t i, telem_sampler_emit_fn emit, void *arg)
+{
+    static void (*const groups[])(s_call_t *) = {s_engine_power,
+                                                 s_memory_temp, s_frequency,
+                                                 s_ras};
+    s_ze_t *self = state;
+    s_call_t c = {&self->api, &self->gpus[i], emit, arg, 0, 0, false};
+    for (size_t k = 0; k < sizeof groups / sizeof groups[0] && !c.lost; k++)
+        groups[k](&c);
+    int n = c.n;
+    s_put(&c, "gpu_lost", c.lost || c.answered == 0);
+    return n;
+}
+
 static int
 s_sample(void *state, int64_t now_ns, telem_sampler_emit_fn emit, void *arg)
 {
     (void) now_ns;
-    s_ze_t *self = state;
-    if (!self || !emit)
-        return TELEM_EINVAL;
-    int nvalues = 0;
-    void (*const groups[])(s_call_t *) = {s_engine_power, s_memory_temp,
-                                          s_frequency, s_ras};
-    for (int i = 0; i < self->ngpus; i++) {
-        s_call_t c = {&self->api, &self->gpus[i], emit, arg, 0, 0, false};
-        for (size_t k = 0; k < 4 && !c.lost; k++)
-            groups[k](&c);
-        int n = c.n;
-        s_put(&c, "gpu_lost", c.lost || c.answered == 0);
-        nvalues += n;
-    }
-    return nvalues > 0 ? 0 : TELEM_EIO;
+    const s_ze_t *self = state;
+    return telem_gpulib_sample(state, self ? (size_t) self->ngpus : 0,
+                               s_sample_gpu, emit, arg);
 }
 
 const telem_sampler_vt_t telem_sampler_ze = {

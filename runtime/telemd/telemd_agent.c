@@ -83,16 +83,21 @@ s_self_stats(void *arg, telem_sampler_self_stats_t *out)
 static void
 s_open_samplers(telemd_agent_t *self)
 {
+    const char *proc_root = self->cfg.proc_root ? self->cfg.proc_root
+                                                : "/proc";
+    /* NULL when proc_root cannot be read: the samplers then say so. */
+    self->procwalk = telem_procwalk_new(proc_root, self->cfg.job_uid, NULL);
     telem_sampler_env_t env = {
         .node = self->node,
         .job_uid = self->cfg.job_uid,
-        .proc_root = self->cfg.proc_root ? self->cfg.proc_root : "/proc",
+        .proc_root = proc_root,
         .sys_root = self->cfg.sys_root ? self->cfg.sys_root : "/sys",
         .nvml_library = self->cfg.nvml_library,
         .rsmi_library = self->cfg.rsmi_library,
         .ze_library = self->cfg.ze_library,
         .self_stats = s_self_stats,
         .self_stats_arg = self,
+        .procwalk = self->procwalk,
     };
     for (size_t i = 0; i < TELEMD_AGENT_SAMPLERS; i++) {
         const telem_sampler_vt_t *vt = s_samplers[i];
@@ -194,6 +199,7 @@ telemd_agent_destroy(telemd_agent_t **self_p)
     for (size_t i = 0; i < TELEMD_AGENT_SAMPLERS; i++)
         if (self->sampler_state[i])
             s_samplers[i]->close(&self->sampler_state[i]);
+    telem_procwalk_destroy(&self->procwalk);
     telemd_reply_destroy(&self->reply);
     telemd_log_destroy(&self->log);
     telem_store_destroy(&self->store);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "telem_log.h"
+#include "telem_procwalk.h"
 #include "telem_proto.h"
 #include "telem_store.h"
 #include "telemd_agent.h"
@@ -44,6 +45,8 @@ struct telemd_agent {
                                                           batch_tags */
     uint32_t npending;
     void *sampler_state[TELEMD_AGENT_SAMPLERS];
+    telem_procwalk_t *procwalk;     /* lent to the samplers: one walk of
+                                       /proc a round for proc and job */
     int64_t sample_now;                /* timestamp for emitted samples */
     uint64_t bad_messages;             /* input refused as malformed or
                                           on the wrong socket */

@@ -39,13 +39,14 @@
  * malformed line makes nvmlInit_v2 print it on stderr and return
  * NVML_ERROR_UNKNOWN (999).
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gpu_test_script.h"
 
 #define API __attribute__((visibility("default")))
 #define OK 0
@@ -116,72 +117,47 @@ static struct {
 
 /* ---- the script ---------------------------------------------------------- */
 
-static bool
-s_num(const char *tok, unsigned long long *v)
-{
-    if (!tok || !*tok || *tok == '-')
-        return false;
-    char *end;
-    errno = 0;
-    *v = strtoull(tok, &end, 0);
-    return errno == 0 && *end == '\0';
-}
-
-static int
-s_key(const char *k)
-{
-    for (int i = 0; i < K_N; i++)
-        if (k && strcmp(k, s_keys[i]) == 0)
-            return i;
-    return -1;
-}
-
 /* "gpu I ..." after "gpu": false when malformed. */
 static bool
 s_gpu_line(char *save)
 {
     unsigned long long i, v[5];
-    char *tok = strtok_r(NULL, " \t", &save);
-    if (!s_num(tok, &i) || i >= S.ngpus)
+    char *tok = gts_tok(&save);
+    if (!gts_num(tok, &i) || i >= S.ngpus)
         return false;
     gpu_t *g = &S.gpus[i];
-    char *what = strtok_r(NULL, " \t", &save);
+    char *what = gts_tok(&save);
     if (!what)
         return false;
     if (strcmp(what, "lost") == 0)
-        return (g->lost = true, strtok_r(NULL, " \t", &save) == NULL);
+        return (g->lost = true, gts_tok(&save) == NULL);
     if (strcmp(what, "fail") == 0) {
-        int k = s_key(strtok_r(NULL, " \t", &save));
-        if (k < 0 || !s_num(strtok_r(NULL, " \t", &save), &v[0]) || v[0] == 0)
+        int k = gts_key(gts_tok(&save), s_keys, K_N);
+        if (k < 0 || !gts_num(gts_tok(&save), &v[0]) || v[0] == 0)
             return false;
         g->fail[k] = (int) v[0];
-        return strtok_r(NULL, " \t", &save) == NULL;
+        return gts_tok(&save) == NULL;
     }
     if (strcmp(what, "nvlink") == 0) {
         for (int k = 0; k < 6; k++)
-            if (!s_num(strtok_r(NULL, " \t", &save), k ? &v[k - 1] : &i))
+            if (!gts_num(gts_tok(&save), k ? &v[k - 1] : &i))
                 return false;
         if (i >= LINKS_MAX)
             return false;
         g->link[i] = true;
         memcpy(g->link_v[i], v, sizeof v);
-        return strtok_r(NULL, " \t", &save) == NULL;
+        return gts_tok(&save) == NULL;
     }
-    int k = s_key(what);
+    int k = gts_key(what, s_keys, K_N);
     if (k < 0 || k == K_HANDLE || k == K_NVLINK_ERRORS || k == K_REGISTER)
         return false;
     g->set[k] = true;
-    if (k >= K_NAME) {          /* text: the rest of the line */
-        char *rest = save + strspn(save, " \t");
-        if (!*rest || strlen(rest) >= TEXT_MAX)
-            return false;
-        snprintf(g->text[k], TEXT_MAX, "%s", rest);
-        return true;
-    }
+    if (k >= K_NAME)            /* text: the rest of the line */
+        return gts_rest(save, g->text[k], TEXT_MAX);
     for (int a = 0; a < s_arity[k]; a++)
-        if (!s_num(strtok_r(NULL, " \t", &save), &g->v[k][a]))
+        if (!gts_num(gts_tok(&save), &g->v[k][a]))
             return false;
-    return strtok_r(NULL, " \t", &save) == NULL;
+    return gts_tok(&save) == NULL;
 }
 
 /* "at AFTER_MS gpu I ...": kept for later, its gpu statement checked now
@@ -190,7 +166,7 @@ static bool
 s_later(char *save)
 {
     unsigned long long ms;
-    if (!s_num(strtok_r(NULL, " \t", &save), &ms) || S.nlater == LATER_MAX)
+    if (!gts_num(gts_tok(&save), &ms) || S.nlater == LATER_MAX)
         return false;
     char *rest = save + strspn(save, " \t"), copy[256];
     if (strncmp(rest, "gpu", 3) != 0 || strlen(rest) >= sizeof copy)
@@ -214,7 +190,7 @@ s_later(char *save)
 static bool
 s_line(char *line)
 {
-    char *save = NULL, *rest;
+    char *save = NULL;
     unsigned long long a, b, c;
     char *tok = strtok_r(line, " \t", &save);
     if (!tok || tok[0] == '#')
@@ -223,29 +199,22 @@ s_line(char *line)
         return s_later(save);
     if (strcmp(tok, "gpu") == 0)
         return s_gpu_line(save);
-    if (strcmp(tok, "gpus") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a >= 1
-               && a <= GPUS_MAX && (S.ngpus = (unsigned) a, true);
-    if (strcmp(tok, "init_fail") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a > 0
-               && (S.init_fail = (int) a, true);
-    if (strcmp(tok, "driver") == 0 || strcmp(tok, "nvml") == 0) {
-        rest = save + strspn(save, " \t");
-        if (!*rest || strlen(rest) >= TEXT_MAX)
-            return false;
-        snprintf(tok[0] == 'd' ? S.driver : S.nvml, TEXT_MAX, "%s", rest);
-        return true;
-    }
+    if (strcmp(tok, "driver") == 0 || strcmp(tok, "nvml") == 0)
+        return gts_rest(save, tok[0] == 'd' ? S.driver : S.nvml, TEXT_MAX);
     if (strcmp(tok, "xid") == 0) {
-        if (!s_num(strtok_r(NULL, " \t", &save), &a) || a >= S.ngpus
-            || !s_num(strtok_r(NULL, " \t", &save), &b)
-            || !s_num(strtok_r(NULL, " \t", &save), &c)
+        if (!gts_num(gts_tok(&save), &a) || a >= S.ngpus
+            || !gts_num(gts_tok(&save), &b)
+            || !gts_num(gts_tok(&save), &c)
             || S.nxids == XIDS_MAX)
             return false;
         S.xids[S.nxids++] = (xid_t) {(unsigned) a, b, (long long) c, false};
         return true;
     }
-    return false;
+    unsigned fail = 0;
+    int rc = gts_common(tok, &save, &S.ngpus, GPUS_MAX, &fail);
+    if (rc == 1 && fail)
+        S.init_fail = (int) fail;
+    return rc == 1;
 }
 
 /* The script's name, "{node}" replaced by $TELEM_NODE. */
@@ -267,31 +236,14 @@ s_load(void)
 {
     char pbuf[4096];
     const char *path = s_path(pbuf, sizeof pbuf);
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f) {
-        fprintf(stderr, "nvml_test: cannot read TELEM_NVML_TEST_SCRIPT\n");
-        return E_UNKNOWN;
-    }
     memset(S.gpus, 0, sizeof S.gpus);
     S.ngpus = 1;
     S.nxids = 0;
     S.nlater = 0;
     S.init_fail = 0;
     S.driver[0] = S.nvml[0] = '\0';
-    char line[512];
-    int rc = OK, n = 0;
-    while (rc == OK && fgets(line, sizeof line, f)) {
-        n++;
-        line[strcspn(line, "\r\n")] = '\0';
-        char copy[512];
-        snprintf(copy, sizeof copy, "%s", line);
-        if (!s_line(line)) {
-            fprintf(stderr, "nvml_test: %s:%d: malformed: %s\n", path, n, copy);
-            rc = E_UNKNOWN;
-        }
-    }
-    fclose(f);
-    return rc;
+    return gts_read("nvml_test", "TELEM_NVML_TEST_SCRIPT", path ? path : "",
+                    s_line) ? OK : E_UNKNOWN;
 }
 
 /* ---- the library --------------------------------------------------------- */

@@ -7,8 +7,11 @@
  * rsmi_dev_energy_count_get).  Never installed; telemd loads it only when
  * a test gives --rocm-smi-lib.
  *
- * rsmi_init reads the file named by $TELEM_RSMI_TEST_SCRIPT, one statement
- * a line ('#' starts a comment):
+ * rsmi_init and rsmi_shut_down are counted, as rocm_smi counts them: the
+ * first rsmi_init reads the file named by $TELEM_RSMI_TEST_SCRIPT and the
+ * GPUs answer until the last rsmi_shut_down (telemd's sampler and its
+ * system snapshot each hold one).  The file has one statement a line ('#'
+ * starts a comment):
  *   gpus N                      GPUs rocm_smi reports (1-16)
  *   init_fail CODE              rsmi_init returns CODE
  *   driver TEXT                 the driver version
@@ -16,20 +19,27 @@
  *   gpu I busy PCT | mem_busy PCT | vram TOTAL USED | power_uw V
  *   gpu I cap_uw V | energy COUNT RESOLUTION_NJ | temp_edge MILLIC
  *   gpu I temp_junction MILLIC | temp_memory MILLIC | clk_sys HZ
- *   gpu I clk_mem HZ | throttle BITS | unique_id V | pci_id BDFID
+ *   gpu I clk_mem HZ | throttle BITS [INDEP] | unique_id V | pci_id BDFID
  *   gpu I ecc BIT CORRECTABLE UNCORRECTABLE   (BIT: the block's bit, 0-13)
  *   gpu I fail WHAT CODE        the query WHAT (a key above) returns CODE
  *   gpu I gone                  every query of GPU I returns FILE_ERROR
+ * rsmi_dev_gpu_metrics_info_get writes rocm_smi 5.2's 96-byte struct
+ * (throttle_status BITS), or, where the throttle line has INDEP, rocm_smi
+ * 6.2's 1,832-byte one, as a newer library would: the ASIC-independent
+ * bits INDEP at byte 112 and every field of its own past the first 96
+ * bytes all ones (not in the table).
  * Numbers are C integers.  A value never set is RSMI_STATUS_NOT_SUPPORTED.
  * A malformed line makes rsmi_init print it on stderr and return
  * RSMI_STATUS_UNKNOWN_ERROR.
  */
-#include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpu_test_script.h"
 
 #define API __attribute__((visibility("default")))
 #define OK 0u
@@ -53,7 +63,7 @@ static const char *const s_keys[K_N] = {
 static const int s_arity[K_ECC] = {1, 1, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1};
 
 typedef struct {
-    bool set[K_N], gone;
+    bool set[K_N], gone, metrics_v6;
     uint32_t fail[K_N];
     unsigned long long v[K_N][2];
     bool ecc[14];
@@ -65,67 +75,52 @@ static struct {
     unsigned int ngpus;
     gpu_t gpus[GPUS_MAX];
     char driver[TEXT_MAX];
-    uint32_t init_fail;
+    unsigned int init_fail;
     bool loaded;
+    unsigned int refs;          /* rsmi_init calls not shut down yet */
 } S;
+static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* "gpu I fail WHAT CODE": the query WHAT answers CODE. */
 static bool
-s_num(const char *tok, unsigned long long *v)
+s_fail(gpu_t *g, char *save)
 {
-    if (!tok || !*tok || *tok == '-')
+    unsigned long long v;
+    int k = gts_key(gts_tok(&save), s_keys, K_N);
+    if (k < 0 || !gts_num(gts_tok(&save), &v) || !v)
         return false;
-    char *end;
-    errno = 0;
-    *v = strtoull(tok, &end, 0);
-    return errno == 0 && *end == '\0';
-}
-
-static int
-s_key(const char *k)
-{
-    for (int i = 0; i < K_N; i++)
-        if (k && strcmp(k, s_keys[i]) == 0)
-            return i;
-    return -1;
-}
-
-static bool
-s_text(char *save, char *dst)
-{
-    char *rest = save + strspn(save, " \t");
-    if (!*rest || strlen(rest) >= TEXT_MAX)
-        return false;
-    snprintf(dst, TEXT_MAX, "%s", rest);
-    return true;
+    g->fail[k] = (uint32_t) v;
+    return gts_tok(&save) == NULL;
 }
 
 static bool
 s_gpu_line(char *save)
 {
     unsigned long long i, v[3];
-    if (!s_num(strtok_r(NULL, " \t", &save), &i) || i >= S.ngpus)
+    if (!gts_num(gts_tok(&save), &i) || i >= S.ngpus)
         return false;
     gpu_t *g = &S.gpus[i];
-    char *what = strtok_r(NULL, " \t", &save);
+    char *what = gts_tok(&save);
     if (what && strcmp(what, "gone") == 0)
-        return (g->gone = true, strtok_r(NULL, " \t", &save) == NULL);
-    if (what && strcmp(what, "fail") == 0) {
-        int k = s_key(strtok_r(NULL, " \t", &save));
-        if (k < 0 || !s_num(strtok_r(NULL, " \t", &save), &v[0]) || !v[0])
-            return false;
-        g->fail[k] = (uint32_t) v[0];
-        return strtok_r(NULL, " \t", &save) == NULL;
-    }
-    int k = s_key(what);
+        return (g->gone = true, gts_tok(&save) == NULL);
+    if (what && strcmp(what, "fail") == 0)
+        return s_fail(g, save);
+    int k = gts_key(what, s_keys, K_N);
     if (k < 0)
         return false;
     g->set[k] = true;
     if (k >= K_NAME)
-        return s_text(save, g->text[k]);
+        return gts_rest(save, g->text[k], TEXT_MAX);
     int n = k == K_ECC ? 3 : s_arity[k];
     for (int a = 0; a < n; a++)
-        if (!s_num(strtok_r(NULL, " \t", &save), &v[a]))
+        if (!gts_num(gts_tok(&save), &v[a]))
             return false;
+    if (k == K_THROTTLE) {
+        char *indep = gts_tok(&save);
+        g->metrics_v6 = indep != NULL;
+        if (indep && !gts_num(indep, &v[1]))
+            return false;
+    }
     if (k == K_ECC) {
         if (v[0] >= 14)
             return false;
@@ -133,54 +128,30 @@ s_gpu_line(char *save)
         memcpy(g->ecc_v[v[0]], v + 1, sizeof g->ecc_v[0]);
     } else
         memcpy(g->v[k], v, sizeof g->v[k]);
-    return strtok_r(NULL, " \t", &save) == NULL;
+    return gts_tok(&save) == NULL;
 }
 
 static bool
 s_line(char *line)
 {
     char *save = NULL;
-    unsigned long long a;
     char *tok = strtok_r(line, " \t", &save);
     if (!tok || tok[0] == '#')
         return true;
     if (strcmp(tok, "gpu") == 0)
         return s_gpu_line(save);
-    if (strcmp(tok, "gpus") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a >= 1
-               && a <= GPUS_MAX && (S.ngpus = (unsigned) a, true);
-    if (strcmp(tok, "init_fail") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a > 0
-               && (S.init_fail = (uint32_t) a, true);
     if (strcmp(tok, "driver") == 0)
-        return s_text(save, S.driver);
-    return false;
+        return gts_rest(save, S.driver, TEXT_MAX);
+    return gts_common(tok, &save, &S.ngpus, GPUS_MAX, &S.init_fail) == 1;
 }
 
 static uint32_t
 s_load(void)
 {
-    const char *path = getenv("TELEM_RSMI_TEST_SCRIPT");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f) {
-        fprintf(stderr, "rsmi_test: cannot read TELEM_RSMI_TEST_SCRIPT\n");
-        return E_UNKNOWN;
-    }
     memset(&S, 0, sizeof S);
     S.ngpus = 1;
-    char line[512], copy[512];
-    uint32_t rc = OK;
-    for (int n = 1; rc == OK && fgets(line, sizeof line, f); n++) {
-        line[strcspn(line, "\r\n")] = '\0';
-        snprintf(copy, sizeof copy, "%s", line);
-        if (!s_line(line)) {
-            fprintf(stderr, "rsmi_test: %s:%d: malformed: %s\n", path, n,
-                    copy);
-            rc = E_UNKNOWN;
-        }
-    }
-    fclose(f);
-    return rc;
+    return gts_read("rsmi_test", "TELEM_RSMI_TEST_SCRIPT", NULL, s_line)
+           ? OK : E_UNKNOWN;
 }
 
 /* ---- the library ------------------------------------------------------- */
@@ -188,14 +159,26 @@ s_load(void)
 API uint32_t rsmi_init(uint64_t flags)
 {
     (void) flags;
-    uint32_t rc = s_load();
-    S.loaded = rc == OK && S.init_fail == OK;
-    return rc == OK ? S.init_fail : rc;
+    pthread_mutex_lock(&s_lock);
+    uint32_t rc = OK;
+    if (S.refs == 0) {
+        rc = s_load();
+        if (rc == OK)
+            rc = S.init_fail;
+        S.loaded = rc == OK;
+    }
+    if (rc == OK)
+        S.refs++;
+    pthread_mutex_unlock(&s_lock);
+    return rc;
 }
 
 API uint32_t rsmi_shut_down(void)
 {
-    S.loaded = false;
+    pthread_mutex_lock(&s_lock);
+    if (S.refs > 0 && --S.refs == 0)
+        S.loaded = false;
+    pthread_mutex_unlock(&s_lock);
     return OK;
 }
 
@@ -257,15 +240,21 @@ API uint32_t rsmi_dev_energy_count_get(uint32_t i, uint64_t *count,
 API uint32_t rsmi_dev_gpu_metrics_info_get(uint32_t i, void *out)
 {
     GET(i, K_THROTTLE);
-    /* rsmi_gpu_metrics_t v1: throttle_status at byte 68 of 96 */
-    unsigned char buf[96];
-    memset(buf, 0, sizeof buf);
-    buf[0] = sizeof buf;
+    /* rsmi_gpu_metrics_t: throttle_status at byte 68; rocm_smi 6.2's
+     * indep_throttle_status at byte 112 of 1,832 */
+    unsigned char buf[1832];
+    size_t size = g->metrics_v6 ? sizeof buf : 96;
+    memset(buf, 0, 96);
+    memset(buf + 96, 0xff, sizeof buf - 96);
+    buf[0] = (unsigned char) (size & 0xff);
+    buf[1] = (unsigned char) (size >> 8);
     buf[2] = 1;
     buf[3] = 3;
     uint32_t bits = (uint32_t) g->v[K_THROTTLE][0];
     memcpy(buf + 68, &bits, sizeof bits);
-    memcpy(out, buf, sizeof buf);
+    uint64_t indep = g->v[K_THROTTLE][1];
+    memcpy(buf + 112, &indep, sizeof indep);
+    memcpy(out, buf, size);
     return OK;
 }
 #endif

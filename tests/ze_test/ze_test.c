@@ -24,12 +24,13 @@
  *   gpu I lost             every query returns ZE_RESULT_ERROR_DEVICE_LOST
  * A malformed line makes init print it and return ZE_RESULT_ERROR_UNKNOWN.
  */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpu_test_script.h"
 
 #define API __attribute__((visibility("default")))
 #define OK 0u
@@ -70,39 +71,10 @@ struct gpu {
 static struct {
     unsigned int ngpus;
     gpu_t gpus[GPUS_MAX];
-    uint32_t init_fail;
+    unsigned int init_fail;
     bool loaded, sysman;
     int driver;                 /* the one driver handle's storage */
 } S;
-
-static bool
-s_num(const char *tok, unsigned long long *v)
-{
-    if (!tok || !*tok || *tok == '-')
-        return false;
-    char *end;
-    errno = 0;
-    *v = strtoull(tok, &end, 0);
-    return errno == 0 && *end == '\0';
-}
-
-static int
-s_kind(const char *k)
-{
-    for (int i = 0; i < F_N; i++)
-        if (k && strcmp(k, s_kinds[i]) == 0)
-            return i;
-    return -1;
-}
-
-static bool
-s_nums(char **save, unsigned long long *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!s_num(strtok_r(NULL, " \t", save), &v[i]))
-            return false;
-    return strtok_r(NULL, " \t", save) == NULL;
-}
 
 static bool
 s_resource(gpu_t *g, int kind, char *save)
@@ -113,14 +85,14 @@ s_resource(gpu_t *g, int kind, char *save)
     res_t *r = &g->res[kind][g->nres[kind]];
     *r = (res_t) {.gpu = g, .kind = kind};
     if (kind == R_FW) {
-        char *name = strtok_r(NULL, " \t", &save);
-        char *ver = strtok_r(NULL, " \t", &save);
+        char *name = gts_tok(&save);
+        char *ver = gts_tok(&save);
         if (!name || !ver || strlen(name) >= TEXT_MAX
             || strlen(ver) >= TEXT_MAX)
             return false;
         strcpy(r->text[0], name);
         strcpy(r->text[1], ver);
-    } else if (!s_nums(&save, r->v, arity[kind]))
+    } else if (!gts_nums(&save, r->v, arity[kind]))
         return false;
     if (kind == R_TEMP || kind == R_FREQ || kind == R_RAS)
         r->type = (uint32_t) r->v[0];
@@ -133,32 +105,25 @@ s_gpu_line(char *save)
 {
     unsigned long long i, v;
     static const char *const texts[3] = {"name", "serial", "driver"};
-    if (!s_num(strtok_r(NULL, " \t", &save), &i) || i >= S.ngpus)
+    if (!gts_num(gts_tok(&save), &i) || i >= S.ngpus)
         return false;
     gpu_t *g = &S.gpus[i];
-    char *what = strtok_r(NULL, " \t", &save);
-    if (!what)
-        return false;
-    for (int t = 0; t < 3; t++)
-        if (strcmp(what, texts[t]) == 0) {
-            char *rest = save + strspn(save, " \t");
-            if (!*rest || strlen(rest) >= TEXT_MAX)
-                return false;
-            strcpy(g->text[t], rest);
-            return true;
-        }
-    if (strcmp(what, "lost") == 0)
-        return (g->lost = true, strtok_r(NULL, " \t", &save) == NULL);
-    if (strcmp(what, "pci") == 0)
-        return (g->have_pci = true, s_nums(&save, g->pci, 4));
-    if (strcmp(what, "fail") == 0) {
-        int k = s_kind(strtok_r(NULL, " \t", &save));
-        if (k < 0 || !s_num(strtok_r(NULL, " \t", &save), &v) || !v)
+    char *what = gts_tok(&save);
+    int t = gts_key(what, texts, 3);
+    if (t >= 0)
+        return gts_rest(save, g->text[t], TEXT_MAX);
+    if (what && strcmp(what, "lost") == 0)
+        return (g->lost = true, gts_tok(&save) == NULL);
+    if (what && strcmp(what, "pci") == 0)
+        return (g->have_pci = true, gts_nums(&save, g->pci, 4));
+    if (what && strcmp(what, "fail") == 0) {
+        int k = gts_key(gts_tok(&save), s_kinds, F_N);
+        if (k < 0 || !gts_num(gts_tok(&save), &v) || !v)
             return false;
         g->fail[k] = (uint32_t) v;
-        return strtok_r(NULL, " \t", &save) == NULL;
+        return gts_tok(&save) == NULL;
     }
-    int k = s_kind(what);
+    int k = gts_key(what, s_kinds, F_N);
     return k >= 0 && k < R_N && s_resource(g, k, save);
 }
 
@@ -166,43 +131,21 @@ static bool
 s_line(char *line)
 {
     char *save = NULL;
-    unsigned long long a;
     char *tok = strtok_r(line, " \t", &save);
     if (!tok || tok[0] == '#')
         return true;
     if (strcmp(tok, "gpu") == 0)
         return s_gpu_line(save);
-    if (strcmp(tok, "gpus") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a >= 1
-               && a <= GPUS_MAX && (S.ngpus = (unsigned) a, true);
-    if (strcmp(tok, "init_fail") == 0)
-        return s_num(strtok_r(NULL, " \t", &save), &a) && a > 0
-               && (S.init_fail = (uint32_t) a, true);
-    return false;
+    return gts_common(tok, &save, &S.ngpus, GPUS_MAX, &S.init_fail) == 1;
 }
 
 static uint32_t
 s_init(bool sysman)
 {
-    const char *path = getenv("TELEM_ZE_TEST_SCRIPT");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f) {
-        fprintf(stderr, "ze_test: cannot read TELEM_ZE_TEST_SCRIPT\n");
-        return E_UNKNOWN;
-    }
     memset(&S, 0, sizeof S);
     S.ngpus = 1;
-    char line[512], copy[512];
-    uint32_t rc = OK;
-    for (int n = 1; rc == OK && fgets(line, sizeof line, f); n++) {
-        line[strcspn(line, "\r\n")] = '\0';
-        snprintf(copy, sizeof copy, "%s", line);
-        if (!s_line(line)) {
-            fprintf(stderr, "ze_test: %s:%d: malformed: %s\n", path, n, copy);
-            rc = E_UNKNOWN;
-        }
-    }
-    fclose(f);
+    uint32_t rc = gts_read("ze_test", "TELEM_ZE_TEST_SCRIPT", NULL, s_line)
+                  ? OK : E_UNKNOWN;
     if (rc == OK)
         rc = S.init_fail;
     S.loaded = rc == OK;

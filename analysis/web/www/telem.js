@@ -38,14 +38,17 @@
  *     (the live page fetches GET telem/snapshot?node=N once per node)
  *
  * What it draws: a header (nodes with state badges, restarts, missing
- * nodes), one chart per collector metric (one line per host/gpu), one per
- * node metric (one line per node), the rows of telem_rows.js (per-core
- * CPU, pressure, InfiniBand, GPU health with XID events; in live mode the
- * metrics under its PREFIXES, from api/suggest, in one POST api/query), detector events and restarts as vertical
- * markers on every chart and as lists below, and per node a details
- * element (class "telem-system", data-node) summing up its system
- * snapshot.  Each chart is an element of
- * class "telem-chart" with data-metric and data-series (lines drawn).
+ * nodes), one chart per collector metric (one line per host/gpu; with
+ * none, one line saying so), one per node metric (one line per node), the
+ * rows of telem_rows.js (per-core CPU, pressure, InfiniBand, GPU health
+ * with XID events; in live mode the metrics under its PREFIXES, from
+ * api/suggest, in one POST api/query), detector events and restarts as
+ * vertical markers on every chart and as lists below, and per node a
+ * details element (class "telem-system", data-node) summing up its system
+ * snapshot.  Each chart is an element of class "telem-chart" with
+ * data-metric, data-series (lines drawn), data-y-range (the y axis drawn,
+ * "min,max") and data-marks (the labelled markers drawn and where, JSON;
+ * see markerPlugin()).
  * Data only ever reaches the page as text (textContent), never as markup.
  * Times are shown in UTC.
  */
@@ -134,35 +137,67 @@
   }
 
   // A uPlot plugin drawing vertical dashed lines at state.marks' times,
-  // with the text of a mark's label, if it has one, beside its line.
+  // then the text of each mark's label, if it has one, beside its line: to
+  // its right (to its left where the plot ends), a gap away, so that the
+  // line stays whole, and one text row lower than a label it would
+  // overlap.  A label has a white halo, not a box, so that the data lines
+  // under it still show.  What it drew goes to the chart's element as
+  // data-marks, [{label, t (s), x, left, right}] in CSS pixels, and the y
+  // scale as data-y-range "min,max": the page's checks read them.
   function markerPlugin(state) {
     return { hooks: { draw: [function (u) {
       var ctx = u.ctx, top = u.bbox.top, bottom = top + u.bbox.height;
-      var left = u.bbox.left, right = left + u.bbox.width;
+      var left = u.bbox.left, right = left + u.bbox.width, px = uPlot.pxRatio;
+      var gap = 4 * px, rowH = 13 * px, placed = [], drawn = [];
+      var shown = state.marks.map(function (m) {
+        return { m: m, x: Math.round(u.valToPos(m.t, "x", true)) };
+      }).filter(function (k) { return k.x >= left && k.x <= right; });
       ctx.save();
-      ctx.lineWidth = Math.max(1, uPlot.pxRatio * 1.5);
-      ctx.setLineDash([6 * uPlot.pxRatio, 4 * uPlot.pxRatio]);
-      ctx.font = Math.round(10 * uPlot.pxRatio) + "px sans-serif";
-      ctx.textBaseline = "top";
-      state.marks.forEach(function (m) {
-        var x = Math.round(u.valToPos(m.t, "x", true));
-        if (!(x >= left && x <= right)) return;
-        ctx.strokeStyle = m.color;
+      ctx.lineWidth = Math.max(1, px * 1.5);
+      ctx.setLineDash([6 * px, 4 * px]);
+      shown.forEach(function (k) {
+        ctx.strokeStyle = k.m.color;
         ctx.beginPath();
-        ctx.moveTo(x, top);
-        ctx.lineTo(x, bottom);
+        ctx.moveTo(k.x, top);
+        ctx.lineTo(k.x, bottom);
         ctx.stroke();
-        if (m.label) {                   // a labelled marker (an XID)
-          var w = ctx.measureText(m.label).width, pad = 3 * uPlot.pxRatio;
-          var lx = x + w + 2 * pad > right ? x - w - 2 * pad : x;
-          ctx.fillStyle = "rgba(255,255,255,0.85)";
-          ctx.fillRect(lx, top + pad, w + 2 * pad, 13 * uPlot.pxRatio);
-          ctx.fillStyle = m.color;
-          ctx.fillText(m.label, lx + pad, top + pad + uPlot.pxRatio);
-        }
+      });
+      ctx.setLineDash([]);
+      ctx.font = Math.round(10 * px) + "px sans-serif";
+      ctx.textAlign = "left";            // uPlot leaves its axes' alignment
+      ctx.textBaseline = "top";
+      ctx.lineJoin = "round";
+      ctx.lineWidth = 3 * px;
+      shown.forEach(function (k) {
+        if (!k.m.label) return;          // a labelled marker (an XID)
+        var w = ctx.measureText(k.m.label).width;
+        var lx = k.x + gap + w > right ? k.x - gap - w : k.x + gap;
+        var y = top + 2 * px;
+        while (placed.some(function (r) {
+          return r.y === y && lx < r.x + r.w + gap && r.x < lx + w + gap;
+        })) y += rowH;
+        placed.push({ x: lx, y: y, w: w });
+        ctx.strokeStyle = "rgba(255,255,255,0.9)";
+        ctx.strokeText(k.m.label, lx, y);
+        ctx.fillStyle = k.m.color;
+        ctx.fillText(k.m.label, lx, y);
+        drawn.push({ label: k.m.label, t: k.m.t, x: k.x / px,
+                     left: lx / px, right: (lx + w) / px });
       });
       ctx.restore();
+      var box = u.root.parentNode;
+      if (box) {
+        box.setAttribute("data-marks", JSON.stringify(drawn));
+        box.setAttribute("data-y-range", u.scales.y.min + "," + u.scales.y.max);
+      }
     }] } };
+  }
+
+  // The y scale: uPlot's own, except that a series of zeros only (remapped
+  // rows, error counts) gets 0 to 1, not uPlot's 0 to 100.
+  function yRange(u, min, max) {
+    if (min == null || max == null || (min === 0 && max === 0)) return [0, 1];
+    return uPlot.rangeNum(min, max, 0.1, true);
   }
 
   // ---- charts -------------------------------------------------------------
@@ -170,27 +205,62 @@
   // One chart per metric, kept across refreshes: {box, plot, key, state}.
   var charts = {};
 
-  function chartWidth(box) {
-    var w = box.parentNode ? box.parentNode.clientWidth : 0;
-    return Math.max(320, Math.min(900, (w || 960) - 24));
+  // A chart's width: up to 900 px, one to a line; small (the rows of
+  // telem_rows.js), three to a line where the page is wide enough.
+  function chartWidth(box, small) {
+    var w = (box.parentNode ? box.parentNode.clientWidth : 0) || 960;
+    return small ? Math.max(320, Math.floor((w - 28) / 3) - 12)
+                 : Math.max(320, Math.min(900, w - 24));
   }
 
-  function plotOpts(title, groups, state, width) {
+  // Axis numbers in at most 5 characters: 32500000 as 32.5M, so that the
+  // y axis' labels fit its width.
+  function fmtAxis(u, splits) {
+    return splits.map(function (v) {
+      if (v === null || v === undefined) return "";
+      var a = Math.abs(v), units = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e4, "k"]];
+      for (var i = 0; i < units.length; i++)
+        if (a >= units[i][0])
+          return String(+(v / units[i][0]).toPrecision(3)) + units[i][1];
+      return uPlot.fmtNum(v);
+    });
+  }
+
+  // The time axis' labels (UTC, 24 h): per tick step, [step (s), label,
+  // label where the year, month, day, hour, minute, second changed
+  // (null: the plain one), 0 (each replaces the plain label)].  The date
+  // comes once, under the first tick, and where the day changes, so that
+  // no second-line date runs into the next one on a narrow chart.
+  var D = "{YYYY}-{MM}-{DD}";
+  var X_VALUES = [
+    [86400 * 365, "{YYYY}", null, null, null, null, null, null, 0],
+    [86400 * 28, "{MMM}", "{MMM}\n{YYYY}", null, null, null, null, null, 0],
+    [86400, "{MM}-{DD}", "{MM}-{DD}\n{YYYY}", null, null, null, null, null, 0],
+    [60, "{HH}:{mm}", "{HH}:{mm}\n" + D, null, "{HH}:{mm}\n{MM}-{DD}",
+     null, null, null, 0],
+    [1, ":{ss}", "{HH}:{mm}:{ss}\n" + D, null, "{HH}:{mm}:{ss}\n{MM}-{DD}",
+     null, "{HH}:{mm}", null, 0],
+    [0.001, ":{ss}.{fff}", "{HH}:{mm}:{ss}.{fff}\n" + D, null,
+     "{HH}:{mm}:{ss}.{fff}\n{MM}-{DD}", null, "{HH}:{mm}:{ss}.{fff}", null, 0]
+  ];
+
+  function plotOpts(title, groups, state, width, small) {
     var series = [{}].concat(groups.map(function (g, i) {
       return { label: g.label, stroke: COLORS[i % COLORS.length], width: 1.5,
                spanGaps: true, points: { show: false } };
     }));
     return {
-      title: title, width: width, height: 240, series: series,
+      title: title, width: width, height: small ? 200 : 240, series: series,
       tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
-      scales: { x: { time: true } },
+      scales: { x: { time: true }, y: { range: yRange } },
+      axes: [{ values: X_VALUES }, { values: fmtAxis }],
       plugins: [markerPlugin(state)]
     };
   }
 
   // Draws (or updates) the chart of `metric` (a key) inside `parent`,
-  // titled `title` (default: the metric).
-  function drawChart(parent, metric, groups, marks, title) {
+  // titled `title` (default: the metric); small: see chartWidth().
+  function drawChart(parent, metric, groups, marks, title, small) {
     var c = charts[metric];
     var key = groups.map(function (g) { return g.label; }).join("\n");
     if (!c || c.box.parentNode !== parent) {
@@ -217,7 +287,7 @@
     if (c.plot) c.plot.destroy();
     c.box.textContent = "";
     c.plot = new uPlot(plotOpts(title || metric, groups, c.state,
-                                chartWidth(c.box)),
+                                chartWidth(c.box, small), small),
                        data, c.box);
     c.key = key;
   }
@@ -240,6 +310,27 @@
       s.appendChild(box);
     }
     return box;
+  }
+
+  // The chart box of section id, or, when has is false, null and in its
+  // place the section's one line (class "telem-empty", data-row) saying
+  // why: a row without data draws no empty charts.
+  function rowBox(id, title, has, why) {
+    var box = chartBox(id, title);
+    var note = box.parentNode.querySelector(":scope > .telem-empty");
+    if (has) {
+      if (note) note.remove();
+      box.style.display = "";
+      return box;
+    }
+    box.style.display = "none";
+    if (!note) {
+      note = el("p", "telem-empty");
+      note.setAttribute("data-row", id);
+      box.parentNode.insertBefore(note, box);
+    }
+    note.textContent = why;
+    return null;
   }
 
   // Removes the charts of metrics no longer shown.
@@ -396,7 +487,9 @@
       });
       cgMetrics = Object.keys(seen).sort();
     }
-    var dev = chartBox("telem-devices", "Devices");
+    var dev = rowBox("telem-devices", "Devices", cgMetrics.length,
+      "no collector timings on this job (cg_*_seconds: telem_launch "
+      + "--collect, or --detector slowgpu)");
     cgMetrics.forEach(function (m) {
       keep[m] = true;
       drawChart(dev, m, groupSeries(data.series, m, true), marks);
@@ -409,7 +502,7 @@
     if (window.telemRows) {
       var rows = window.telemRows.render(data, { el: el, list: list,
         fmtTime: fmtTime, drawChart: drawChart, chartBox: chartBox,
-        section: section }, marks);
+        rowBox: rowBox, section: section }, marks);
       Object.keys(rows).forEach(function (k) { keep[k] = true; });
     }
     pruneCharts(keep);

@@ -1,18 +1,19 @@
 /* telem_rows.js - the dashboard's rows below the node metrics: per-core
  * CPU, pressure, InfiniBand and GPU health.  Loaded before telem.js, which
  * calls window.telemRows.render(data, h) on every render with its helpers
- * (h: el, list, fmtTime, drawChart, chartBox, section) and draws what the
- * job has:
+ * (h: el, list, fmtTime, drawChart, chartBox, rowBox, section) and draws
+ * what the job has, each line chart small, three to a line:
  *   - "CPU cores": per node a heat map of cpu_core_percent{cpu}, cores
  *     (rows) by time (columns), 0 % white to 100 % dark red; an element of
  *     class "telem-heatmap" with data-node and data-cores;
  *   - "Pressure": PSI avg10 some and full (pressure_*_percent), one chart
  *     per resource (cpu, memory, io), a line per node and kind;
  *   - "InfiniBand": port state (ib_state), the error counters' summed rate
- *     per port, data rates (ib_port_{xmit,rcv}_data_bytes_total per second);
- *   - "GPU health": ECC errors, remapped rows, throttle reasons
+ *     per port (ports without errors folded into one line), data rates (ib_port_{xmit,rcv}_data_bytes_total per second);
+ *   - "GPU health": ECC errors and remapped rows (the lines that stayed
+ *     0 folded into one, foldConst()), throttle reasons
  *     (gpu_clocks_event{reason} that were ever 1, gpu_throttled), power
- *     with its limit, temperature; XID events (each rise of
+ *     with its limit (equal limits folded into one line), temperature; XID events (each rise of
  *     gpu_xid_total{gpu,xid}) drawn as labelled markers on those charts and
  *     listed with the code's meaning (class "telem-xid").
  * A row whose metrics no node has says so in one line (class "telem-empty",
@@ -25,30 +26,61 @@
   "use strict";
 
   // NVIDIA's XID catalog as detectors/det_gpu_health_rules.c keeps it
-  // (tests/test_web_rows.py checks that the two tables agree).
+  // (tests/browser_rows.py xidtable checks that the two tables agree).
   var XID_MEANINGS = {
+    8: "GPU stopped processing (idle timeout)",
     13: "graphics engine exception",
     31: "GPU memory page fault",
+    32: "invalid or corrupted push buffer stream",
     43: "GPU stopped processing",
     45: "preemptive cleanup, due to previous errors",
+    46: "GPU stopped processing (GPU timeout)",
     48: "double-bit ECC error (DBE)",
+    54: "auxiliary power is not connected to the GPU board",
     62: "internal micro-controller halt",
     63: "ECC page retirement or row remapping recording event",
     64: "ECC page retirement or row remapper recording failure",
+    68: "NVDEC0 exception",
+    69: "graphics engine class error",
     74: "NVLink error",
     79: "GPU has fallen off the bus",
     92: "high single-bit ECC error rate",
     94: "contained ECC error",
     95: "uncontained ECC error",
+    109: "context switch timeout error",
+    110: "security fault error",
     119: "GSP RPC timeout",
     120: "GSP error",
+    121: "C2C link corrected error",
+    136: "link training failed",
+    137: "NVLink privilege error",
     140: "unrecovered ECC error",
-    154: "GPU recovery action changed"
+    143: "GPU initialization error",
+    144: "NVLink SAW error",
+    145: "NVLink RLW error",
+    146: "NVLink TLW error",
+    147: "NVLink TREX error",
+    148: "NVLink NVLPW_CTRL error",
+    149: "NVLink NETIR error (link fatal)",
+    150: "NVLink MSE error",
+    151: "key rotation error",
+    154: "GPU recovery action changed",
+    155: "NVLink SW defined error",
+    156: "resource retirement event",
+    157: "resource retirement failure",
+    158: "GPU fatal timeout",
+    159: "CHI non-data error",
+    160: "channel retirement event",
+    161: "channel retirement failure",
+    167: "PCIe fatal timeout",
+    169: "internal micro-controller halt (SEC2)",
+    171: "uncorrectable DRAM error (detail of XID 48)",
+    172: "uncorrectable SRAM error (detail of XID 48)"
   };
   var XID_COLOR = "#6a1b9a";
   var PREFIXES = ["cpu_core_percent", "pressure_", "ib_", "gpu_"];
   var IB_ERROR = /(err|error|errors|discards|downed|overrun|dropped|timeout|retrans|out_of|nak|duplicate|seq|integrity|xmit_wait)/;
-  var HEAT_W = 860, HEAT_ROW = 6, HEAT_MAX_ROW = 14;
+  var HEAT_MIN_W = 400, HEAT_ROW = 6, HEAT_MAX_ROW = 14;
 
   // The metrics of these rows (telem_client report charts the same ones).
   function wanted(m) {
@@ -115,32 +147,36 @@
 
   // ---- rows -------------------------------------------------------------
 
-  // The row's chart box, or, with no data, the row's one line saying so.
-  function rowBox(h, id, title, has, why) {
-    var box = h.chartBox(id, title);
-    var note = box.parentNode.querySelector(":scope > .telem-empty");
-    if (has) {
-      if (note) note.remove();
-      box.style.display = "";
-      return box;
-    }
-    box.style.display = "none";
-    if (!note) {
-      note = h.el("p", "telem-empty");
-      note.setAttribute("data-row", id);
-      box.parentNode.insertBefore(note, box);
-    }
-    note.textContent = why;
-    return null;
-  }
-
-  // One chart (key) if it has lines; returns the keys drawn.
+  // One chart (key) if it has lines, small (three to a line); keep gets
+  // the keys drawn.
   function chart(h, box, key, title, groups, marks, keep) {
     groups = groups.filter(function (g) { return g.dps.length; });
     if (!groups.length) return;
     keep[key] = true;
-    h.drawChart(box, key, groups, marks, title);
+    h.drawChart(box, key, groups, marks, title, true);
   }
+
+  // The lines of groups that kept the value v throughout, folded into one:
+  // "N other <what>: all v" ("N <what>: all v" when every line did), so
+  // that the legend names only the lines that differ.  For fault counters
+  // (ECC errors, remapped rows, InfiniBand errors: 0 on healthy hardware)
+  // and power limits (one value on every GPU of a kind).
+  function foldConst(groups, v, what) {
+    var same = groups.filter(function (g) {
+      return g.dps.length && g.dps.every(function (p) {
+        return p[1] === null || +p[1] === v;
+      });
+    });
+    if (same.length < 2) return groups;
+    var rest = groups.filter(function (g) { return same.indexOf(g) < 0; });
+    return rest.concat([{
+      label: same.length + (rest.length ? " other " : " ") + what + ": all " + v,
+      dps: sumByTime(same.map(function (g) { return g.dps; }))
+        .map(function (p) { return [p[0], v]; })
+    }]);
+  }
+
+  function foldZeros(groups) { return foldConst(groups, 0, "series"); }
 
   // ---- CPU cores: heat maps -----------------------------------------------
 
@@ -153,12 +189,12 @@
     return "rgb(" + r + "," + g + "," + b + ")";
   }
 
-  // cores: [{cpu, dps}] of one node; t0, t1 in ms.
-  function drawHeat(canvas, cores, t0, t1) {
+  // cores: [{cpu, dps}] of one node; t0, t1 in ms; width in pixels.
+  function drawHeat(canvas, cores, t0, t1, width) {
     var rowH = Math.max(HEAT_ROW, Math.min(HEAT_MAX_ROW, Math.floor(240 / cores.length)));
-    var left = 48, top = 4, bottom = 20, w = HEAT_W - left - 8;
+    var left = 48, top = 4, bottom = 20, w = width - left - 8;
     var hgt = rowH * cores.length;
-    canvas.width = HEAT_W;
+    canvas.width = width;
     canvas.height = top + hgt + bottom;
     var ctx = canvas.getContext("2d");
     ctx.fillStyle = "#fff";
@@ -205,7 +241,7 @@
 
   function renderCores(h, series) {
     var all = series.filter(named("cpu_core_percent"));
-    var box = rowBox(h, "telem-cpu-cores", "CPU cores", all.length,
+    var box = h.rowBox("telem-cpu-cores", "CPU cores", all.length,
       "no per-core CPU data on this job (cpu_core_percent: telemetry level 2)");
     if (!box) return;
     box.textContent = "";
@@ -220,6 +256,8 @@
     });
     var hosts = {};
     all.forEach(function (s) { hosts[host(s)] = true; });
+    // two to a line where the page is wide enough
+    var width = Math.max(HEAT_MIN_W, Math.floor(((box.clientWidth || 960) - 14) / 2) - 12);
     Object.keys(hosts).sort().forEach(function (n) {
       var cores = groupsBy(all, function (s) { return host(s) === n; },
                            function (s) { return tag(s, "cpu") || "?"; })
@@ -233,7 +271,7 @@
       var canvas = h.el("canvas");
       c.appendChild(canvas);
       box.appendChild(c);
-      drawHeat(canvas, cores, t0, t1 > t0 ? t1 : t0 + 1000);
+      drawHeat(canvas, cores, t0, t1 > t0 ? t1 : t0 + 1000, width);
     });
   }
 
@@ -241,7 +279,7 @@
 
   function renderPressure(h, series, marks, keep) {
     var psi = series.filter(function (s) { return /^pressure_.+_percent$/.test(s.metric); });
-    var box = rowBox(h, "telem-pressure", "Pressure (PSI, share of the last 10 s stalled)",
+    var box = h.rowBox("telem-pressure", "Pressure (PSI, share of the last 10 s stalled)",
       psi.length, "no pressure (PSI) data on this job: the kernel has no "
       + "/proc/pressure, or telemetry is below level 2");
     if (!box) return;
@@ -258,7 +296,7 @@
 
   function renderIb(h, series, marks, keep) {
     var ib = series.filter(function (s) { return /^ib_/.test(s.metric); });
-    var box = rowBox(h, "telem-ib", "InfiniBand", ib.length,
+    var box = h.rowBox("telem-ib", "InfiniBand", ib.length,
       "no InfiniBand port on this job's nodes (/sys/class/infiniband is empty)");
     if (!box) return;
     chart(h, box, "ib_state", "port state (4 active, 1 down)",
@@ -271,10 +309,10 @@
       var k = port(s);
       (byPort[k] = byPort[k] || []).push(rate(cleanDps(list(s.dps))));
     });
-    chart(h, box, "ib_errors", "error counters per second (sum per port)",
-          Object.keys(byPort).sort().map(function (k) {
+    chart(h, box, "ib_errors", "errors per second, summed per port",
+          foldZeros(Object.keys(byPort).sort().map(function (k) {
             return { label: k, dps: sumByTime(byPort[k]) };
-          }), marks, keep);
+          })), marks, keep);
     chart(h, box, "ib_data", "data rate (bytes/s)",
           groupsBy(ib, function (s) {
             return /^ib_port_(xmit|rcv)_data_bytes_total$/.test(s.metric);
@@ -335,7 +373,7 @@
 
   function renderGpu(h, series, marks, keep) {
     var g = series.filter(function (s) { return /^gpu_/.test(s.metric); });
-    var box = rowBox(h, "telem-gpu-health", "GPU health", g.length,
+    var box = h.rowBox("telem-gpu-health", "GPU health", g.length,
       "no GPU data on this job (GPUs are sampled at telemetry level 3 where "
       + "NVML, rocm_smi or Level Zero finds one)");
     var sec = h.section("telem-gpu-health", "GPU health");
@@ -354,10 +392,12 @@
     };
     var ecc = /^gpu_ecc_(corrected|uncorrected)_errors_total$/;
     chart(h, box, "gpu_ecc", "ECC errors (volatile)",
-          groupsBy(g, function (s) { return ecc.test(s.metric); }, suffix(ecc)), xm, keep);
+          foldZeros(groupsBy(g, function (s) { return ecc.test(s.metric); },
+                             suffix(ecc))), xm, keep);
     var rr = /^gpu_remapped_rows_(correctable|uncorrectable|pending|failure)$/;
     chart(h, box, "gpu_remapped_rows", "remapped rows (pending, failure: 0/1)",
-          groupsBy(g, function (s) { return rr.test(s.metric); }, suffix(rr)), xm, keep);
+          foldZeros(groupsBy(g, function (s) { return rr.test(s.metric); },
+                             suffix(rr))), xm, keep);
     var held = {};
     g.forEach(function (s) {
       if ((s.metric === "gpu_clocks_event" || s.metric === "gpu_throttled")
@@ -371,13 +411,14 @@
     if (!thr.length)
       thr = groupsBy(g, named("gpu_clocks_event_reasons"),
                      function (s) { return gpu(s) + " reasons mask"; });
-    chart(h, box, "gpu_throttle", "throttle (clock-event) reasons held (1) "
+    chart(h, box, "gpu_throttle", "throttle reasons held (1)"
           + (Object.keys(held).length ? "" : ": none held"), thr, xm, keep);
+    var limits = groupsBy(g, named("gpu_power_limit_w"),
+                          function (s) { return gpu(s) + " limit"; });
+    var lim = limits.length && limits[0].dps.length ? +limits[0].dps[0][1] : 0;
     chart(h, box, "gpu_power", "power and limit (W)",
-          groupsBy(g, function (s) {
-            return s.metric === "gpu_power_w" || s.metric === "gpu_power_limit_w";
-          }, function (s) { return gpu(s) + (s.metric === "gpu_power_w" ? "" : " limit"); }),
-          xm, keep);
+          groupsBy(g, named("gpu_power_w"), gpu)
+            .concat(foldConst(limits, lim, "limits")), xm, keep);
     chart(h, box, "gpu_temperature", "temperature (\u00b0C)",
           groupsBy(g, named("gpu_temperature_c"), gpu), xm, keep);
     renderXids(h, sec, xids);
