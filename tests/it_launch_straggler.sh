@@ -97,9 +97,10 @@ read -r RDEV RCORE < <("$TELEM_BIN/telem_collector" --list-devices \
 [ -n "${RCORE:-}" ] || skip "one cpu device here: the ranks and the collectors need a core each"
 
 # ---- slow_gpu's options for this test, refused when malformed ----
+sg_quiet() { "$TELEM_BIN/slow_gpu" "$@" 2>/dev/null; }
 for bad in "--work-scale 0" "--work-scale 17" "--work-scale x" "--pace -1" \
            "--pace 11" "--pace 0.1s" "--pace ''"; do
-    eval "expect_rc 2 '$TELEM_BIN/slow_gpu' $bad" 2>/dev/null
+    eval "expect_rc 2 sg_quiet $bad"
 done
 
 ARGS=(--tasks 4 --iterations 80 --size 250 --pace 0.1 --hold-at 0.5)
