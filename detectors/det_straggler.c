@@ -475,6 +475,8 @@ s_run(void *state, const det_params_t *p, const det_input_t *in,
         if (rc)
             return rc;
     }
+    if ((rc0 = det_straggler_pending(st, p, in, out)) != 0)
+        return rc0;
     double nodata = det_params_num(p, ST_NODATA);
     if (st->seen_ns != INT64_MIN || st->nodata_told || nodata <= 0 ||
         (double) (in->now_ns - st->first_run_ns) < nodata * 1e9)
@@ -533,6 +535,15 @@ s_describe(const void *state, const det_params_t *p,
     if (total > shown)
         snprintf(buf + len, sizeof buf - len, " and %zu more", total - shown);
     fn(arg, "flagged", total ? buf : "none");
+    len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < st->nnodes; i++) {
+        const det_straggler_node_t *d = &st->nodes[i];
+        if (d->pending && len + strlen(d->node) + 4 < sizeof buf)
+            len += (size_t) snprintf(buf + len, sizeof buf - len, "%s%s",
+                                     len ? ", " : "", d->node);
+    }
+    fn(arg, "waiting", len ? buf : "none");
 }
 
 const det_vtable_t det_straggler = {

@@ -48,6 +48,7 @@ typedef struct {
     double best;               /* its own best window median (0: none) */
     double med;                /* its median in the window judged last */
     double rel, ind;           /* its scores there (NAN: not judged) */
+    uint64_t mark;             /* that window (its section's count) */
 } det_straggler_rank_t;
 
 /* One node of one section: persistence and the report state. */
@@ -62,6 +63,13 @@ typedef struct {
     uint64_t mark;             /* the window that last judged it */
     int slow;                  /* slow in that window */
     long worst;                /* its slowest rank in that window */
+    int pending;               /* a straggler whose report waits for its
+                                * attribution's data (test kernels that
+                                * cover hw_window) */
+    int64_t pend_end;          /* ... the window that made it one */
+    double pend_best;          /* ... that window's fastest median */
+    double pend_ind_med;       /* ... its median individual score */
+    int pend_slow;             /* ... slow windows of the last n */
 } det_straggler_node_t;
 
 /* One section name: its windows. */
@@ -104,6 +112,13 @@ typedef struct {
 int det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
                         const det_input_t *in,
                         const det_straggler_window_t *w, det_events_t *out);
+
+/* Reports the stragglers whose report waited for their attribution's
+ * data, where that data is there now (at every run: a job whose ranks
+ * have stopped stepping judges no new window).  Returns 0 or
+ * TELEM_ENOMEM. */
+int det_straggler_pending(det_straggler_state_t *st, const det_params_t *p,
+                          const det_input_t *in, det_events_t *out);
 
 /* Median of x[0..n) (reorders x); NAN for n 0. */
 double det_straggler_median(double *x, size_t n);

@@ -6,9 +6,10 @@
  *   individual score best_r / m_r      (its own best window median so far),
  * as NVIDIA's resiliency extension defines them.  A rank is slow when its
  * relative score is below `relative`, or its individual score below
- * `individual` while the job's median individual score is not (a phase
- * that slows every rank together, a checkpoint or an evaluation, moves
- * every individual score and no relative one).  A node is slow in a window
+ * `individual`, also once divided by the job's median individual score,
+ * while that median is not below `individual` itself (a phase that slows
+ * every rank together, a checkpoint or an evaluation, moves every
+ * individual score and no relative one).  A node is slow in a window
  * when one of its ranks is, and it is a straggler when it was slow in k of
  * its last n windows: one event per node, naming its slowest rank.
  *
@@ -22,7 +23,10 @@
  * seconds of slowing down (short steps) still has mostly normal kernel
  * rounds there: while a warned node stays slow, its attribution is asked
  * again in every window it is slow in, and once its kernels (or health
- * fields) are off it is reported again, as the hardware (act).
+ * fields) are off it is reported again, as the hardware (act).  Kernels
+ * count only from collectors that have run for hw_window: until then a
+ * straggler's report waits, and is made at a later run (with or without a
+ * new window) once they have.
  */
 #include "det_straggler.h"
 
@@ -43,14 +47,25 @@ typedef struct {
     double kratio;             /* its slowest device / the others (NAN) */
     double kmine, kothers;     /* the medians compared */
     size_t nmine, nothers;     /* devices on it, on the other nodes */
+    int wait;                  /* kernels that do not cover hw_window yet */
     char health[160];          /* the first health field off ("" none) */
 } s_attr_t;
 
+/* Whether rank r is slow in a window whose median individual score is
+ * ind_med: its relative score is below `relative`, or its individual
+ * score is below `individual` both as it stands and against ind_med (not
+ * in a phase, ind_med below `individual` itself).  The second bar keeps a
+ * slowdown that every rank shares, but that each window's median caught a
+ * little differently, from naming one rank: live, a vCPU that changed
+ * speed by 1.4x slowed both ranks of a job on it, one to individual 0.71
+ * and the other to 0.79 or more (a median of 0.75 or more: no phase). */
 static int
-s_rank_slow(const det_straggler_rank_t *r, const det_params_t *p, int phase)
+s_rank_slow(const det_straggler_rank_t *r, const det_params_t *p,
+            double ind_med)
 {
+    double ind = det_params_num(p, ST_INDIVIDUAL);
     return r->rel < det_params_num(p, ST_RELATIVE) ||
-           (!phase && r->ind < det_params_num(p, ST_INDIVIDUAL));
+           (ind_med >= ind && r->ind < ind && r->ind < ind * ind_med);
 }
 
 /* Median of the values of s newer than `from`; NAN without any. */
@@ -145,7 +160,13 @@ s_paired(const det_series_t *s, int64_t from, int64_t recent_from,
 
 /* Collects the kernel points of [from, now] into a: the other nodes'
  * into pt (*npt), the node's series (indices into idx, *nidx), and the
- * unpaired medians (kmine: the slowest device's, kothers). */
+ * unpaired medians (kmine: the slowest device's, kothers).  Only devices
+ * whose collectors have run for hw_window (the series' oldest point at or
+ * before `from`) count: a collector's first rounds are its start-up (cold
+ * caches, clocks ramping, the job starting beside it), and a median of a
+ * few rounds is noise.  a->wait is set while the node has a device that
+ * has not run that long, or while other nodes have devices and none has:
+ * the report waits (det_straggler_pending()). */
 static void
 s_kernel_points(const det_params_t *p, const det_input_t *in,
                 const char *node, int64_t from, s_attr_t *a, double *buf,
@@ -153,6 +174,7 @@ s_kernel_points(const det_params_t *p, const det_input_t *in,
                 size_t *nidx)
 {
     const char *metric = det_params_str(p, ST_KERNELS);
+    size_t young = 0;
     a->kmine = NAN;
     for (size_t i = 0; *metric && i < in->nseries; i++) {
         const det_series_t *s = &in->series[i];
@@ -161,7 +183,13 @@ s_kernel_points(const det_params_t *p, const det_input_t *in,
         double m = s_series_median(s, from, buf);
         if (!isfinite(m))
             continue;
-        if (strcmp(s_node_of(s), node) == 0) {
+        int mine = strcmp(s_node_of(s), node) == 0;
+        if (s->ts[0] > from) {                  /* not run hw_window yet */
+            a->wait |= mine;
+            young += !mine;
+            continue;
+        }
+        if (mine) {
             idx[(*nidx)++] = i;
             if (a->nmine++ == 0 || m > a->kmine)
                 a->kmine = m;
@@ -172,6 +200,8 @@ s_kernel_points(const det_params_t *p, const det_input_t *in,
             if (s->ts[j] >= from && isfinite(s->val[j]) && s->val[j] > 0)
                 pt[(*npt)++] = (s_kpt_t) { s->ts[j], s->val[j] };
     }
+    if (a->nothers == 0 && young > 0)
+        a->wait = 1;
 }
 
 /* The node's test kernels against the other nodes'.  Compared round by
@@ -299,18 +329,21 @@ s_attribute(const det_params_t *p, const s_attr_t *a, char *buf, size_t size)
     return 0;
 }
 
-/* The node's ranks that were slow in this window, "3, 5" (at most 8). */
+/* The node's ranks that were slow in the window that judged it last,
+ * "3, 5" (at most 8). */
 static void
 s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
-             const det_straggler_window_t *w, uint32_t nodeix, int phase,
-             char *buf, size_t size, size_t *count)
+             uint32_t nodeix, double ind_med, char *buf, size_t size,
+             size_t *count)
 {
+    const det_straggler_node_t *nd = &st->nodes[nodeix];
     size_t len = 0;
     *count = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < w->n; i++) {
-        const det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
-        if (r->nodeix != nodeix || !s_rank_slow(r, p, phase))
+    for (size_t i = 0; i < st->nranks; i++) {
+        const det_straggler_rank_t *r = &st->ranks[i];
+        if (r->nodeix != nodeix || r->mark != nd->mark ||
+            !s_rank_slow(r, p, ind_med))
             continue;
         if (++*count <= 8 && len < size)
             len += (size_t) snprintf(buf + len, size - len, "%s%s",
@@ -320,39 +353,49 @@ s_slow_ranks(const det_straggler_state_t *st, const det_params_t *p,
         snprintf(buf + len, size - len, " and %zu more", *count - 8);
 }
 
-/* Writes the event of node `nd`, a straggler in window w; `again`: it
- * was reported as not the hardware before, and is reported only when its
- * hardware is off now. */
+/* Writes the event of node nodeix, a straggler in the window of its
+ * pend_* fields, once its attribution's data is there (until then nothing
+ * is written, and a first report stays pending); `again`: it was reported
+ * as not the hardware before, and is reported only when its hardware is
+ * off now. */
 static int
 s_report(det_straggler_state_t *st, const det_params_t *p,
-         const det_input_t *in, const det_straggler_window_t *w,
-         det_straggler_node_t *nd, uint32_t nodeix, double best, int phase,
-         int slow_windows, int again, det_events_t *out)
+         const det_input_t *in, uint32_t nodeix, int again,
+         det_events_t *out)
 {
+    det_straggler_node_t *nd = &st->nodes[nodeix];
     const det_straggler_rank_t *r = &st->ranks[nd->worst];
+    const char *section = st->secs[nd->section].name;
+    double best = nd->pend_best;
+    int slow_windows = nd->pend_slow;
     s_attr_t a = { .kratio = NAN };
     if (*det_params_str(p, ST_KERNELS) && s_kernels(p, in, nd->node, &a))
         return TELEM_ENOMEM;
     if (det_params_num(p, ST_HEALTH) > 0)
         s_health(p, in, nd->node, &a);
+    if (a.wait && !*a.health)
+        return 0;                       /* the kernels are not there yet */
     char attr[640], ranks[160], text[1400];
     int hw = s_attribute(p, &a, attr, sizeof attr);
     if (again && !hw)
         return 0;
+    nd->pending = 0;
+    nd->active = 1;
     nd->hw = hw;
     size_t nslow;
-    s_slow_ranks(st, p, w, nodeix, phase, ranks, sizeof ranks, &nslow);
+    s_slow_ranks(st, p, nodeix, nd->pend_ind_med, ranks, sizeof ranks,
+                 &nslow);
     int n = (int) det_params_num(p, ST_N);
     char head[400];
     if (hw)
         snprintf(head, sizeof head, "node '%s' is a straggler in section "
-                 "'%s' (rank%s %s)", nd->node, st->secs[w->section].name,
-                 nslow > 1 ? "s" : "", ranks);
+                 "'%s' (rank%s %s)", nd->node, section, nslow > 1 ? "s" : "",
+                 ranks);
     else
         snprintf(head, sizeof head, "rank %s on node '%s' is a straggler in "
-                 "section '%s'%s%s%s", r->rank, nd->node,
-                 st->secs[w->section].name, nslow > 1 ? " (with ranks " : "",
-                 nslow > 1 ? ranks : "", nslow > 1 ? ")" : "");
+                 "section '%s'%s%s%s", r->rank, nd->node, section,
+                 nslow > 1 ? " (with ranks " : "", nslow > 1 ? ranks : "",
+                 nslow > 1 ? ")" : "");
     snprintf(text, sizeof text, "%s: %s%s takes %.3g s a step against the "
              "fastest rank's %.3g s (relative score %.2f, individual %.2f; "
              "thresholds %.2f, %.2f) in %d of its last %d windows of %d "
@@ -360,7 +403,7 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
              hw ? r->rank : "", r->med, best,
              r->rel, r->ind, det_params_num(p, ST_RELATIVE),
              det_params_num(p, ST_INDIVIDUAL), slow_windows, n,
-             (int) det_params_num(p, ST_STEPS), (long long) w->end, attr,
+             (int) det_params_num(p, ST_STEPS), (long long) nd->pend_end, attr,
              again ? "asking to exclude the node (named before as not the "
                      "hardware: its kernels or health fields are off now)"
              : hw ? "asking to exclude the node"
@@ -386,10 +429,11 @@ s_report(det_straggler_state_t *st, const det_params_t *p,
     return det_events_add(out, &e);
 }
 
-/* Scores every rank of w: relative, individual; returns 1 in a phase. */
-static int
-s_score(det_straggler_state_t *st, const det_params_t *p,
-        const det_straggler_window_t *w, double *best_out)
+/* Scores every rank of w: relative, individual; returns the median
+ * individual score (below `individual`: a phase). */
+static double
+s_score(det_straggler_state_t *st, const det_straggler_window_t *w,
+        double *best_out)
 {
     double best = INFINITY;
     for (size_t i = 0; i < w->n; i++)
@@ -404,8 +448,7 @@ s_score(det_straggler_state_t *st, const det_params_t *p,
             r->best = r->med;
     }
     *best_out = best;
-    return det_straggler_median(st->tmp, w->n) <
-           det_params_num(p, ST_INDIVIDUAL);
+    return det_straggler_median(st->tmp, w->n);
 }
 
 int
@@ -414,17 +457,18 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
                     det_events_t *out)
 {
     double best;
-    int phase = s_score(st, p, w, &best);
+    double ind_med = s_score(st, w, &best);
     uint64_t mark = st->secs[w->section].windows + 1;
     for (size_t i = 0; i < w->n; i++) {
         det_straggler_rank_t *r = &st->ranks[w->ranks[i]];
         det_straggler_node_t *nd = &st->nodes[r->nodeix];
+        r->mark = mark;
         if (nd->mark != mark) {
             nd->mark = mark;
             nd->slow = 0;
             nd->worst = w->ranks[i];
         }
-        nd->slow |= s_rank_slow(r, p, phase);
+        nd->slow |= s_rank_slow(r, p, ind_med);
         if (r->med > st->ranks[nd->worst].med)
             nd->worst = w->ranks[i];
     }
@@ -438,18 +482,34 @@ det_straggler_judge(det_straggler_state_t *st, const det_params_t *p,
         nd->nbits += nd->nbits < 64;
         int cnt = __builtin_popcountll(nd->bits & mask);
         int rc = 0;
-        if (!nd->active && cnt >= k) {
-            nd->active = 1;
-            rc = s_report(st, p, in, w, nd, (uint32_t) i, best, phase, cnt,
-                          0, out);
-        } else if (nd->active && !nd->hw && nd->slow && cnt >= k) {
-            rc = s_report(st, p, in, w, nd, (uint32_t) i, best, phase, cnt,
-                          1, out);              /* its hardware off now? */
-        } else if (nd->active && (nd->bits & mask) == 0 &&
-                   nd->nbits >= (uint32_t) n) {
+        if (cnt >= k && (!nd->active || (!nd->hw && nd->slow))) {
+            nd->pending = !nd->active;          /* a first report */
+            nd->pend_end = w->end;
+            nd->pend_best = best;
+            nd->pend_ind_med = ind_med;
+            nd->pend_slow = cnt;
+            /* again: its hardware off now? */
+            rc = s_report(st, p, in, (uint32_t) i, nd->active, out);
+        } else if (!nd->active) {
+            nd->pending = 0;                    /* no longer a straggler */
+        } else if ((nd->bits & mask) == 0 && nd->nbits >= (uint32_t) n) {
             nd->active = 0;                     /* n clean windows */
             nd->hw = 0;
         }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int
+det_straggler_pending(det_straggler_state_t *st, const det_params_t *p,
+                      const det_input_t *in, det_events_t *out)
+{
+    for (size_t i = 0; i < st->nnodes; i++) {
+        if (!st->nodes[i].pending)
+            continue;
+        int rc = s_report(st, p, in, (uint32_t) i, 0, out);
         if (rc)
             return rc;
     }

@@ -163,23 +163,28 @@ s_iteration_seed(unsigned long seed, int task, int iteration)
 }
 
 /* Draws the matrix of (task, iteration) and adds its scaled eigenvalues
- * to counts; returns the largest eigenvalue. */
+ * to counts; returns the largest eigenvalue.  With --work-scale F the
+ * matrix is drawn and its eigenvalues computed F times (gsl_eigen_symm
+ * overwrites the matrix), the same each time: F times the work, one
+ * result. */
 static double
 s_iteration(s_work_t *w, const sg_opts_t *o, int task, int iteration,
             uint64_t *counts)
 {
     size_t m = (size_t) o->size;
-    gsl_rng_set(w->rng, s_iteration_seed(o->seed, task, iteration));
-    for (size_t i = 0; i < m; i++) {
-        gsl_matrix_set(w->a, i, i, M_SQRT2 * gsl_ran_gaussian_ziggurat(
-                                                 w->rng, 1.0));
-        for (size_t j = i + 1; j < m; j++) {
-            double g = gsl_ran_gaussian_ziggurat(w->rng, 1.0);
-            gsl_matrix_set(w->a, i, j, g);
-            gsl_matrix_set(w->a, j, i, g);
+    for (int rep = 0; rep < o->work_scale; rep++) {
+        gsl_rng_set(w->rng, s_iteration_seed(o->seed, task, iteration));
+        for (size_t i = 0; i < m; i++) {
+            gsl_matrix_set(w->a, i, i, M_SQRT2 * gsl_ran_gaussian_ziggurat(
+                                                     w->rng, 1.0));
+            for (size_t j = i + 1; j < m; j++) {
+                double g = gsl_ran_gaussian_ziggurat(w->rng, 1.0);
+                gsl_matrix_set(w->a, i, j, g);
+                gsl_matrix_set(w->a, j, i, g);
+            }
         }
+        gsl_eigen_symm(w->a, w->eval, w->ws);
     }
-    gsl_eigen_symm(w->a, w->eval, w->ws);
     double scale = 1.0 / sqrt((double) m), top = -INFINITY;
     for (size_t i = 0; i < m; i++) {
         double x = gsl_vector_get(w->eval, i) * scale;
@@ -296,6 +301,26 @@ s_hold(ddict_t *d, s_worker_t *wk, int t, int done)
     return rc;
 }
 
+/* --pace: waits for this worker's next turn, k S + (w + 0.5) S / W on the
+ * wall clock (CLOCK_REALTIME, the clock of the collectors' schedule):
+ * worker w's share of every period S, halfway through it. */
+static void
+s_pace(const s_worker_t *wk)
+{
+    double pace = wk->o->pace;
+    if (pace <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double) ts.tv_sec + ts.tv_nsec / 1e9;
+    double phase = (wk->worker + 0.5) * pace / wk->nworkers;
+    double next = (floor((now - phase) / pace) + 1) * pace + phase;
+    ts.tv_sec = (time_t) next;
+    ts.tv_nsec = (long) ((next - (double) ts.tv_sec) * 1e9);
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
 static int
 s_task_run(ddict_t *d, s_worker_t *wk, s_work_t *w, int t)
 {
@@ -321,6 +346,7 @@ s_task_run(ddict_t *d, s_worker_t *wk, s_work_t *w, int t)
     while (rc == 0 && task.done < o->iterations) {
         if (task.done == hold && (rc = s_hold(d, wk, t, task.done)) != 0)
             break;
+        s_pace(wk);
         double t0 = s_now();
         telem_section_t sec = telem_section_begin("iteration");
         double top = s_iteration(w, o, t, task.done, task.counts);

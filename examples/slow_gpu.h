@@ -24,6 +24,10 @@ typedef struct {
     double hold_at;         /* held runs: wait at this fraction (0: off) */
     const char *hold_event; /* ... until this event is set (NULL: <ns>/release) */
     int hold_runs;          /* runs with TELEM_RESTART_COUNT below it hold */
+    int work_scale;         /* each iteration's eigenvalues computed this
+                             * many times (the result is the same) */
+    double pace;            /* iterations start on turns of this period,
+                             * in seconds (0: at once) */
     int rank, nnodes;       /* TELEM_RANK, TELEM_NNODES */
     int restarted;          /* TELEM_RESTARTED=1 */
     int restart_count;      /* TELEM_RESTART_COUNT (restarted: at least 1) */

@@ -60,6 +60,18 @@ static const char s_usage[] =
 "                       restart, for a job that is to restart twice)\n"
 "      --hold-event E   the event that ends the hold in every run (default\n"
 "                       NS/release; set it with: telem_dict event-set E)\n"
+"      --work-scale F   compute each iteration's eigenvalues F times, 1-16\n"
+"                       (default 1); the result is the same.  Given to one\n"
+"                       rank (chosen by TELEM_RANK in a wrapper), it stands\n"
+"                       for a rank with a larger share of the data: more\n"
+"                       work per step on the same hardware\n"
+"      --pace S         start each iteration of worker w of W at the next\n"
+"                       k S + (w + 0.5) S / W seconds of the wall clock\n"
+"                       (0-10, default 0: at once).  Virtual nodes that\n"
+"                       share one core then take turns, between the turns\n"
+"                       of collectors with period / reps = S (telem_collect\n"
+"                       --spread), so a load in one node's turn slows that\n"
+"                       node's rank and test kernels only\n"
 "  -h, --help           show this help\n"
 "\n"
 "Environment (set by telem_launch): TELEM_RANK, TELEM_NNODES,\n"
@@ -137,6 +149,11 @@ s_option(int c, const char *arg, sg_opts_t *o)
               o->hold_runs = (int) v; return -1;
     case 'E': if (!*arg || strlen(arg) > 200) return s_bad("--hold-event", arg, "expected 1-200 bytes");
               o->hold_event = arg; return -1;
+    case 'W': if (s_int(arg, 1, 16, &v)) return s_bad("--work-scale", arg, "expected 1-16");
+              o->work_scale = (int) v; return -1;
+    case 'P': o->pace = strtod(arg, &end);
+              return *arg && !*end && o->pace >= 0 && o->pace <= 10 ? -1
+                     : s_bad("--pace", arg, "expected seconds in [0, 10]");
     case 'h': fputs(s_usage, stdout); return 0;
     default: fputs("Try 'slow_gpu --help'.\n", stderr); return 2;
     }
@@ -152,13 +169,14 @@ sg_opts_parse(int argc, char **argv, sg_opts_t *o)
         { "tolerance", 1, NULL, 'T' }, { "ns", 1, NULL, 'n' },
         { "timeout", 1, NULL, 'o' }, { "plot", 1, NULL, 'p' },
         { "hold-at", 1, NULL, 'H' }, { "hold-event", 1, NULL, 'E' },
-        { "hold-runs", 1, NULL, 'R' },
+        { "hold-runs", 1, NULL, 'R' }, { "work-scale", 1, NULL, 'W' },
+        { "pace", 1, NULL, 'P' },
         { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     *o = (sg_opts_t) { .devices = 1, .tasks = 8, .iterations = 20,
                        .size = 100, .bins = 50, .seed = 1, .tolerance = 0.02,
                        .ns = "slow_gpu", .timeout_ms = 10000, .hold_runs = 1,
-                       .nnodes = 1 };
+                       .work_scale = 1, .nnodes = 1 };
     int c, rc;
     while ((c = getopt_long(argc, argv, "d:t:i:m:b:s:n:p:h", opts, NULL))
            != -1)

@@ -2,14 +2,16 @@
  * section series: a phase where every rank slows together (quiet), ranks
  * that join late and a rank whose step counter restarts (lined up, quiet,
  * then still judged), data imbalance on healthy kernels (a warning that
- * names the rank), a straggler whose node's kernels or health fields are
- * off too (an act on the node; with short steps, a warning first and the
- * act once the kernels are off over hw_window; kernels compared round by
- * round, so a machine whose speed changes for every device at once does
- * not make a node's kernels look off, and kernels that recovered are not
- * blamed), 2 to 1,024 ranks, several
- * ranks of a node judged as that node, malformed series, the warning of a
- * job that marks no sections, and the parameters.
+ * names the rank), individual scores judged against the job's (a
+ * slowdown the ranks share in part names none), a straggler whose node's
+ * kernels or health fields are off too (an act on the node; with short
+ * steps, a warning first and the act once the kernels are off over
+ * hw_window; kernels compared round by round, so a machine whose speed
+ * changes for every device at once does not make a node's kernels look
+ * off, and kernels that recovered are not blamed), its report waiting
+ * until the kernels cover hw_window, 2 to 1,024 ranks, several ranks of a
+ * node judged as that node, malformed series, the warning of a job that
+ * marks no sections, and the parameters.
  */
 #include "check.h"
 #include "det.h"
@@ -285,9 +287,11 @@ s_four(s_tab_t *t, size_t rs[4], size_t ks[4])
 }
 
 /* Short steps (0.1 s), a rank 50 % and its kernels 30 % slower from step
- * 100: named within 20 steps while hw_window holds mostly normal rounds
- * (warn), reported again as the hardware (act) once they are off there;
- * with normal kernels, the warning only.  Events into ev, steps in at[]. */
+ * 200 (20 s in: the collectors have run hw_window, which a first report
+ * waits for): named within 20 steps while hw_window holds mostly normal
+ * rounds (warn), reported again as the hardware (act) once they are off
+ * there; with normal kernels, the warning only.  Events into ev, steps in
+ * at[]. */
 static size_t
 s_short_steps(double kfactor, det_events_t *ev, long at[2])
 {
@@ -299,12 +303,12 @@ s_short_steps(double kfactor, det_events_t *ev, long at[2])
     for (size_t s = 0; s < 400; s++) {
         int64_t ts = T0 + (int64_t) s * SEC / 10;
         for (size_t r = 0; r < 4; r++)
-            s_step(t, rs[r], ts, 0.05 * (r == 3 && s >= 100 ? 1.5 : 1.0) *
+            s_step(t, rs[r], ts, 0.05 * (r == 3 && s >= 200 ? 1.5 : 1.0) *
                    s_noise(t, 0.01), (int64_t) s);
         if (s % 5)
             continue;                           /* rounds of 0.5 s */
         for (size_t r = 0; r < 4; r++)
-            s_push(&t->s[ks[r]], ts, 0.01 * (r == 3 && s >= 100 ? kfactor
+            s_push(&t->s[ks[r]], ts, 0.01 * (r == 3 && s >= 200 ? kfactor
                                              : 1.0) * s_noise(t, 0.01));
         size_t before = det_events_count(ev);
         s_run(d, t, ts + SEC / 20, ev);
@@ -323,8 +327,8 @@ test_short_steps_act_later(void)
     long at[2];
     CHECK_INT(s_short_steps(1.3, ev, at), 2);
     const det_event_t *w = det_events_get(ev, 0), *a = det_events_get(ev, 1);
-    CHECK(at[0] >= 100 && at[0] <= 120);
-    CHECK(at[1] > at[0] && at[1] <= 100 + 150);   /* within hw_window */
+    CHECK(at[0] >= 200 && at[0] <= 220);
+    CHECK(at[1] > at[0] && at[1] <= 200 + 150);   /* within hw_window */
     if (w && a) {
         CHECK_INT(w->severity, DET_SEV_WARN);
         CHECK(strstr(w->text, "rank 3 on node 'n3'") == w->text);
@@ -487,6 +491,64 @@ test_no_kernels_warns(void)
     det_destroy(&d);
 }
 
+static void
+s_waiting(void *arg, const char *key, const char *value)
+{
+    if (strcmp(key, "waiting") == 0)
+        snprintf(arg, 64, "%s", value);
+}
+
+/* A straggler found before the collectors have run hw_window (15 s): the
+ * report waits for kernels that cover it, then comes at a run that judges
+ * no new window (the ranks have stopped stepping).  The slow rank's node's
+ * first kernel rounds are its collector's start-up, 40 % slower: an
+ * attribution from them would blame the hardware; over the whole window
+ * it is not the hardware. */
+static void
+test_kernels_wait(void)
+{
+    det_t *d = s_det(NULL);
+    det_events_t *ev = det_events_new();
+    s_tab_t *t = s_tab(16);
+    size_t rs[3], ks[3];
+    char rank[24], node[24], waiting[64] = "";
+    for (size_t r = 0; r < 3; r++) {
+        snprintf(rank, sizeof rank, "%zu", r);
+        snprintf(node, sizeof node, "n%zu", r);
+        rs[r] = s_rank(t, node, "step", rank);
+        ks[r] = s_new(t, "cg_dgemm_seconds", node, "gpu", "0", NULL, NULL);
+    }
+    for (size_t s = 0; s < 30; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC;
+        for (size_t r = 0; s <= 14 && r < 3; r++)     /* they hold at 14 */
+            s_step(t, rs[r], ts, 0.5 * (r == 1 ? 1.5 : 1.0) *
+                   s_noise(t, 0.01), (int64_t) s);
+        for (size_t r = 0; r < 3; r++)
+            s_push(&t->s[ks[r]], ts, 0.01 * (r == 1 && s < 3 ? 1.4 : 1.0) *
+                   s_noise(t, 0.01));
+        s_run(d, t, ts + SEC / 2, ev);
+        if (s == 13) {
+            det_describe(d, s_waiting, waiting);
+            CHECK_STR(waiting, "n1");
+        }
+        CHECK_INT(det_events_count(ev), s < 15 ? 0 : 1);
+    }
+    det_describe(d, s_waiting, waiting);
+    CHECK_STR(waiting, "none");
+    const det_event_t *e = det_events_get(ev, 0);
+    if (e) {
+        CHECK_INT(e->severity, DET_SEV_WARN);
+        CHECK_STR(e->nodes[0], "n1");
+        CHECK(strstr(e->text, "rank 1 on node 'n1' is a straggler") ==
+              e->text);
+        CHECK(strstr(e->text, "up to step 13; not the hardware: test "
+                     "kernels cg_dgemm_seconds") != NULL);
+    }
+    s_tab_free(&t);
+    det_events_destroy(&ev);
+    det_destroy(&d);
+}
+
 /* Every rank twice as slow for 24 steps (a checkpoint, an evaluation):
  * no relative score moves, and the individual ones all move together. */
 static void
@@ -511,6 +573,60 @@ test_phase_quiet(void)
     }
     CHECK_INT(det_events_count(ev), 0);
     s_tab_free(&t);
+    det_events_destroy(&ev);
+    det_destroy(&d);
+}
+
+/* A job of nr (at most 4) ranks, each on its own node, 1 s steps: rank r
+ * takes base[r] s, times f[r] in steps [from, to); returns the events. */
+static size_t
+s_flip_job(det_t *d, det_events_t *ev, size_t nr, const double *base,
+           const double *f, size_t from, size_t to, size_t steps)
+{
+    s_tab_t *t = s_tab(16);
+    size_t rs[4];
+    char rank[24], node[24];
+    for (size_t r = 0; r < nr; r++) {
+        snprintf(rank, sizeof rank, "%zu", r);
+        snprintf(node, sizeof node, "n%zu", r);
+        rs[r] = s_rank(t, node, "step", rank);
+    }
+    for (size_t s = 0; s < steps; s++) {
+        int64_t ts = T0 + (int64_t) s * SEC;
+        for (size_t r = 0; r < nr; r++)
+            s_step(t, rs[r], ts, base[r] * (s >= from && s < to ? f[r] : 1) *
+                   s_noise(t, 0.005), (int64_t) s);
+        s_run(d, t, ts + SEC / 2, ev);
+    }
+    s_tab_free(&t);
+    return det_events_count(ev);
+}
+
+/* Both ranks of a job slowed for 16 steps by the machine (a vCPU that
+ * changes speed), one window median catching 1.4x and the other 1.25x:
+ * individual scores 0.71 and 0.8, a median of 0.76, no phase.  The
+ * individual score against the job's median (0.94) names no rank; a rank
+ * alone 1.4x slower than its best among 4 (the median 1) is named, even
+ * as the fastest rank but one. */
+static void
+test_individual_against_job(void)
+{
+    det_t *d = s_det(NULL);
+    det_events_t *ev = det_events_new();
+    double base2[] = { 0.5, 0.5 }, f2[] = { 1.4, 1.25 };
+    CHECK_INT(s_flip_job(d, ev, 2, base2, f2, 30, 46, 80), 0);
+    det_destroy(&d);
+    d = s_det(NULL);
+    double base4[] = { 0.4, 0.5, 0.5, 0.5 }, f4[] = { 1.4, 1, 1, 1 };
+    CHECK_INT(s_flip_job(d, ev, 4, base4, f4, 30, 80, 80), 1);
+    const det_event_t *e = det_events_get(ev, 0);
+    if (e) {
+        CHECK_STR(e->nodes[0], "n0");
+        CHECK(strstr(e->text, "rank 0 on node 'n0' is a straggler") ==
+              e->text);
+        CHECK(strstr(e->text, "individual 0.7") != NULL);
+        CHECK(strstr(e->text, "relative score 0.8") != NULL);
+    }
     det_events_destroy(&ev);
     det_destroy(&d);
 }
@@ -786,8 +902,10 @@ main(void)
     test_kernels_round_by_round();
     test_recovered_kernels_warn();
     test_no_kernels_warns();
+    test_kernels_wait();
     test_health_acts();
     test_phase_quiet();
+    test_individual_against_job();
     test_late_and_restarted();
     test_scales();
     test_node_judged_once();

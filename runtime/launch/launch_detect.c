@@ -25,9 +25,12 @@
 typedef struct {
     char name[64];
     char metric[256];       /* "" when the spec does not set it */
+    char kernels[256];      /* straggler's kernels= */
+    int has_kernels;        /* kernels= given (its value may be "") */
 } s_spec_t;
 
-/* Splits a detector spec into its name and its metric parameter. */
+/* Splits a detector spec into its name and its metric and kernels
+ * parameters. */
 static void
 s_parse(const char *spec, s_spec_t *out)
 {
@@ -42,6 +45,11 @@ s_parse(const char *spec, s_spec_t *out)
         if (n >= 7 && strncmp(p, "metric=", 7) == 0)
             snprintf(out->metric, sizeof out->metric, "%.*s", (int) n - 7,
                      p + 7);
+        if (n >= 8 && strncmp(p, "kernels=", 8) == 0) {
+            snprintf(out->kernels, sizeof out->kernels, "%.*s", (int) n - 8,
+                     p + 8);
+            out->has_kernels = 1;
+        }
         p += n + (p[n] == ',');
     }
 }
@@ -176,34 +184,54 @@ s_collect_records(const char *collect, const char *kernel, char *got,
     return ok;
 }
 
+/* The backend whose collectors run `kernel`, or NULL. */
+static const char *
+s_kernel_backend(const char *kernel)
+{
+    for (size_t i = 0; i < sizeof s_backends / sizeof *s_backends; i++)
+        if (strcmp(s_backends[i].kernel, kernel) == 0)
+            return s_backends[i].backend;
+    return NULL;
+}
+
+/* Whether the collectors of cfg->collect (given, or started for another
+ * detector when `started`) record cg_<kernel>_seconds, which detector `s`
+ * reads through its parameter `param`; TELEM_EINVAL with the fix when
+ * they do not. */
+static int
+s_collect_check(const launch_job_config_t *cfg, const s_spec_t *s,
+                const char *param, const char *kernel, int started,
+                char *why, size_t why_size)
+{
+    const char *backend = s_kernel_backend(kernel);
+    char got[64], how[128];
+    if (s_collect_records(cfg->collect, kernel, got, sizeof got, how,
+                          sizeof how))
+        return 0;
+    if (*got)
+        telem_why(why, why_size, "--detector %s reads cg_%s_seconds, but the "
+                  "collectors %s (%s) record cg_%s_seconds: use "
+                  "--detector %s:%s=cg_%s_seconds, or --collect '%s%s ...'",
+                  s->name, kernel, started ? "the launcher starts"
+                  : "of --collect", how, got, s->name, param, got,
+                  backend ? "--backend " : "--kernel ",
+                  backend ? backend : kernel);
+    else
+        telem_why(why, why_size, "--detector %s reads cg_%s_seconds, but "
+                  "--collect '%s' names no backend telem_collect knows (cpu, "
+                  "cuda)", s->name, kernel, how);
+    return TELEM_EINVAL;
+}
+
 /* Collectors for `kernel` where none were asked for; where some were, a
  * check that they record it. */
 static int
 s_collectors(launch_job_config_t *cfg, const s_spec_t *s, const char *kernel,
              char *buf, size_t size, char *why, size_t why_size)
 {
-    const char *backend = NULL;
-    for (size_t i = 0; i < sizeof s_backends / sizeof *s_backends; i++)
-        if (strcmp(s_backends[i].kernel, kernel) == 0)
-            backend = s_backends[i].backend;
-    char got[64], how[128];
-    if (cfg->collect && !s_collect_records(cfg->collect, kernel, got,
-                                           sizeof got, how, sizeof how)) {
-        if (*got)
-            telem_why(why, why_size, "--detector %s reads cg_%s_seconds, "
-                      "but the collectors of --collect (%s) record "
-                      "cg_%s_seconds: use --detector %s:metric=cg_%s_seconds, "
-                      "or --collect '%s%s ...'", s->name, kernel, how, got,
-                      s->name, got, backend ? "--backend " : "--kernel ",
-                      backend ? backend : kernel);
-        else
-            telem_why(why, why_size, "--detector %s reads cg_%s_seconds, "
-                      "but --collect '%s' names no backend telem_collect "
-                      "knows (cpu, cuda)", s->name, kernel, how);
-        return TELEM_EINVAL;
-    }
+    const char *backend = s_kernel_backend(kernel);
     if (cfg->collect)
-        return 0;
+        return s_collect_check(cfg, s, "metric", kernel, 0, why, why_size);
     if (!backend) {
         telem_why(why, why_size, "--detector %s reads cg_%s_seconds, which "
                   "only collectors running kernel '%s' record: add --collect "
@@ -255,6 +283,34 @@ s_check_one(launch_job_config_t *cfg, const char *spec, const char *list,
                    : 0;
 }
 
+/* straggler's test kernels (its kernels= parameter, cg_dgemm_seconds by
+ * default), once every detector has been checked (slowgpu may have
+ * started collectors): where collectors run, they must record them; where
+ * none run, one line says that a straggler is then warned about, never
+ * excluded, unless GPU health fields show the hardware. */
+static int
+s_check_straggler(const launch_job_config_t *cfg, const s_spec_t *s,
+                  int started, char *why, size_t why_size)
+{
+    const char *metric = s->has_kernels ? s->kernels : "cg_dgemm_seconds";
+    char kernel[128];
+    s_kernel(metric, kernel, sizeof kernel);
+    if (!*kernel)
+        return 0;               /* none, or a series of the user's own */
+    if (cfg->collect)
+        return s_collect_check(cfg, s, "kernels", kernel, started, why,
+                               why_size);
+    telem_log(TELEM_LOG_INFO, "--detector %s tells the hardware from the "
+              "rest by the nodes' test kernels (%s)%s, and this job runs no "
+              "collectors: a straggler is %s; add --detector slowgpu (which "
+              "starts them) or --collect ARGS (docs/detectors.md, "
+              "straggler)", s->name, metric, cfg->level >= 3
+              ? " or their GPU health fields" : "", cfg->level >= 3
+              ? "excluded only on its GPU health fields"
+              : "warned about and never excluded");
+    return 0;
+}
+
 int
 launch_detect_check(launch_job_config_t *cfg, const char *watch,
                     int check_bin, char *collect_buf, size_t collect_size,
@@ -284,6 +340,13 @@ launch_detect_check(launch_job_config_t *cfg, const char *watch,
     for (size_t i = 0; !rc && i < cfg->ndetectors; i++)
         rc = s_check_one(cfg, cfg->detectors[i], list, collect_buf,
                          collect_size, why, why_size);
+    for (size_t i = 0; !rc && i < cfg->ndetectors; i++) {
+        s_spec_t s;
+        s_parse(cfg->detectors[i], &s);
+        if (strcmp(s.name, "straggler") == 0)
+            rc = s_check_straggler(cfg, &s, cfg->collect == collect_buf,
+                                   why, why_size);
+    }
     free(list);
     return rc;
 }

@@ -11,6 +11,10 @@
  *     the launcher starts them, `telem_collect --backend cpu --kernel
  *     dgemm` for dgemm and `--backend cuda --kernel fma` for fma, and says
  *     so; another kernel needs --collect;
+ *   - straggler's test kernels (kernels=, cg_dgemm_seconds by default):
+ *     the collectors of --collect, or those slowgpu starts, must record
+ *     them; where none run, one line says a straggler cannot be excluded
+ *     (but on GPU health fields, at level 3);
  *   - proc-threshold reads num_running_processes: level 2 or more;
  *   - a metric gpu_* is collected at level 3, telemd_* at level 4;
  *     gpu-health reads the GPU health series (gpu_xid_total, ...): 3;
