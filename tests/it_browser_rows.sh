@@ -46,46 +46,8 @@ done
 rows() { "$PY" "$TOP/tests/browser_rows.py" "$@"; }
 rows xidtable "$TOP" || fail "the XID tables of telem_rows.js and gpu-health differ"
 
-# ---- the browser (as it_browser.sh) -------------------------------------------
-find_browser() { command -v chromium || command -v chromium-browser || true; }
-B=${TELEM_CHROMIUM:-$(find_browser)}
-if [ -z "$B" ]; then
-    why=$(bash "$TOP/tests/peer_install.sh" --opt-out TELEM_BROWSER_INSTALL chromium) \
-        || skip "chromium is not installed: $why"
-    B=$(find_browser)
-    [ -n "$B" ] || skip "chromium was installed but is not on PATH"
-fi
-CH=$T/chrome
-mkdir -p "$CH/home" "$CH/profile"
-BROWSER_FLAGS=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage
-    --no-first-run --no-default-browser-check --disable-extensions
-    --disable-background-networking --disable-component-update --disable-sync
-    --mute-audio --hide-scrollbars --user-data-dir="$CH/profile")
-CHROME_PID=
-browser_pids() {
-    ps -eo pid=,args= | D="$CH/" awk 'index($0, ENVIRON["D"]) { print $1 }'
-}
-browser_cleanup() {
-    [ -n "$CHROME_PID" ] && kill -TERM "$CHROME_PID" 2>/dev/null
-    local p
-    for p in $(browser_pids); do kill -TERM "$p" 2>/dev/null || true; done
-    for _ in $(seq 100); do [ -z "$(browser_pids)" ] && break; sleep 0.05; done
-    for p in $(browser_pids); do kill -KILL "$p" 2>/dev/null || true; done
-    cleanup
-}
-trap browser_cleanup EXIT
-browse() {
-    local out=$1 left=$((PAGE_END - SECONDS)) rc=0
-    shift
-    ((left > 0)) || return 1
-    HOME=$CH/home XDG_CONFIG_HOME=$CH/home/.config XDG_CACHE_HOME=$CH/home/.cache \
-        timeout -k 5 "$left" "$B" "${BROWSER_FLAGS[@]}" "$@" \
-        >"$out" 2>>"$T/chromium.out" &
-    CHROME_PID=$!
-    wait "$CHROME_PID" || rc=$?
-    CHROME_PID=
-    return "$rc"
-}
+# ---- the browser (tests/browser.sh) ---------------------------------------------
+source "$(dirname "${BASH_SOURCE[0]}")/browser.sh"
 
 # ---- the job --------------------------------------------------------------------
 for n in n1 n2; do
