@@ -39,6 +39,7 @@
  *                     [-o save] [-i recording] [-s name=value,...]
  */
 #include "bench_common.h"
+#include "bench_det_params.h"
 #include "bench_slots.h"
 #include "ac.h"
 #include "det.h"
@@ -262,22 +263,6 @@ typedef struct {
     int g, first;
 } s_job_t;
 
-/* Sets the -s parameters (name=value,...) on d. */
-static void
-s_params(det_t *d, const char *params)
-{
-    char buf[512], why[256];
-    snprintf(buf, sizeof buf, "%s", params ? params : "");
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-         t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '=');
-        if (!eq)
-            bench_die("bench_detect", "-s %s: expected name=value", t);
-        *eq = '\0';
-        if (det_set(d, t, eq + 1, why, sizeof why))
-            bench_die("bench_detect", "-s %s: %s", t, why);
-    }
-}
 
 /* slowgpu's k with the -s parameters: a load segment counts as detected
  * when the target is named within that many rounds of its start. */
@@ -289,7 +274,7 @@ s_seen_rounds(const s_opts_t *o)
     det_t *d = det_new(det_find("slowgpu"), NULL, &err);
     if (!d)
         bench_die("slowgpu", "cannot create");
-    s_params(d, o->params);
+    bench_det_params(d, o->params, "bench_detect", 0);
     if (det_get(d, "k", buf, sizeof buf))
         bench_die("slowgpu", "no parameter k");
     det_destroy(&d);
@@ -308,7 +293,7 @@ s_replay(const s_opts_t *o, const s_rec_t *rec, s_job_t j, const char *rule)
     char why[128];
     if (!d || det_set(d, "rule", rule, why, sizeof why))
         bench_die("slowgpu", "cannot create");
-    s_params(d, o->params);
+    bench_det_params(d, o->params, "bench_detect", 0);
     det_events_t *evs = det_events_new();
     static det_series_t s[S_MAXDEV];
     static det_tag_t tags[S_MAXDEV][2];

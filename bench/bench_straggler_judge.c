@@ -34,6 +34,7 @@
  */
 #include "bench_straggler.h"
 #include "bench_common.h"
+#include "bench_det_params.h"
 #include "bench_slots.h"
 #include "det.h"
 #include "telem_time.h"
@@ -110,24 +111,6 @@ s_rank_index(const bs_rec_t *rec, const char *rank)
     return -1;
 }
 
-/* Sets name=value,... on d. */
-static void
-s_params(det_t *d, const char *params)
-{
-    char buf[512], why[256];
-    snprintf(buf, sizeof buf, "%s", params ? params : "");
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-         t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '=');
-        if (!eq)
-            bench_die("bench_straggler", "-s %s: expected name=value", t);
-        *eq = '\0';
-        if (det_set(d, t, eq + 1, why, sizeof why))
-            bench_die("bench_straggler", "%s: %s", t, why);
-    }
-    if (det_check(d, why, sizeof why))
-        bench_die("bench_straggler", "parameters: %s", why);
-}
 
 /* ---- telem's straggler, as telem_watch feeds it ------------------------ */
 
@@ -228,8 +211,8 @@ s_telem(const bs_rec_t *rec, const bs_judge_opts_t *jo, const char *params,
     det_t *d = det_new(det_find("straggler"), NULL, &err);
     if (!d)
         bench_die("straggler", "cannot create");
-    s_params(d, params);
-    s_params(d, jo->params);
+    bench_det_params(d, params, "bench_straggler", 0);
+    bench_det_params(d, jo->params, "bench_straggler", 1);
     s_pts_t pts[BS_MAXDEV];
     det_series_t s[3 * BS_MAXDEV];
     for (int i = 0; i < rec->ndev; i++)
@@ -316,7 +299,8 @@ s_dragon(const bs_rec_t *rec, const bs_judge_opts_t *jo, s_row_t *row)
     det_t *d = det_new(det_find("slowgpu"), NULL, &err);
     if (!d)
         bench_die("slowgpu", "cannot create");
-    s_params(d, "rule=dragon,metric=telem_section_seconds,settle=0");
+    bench_det_params(d, "rule=dragon,metric=telem_section_seconds,settle=0",
+                     "bench_straggler", 1);
     det_events_t *evs = det_events_new();
     det_series_t s[BS_MAXDEV];
     det_tag_t tags[BS_MAXDEV][1];
