@@ -19,7 +19,8 @@ histogram, an int64 array) is the dictionary key "task/<t>" of namespace
 version: acknowledged only once replicated, and a stale writer can never
 overwrite newer state.  With TELEM_RESTARTED=1 every worker resumes its
 tasks from there (a task moves to another worker when the node set
-changed); a first run refuses a namespace that already holds a run.
+changed; a task the first run never reached is created then); a first
+run refuses a namespace that already holds a run.
 Because an iteration's random numbers depend on (seed, task, iteration)
 only, a run that lost a node and resumed gives exactly the histogram of
 an undisturbed run (the same checksum); an iteration counted twice or
@@ -277,13 +278,17 @@ def worker(a, backend: str, w: int, nworkers: int, device: int,
     try:
         eig = Eig(backend, device)
         mine = [t for t in range(a.tasks) if t % nworkers == w]
+        # A first run creates its tasks and refuses a namespace that holds
+        # a run.  A restarted run creates only the tasks the first never
+        # reached (its worker had not started when a node was lost; no
+        # iteration of them was counted) and resumes the others.
         for t in mine:
-            if not restarted:
-                try:
-                    d.cas(f"task/{t}", fresh_state(a), 0)
-                except TelemError as e:
-                    if e.code != ECONFLICT:
-                        raise
+            try:
+                d.cas(f"task/{t}", fresh_state(a), 0)
+            except TelemError as e:
+                if e.code != ECONFLICT:
+                    raise
+                if not restarted:
                     sys.exit(f"slow_gpu: namespace {a.ns!r} already holds "
                              f"a run (task/{t}); use another --ns")
         for t in mine:
