@@ -100,9 +100,13 @@ SCRIPT = textwrap.dedent('''\
             sys.exit(1)
         time.sleep(0.05)
     w = np.linalg.eigvalsh(A)
-    print(f"program on {{node}} rank {{os.environ['TELEM_RANK']}} of "
-          f"{{os.environ['TELEM_NNODES']}} restart {{restarts}}: finished, "
-          f"largest eigenvalue {{w[-1]:.6f}}", flush=True)
+    # One write: the ranks share the launcher's output and finish at once;
+    # with PYTHONUNBUFFERED print() writes the text and its end apart, and
+    # another rank's line can land between them.
+    sys.stdout.write(f"program on {{node}} rank {{os.environ['TELEM_RANK']}} "
+                     f"of {{os.environ['TELEM_NNODES']}} restart {{restarts}}: "
+                     f"finished, largest eigenvalue {{w[-1]:.6f}}\\n")
+    sys.stdout.flush()
 ''')
 
 RESTART_RE = re.compile(r"restart (\d+) \(of at most \d+\): trigger (\S+); "
