@@ -130,6 +130,9 @@ class Node:
     def cls(self):
         return (self.attrs.get("class") or "").split()
 
+    def own_text(self):
+        return "".join(k for k in self.kids if isinstance(k, str))
+
     def text(self):
         return "".join(k if isinstance(k, str) else k.text() for k in self.kids)
 

@@ -81,43 +81,9 @@ def series(url, metric, labels):
     if not set(labels.split(",")) <= got:
         fail("devices with points: %s" % sorted(got))
 
-class Node:
-    def __init__(self, tag, attrs):
-        self.tag, self.attrs, self.kids = tag, dict(attrs), []
-    def cls(self):
-        return self.attrs.get("class", "").split()
-    def text(self):
-        return "".join(k if isinstance(k, str) else k.text() for k in self.kids)
-    def own_text(self):
-        return "".join(k for k in self.kids if isinstance(k, str))
-    def walk(self):
-        yield self
-        for k in self.kids:
-            if isinstance(k, Node):
-                yield from k.walk()
-    def find(self, pred):
-        return [n for n in self.walk() if pred(n)]
-
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
-        "meta", "param", "source", "track", "wbr"}
-
-class Tree(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#root", [])
-        self.stack = [self.root]
-    def handle_starttag(self, tag, attrs):
-        n = Node(tag, attrs)
-        self.stack[-1].kids.append(n)
-        if tag not in VOID:
-            self.stack.append(n)
-    def handle_endtag(self, tag):
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-    def handle_data(self, data):
-        self.stack[-1].kids.append(data)
+# The DOM tree (Node, Tree) is browser_rows.py's, beside this test.
+sys.path.insert(0, os.environ["TESTS_DIR"])
+from browser_rows import Tree  # noqa: E402
 
 def by_class(root, c):
     return root.find(lambda n: c in n.cls())
@@ -272,7 +238,7 @@ def png(path, w_want, h_want, nlines):
 {"job": job, "series": series, "dom": dom, "png": png,
  "snapshot": snapshot}[sys.argv[1]](*sys.argv[2:])
 PY
-page() { python3 "$T/page.py" "$@"; }
+page() { TESTS_DIR=$(dirname "${BASH_SOURCE[0]}") python3 "$T/page.py" "$@"; }
 
 # ---- the job ---------------------------------------------------------------------
 cat >"$T/prog.sh" <<'EOF2'
